@@ -1,0 +1,163 @@
+"""`ReMeConfig`: settings from keyword arguments, the environment and an optional file.
+
+Precedence, highest first: keyword arguments, `REME_*` environment variables, the file named by
+`config_file=` or `REME_CONFIG` (JSON, or TOML on Python 3.11+), defaults. Nested settings use a
+double underscore in the environment: `REME_EMBEDDING__BACKEND=hash`,
+`REME_VECTOR_STORE__URL=http://qdrant:6333`. `OPENAI_API_KEY` and `OPENAI_BASE_URL` fill the LLM's
+and the OpenAI embedder's key and endpoint when those are not set otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from reme.errors import ConfigError
+
+DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class VectorStoreConfig(_Section):
+    """Where memories live. `edge` (default): Qdrant in-process under `<working_dir>/store`.
+    `qdrant`: a Qdrant server by `url` (+ `api_key`), or qdrant-client's local `location`/`path`."""
+
+    backend: Literal["edge", "qdrant"] = "edge"
+    collection: str = "reme"
+    path: str | None = None
+    url: str | None = None
+    api_key: SecretStr | None = None
+    location: str | None = None
+    timeout: float = Field(default=30.0, gt=0)
+    batch_size: int = Field(default=256, ge=1)
+    bm25_avg_len: float = Field(default=32.0, gt=0)
+    index_threshold: int = Field(default=20_000, ge=0)
+    index_on_close: bool = True
+
+
+class EmbeddingConfig(_Section):
+    """How text becomes vectors. `local`: sentence-transformers (the `local` extra; `model` is a
+    name or a path). `openai`: any OpenAI-compatible endpoint. `hash`: deterministic, for tests."""
+
+    backend: Literal["local", "openai", "hash"] = "local"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    dimensions: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=64, ge=1)
+    max_retries: int = Field(default=4, ge=0)
+    timeout: float = Field(default=30.0, gt=0)
+    device: str = "cpu"
+
+
+class LLMConfig(_Section):
+    """An OpenAI-compatible chat endpoint (used by the summarizers and the query rewrite)."""
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    max_concurrency: int = Field(default=8, ge=1)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReMeConfig(_Section):
+    working_dir: Path = Path(".reme")
+    vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+
+    @classmethod
+    def load(cls, config_file: str | Path | None = None, env: Mapping[str, str] | None = None,
+             **kwargs: Any) -> "ReMeConfig":
+        """Merge defaults, file, environment and keyword arguments (in rising precedence)."""
+        env = os.environ if env is None else env
+        merged: dict[str, Any] = {}
+        path = config_file or env.get("REME_CONFIG")
+        if path:
+            _deep_merge(merged, _read_file(Path(path)))
+        _deep_merge(merged, _from_env(env))
+        _deep_merge(merged, {k: _plain(v) for k, v in kwargs.items() if v is not None})
+        for section in ("llm", "embedding"):
+            merged.setdefault(section, {})
+        for section in ("llm", "embedding"):
+            s = merged[section]
+            if section == "embedding" and s.get("backend", "local") != "openai":
+                continue
+            if "api_key" not in s and env.get("OPENAI_API_KEY"):
+                s["api_key"] = env["OPENAI_API_KEY"]
+            if "base_url" not in s and env.get("OPENAI_BASE_URL"):
+                s["base_url"] = env["OPENAI_BASE_URL"]
+        try:
+            return cls.model_validate(merged)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_unset=True)
+    return value
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        value = _plain(value)
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    sections = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig}
+    for key, value in env.items():
+        if not key.startswith("REME_") or key == "REME_CONFIG":
+            continue
+        name = key[5:].lower()
+        if "__" in name:
+            section, field = name.split("__", 1)
+            model = sections.get(section)
+            if model is None or field not in model.model_fields:
+                raise ConfigError(f"unknown setting {key}")
+            annotation = str(model.model_fields[field].annotation)
+            out.setdefault(section, {})[field] = json.loads(value) if "dict" in annotation else value
+        elif name in ReMeConfig.model_fields:
+            out[name] = value
+        else:
+            raise ConfigError(f"unknown setting {key}")
+    return out
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        if path.suffix == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ImportError:
+        raise ConfigError("TOML config files need Python 3.11+; use JSON") from None
+    except ValueError as exc:
+        raise ConfigError(f"config file {path} is not valid: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold an object")
+    return data

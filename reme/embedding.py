@@ -1,0 +1,185 @@
+"""Embedders: text in, vectors out, in batches. The vector size is discovered, never assumed."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import os
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from reme.config import DEFAULT_LOCAL_MODEL, DEFAULT_OPENAI_EMBEDDING_MODEL, EmbeddingConfig
+from reme.errors import ConfigError, EmbeddingError, InvalidInputError
+
+_PROBE = "dimension probe"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the store and the pipelines need from an embedding model."""
+
+    name: str
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    async def dimension(self) -> int: ...
+
+    async def close(self) -> None: ...
+
+
+class BaseEmbedder(ABC):
+    """Batching, input checks and size discovery; subclasses embed one batch."""
+
+    name = "base"
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+        self._dim: int | None = None
+
+    @abstractmethod
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = list(texts)
+        for text in texts:
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidInputError("cannot embed an empty text")
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start:start + self.batch_size]
+            vectors = await self._embed_batch(batch)
+            if len(vectors) != len(batch):
+                raise EmbeddingError(f"{self.name} returned {len(vectors)} vectors for {len(batch)} texts")
+            out.extend(vectors)
+        if out:
+            sizes = {len(v) for v in out}
+            if len(sizes) != 1 or (self._dim is not None and sizes != {self._dim}):
+                raise EmbeddingError(f"{self.name} returned vectors of sizes {sorted(sizes)}")
+            self._dim = sizes.pop()
+        return out
+
+    async def dimension(self) -> int:
+        if self._dim is None:
+            await self.embed([_PROBE])
+        assert self._dim is not None
+        return self._dim
+
+    async def close(self) -> None:
+        return None
+
+
+class HashEmbedder(BaseEmbedder):
+    """Deterministic feature hashing of words and character trigrams. For tests and offline
+    demos: it matches shared words and spellings, not meaning."""
+
+    name = "hash"
+
+    def __init__(self, dim: int = 256, batch_size: int = 256) -> None:
+        super().__init__(batch_size)
+        if dim < 8:
+            raise ConfigError("hash embedder needs at least 8 dimensions")
+        self.size = dim
+
+    def _one(self, text: str) -> list[float]:
+        vec = [0.0] * self.size
+        words = re.findall(r"\w+", text.casefold())
+        grams = [w[i:i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        for feature, weight in [(w, 1.0) for w in words] + [("#" + g, 0.5) for g in grams]:
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.size
+            vec[index] += weight if digest[4] & 1 else -weight
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        return [x / norm for x in vec]
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+
+class OpenAIEmbedder(BaseEmbedder):
+    """Any OpenAI-compatible `/embeddings` endpoint, with bounded retries on 429, 5xx and timeouts."""
+
+    name = "openai"
+
+    def __init__(self, *, model: str = DEFAULT_OPENAI_EMBEDDING_MODEL, base_url: str | None = None,
+                 api_key: str | None = None, dimensions: int | None = None, batch_size: int = 64,
+                 max_retries: int = 4, timeout: float = 30.0) -> None:
+        super().__init__(batch_size)
+        import openai
+
+        if not api_key:
+            raise ConfigError("the openai embedder needs an api key: set embedding.api_key or OPENAI_API_KEY")
+        self.model = model
+        self.dimensions = dimensions
+        self.max_retries = max_retries
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        import openai
+        from tenacity import (AsyncRetrying, retry_if_exception_type, stop_after_attempt,
+                              wait_exponential_jitter)
+
+        retryable = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
+        extra: dict[str, Any] = {"dimensions": self.dimensions} if self.dimensions else {}
+        try:
+            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1),
+                                               wait=wait_exponential_jitter(initial=0.5, max=20),
+                                               retry=retry_if_exception_type(retryable), reraise=True):
+                with attempt:
+                    response = await self._client.embeddings.create(model=self.model, input=texts, **extra)
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding request to {self.model} failed: {exc}") from exc
+        rows = sorted(response.data, key=lambda d: d.index)
+        return [list(map(float, d.embedding)) for d in rows]
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class LocalEmbedder(BaseEmbedder):
+    """sentence-transformers on this machine (`pip install 'reme[local]'`). `model` is a model
+    name or a local path; a name not cached yet is downloaded by sentence-transformers."""
+
+    name = "local"
+
+    def __init__(self, model: str = DEFAULT_LOCAL_MODEL, *, device: str = "cpu", batch_size: int = 64) -> None:
+        super().__init__(batch_size)
+        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ConfigError("the local embedder needs sentence-transformers: pip install 'reme[local]', "
+                              "or set embedding.backend to openai or hash") from None
+        if Path(model).expanduser().exists():
+            model = str(Path(model).expanduser())
+        try:
+            self._model = SentenceTransformer(model, device=device)
+        except Exception as exc:  # noqa: BLE001 - it raises OSError, ValueError, HF errors...
+            raise ConfigError(f"cannot load embedding model {model!r}: {exc}") from exc
+        self.model = model
+        self._dim = self._model.get_sentence_embedding_dimension() if hasattr(
+            self._model, "get_sentence_embedding_dimension") else None
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        def run() -> list[list[float]]:
+            return self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                      convert_to_numpy=True, show_progress_bar=False).tolist()
+
+        try:
+            return await asyncio.to_thread(run)
+        except Exception as exc:  # noqa: BLE001
+            raise EmbeddingError(f"local embedding failed: {exc}") from exc
+
+
+def create_embedder(config: EmbeddingConfig) -> BaseEmbedder:
+    """The embedder a configuration names."""
+    if config.backend == "hash":
+        return HashEmbedder(dim=config.dimensions or 256, batch_size=config.batch_size)
+    if config.backend == "openai":
+        return OpenAIEmbedder(model=config.model or DEFAULT_OPENAI_EMBEDDING_MODEL, base_url=config.base_url,
+                              api_key=config.api_key.get_secret_value() if config.api_key else None,
+                              dimensions=config.dimensions, batch_size=config.batch_size,
+                              max_retries=config.max_retries, timeout=config.timeout)
+    return LocalEmbedder(config.model or DEFAULT_LOCAL_MODEL, device=config.device, batch_size=config.batch_size)

@@ -1,0 +1,433 @@
+"""The `ReMe` facade: one object that wires configuration to a store and an embedder and exposes
+the memory API. `ReMeSync` mirrors it name for name without `async`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Awaitable, Coroutine, Mapping, Sequence, TypeVar
+
+from pydantic import ValidationError
+
+from reme.config import ReMeConfig
+from reme.embedding import Embedder, create_embedder
+from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError
+from reme.schema import MemoryNode, MemoryPage, MemoryType, SearchResult, utcnow
+from reme.store import VectorRecord, VectorStore, open_store
+from reme.store.base import Direction, SearchMode
+from reme.store.filters import And, Eq, Filter, In, parse_filter
+
+T = TypeVar("T")
+FilterSpec = Filter | Mapping[str, Any] | None
+
+# A scope is the kind of target a caller names; each kind owns these memory types (the first is
+# what a search looks in when no memory_type is given).
+SCOPE_TYPES: dict[str, tuple[MemoryType, ...]] = {
+    "user": (MemoryType.PERSONAL, MemoryType.HISTORY),
+    "task": (MemoryType.PROCEDURAL, MemoryType.HISTORY),
+    "tool": (MemoryType.TOOL, MemoryType.HISTORY),
+}
+
+
+def _invalid(exc: ValidationError) -> InvalidInputError:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = str(err.get("ctx", {}).get("error") or err["msg"])
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return InvalidInputError("; ".join(parts))
+
+
+class Scope:
+    """The target a call is limited to: (kind, name), e.g. ("user", "alice")."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind, self.name = kind, name
+
+    @classmethod
+    def of(cls, user_name: str | None, task_name: str | None, tool_name: str | None) -> "Scope | None":
+        given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
+        if len(given) > 1:
+            raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
+        if not given:
+            return None
+        kind, name = given[0]
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError(f"{kind}_name must be a non-empty string")
+        return cls(kind, name.strip())
+
+    def types(self, memory_type: MemoryType | str | None) -> tuple[MemoryType, ...]:
+        allowed = SCOPE_TYPES[self.kind]
+        if memory_type is None:
+            return allowed
+        mtype = _memory_type(memory_type)
+        if mtype not in allowed:
+            raise InvalidInputError(f"a {self.kind} holds {', '.join(t.value for t in allowed)} memories, not {mtype.value}")
+        return (mtype,)
+
+    def holds(self, node: MemoryNode) -> bool:
+        return node.memory_target == self.name and node.memory_type in SCOPE_TYPES[self.kind]
+
+
+def _memory_type(value: MemoryType | str) -> MemoryType:
+    try:
+        return MemoryType(value)
+    except ValueError:
+        raise InvalidInputError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}") from None
+
+
+class ReMe:
+    """Typed long-term memory for agents.
+
+    >>> async with ReMe(working_dir=".reme") as reme:
+    ...     node = await reme.add_memory("Alice prefers window seats", user_name="alice")
+    ...     hits = await reme.search_memory("seat preference", user_name="alice", top_k=5)
+
+    Settings come from keyword arguments, `REME_*` environment variables and an optional file
+    (see `ReMeConfig`); each section also accepts its pydantic model.
+    """
+
+    def __init__(self, config: ReMeConfig | None = None, *, working_dir: str | Path | None = None,
+                 vector_store: Any = None, embedding: Any = None, llm: Any = None,
+                 config_file: str | Path | None = None, embedder: Embedder | None = None,
+                 store: VectorStore | None = None) -> None:
+        self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
+                                                embedding=embedding, llm=llm)
+        self._embedder: Embedder | None = embedder
+        self._store: VectorStore | None = store
+        self._opened = False
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def collection(self) -> str:
+        return self.config.vector_store.collection
+
+    @property
+    def store(self) -> VectorStore:
+        if not self._opened or self._store is None:
+            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        if not self._opened or self._embedder is None:
+            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
+        return self._embedder
+
+    async def open(self) -> "ReMe":
+        if self._opened:
+            return self
+        working_dir = Path(self.config.working_dir).expanduser()
+        try:
+            working_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"working_dir {working_dir} cannot be created: {exc.strerror or exc}") from exc
+        if self._store is None:
+            self._store = open_store(self.config.vector_store, working_dir)
+        try:
+            if self._embedder is None:
+                self._embedder = create_embedder(self.config.embedding)
+            dim = await self._embedder.dimension()
+            await self._store.create_collection(self.collection, dim)
+        except BaseException:
+            await self._store.close()
+            self._store = None
+            raise
+        self._opened = True
+        return self
+
+    async def close(self) -> None:
+        """Release the store (and its directory lock). Writes were already durable."""
+        if self._store is not None:
+            await self._store.close()
+        if self._embedder is not None:
+            await self._embedder.close()
+        self._opened = False
+
+    async def __aenter__(self) -> "ReMe":
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writing ---------------------------------------------------------------------------------
+    async def add_memory(self, content: str, *, user_name: str | None = None, task_name: str | None = None,
+                         tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+                         when_to_use: str = "", metadata: Mapping[str, Any] | None = None,
+                         tags: Sequence[str] | None = None, score: float = 0.0,
+                         message_time: datetime | None = None, author: str = "",
+                         ref_ids: Sequence[str] | None = None) -> MemoryNode:
+        """Store one memory for a user, task or tool and return it.
+
+        Adding the same content (after normalizing case and spaces) for the same type and target
+        again returns the memory already stored instead of a duplicate.
+        """
+        scope = self._require_scope(user_name, task_name, tool_name, "add_memory")
+        mtype = scope.types(memory_type)[0]
+        fields: dict[str, Any] = dict(memory_type=mtype, memory_target=scope.name, content=content,
+                                      when_to_use=when_to_use, metadata=dict(metadata or {}), tags=list(tags or []),
+                                      score=score, author=author, ref_ids=list(ref_ids or []))
+        if message_time is not None:
+            fields["message_time"] = message_time
+        try:
+            node = MemoryNode(**fields)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        return (await self.add_memories([node]))[0]
+
+    async def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+        """Store several nodes in one batch; each result is the stored node (an existing one for duplicates)."""
+        nodes = list(nodes)
+        if not nodes:
+            return []
+        vectors = await self.embedder.embed([n.retrieval_text for n in nodes])
+        async with self._write_lock:
+            existing = await self._existing_by_hash(nodes)
+            out: list[MemoryNode] = []
+            new: list[VectorRecord] = []
+            for node, vector in zip(nodes, vectors):
+                key = (node.memory_type, node.memory_target, node.content_hash)
+                if key not in existing:
+                    existing[key] = node
+                    new.append(VectorRecord(node=node, vector=vector))
+                out.append(existing[key])
+            await self.store.upsert(self.collection, new)
+        return out
+
+    async def _existing_by_hash(self, nodes: list[MemoryNode]) -> dict[tuple[MemoryType, str, str], MemoryNode]:
+        found: dict[tuple[MemoryType, str, str], MemoryNode] = {}
+        groups: dict[tuple[MemoryType, str], list[str]] = {}
+        for node in nodes:
+            groups.setdefault((node.memory_type, node.memory_target), []).append(node.content_hash)
+        for (mtype, target), hashes in groups.items():
+            flt = And(filters=[Eq(field="memory_type", value=mtype.value), Eq(field="memory_target", value=target),
+                               In(field="content_hash", values=list(set(hashes)))])
+            page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
+            for node in page:
+                found[(node.memory_type, node.memory_target, node.content_hash)] = node
+        return found
+
+    async def update_memory(self, memory_id: str, *, content: str | None = None, when_to_use: str | None = None,
+                            metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
+                            score: float | None = None, message_time: datetime | None = None,
+                            author: str | None = None, ref_ids: Sequence[str] | None = None,
+                            user_name: str | None = None, task_name: str | None = None,
+                            tool_name: str | None = None) -> MemoryNode:
+        """Change fields of a memory; its id stays, `version` goes up, `time_modified` is now."""
+        changes = {k: v for k, v in dict(content=content, when_to_use=when_to_use, metadata=metadata, tags=tags,
+                                         score=score, message_time=message_time, author=author,
+                                         ref_ids=ref_ids).items() if v is not None}
+        if not changes:
+            raise InvalidInputError("update_memory needs at least one field to change")
+        async with self._write_lock:
+            old = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
+            data = old.model_dump()
+            data.update({k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
+                         for k, v in changes.items()})
+            data.update(version=old.version + 1, time_modified=utcnow())
+            try:
+                node = MemoryNode.model_validate(data)
+            except ValidationError as exc:
+                raise _invalid(exc) from None
+            vector = None
+            if node.retrieval_text != old.retrieval_text:
+                vector = (await self.embedder.embed([node.retrieval_text]))[0]
+            await self.store.update(self.collection, node, vector)
+        return node
+
+    async def delete_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
+                            tool_name: str | None = None) -> None:
+        """Delete one memory; `MemoryNotFoundError` if it is not there (in the named scope)."""
+        async with self._write_lock:
+            node = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
+            await self.store.delete(self.collection, [node.memory_id])
+
+    async def delete_all(self, *, user_name: str | None = None, task_name: str | None = None,
+                         tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+                         everything: bool = False) -> int:
+        """Delete every memory of a scope (optionally of one type); wiping all scopes needs `everything=True`."""
+        scope = Scope.of(user_name, task_name, tool_name)
+        if scope is None and not everything:
+            raise InvalidInputError("delete_all needs user_name, task_name or tool_name, or everything=True")
+        flt = self._scope_filter(scope, memory_type, primary=False)
+        async with self._write_lock:
+            if flt is None:
+                n = await self.store.count(self.collection)
+                await self.store.delete_collection(self.collection)
+                await self.store.create_collection(self.collection, await self.embedder.dimension())
+                return n
+            return await self.store.delete_by_filter(self.collection, flt)
+
+    # -- reading ---------------------------------------------------------------------------------
+    async def get_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
+                         tool_name: str | None = None) -> MemoryNode:
+        """One memory by id; with a scope, a memory of another target counts as not found."""
+        scope = Scope.of(user_name, task_name, tool_name)
+        result = await self.store.get(self.collection, [str(memory_id)])
+        if not result.found or (scope is not None and not scope.holds(result.found[0].node)):
+            raise MemoryNotFoundError(str(memory_id))
+        return result.found[0].node
+
+    async def search_memory(self, query: str, *, user_name: str | None = None, task_name: str | None = None,
+                            tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+                            top_k: int = 10, mode: SearchMode = "hybrid", filters: FilterSpec = None,
+                            score_threshold: float | None = None) -> list[SearchResult]:
+        """Memories ranked by relevance to `query`: `hybrid` (default), `dense` or `keyword`.
+
+        With a scope and no `memory_type`, a search looks in the scope's main type (personal for a
+        user, procedural for a task, tool for a tool).
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        if not isinstance(top_k, int) or top_k < 1:
+            raise InvalidInputError("top_k must be a positive integer")
+        scope = Scope.of(user_name, task_name, tool_name)
+        flt = self._combine(self._scope_filter(scope, memory_type, primary=True), filters)
+        vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
+        return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
+                                       limit=top_k, score_threshold=score_threshold)
+
+    async def list_memory(self, *, user_name: str | None = None, task_name: str | None = None,
+                          tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+                          filters: FilterSpec = None, sort_key: str | None = None, direction: Direction = "desc",
+                          limit: int = 100, cursor: str | None = None) -> MemoryPage:
+        """A page of memories; sort by time_created, time_modified, message_time, score or version."""
+        scope = Scope.of(user_name, task_name, tool_name)
+        flt = self._combine(self._scope_filter(scope, memory_type, primary=False), filters)
+        return await self.store.list(self.collection, flt=flt, sort_key=sort_key, direction=direction,
+                                     limit=limit, cursor=cursor)
+
+    async def count_memory(self, *, user_name: str | None = None, task_name: str | None = None,
+                           tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+                           filters: FilterSpec = None) -> int:
+        scope = Scope.of(user_name, task_name, tool_name)
+        return await self.store.count(self.collection,
+                                      self._combine(self._scope_filter(scope, memory_type, primary=False), filters))
+
+    # -- files -----------------------------------------------------------------------------------
+    async def export_memory(self, path: str | Path, *, user_name: str | None = None, task_name: str | None = None,
+                            tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+                            filters: FilterSpec = None, with_vectors: bool = False) -> int:
+        """Write memories to a JSONL file (every field; vectors on request); returns how many."""
+        scope = Scope.of(user_name, task_name, tool_name)
+        flt = self._combine(self._scope_filter(scope, memory_type, primary=False), filters)
+        return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
+
+    async def import_memory(self, path: str | Path) -> int:
+        """Load a JSONL file written by `export_memory`; lines without a usable vector are embedded.
+        Every line is validated first: a bad line means nothing is written."""
+        async with self._write_lock:
+            return await self.store.import_jsonl(self.collection, path, embed=self.embedder.embed)
+
+    async def optimize(self) -> bool:
+        """Build the search index now (the edge backend otherwise searches exactly)."""
+        return await self.store.optimize(self.collection)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @staticmethod
+    def _require_scope(user_name: str | None, task_name: str | None, tool_name: str | None, what: str) -> Scope:
+        scope = Scope.of(user_name, task_name, tool_name)
+        if scope is None:
+            raise InvalidInputError(f"{what} needs a target: user_name, task_name or tool_name")
+        return scope
+
+    @staticmethod
+    def _scope_filter(scope: Scope | None, memory_type: MemoryType | str | None, *, primary: bool) -> Filter | None:
+        if scope is None:
+            return None if memory_type is None else Eq(field="memory_type", value=_memory_type(memory_type).value)
+        types = scope.types(memory_type)
+        if primary and memory_type is None:
+            types = types[:1]
+        return And(filters=[Eq(field="memory_target", value=scope.name),
+                            In(field="memory_type", values=[t.value for t in types])])
+
+    @staticmethod
+    def _combine(base: Filter | None, extra: FilterSpec) -> Filter | None:
+        parsed = parse_filter(extra)
+        if base is None or parsed is None:
+            return base or parsed
+        return And(filters=[base, parsed])
+
+
+class ReMeSync:
+    """`ReMe` without `async`: the same methods, run on a private event loop in a thread.
+
+    >>> with ReMeSync(working_dir=".reme", embedding={"backend": "hash"}) as reme:
+    ...     reme.add_memory("Alice prefers window seats", user_name="alice")
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="reme-sync", daemon=True)
+        self._thread.start()
+        self._reme: ReMe = self._run(self._make(*args, **kwargs))
+
+    @staticmethod
+    async def _make(*args: Any, **kwargs: Any) -> ReMe:
+        return ReMe(*args, **kwargs)
+
+    def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
+
+    @property
+    def config(self) -> ReMeConfig:
+        return self._reme.config
+
+    def open(self) -> "ReMeSync":
+        self._run(self._reme.open())
+        return self
+
+    def close(self) -> None:
+        try:
+            self._run(self._reme.close())
+        finally:
+            if self._loop.is_running():
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._thread.join(timeout=10)
+
+    def __enter__(self) -> "ReMeSync":
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_memory(self, content: str, **kwargs: Any) -> MemoryNode:
+        return self._run(self._reme.add_memory(content, **kwargs))
+
+    def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+        return self._run(self._reme.add_memories(nodes))
+
+    def get_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
+        return self._run(self._reme.get_memory(memory_id, **kwargs))
+
+    def search_memory(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return self._run(self._reme.search_memory(query, **kwargs))
+
+    def list_memory(self, **kwargs: Any) -> MemoryPage:
+        return self._run(self._reme.list_memory(**kwargs))
+
+    def count_memory(self, **kwargs: Any) -> int:
+        return self._run(self._reme.count_memory(**kwargs))
+
+    def update_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
+        return self._run(self._reme.update_memory(memory_id, **kwargs))
+
+    def delete_memory(self, memory_id: str, **kwargs: Any) -> None:
+        return self._run(self._reme.delete_memory(memory_id, **kwargs))
+
+    def delete_all(self, **kwargs: Any) -> int:
+        return self._run(self._reme.delete_all(**kwargs))
+
+    def export_memory(self, path: str | Path, **kwargs: Any) -> int:
+        return self._run(self._reme.export_memory(path, **kwargs))
+
+    def import_memory(self, path: str | Path) -> int:
+        return self._run(self._reme.import_memory(path))
+
+    def optimize(self) -> bool:
+        return self._run(self._reme.optimize())
+
+
+__all__ = ["ReMe", "ReMeSync", "Scope"]

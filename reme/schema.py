@@ -1,0 +1,199 @@
+"""Typed records: memory nodes, search results and pages."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+import uuid
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_CONTENT_CHARS = 100_000
+"""Longest `content` or `when_to_use` accepted; a whole conversation fits, a 1 MB blob does not."""
+MAX_TARGET_CHARS = 256
+MAX_METADATA_DEPTH = 8
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def as_aware(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC; aware ones keep their offset."""
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+
+
+class MemoryType(str, Enum):
+    """What a memory is about. `history` holds raw source material such as a conversation."""
+
+    PERSONAL = "personal"
+    PROCEDURAL = "procedural"
+    TOOL = "tool"
+    HISTORY = "history"
+
+
+def normalize_text(text: str) -> str:
+    """The form two texts are compared in for deduplication: NFKC, case-folded, single spaces."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def content_hash(memory_type: MemoryType | str, target: str, text: str) -> str:
+    """Hash over (type, target, normalized text): equal hashes mean the same memory."""
+    key = f"{MemoryType(memory_type).value}\x1f{target}\x1f{normalize_text(text)}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _check_json_safe(value: Any, path: str, depth: int = 0) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        raise ValueError(f"metadata nested deeper than {MAX_METADATA_DEPTH} levels at {path}")
+    if value is None or isinstance(value, (bool, int, str)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"metadata value at {path} is {value}; only finite numbers are allowed")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json_safe(item, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str) or not key or "." in key:
+                raise ValueError(f"metadata key {key!r} at {path}: keys are non-empty strings without '.'")
+            _check_json_safe(item, f"{path}.{key}", depth + 1)
+        return
+    raise ValueError(f"metadata value at {path} has type {type(value).__name__}; only JSON values are allowed")
+
+
+class MemoryNode(BaseModel):
+    """One memory. `memory_id` is a UUID that stays the same across updates.
+
+    >>> MemoryNode(memory_type="personal", memory_target="alice", content="Alice prefers window seats")
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    memory_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    memory_type: MemoryType
+    memory_target: str
+    when_to_use: str = ""
+    content: str
+    message_time: datetime = Field(default_factory=utcnow)
+    time_created: datetime = Field(default_factory=utcnow)
+    time_modified: datetime = Field(default_factory=utcnow)
+    author: str = ""
+    score: float = 0.0
+    tags: list[str] = Field(default_factory=list)
+    ref_ids: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int = Field(default=1, ge=1)
+
+    @field_validator("memory_id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        try:
+            return str(uuid.UUID(str(value)))
+        except ValueError:
+            raise ValueError(f"memory_id must be a UUID, got {value!r}") from None
+
+    @field_validator("memory_target")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("memory_target must not be empty")
+        if len(value) > MAX_TARGET_CHARS:
+            raise ValueError(f"memory_target is longer than {MAX_TARGET_CHARS} characters")
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be empty")
+        if len(value) > MAX_CONTENT_CHARS:
+            raise ValueError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
+        if "\x00" in value:
+            raise ValueError("content must not contain NUL characters")
+        return value
+
+    @field_validator("when_to_use")
+    @classmethod
+    def _when(cls, value: str) -> str:
+        if len(value) > MAX_CONTENT_CHARS:
+            raise ValueError(f"when_to_use is longer than {MAX_CONTENT_CHARS} characters")
+        return value
+
+    @field_validator("message_time", "time_created", "time_modified")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return as_aware(value)
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("score must be a finite number")
+        return value
+
+    @field_validator("tags", "ref_ids")
+    @classmethod
+    def _strings(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for item in value:
+            item = item.strip()
+            if not item:
+                raise ValueError("tags and ref_ids must be non-empty strings")
+            if item not in out:
+                out.append(item)
+        return out
+
+    @field_validator("metadata")
+    @classmethod
+    def _json_safe(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _check_json_safe(value, "metadata")
+        return value
+
+    @property
+    def retrieval_text(self) -> str:
+        """What dense search embeds: `when_to_use`, or the content when that is empty."""
+        return self.when_to_use.strip() or self.content
+
+    @property
+    def keyword_text(self) -> str:
+        """What keyword (BM25) search indexes: the retrieval key and the content."""
+        key = self.when_to_use.strip()
+        return f"{key}\n{self.content}" if key and key != self.content else self.content
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.memory_type, self.memory_target, self.content)
+
+
+class SearchResult(BaseModel):
+    """A stored node with how it matched a query; `similarity` never touches the node's `score`."""
+
+    node: MemoryNode
+    similarity: float
+    rank: int
+
+
+class MemoryPage(BaseModel):
+    """One page of a listing; pass `next_cursor` back to get the next page (None: no more)."""
+
+    nodes: list[MemoryNode]
+    next_cursor: str | None = None
+
+    def __iter__(self) -> Iterator[MemoryNode]:  # type: ignore[override]
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, index: int) -> MemoryNode:
+        return self.nodes[index]

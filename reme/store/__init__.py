@@ -1,0 +1,27 @@
+"""Vector stores behind one interface: `edge` (default, in-process) and `qdrant` (client/server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reme.config import VectorStoreConfig
+from reme.store.base import GetResult, SearchMode, VectorRecord, VectorStore
+from reme.store.filters import Filter, parse_filter
+
+
+def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
+    """The store a configuration names; `edge` lives under `<working_dir>/store` unless `path` is set."""
+    if config.backend == "qdrant":
+        from reme.store.qdrant import QdrantStore
+
+        return QdrantStore(url=config.url, api_key=config.api_key.get_secret_value() if config.api_key else None,
+                           location=config.location, path=config.path, timeout=config.timeout,
+                           bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size)
+    from reme.store.edge import EdgeStore
+
+    return EdgeStore(Path(config.path) if config.path else working_dir / "store",
+                     bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size,
+                     index_threshold=config.index_threshold, index_on_close=config.index_on_close)
+
+
+__all__ = ["Filter", "GetResult", "SearchMode", "VectorRecord", "VectorStore", "open_store", "parse_filter"]

@@ -1,0 +1,361 @@
+"""The `VectorStore` interface that every backend implements, and what they share.
+
+A store holds `MemoryNode`s in named collections, each node with a dense vector (given by the
+caller) and a BM25 keyword vector (computed here from the node's text, the same way for every
+backend). Paging, updates and JSONL export/import are written once, on top of each backend's
+primitives.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import uuid
+from abc import ABC, abstractmethod
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Literal, Sequence
+
+from pydantic import BaseModel, ValidationError
+from qdrant_edge import Bm25, Bm25Config
+
+from reme.errors import CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError
+from reme.schema import MemoryNode, MemoryPage, SearchResult
+from reme.store.filters import SORT_KEYS, Filter
+
+SearchMode = Literal["dense", "keyword", "hybrid"]
+Direction = Literal["asc", "desc"]
+EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
+
+DENSE = "dense"
+SPARSE = "bm25"
+RRF_K = 60
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+# Fields a backend indexes so that filters on them stay fast; `content_hash` serves deduplication.
+KEYWORD_FIELDS = ("memory_id", "memory_type", "memory_target", "author", "tags", "ref_ids", "content_hash")
+DATETIME_FIELDS = ("message_time", "time_created", "time_modified")
+
+
+class VectorRecord(BaseModel):
+    """A node and its dense vector (None when a read did not ask for vectors)."""
+
+    node: MemoryNode
+    vector: list[float] | None = None
+
+
+class GetResult(BaseModel):
+    """What a read by ids found, in the order asked, and the ids it did not find."""
+
+    found: list[VectorRecord]
+    missing: list[str]
+
+
+class SparseTerms(BaseModel):
+    indices: list[int]
+    values: list[float]
+
+
+def to_payload(node: MemoryNode) -> dict[str, Any]:
+    payload = node.model_dump(mode="json")
+    payload["content_hash"] = node.content_hash
+    return payload
+
+
+def from_payload(payload: dict[str, Any]) -> MemoryNode:
+    fields = {k: v for k, v in payload.items() if k in MemoryNode.model_fields}
+    return MemoryNode.model_validate(fields)
+
+
+def check_collection_name(name: str) -> str:
+    if not isinstance(name, str) or not _COLLECTION_NAME.match(name):
+        raise InvalidInputError(
+            f"collection name {name!r}: 1-64 letters, digits, '_' or '-', starting with a letter or digit")
+    return name
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+        return True
+    except ValueError:
+        return False
+
+
+def sort_value(node: MemoryNode, key: str) -> str | float | int:
+    value = getattr(node, key)
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+class _Cursor(BaseModel):
+    offset: str | None = None  # id order: the next id
+    value: str | float | int | None = None  # sorted order: the last value returned
+    seen: list[str] = []  # sorted order: ids already returned that carry `value`
+    sort: str | None = None
+    direction: str | None = None
+
+
+def _encode_cursor(cursor: _Cursor) -> str:
+    return base64.urlsafe_b64encode(cursor.model_dump_json(exclude_defaults=True).encode()).decode()
+
+
+def _decode_cursor(text: str) -> _Cursor:
+    try:
+        return _Cursor.model_validate_json(base64.urlsafe_b64decode(text.encode()))
+    except (ValueError, ValidationError):
+        raise InvalidInputError("cursor is not one this store returned") from None
+
+
+class VectorStore(ABC):
+    """Async storage of memory nodes with dense, keyword and hybrid search.
+
+    Every write is durable when its call returns. Backends implement the abstract primitives;
+    `list`, `update`, `export_jsonl` and `import_jsonl` are shared.
+    """
+
+    backend: str = ""
+
+    def __init__(self, *, bm25_avg_len: float = 32.0, batch_size: int = 256) -> None:
+        if batch_size < 1:
+            raise InvalidInputError("batch_size must be at least 1")
+        self._bm25 = Bm25(Bm25Config(avg_len=bm25_avg_len))
+        self.batch_size = batch_size
+        self._dims: dict[str, int] = {}
+
+    # -- collections -------------------------------------------------------------------------
+    @abstractmethod
+    async def create_collection(self, name: str, dim: int) -> None:
+        """Create `name` for vectors of size `dim`; a no-op if it exists with that size."""
+
+    @abstractmethod
+    async def collection_dim(self, name: str) -> int | None:
+        """The vector size `name` was created with, or None when it does not exist."""
+
+    @abstractmethod
+    async def list_collections(self) -> list[str]: ...
+
+    @abstractmethod
+    async def delete_collection(self, name: str) -> None: ...
+
+    # -- primitives ---------------------------------------------------------------------------
+    @abstractmethod
+    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None: ...
+
+    @abstractmethod
+    async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
+        """Read nodes by id; ids that do not exist are listed in `missing`."""
+
+    @abstractmethod
+    async def _delete_ids(self, name: str, ids: list[str]) -> None: ...
+
+    @abstractmethod
+    async def _delete_filter(self, name: str, flt: Filter) -> None: ...
+
+    @abstractmethod
+    async def count(self, name: str, flt: Filter | None = None) -> int: ...
+
+    @abstractmethod
+    async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
+                     flt: Filter | None, limit: int, score_threshold: float | None,
+                     prefetch: int) -> list[tuple[dict[str, Any], float]]: ...
+
+    @abstractmethod
+    async def _scroll(self, name: str, flt: Filter | None, limit: int, offset: str | None,
+                      order: tuple[str, Direction, Any] | None,
+                      with_vectors: bool) -> tuple[list[VectorRecord], str | None]: ...
+
+    async def optimize(self, name: str) -> bool:
+        """Build search indexes now; True if anything was built. Backends that index by themselves no-op."""
+        return False
+
+    async def close(self) -> None:
+        return None
+
+    # -- shared ------------------------------------------------------------------------------
+    async def _require_dim(self, name: str) -> int:
+        dim = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+        if dim is None:
+            raise CollectionNotFoundError(f"collection {name!r} does not exist")
+        self._dims[name] = dim
+        return dim
+
+    def keyword_terms(self, text: str, *, query: bool) -> SparseTerms:
+        sparse = self._bm25.embed_query(text) if query else self._bm25.embed_document(text)
+        return SparseTerms(indices=list(sparse.indices), values=list(sparse.values))
+
+    def _check_vector(self, name: str, dim: int, vector: Sequence[float] | None) -> list[float]:
+        if vector is None:
+            raise InvalidInputError("a dense vector is required")
+        if len(vector) != dim:
+            raise VectorSizeError(
+                f"collection {name!r} holds vectors of size {dim}, got {len(vector)}: "
+                "was the embedder changed? Use a new collection or re-import with the old embedder")
+        out = [float(x) for x in vector]
+        if not all(math.isfinite(x) for x in out):
+            raise InvalidInputError("vector holds NaN or infinite values")
+        return out
+
+    async def upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
+        """Insert or replace nodes (by `memory_id`), in batches of `batch_size`."""
+        dim = await self._require_dim(name)
+        checked = [VectorRecord(node=r.node, vector=self._check_vector(name, dim, r.vector)) for r in records]
+        ids = [r.node.memory_id for r in checked]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("the same memory_id appears twice in one upsert")
+        for start in range(0, len(checked), self.batch_size):
+            await self._upsert(name, checked[start:start + self.batch_size])
+
+    async def update(self, name: str, node: MemoryNode, vector: Sequence[float] | None = None) -> None:
+        """Replace an existing node; keeps its stored vector when `vector` is None."""
+        found = await self.get(name, [node.memory_id], with_vectors=vector is None)
+        if found.missing:
+            raise MemoryNotFoundError(node.memory_id)
+        await self.upsert(name, [VectorRecord(node=node, vector=list(vector) if vector is not None
+                                              else found.found[0].vector)])
+
+    async def delete(self, name: str, ids: Sequence[str]) -> int:
+        """Delete by id; returns how many existed."""
+        await self._require_dim(name)
+        found = await self.get(name, ids)
+        existing = [r.node.memory_id for r in found.found]
+        if existing:
+            await self._delete_ids(name, existing)
+        return len(existing)
+
+    async def delete_by_filter(self, name: str, flt: Filter) -> int:
+        """Delete every node matching `flt`; returns how many."""
+        await self._require_dim(name)
+        n = await self.count(name, flt)
+        if n:
+            await self._delete_filter(name, flt)
+        return n
+
+    async def search(self, name: str, *, vector: Sequence[float] | None = None, text: str | None = None,
+                     mode: SearchMode = "hybrid", flt: Filter | None = None, limit: int = 10,
+                     score_threshold: float | None = None) -> list[SearchResult]:
+        """Dense (by `vector`), keyword (BM25 over `text`) or hybrid (both, fused by RRF in the engine)."""
+        dim = await self._require_dim(name)
+        if mode not in ("dense", "keyword", "hybrid"):
+            raise InvalidInputError(f"search mode must be dense, keyword or hybrid, not {mode!r}")
+        if limit < 1:
+            raise InvalidInputError("limit must be at least 1")
+        dense = self._check_vector(name, dim, vector) if mode != "keyword" else None
+        terms = None
+        if mode != "dense":
+            if not text or not text.strip():
+                raise InvalidInputError(f"{mode} search needs the query text")
+            terms = self.keyword_terms(text, query=True)
+            if not terms.indices:
+                if mode == "keyword":
+                    return []
+                mode, terms = "dense", None
+        hits = await self._query(name, mode, dense, terms, flt, limit, score_threshold, max(4 * limit, 40))
+        return [SearchResult(node=from_payload(payload), similarity=score, rank=i + 1)
+                for i, (payload, score) in enumerate(hits)]
+
+    async def list(self, name: str, *, flt: Filter | None = None, sort_key: str | None = None,
+                   direction: Direction = "desc", limit: int = 100, cursor: str | None = None) -> MemoryPage:
+        """A page of nodes matching `flt`, by `sort_key` (or by id); pass `next_cursor` back for more."""
+        await self._require_dim(name)
+        if limit < 1:
+            raise InvalidInputError("limit must be at least 1")
+        if sort_key is not None and sort_key not in SORT_KEYS:
+            raise InvalidInputError(f"sort_key must be one of {', '.join(SORT_KEYS)}, not {sort_key!r}")
+        if direction not in ("asc", "desc"):
+            raise InvalidInputError(f"direction must be asc or desc, not {direction!r}")
+        state = _decode_cursor(cursor) if cursor else _Cursor(sort=sort_key, direction=direction)
+        if cursor and (state.sort != sort_key or (sort_key and state.direction != direction)):
+            raise InvalidInputError("cursor belongs to a listing with another sort order")
+        if sort_key is None:
+            records, nxt = await self._scroll(name, flt, limit, state.offset, None, False)
+            nodes = [r.node for r in records]
+            return MemoryPage(nodes=nodes, next_cursor=_encode_cursor(_Cursor(offset=nxt)) if nxt else None)
+        seen = set(state.seen)
+        want = limit + len(seen)
+        records, _ = await self._scroll(name, flt, want, None, (sort_key, direction, state.value), False)
+        nodes = [r.node for r in records if r.node.memory_id not in seen][:limit]
+        if len(records) < want or not nodes:
+            return MemoryPage(nodes=nodes, next_cursor=None)
+        last = sort_value(nodes[-1], sort_key)
+        ties = [n.memory_id for n in nodes if sort_value(n, sort_key) == last]
+        if last == state.value:
+            ties = state.seen + ties
+        nxt_state = _Cursor(value=last, seen=ties, sort=sort_key, direction=direction)
+        return MemoryPage(nodes=nodes, next_cursor=_encode_cursor(nxt_state))
+
+    async def read_all(self, name: str, flt: Filter | None = None, *,
+                       with_vectors: bool = False, page_size: int = 512) -> list[VectorRecord]:
+        """Every record matching `flt`, in id order (loaded page by page)."""
+        out: list[VectorRecord] = []
+        offset: str | None = None
+        while True:
+            records, offset = await self._scroll(name, flt, page_size, offset, None, with_vectors)
+            out.extend(records)
+            if offset is None:
+                return out
+
+    async def export_jsonl(self, name: str, path: str | Path, *, flt: Filter | None = None,
+                           with_vectors: bool = False) -> int:
+        """Write matching nodes to `path`, one JSON object a line (node fields, plus `vector`)."""
+        await self._require_dim(name)
+        records = await self.read_all(name, flt, with_vectors=with_vectors)
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        n = 0
+        try:
+            with tmp.open("w", encoding="utf-8") as fh:
+                for record in records:
+                    row = record.node.model_dump(mode="json")
+                    if with_vectors:
+                        row["vector"] = record.vector
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    n += 1
+            tmp.replace(target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"cannot write {target}: {exc}") from exc
+        return n
+
+    async def import_jsonl(self, name: str, path: str | Path, *, embed: EmbedFn | None = None) -> int:
+        """Load a file written by `export_jsonl`. Every line is checked before anything is written;
+        lines without a vector (or with one of another size) are embedded with `embed`."""
+        dim = await self._require_dim(name)
+        rows = read_jsonl(path)
+        records: list[VectorRecord] = []
+        for lineno, row in rows:
+            vector = row.pop("vector", None)
+            try:
+                node = MemoryNode.model_validate(row)
+            except ValidationError as exc:
+                raise InvalidInputError(f"{path}:{lineno}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+            records.append(VectorRecord(node=node, vector=vector if vector and len(vector) == dim else None))
+        todo = [r for r in records if r.vector is None]
+        if todo:
+            if embed is None:
+                raise InvalidInputError(f"{path}: {len(todo)} lines carry no vector of size {dim} and no embedder was given")
+            vectors = await embed([r.node.retrieval_text for r in todo])
+            for record, vec in zip(todo, vectors):
+                record.vector = vec
+        await self.upsert(name, records)
+        return len(records)
+
+
+def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-empty line; a broken line is an InvalidInputError."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with Path(path).open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidInputError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+                if not isinstance(obj, dict):
+                    raise InvalidInputError(f"{path}:{lineno}: expected a JSON object")
+                rows.append((lineno, obj))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    return rows

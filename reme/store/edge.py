@@ -1,0 +1,270 @@
+"""The default backend: the Qdrant engine in-process (`qdrant-edge-py`), on disk.
+
+Each collection is an Edge shard under `<path>/<name>/`, with a write-ahead log, so a write is
+durable when `update` returns. The directory is locked for one process: a second one gets
+`StoreLockedError` instead of a corrupted store.
+
+Index building: Edge builds HNSW only in `optimize()`, which holds the GIL while it runs (about
+7 s for 20k vectors of size 384 on two cores), so it never runs on a write path. Search is exact
+until an index exists; `optimize()` builds it on demand, and `close()` does when at least
+`index_threshold` vectors are not indexed yet (`index_on_close`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+import qdrant_edge as qe
+
+from reme.errors import StoreError, StoreLockedError, VectorSizeError
+from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
+                             SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
+                             from_payload, is_uuid, to_payload)
+from reme.store.filters import Filter, FilterTranslator
+
+T = TypeVar("T")
+_META = "reme.json"
+
+
+class _EdgeFilters(FilterTranslator[Any]):
+    def match_value(self, key: str, value: str | int | bool) -> Any:
+        return qe.FieldCondition(key, match=qe.MatchValue(value))
+
+    def match_any(self, key: str, values: list[Any]) -> Any:
+        return qe.FieldCondition(key, match=qe.MatchAny(values))
+
+    def match_text(self, key: str, text: str) -> Any:
+        return qe.FieldCondition(key, match=qe.MatchText(text))
+
+    def range_number(self, key: str, gt: Any, gte: Any, lt: Any, lte: Any) -> Any:
+        return qe.FieldCondition(key, range=qe.RangeFloat(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def range_datetime(self, key: str, gt: Any, gte: Any, lt: Any, lte: Any) -> Any:
+        return qe.FieldCondition(key, range=qe.RangeDateTime(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def group(self, must: list[Any] | None = None, should: list[Any] | None = None,
+              must_not: list[Any] | None = None) -> Any:
+        return qe.Filter(must=must, should=should, must_not=must_not)
+
+
+_FILTERS = _EdgeFilters()
+
+
+def _edge_filter(flt: Filter | None) -> Any:
+    if flt is None:
+        return None
+    cond = _FILTERS.translate(flt)
+    return cond if isinstance(cond, qe.Filter) else qe.Filter(must=[cond])
+
+
+def _sparse(terms: SparseTerms) -> qe.SparseVector:
+    return qe.SparseVector(indices=terms.indices, values=terms.values)
+
+
+def _dense_of(vector: Any) -> list[float] | None:
+    if isinstance(vector, dict):
+        dense = vector.get(DENSE)
+        return list(dense) if dense is not None else None
+    return None
+
+
+class EdgeStore(VectorStore):
+    """Qdrant Edge on disk under `path` (one shard a collection)."""
+
+    backend = "edge"
+
+    def __init__(self, path: str | Path, *, bm25_avg_len: float = 32.0, batch_size: int = 256,
+                 index_threshold: int = 20_000, index_on_close: bool = True) -> None:
+        super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size)
+        self.path = Path(path)
+        self.index_threshold = index_threshold
+        self.index_on_close = index_on_close
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._lock_fh = self._lock(self.path)
+
+    @staticmethod
+    def _lock(path: Path) -> Any:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fh = open(path / ".lock", "a+")
+        except OSError as exc:
+            raise StoreError(f"cannot use {path} as the store directory: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            owner = fh.read().strip() or "unknown"
+            fh.close()
+            raise StoreLockedError(
+                f"{path} is open in another process (pid {owner}); close it there first or use another working_dir"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        return fh
+
+    def _call(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        if self._lock_fh is None:
+            raise StoreError("the store is closed")
+        try:
+            return fn(*args)
+        except Exception as exc:  # the engine raises plain Exceptions with a message
+            msg = str(exc)
+            if "dimension" in msg.lower():
+                raise VectorSizeError(f"{what}: {msg}") from exc
+            raise StoreError(f"{what} failed: {msg}") from exc
+
+    # -- collections -------------------------------------------------------------------------
+    def _dir(self, name: str) -> Path:
+        return self.path / check_collection_name(name)
+
+    async def create_collection(self, name: str, dim: int) -> None:
+        existing = await self.collection_dim(name)
+        if existing is not None:
+            if existing != dim:
+                raise VectorSizeError(f"collection {name!r} exists with vectors of size {existing}, not {dim}")
+            return
+        if dim < 1:
+            raise VectorSizeError("vector size must be at least 1")
+        folder = self._dir(name)
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        shard = self._call(f"create collection {name}", qe.EdgeShard.create, str(folder / "shard"), config)
+        for field in KEYWORD_FIELDS:
+            params: Any = qe.KeywordIndexParams(is_tenant=True) if field == "memory_target" else qe.PayloadSchemaType.Keyword
+            self._call("create index", shard.update, qe.UpdateOperation.create_field_index(field, params))
+        for field in DATETIME_FIELDS:
+            self._call("create index", shard.update, qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Datetime))
+        self._call("create index", shard.update, qe.UpdateOperation.create_field_index("score", qe.PayloadSchemaType.Float))
+        self._call("create index", shard.update, qe.UpdateOperation.create_field_index("version", qe.PayloadSchemaType.Integer))
+        self._call("flush", shard.flush)
+        # The metadata file marks the collection complete; it is written last, atomically.
+        tmp = folder / (_META + ".tmp")
+        tmp.write_text(json.dumps({"dim": dim, "format": 1}))
+        tmp.replace(folder / _META)
+        self._shards[name] = shard
+        self._dims[name] = dim
+
+    async def collection_dim(self, name: str) -> int | None:
+        meta = self._dir(name) / _META
+        if not meta.exists():
+            return None
+        return int(json.loads(meta.read_text())["dim"])
+
+    async def list_collections(self) -> list[str]:
+        return sorted(p.name for p in self.path.iterdir() if (p / _META).exists())
+
+    async def delete_collection(self, name: str) -> None:
+        shard = self._shards.pop(name, None)
+        if shard is not None:
+            self._call("close", shard.close)
+        self._dims.pop(name, None)
+        folder = self._dir(name)
+        if folder.exists():
+            (folder / _META).unlink(missing_ok=True)
+            shutil.rmtree(folder)
+
+    def _shard(self, name: str) -> qe.EdgeShard:
+        shard = self._shards.get(name)
+        if shard is None:
+            shard = self._call(f"open collection {name}", qe.EdgeShard.load, str(self._dir(name) / "shard"))
+            self._shards[name] = shard
+        return shard
+
+    # -- primitives ---------------------------------------------------------------------------
+    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
+        points = [
+            qe.Point(r.node.memory_id,
+                     {DENSE: r.vector, SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))},
+                     to_payload(r.node))
+            for r in records
+        ]
+        self._call("upsert", self._shard(name).update, qe.UpdateOperation.upsert_points(points))
+
+    async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
+        await self._require_dim(name)
+        wanted = [str(i) for i in ids]
+        valid = [i for i in wanted if is_uuid(i)]
+        found = self._call("get", self._shard(name).retrieve, valid, True, [DENSE] if with_vectors else False)
+        by_id = {str(r.id): VectorRecord(node=from_payload(r.payload or {}),
+                                         vector=_dense_of(r.vector) if with_vectors else None) for r in found}
+        return GetResult(found=[by_id[i] for i in dict.fromkeys(wanted) if i in by_id],
+                         missing=[i for i in dict.fromkeys(wanted) if i not in by_id])
+
+    async def _delete_ids(self, name: str, ids: list[str]) -> None:
+        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points(ids))
+
+    async def _delete_filter(self, name: str, flt: Filter) -> None:
+        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points_by_filter(_edge_filter(flt)))
+
+    async def count(self, name: str, flt: Filter | None = None) -> int:
+        await self._require_dim(name)
+        return self._call("count", self._shard(name).count, qe.CountRequest(filter=_edge_filter(flt), exact=True))
+
+    async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
+                     flt: Filter | None, limit: int, score_threshold: float | None,
+                     prefetch: int) -> list[tuple[dict[str, Any], float]]:
+        edge_filter = _edge_filter(flt)
+        dense = qe.Query.Nearest(vector, using=DENSE) if vector is not None else None
+        sparse = qe.Query.Nearest(_sparse(terms), using=SPARSE) if terms is not None else None
+        if mode == "hybrid":
+            request = qe.QueryRequest(
+                limit=limit, query=qe.Fusion.Rrf(k=RRF_K), filter=edge_filter, score_threshold=score_threshold,
+                prefetches=[qe.Prefetch(limit=prefetch, query=dense, filter=edge_filter),
+                            qe.Prefetch(limit=prefetch, query=sparse, filter=edge_filter)],
+                with_payload=True)
+        else:
+            request = qe.QueryRequest(limit=limit, query=dense if mode == "dense" else sparse, filter=edge_filter,
+                                      score_threshold=score_threshold, with_payload=True)
+        points = self._call("search", self._shard(name).query, request)
+        return [(p.payload or {}, float(p.score)) for p in points]
+
+    async def _scroll(self, name: str, flt: Filter | None, limit: int, offset: str | None,
+                      order: tuple[str, Direction, Any] | None,
+                      with_vectors: bool) -> tuple[list[VectorRecord], str | None]:
+        order_by = None
+        if order is not None:
+            key, direction, start = order
+            order_by = qe.OrderBy(key, direction=qe.Direction.Asc if direction == "asc" else qe.Direction.Desc,
+                                  start_from=start)
+        request = qe.ScrollRequest(offset=offset, limit=limit, filter=_edge_filter(flt), with_payload=True,
+                                   with_vector=[DENSE] if with_vectors else False, order_by=order_by)
+        records, nxt = self._call("list", self._shard(name).scroll, request)
+        out = [VectorRecord(node=from_payload(r.payload or {}), vector=_dense_of(r.vector) if with_vectors else None)
+               for r in records]
+        return out, (str(nxt) if nxt is not None else None)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def unindexed(self, name: str) -> int:
+        info = self._call("info", self._shard(name).info)
+        return max(0, info.points_count - info.indexed_vectors_count)
+
+    async def optimize(self, name: str) -> bool:
+        """Build the HNSW index (and merge segments) now. Holds the GIL while it runs."""
+        await self._require_dim(name)
+        shard = self._shard(name)
+        return await asyncio.to_thread(self._call, "optimize", shard.optimize)
+
+    async def close(self) -> None:
+        if self._lock_fh is None:
+            return
+        try:
+            for name, shard in list(self._shards.items()):
+                if self.index_on_close and self.unindexed(name) >= self.index_threshold:
+                    self._call("optimize", shard.optimize)
+                self._call("close", shard.close)
+        finally:
+            self._shards.clear()
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+

@@ -1,0 +1,200 @@
+"""The same collections on a Qdrant server or cluster, through `qdrant-client`.
+
+`url` (+ `api_key`) reaches a server. `location=":memory:"` (or `path=`) is qdrant-client's local
+mode, which scans every point in Python: it exists here to test this backend without a server.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+from qdrant_client import AsyncQdrantClient, models
+from qdrant_client.http.exceptions import ApiException
+
+from reme.errors import ConfigError, StoreError, VectorSizeError
+from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
+                             SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
+                             from_payload, is_uuid, to_payload)
+from reme.store.filters import Filter, FilterTranslator
+
+
+class _QdrantFilters(FilterTranslator[Any]):
+    def match_value(self, key: str, value: str | int | bool) -> Any:
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def match_any(self, key: str, values: list[Any]) -> Any:
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+    def match_text(self, key: str, text: str) -> Any:
+        return models.FieldCondition(key=key, match=models.MatchText(text=text))
+
+    def range_number(self, key: str, gt: Any, gte: Any, lt: Any, lte: Any) -> Any:
+        return models.FieldCondition(key=key, range=models.Range(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def range_datetime(self, key: str, gt: Any, gte: Any, lt: Any, lte: Any) -> Any:
+        return models.FieldCondition(key=key, range=models.DatetimeRange(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def group(self, must: list[Any] | None = None, should: list[Any] | None = None,
+              must_not: list[Any] | None = None) -> Any:
+        return models.Filter(must=must, should=should, must_not=must_not)
+
+
+_FILTERS = _QdrantFilters()
+
+
+def _qdrant_filter(flt: Filter | None) -> models.Filter | None:
+    if flt is None:
+        return None
+    cond = _FILTERS.translate(flt)
+    return cond if isinstance(cond, models.Filter) else models.Filter(must=[cond])
+
+
+def _sparse(terms: SparseTerms) -> models.SparseVector:
+    return models.SparseVector(indices=terms.indices, values=terms.values)
+
+
+def _dense_of(vector: Any) -> list[float] | None:
+    if isinstance(vector, dict) and vector.get(DENSE) is not None:
+        return [float(x) for x in vector[DENSE]]
+    return None
+
+
+class QdrantStore(VectorStore):
+    """Qdrant through `qdrant-client`: a server by `url`, or local mode by `location`/`path`."""
+
+    backend = "qdrant"
+
+    def __init__(self, *, url: str | None = None, api_key: str | None = None, location: str | None = None,
+                 path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
+                 batch_size: int = 256) -> None:
+        super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size)
+        if sum(x is not None for x in (url, location, path)) != 1:
+            raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
+        self.local = url is None
+        try:
+            self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
+                                             timeout=int(timeout))
+        except (ValueError, RuntimeError) as exc:
+            raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
+
+    async def _call(self, what: str, coro: Any) -> Any:
+        try:
+            return await coro
+        except (ApiException, ValueError, RuntimeError, OSError) as exc:
+            msg = str(exc)
+            if "dimension" in msg.lower():
+                raise VectorSizeError(f"{what}: {msg}") from exc
+            raise StoreError(f"{what} failed: {msg}") from exc
+
+    # -- collections -------------------------------------------------------------------------
+    async def create_collection(self, name: str, dim: int) -> None:
+        existing = await self.collection_dim(name)
+        if existing is not None:
+            if existing != dim:
+                raise VectorSizeError(f"collection {name!r} exists with vectors of size {existing}, not {dim}")
+            return
+        if dim < 1:
+            raise VectorSizeError("vector size must be at least 1")
+        await self._call("create collection", self._client.create_collection(
+            name,
+            vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        ))
+        if not self.local:  # local mode ignores payload indexes and warns about each
+            indexes: list[tuple[str, Any]] = [(f, models.PayloadSchemaType.KEYWORD) for f in KEYWORD_FIELDS]
+            indexes += [(f, models.PayloadSchemaType.DATETIME) for f in DATETIME_FIELDS]
+            indexes += [("score", models.PayloadSchemaType.FLOAT), ("version", models.PayloadSchemaType.INTEGER)]
+            text = models.TextIndexParams(type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD,
+                                          lowercase=True)
+            indexes += [("content", text), ("when_to_use", text)]
+            for field, schema in indexes:
+                await self._call("create index", self._client.create_payload_index(name, field, schema, wait=True))
+        self._dims[name] = dim
+
+    async def collection_dim(self, name: str) -> int | None:
+        check_collection_name(name)
+        if not await self._call("collection_exists", self._client.collection_exists(name)):
+            return None
+        info = await self._call("get collection", self._client.get_collection(name))
+        vectors = info.config.params.vectors
+        return int(vectors[DENSE].size) if isinstance(vectors, dict) else None
+
+    async def list_collections(self) -> list[str]:
+        response = await self._call("list collections", self._client.get_collections())
+        return sorted(c.name for c in response.collections)
+
+    async def delete_collection(self, name: str) -> None:
+        check_collection_name(name)
+        self._dims.pop(name, None)
+        await self._call("delete collection", self._client.delete_collection(name))
+
+    # -- primitives ---------------------------------------------------------------------------
+    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
+        points = [
+            models.PointStruct(id=r.node.memory_id, payload=to_payload(r.node),
+                               vector={DENSE: r.vector,  # type: ignore[dict-item]
+                                       SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))})
+            for r in records
+        ]
+        await self._call("upsert", self._client.upsert(name, points, wait=True))
+
+    async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
+        await self._require_dim(name)
+        wanted = list(dict.fromkeys(str(i) for i in ids))
+        valid = [i for i in wanted if is_uuid(i)]
+        found = await self._call("get", self._client.retrieve(name, valid, with_payload=True,
+                                                              with_vectors=[DENSE] if with_vectors else False))
+        by_id = {str(r.id): VectorRecord(node=from_payload(r.payload or {}),
+                                         vector=_dense_of(r.vector) if with_vectors else None) for r in found}
+        return GetResult(found=[by_id[i] for i in wanted if i in by_id], missing=[i for i in wanted if i not in by_id])
+
+    async def _delete_ids(self, name: str, ids: list[str]) -> None:
+        await self._call("delete", self._client.delete(name, models.PointIdsList(points=ids), wait=True))  # type: ignore[arg-type]
+
+    async def _delete_filter(self, name: str, flt: Filter) -> None:
+        selector = models.FilterSelector(filter=_qdrant_filter(flt))
+        await self._call("delete", self._client.delete(name, selector, wait=True))
+
+    async def count(self, name: str, flt: Filter | None = None) -> int:
+        await self._require_dim(name)
+        result = await self._call("count", self._client.count(name, count_filter=_qdrant_filter(flt), exact=True))
+        return int(result.count)
+
+    async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
+                     flt: Filter | None, limit: int, score_threshold: float | None,
+                     prefetch: int) -> list[tuple[dict[str, Any], float]]:
+        qfilter = _qdrant_filter(flt)
+        if mode == "hybrid":
+            request: dict[str, Any] = dict(
+                prefetch=[models.Prefetch(query=vector, using=DENSE, limit=prefetch, filter=qfilter),
+                          models.Prefetch(query=_sparse(terms), using=SPARSE, limit=prefetch, filter=qfilter)],  # type: ignore[arg-type]
+                query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)))
+        elif mode == "dense":
+            request = dict(query=vector, using=DENSE)
+        else:
+            request = dict(query=_sparse(terms), using=SPARSE)  # type: ignore[arg-type]
+        response = await self._call("search", self._client.query_points(
+            name, query_filter=qfilter, limit=limit, score_threshold=score_threshold, with_payload=True, **request))
+        return [(p.payload or {}, float(p.score)) for p in response.points]
+
+    async def _scroll(self, name: str, flt: Filter | None, limit: int, offset: str | None,
+                      order: tuple[str, Direction, Any] | None,
+                      with_vectors: bool) -> tuple[list[VectorRecord], str | None]:
+        order_by = None
+        if order is not None:
+            key, direction, start = order
+            order_by = models.OrderBy(key=key, start_from=start, direction=models.Direction.ASC
+                                      if direction == "asc" else models.Direction.DESC)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # local mode warns that it has no payload indexes
+            records, nxt = await self._call("list", self._client.scroll(
+                name, scroll_filter=_qdrant_filter(flt), limit=limit, offset=offset, order_by=order_by,
+                with_payload=True, with_vectors=[DENSE] if with_vectors else False))
+        out = [VectorRecord(node=from_payload(r.payload or {}), vector=_dense_of(r.vector) if with_vectors else None)
+               for r in records]
+        return out, (str(nxt) if nxt is not None else None)
+
+    async def close(self) -> None:
+        await self._client.close()
+
