@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+import numpy
 import qdrant_edge as qe
 
 from reme.errors import StoreError, StoreLockedError, VectorSizeError
@@ -34,7 +35,9 @@ _META = "reme.json"
 
 class _EdgeFilters(FilterTranslator[Any]):
     def match_value(self, key: str, value: str | int | bool) -> Any:
-        return qe.FieldCondition(key, match=qe.MatchValue(value))
+        # qdrant-edge-py 0.9 reads a Python bool as the integer 1/0 (bool subclasses int), which then
+        # never matches a stored bool; numpy's bool reaches the engine as a bool.
+        return qe.FieldCondition(key, match=qe.MatchValue(numpy.bool_(value) if isinstance(value, bool) else value))
 
     def match_any(self, key: str, values: list[Any]) -> Any:
         return qe.FieldCondition(key, match=qe.MatchAny(values))
