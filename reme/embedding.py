@@ -125,7 +125,7 @@ class OpenAIEmbedder(BaseEmbedder):
         extra: dict[str, Any] = {"dimensions": self.dimensions} if self.dimensions else {}
         try:
             async for attempt in AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1),
-                                               wait=wait_exponential_jitter(initial=0.5, max=20),
+                                               wait=wait_exponential_jitter(max=20, jitter=0.5),
                                                retry=retry_if_exception_type(retryable), reraise=True):
                 with attempt:
                     response = await self._client.embeddings.create(model=self.model, input=texts, **extra)
@@ -149,6 +149,9 @@ class LocalEmbedder(BaseEmbedder):
         os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
         try:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
         except ImportError:
             raise ConfigError("the local embedder needs sentence-transformers: pip install 'reme[local]', "
                               "or set embedding.backend to openai or hash") from None
@@ -159,8 +162,9 @@ class LocalEmbedder(BaseEmbedder):
         except Exception as exc:  # noqa: BLE001 - it raises OSError, ValueError, HF errors...
             raise ConfigError(f"cannot load embedding model {model!r}: {exc}") from exc
         self.model = model
-        self._dim = self._model.get_sentence_embedding_dimension() if hasattr(
-            self._model, "get_sentence_embedding_dimension") else None
+        size = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension")
+        self._dim = size()
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         def run() -> list[list[float]]:

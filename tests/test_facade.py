@@ -1,0 +1,265 @@
+"""The ReMe facade: CRUD, deduplication, target isolation, bad input, durability and locking."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from reme import (ConfigError, InvalidInputError, MemoryNotFoundError, MemoryType, ReMe, ReMeError, ReMeSync,
+                  StoreLockedError, VectorSizeError)
+from reme.embedding import HashEmbedder
+from reme.schema import MAX_CONTENT_CHARS
+
+from conftest import DIM
+
+MISSING = "00000000-0000-4000-8000-000000000000"
+
+
+async def test_add_search_update_list_delete(reme: ReMe) -> None:
+    node = await reme.add_memory("Alice prefers window seats", user_name="alice", tags=["travel"])
+    await reme.add_memory("Alice is vegetarian", user_name="alice")
+    hits = await reme.search_memory("window seat preference", user_name="alice", top_k=5)
+    assert hits[0].node.memory_id == node.memory_id and hits[0].rank == 1
+
+    updated = await reme.update_memory(node.memory_id, content="Alice prefers aisle seats")
+    assert updated.memory_id == node.memory_id and updated.version == 2
+    assert updated.time_modified > node.time_modified and updated.time_created == node.time_created
+    assert (await reme.get_memory(node.memory_id)).content == "Alice prefers aisle seats"
+    hits = await reme.search_memory("aisle", user_name="alice", mode="keyword")
+    assert [h.node.memory_id for h in hits] == [node.memory_id]
+
+    page = await reme.list_memory(user_name="alice", filters={"tags": {"any": ["travel"]}},
+                                  sort_key="time_created", limit=10)
+    assert [n.memory_id for n in page] == [node.memory_id]
+
+    await reme.delete_memory(node.memory_id)
+    with pytest.raises(MemoryNotFoundError):
+        await reme.get_memory(node.memory_id)
+    assert await reme.count_memory(user_name="alice") == 1
+
+
+async def test_scope_picks_the_memory_type(reme: ReMe) -> None:
+    assert (await reme.add_memory("x", user_name="a")).memory_type is MemoryType.PERSONAL
+    assert (await reme.add_memory("x", task_name="a")).memory_type is MemoryType.PROCEDURAL
+    assert (await reme.add_memory("x", tool_name="a")).memory_type is MemoryType.TOOL
+    assert (await reme.add_memory("x", user_name="a", memory_type="history")).memory_type is MemoryType.HISTORY
+    with pytest.raises(InvalidInputError):
+        await reme.add_memory("x", user_name="a", memory_type="tool")
+    with pytest.raises(InvalidInputError):
+        await reme.add_memory("x", user_name="a", task_name="b")
+    with pytest.raises(InvalidInputError):
+        await reme.add_memory("x")
+    # a search of a user looks at personal memories unless told otherwise
+    hits = await reme.search_memory("x", user_name="a")
+    assert {h.node.memory_type for h in hits} == {MemoryType.PERSONAL}
+    hits = await reme.search_memory("x", user_name="a", memory_type="history")
+    assert {h.node.memory_type for h in hits} == {MemoryType.HISTORY}
+
+
+async def test_concurrent_adds_of_the_same_content_yield_one_memory(reme: ReMe) -> None:
+    texts = ["Alice prefers window seats", "alice prefers  WINDOW seats ", "Alice prefers window seats"] * 7
+    nodes = await asyncio.gather(*(reme.add_memory(t, user_name="alice") for t in texts))
+    assert len({n.memory_id for n in nodes}) == 1
+    assert await reme.count_memory(user_name="alice") == 1
+    # same text for another target or type is another memory
+    await reme.add_memory("Alice prefers window seats", user_name="bob")
+    await reme.add_memory("Alice prefers window seats", user_name="alice", memory_type="history")
+    assert await reme.count_memory() == 3
+
+
+async def test_no_operation_for_one_user_touches_another_users_memories(reme: ReMe, tmp_path: Path) -> None:
+    alice = await reme.add_memory("Alice prefers window seats", user_name="alice", tags=["seat"])
+    bob = await reme.add_memory("Bob prefers window seats", user_name="bob", tags=["seat"])
+    # reads
+    with pytest.raises(MemoryNotFoundError):
+        await reme.get_memory(bob.memory_id, user_name="alice")
+    for mode in ("hybrid", "dense", "keyword"):
+        hits = await reme.search_memory("window seats", user_name="alice", mode=mode, top_k=10)  # type: ignore[arg-type]
+        assert {h.node.memory_target for h in hits} == {"alice"}
+    assert {n.memory_target for n in await reme.list_memory(user_name="alice")} == {"alice"}
+    assert await reme.count_memory(user_name="alice", filters={"tags": {"any": ["seat"]}}) == 1
+    # a filter cannot widen the scope
+    widened = await reme.list_memory(user_name="alice", filters={"memory_target": "bob"})
+    assert len(widened) == 0
+    path = tmp_path / "alice.jsonl"
+    assert await reme.export_memory(path, user_name="alice") == 1
+    assert json.loads(path.read_text())["memory_target"] == "alice"
+    # writes
+    with pytest.raises(MemoryNotFoundError):
+        await reme.update_memory(bob.memory_id, content="hijacked", user_name="alice")
+    with pytest.raises(MemoryNotFoundError):
+        await reme.delete_memory(bob.memory_id, user_name="alice")
+    assert await reme.delete_all(user_name="alice") == 1
+    assert (await reme.get_memory(bob.memory_id)).content == "Bob prefers window seats"
+    with pytest.raises(MemoryNotFoundError):
+        await reme.get_memory(alice.memory_id)
+
+
+async def test_delete_all_needs_a_scope_or_everything(reme: ReMe) -> None:
+    await reme.add_memory("a", user_name="alice")
+    await reme.add_memory("b", task_name="t")
+    with pytest.raises(InvalidInputError):
+        await reme.delete_all()
+    assert await reme.count_memory() == 2
+    assert await reme.delete_all(everything=True) == 2
+    assert await reme.count_memory() == 0
+    await reme.add_memory("still works", user_name="alice")
+    assert await reme.count_memory() == 1
+
+
+@pytest.mark.parametrize("kwargs,error", [
+    ({"content": ""}, InvalidInputError),
+    ({"content": "   "}, InvalidInputError),
+    ({"content": "x" * (MAX_CONTENT_CHARS + 1)}, InvalidInputError),
+    ({"content": "y" * 1_000_000}, InvalidInputError),
+    ({"content": "ok", "metadata": {"v": float("nan")}}, InvalidInputError),
+    ({"content": "ok", "metadata": {"v": object()}}, InvalidInputError),
+    ({"content": "ok", "metadata": {"a.b": 1}}, InvalidInputError),
+    ({"content": "ok", "memory_type": "diary"}, InvalidInputError),
+    ({"content": "ok", "score": float("inf")}, InvalidInputError),
+    ({"content": "ok", "tags": [""]}, InvalidInputError),
+])
+async def test_bad_input_gets_a_typed_error_and_changes_nothing(reme: ReMe, kwargs: dict[str, object],
+                                                                 error: type[Exception]) -> None:
+    kept = await reme.add_memory("kept", user_name="alice")
+    with pytest.raises(error):
+        await reme.add_memory(user_name="alice", **kwargs)  # type: ignore[arg-type]
+    if "memory_type" not in kwargs:  # the type of a memory is fixed; every other field can be updated
+        with pytest.raises(error):
+            await reme.update_memory(kept.memory_id, **kwargs)  # type: ignore[arg-type]
+    assert [n.model_dump() for n in await reme.list_memory()] == [kept.model_dump()]
+
+
+async def test_unicode_round_trips(reme: ReMe) -> None:
+    text = "Zoë likes café au lait ☕ and 北京烤鸭; naïve 🎉"
+    node = await reme.add_memory(text, user_name="zoë", metadata={"城市": "北京"})
+    assert (await reme.get_memory(node.memory_id, user_name="zoë")).content == text
+    assert (await reme.search_memory("北京烤鸭", user_name="zoë", mode="keyword"))[0].node.memory_id == node.memory_id
+
+
+async def test_missing_ids_and_bad_queries_raise_typed_errors(reme: ReMe) -> None:
+    for call in (reme.get_memory(MISSING), reme.delete_memory(MISSING), reme.update_memory(MISSING, content="x"),
+                 reme.get_memory("not-a-uuid")):
+        with pytest.raises(MemoryNotFoundError):
+            await call
+    with pytest.raises(InvalidInputError):
+        await reme.search_memory("", user_name="a")
+    with pytest.raises(InvalidInputError):
+        await reme.search_memory("x", user_name="a", top_k=0)
+    with pytest.raises(InvalidInputError):
+        await reme.list_memory(sort_key="content")
+
+
+async def test_an_unwritable_working_dir_is_a_config_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ConfigError):
+        async with ReMe(working_dir=blocker / "wd", embedding={"backend": "hash"}):
+            pass
+
+
+async def test_reopening_with_an_embedder_of_another_size_is_refused(reme_factory: Callable[..., ReMe]) -> None:
+    async with reme_factory() as reme:
+        await reme.add_memory("kept", user_name="alice")
+    with pytest.raises(VectorSizeError):
+        async with reme_factory(embedding={"backend": "hash", "dimensions": DIM * 2}):
+            pass
+    async with reme_factory() as reme:
+        assert await reme.count_memory() == 1
+
+
+async def test_not_open_is_a_clear_error(reme_factory: Callable[..., ReMe]) -> None:
+    with pytest.raises(ReMeError, match="not open"):
+        await reme_factory().add_memory("x", user_name="a")
+
+
+def _script(body: str) -> str:
+    """A program that opens ReMe on argv[1] and runs `body` inside the `async with`."""
+    head = ("import asyncio, sys\nfrom reme import ReMe\nasync def main():\n"
+            f"    async with ReMe(working_dir=sys.argv[1], embedding={{'backend': 'hash', 'dimensions': {DIM}}}) as reme:\n")
+    return head + textwrap.indent(textwrap.dedent(body), " " * 8) + "\nasyncio.run(main())\n"
+
+
+def test_a_memory_survives_sigkill_right_after_add_returns(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    writer = _script("""
+        node = await reme.add_memory("Alice prefers window seats", user_name="alice")
+        print(node.memory_id, flush=True)
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", writer, str(wd)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    memory_id = proc.stdout.strip()
+    with ReMeSync(working_dir=wd, embedding={"backend": "hash", "dimensions": DIM}) as reme:
+        assert reme.get_memory(memory_id, user_name="alice").content == "Alice prefers window seats"
+        assert reme.search_memory("window", user_name="alice", mode="keyword")[0].node.memory_id == memory_id
+
+
+def test_a_second_process_gets_a_clear_error_not_corruption(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    holder = _script("""
+        await reme.add_memory("held", user_name="alice")
+        print("ready", flush=True)
+        sys.stdin.readline()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreLockedError, match="another process"):
+            ReMeSync(working_dir=wd, embedding={"backend": "hash", "dimensions": DIM}).open()
+    finally:
+        proc.communicate("\n", timeout=60)
+    with ReMeSync(working_dir=wd, embedding={"backend": "hash", "dimensions": DIM}) as reme:
+        assert [n.content for n in reme.list_memory()] == ["held"]
+
+
+def test_sync_facade_mirrors_the_async_one(tmp_path: Path) -> None:
+    with ReMeSync(working_dir=tmp_path / "wd", embedding={"backend": "hash"}) as reme:
+        node = reme.add_memory("Alice prefers window seats", user_name="alice",
+                               message_time=datetime(2024, 1, 1, tzinfo=timezone.utc))
+        assert reme.search_memory("seat", user_name="alice", top_k=5)[0].node.memory_id == node.memory_id
+        assert reme.update_memory(node.memory_id, content="aisle").version == 2
+        assert len(reme.list_memory(user_name="alice", sort_key="message_time", limit=10)) == 1
+        reme.delete_memory(node.memory_id)
+        assert reme.count_memory() == 0
+    async_names = {n for n in dir(ReMe) if not n.startswith("_") and asyncio.iscoroutinefunction(getattr(ReMe, n))}
+    assert async_names - {"open", "close"} <= set(dir(ReMeSync))
+
+
+async def test_export_then_import_into_a_fresh_store(reme: ReMe, tmp_path: Path,
+                                                     reme_factory: Callable[..., ReMe]) -> None:
+    nodes = [await reme.add_memory(f"fact {i}", user_name="alice", metadata={"i": i}) for i in range(5)]
+    path = tmp_path / "out.jsonl"
+    assert await reme.export_memory(path, user_name="alice") == 5
+    async with reme_factory(working_dir=tmp_path / "other") as other:
+        assert await other.import_memory(path) == 5
+        assert {n.memory_id for n in await other.list_memory(user_name="alice")} == {n.memory_id for n in nodes}
+        hits = await other.search_memory("fact 3", user_name="alice", top_k=1, mode="keyword")
+        assert hits[0].node.metadata == {"i": 3}
+
+
+async def test_injected_embedder_is_used(tmp_path: Path) -> None:
+    async with ReMe(working_dir=tmp_path, embedder=HashEmbedder(dim=16)) as reme:
+        await reme.add_memory("x", user_name="a")
+        assert await reme.store.collection_dim(reme.collection) == 16
+
+
+def test_environment_reaches_the_facade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REME_WORKING_DIR", str(tmp_path / "envwd"))
+    monkeypatch.setenv("REME_EMBEDDING__BACKEND", "hash")
+    with ReMeSync() as reme:
+        reme.add_memory("x", user_name="a")
+    assert (tmp_path / "envwd" / "store").is_dir()
+    assert os.environ["REME_EMBEDDING__BACKEND"] == "hash"
