@@ -16,8 +16,9 @@ import uuid
 from abc import ABC, abstractmethod
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Sequence
+from typing import Any, Awaitable, Callable, Literal, NamedTuple, Sequence
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 from qdrant_edge import Bm25, Bm25Config
 
@@ -52,7 +53,9 @@ class GetResult(BaseModel):
     missing: list[str]
 
 
-class SparseTerms(BaseModel):
+class SparseTerms(NamedTuple):
+    """BM25 term weights: what both backends store as the keyword vector."""
+
     indices: list[int]
     values: list[float]
 
@@ -182,7 +185,7 @@ class VectorStore(ABC):
 
     def keyword_terms(self, text: str, *, query: bool) -> SparseTerms:
         sparse = self._bm25.embed_query(text) if query else self._bm25.embed_document(text)
-        return SparseTerms(indices=list(sparse.indices), values=list(sparse.values))
+        return SparseTerms(sparse.indices, sparse.values)
 
     def _check_vector(self, name: str, dim: int, vector: Sequence[float] | None) -> list[float]:
         if vector is None:
@@ -191,15 +194,21 @@ class VectorStore(ABC):
             raise VectorSizeError(
                 f"collection {name!r} holds vectors of size {dim}, got {len(vector)}: "
                 "was the embedder changed? Use a new collection or re-import with the old embedder")
-        out = [float(x) for x in vector]
-        if not all(math.isfinite(x) for x in out):
+        values = vector.tolist() if isinstance(vector, np.ndarray) else list(vector)
+        try:
+            total = math.fsum(values)  # NaN or infinity anywhere makes the sum non-finite
+        except TypeError:
+            raise InvalidInputError("a vector holds numbers only") from None
+        if not math.isfinite(total):
             raise InvalidInputError("vector holds NaN or infinite values")
-        return out
+        return values
 
     async def upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
         """Insert or replace nodes (by `memory_id`), in batches of `batch_size`."""
         dim = await self._require_dim(name)
-        checked = [VectorRecord(node=r.node, vector=self._check_vector(name, dim, r.vector)) for r in records]
+        # model_construct: the node is already validated and the vector was just checked.
+        checked = [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector))
+                   for r in records]
         ids = [r.node.memory_id for r in checked]
         if len(set(ids)) != len(ids):
             raise InvalidInputError("the same memory_id appears twice in one upsert")

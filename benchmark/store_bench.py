@@ -1,0 +1,208 @@
+"""Store benchmark: the store layer against the raw engine and exact numpy search, in one run.
+
+    python -m benchmark.store_bench                      # 10k and 100k nodes, edge; qdrant local at 10k
+    python -m benchmark.store_bench --sizes 1000000      # the 1M run
+
+Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
+1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
+an exact numpy brute-force search over the same vectors. `edge-raw` is qdrant-edge-py called
+directly with the same points: the ratio store/raw is what the store layer costs. Edge numbers are
+given before and after `optimize()` (exact search, then HNSW).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import numpy as np
+import qdrant_edge as qe
+
+from reme.schema import MemoryNode, MemoryType
+from reme.store import VectorRecord, VectorStore
+from reme.store.edge import EdgeStore
+from reme.store.filters import eq
+from reme.store.qdrant import QdrantStore
+
+DIM = 384
+TARGETS = 1000
+
+
+def make_data(n: int, seed: int = 0) -> tuple[np.ndarray, list[str], list[str]]:
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(64, DIM)).astype(np.float32)
+    vecs = centers[rng.integers(0, 64, n)] + 0.6 * rng.normal(size=(n, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    vocab = [f"w{i}" for i in range(5000)]
+    ranks = np.minimum(rng.zipf(1.3, size=(n, 12)), 5000) - 1
+    texts = [" ".join(vocab[j] for j in row) for row in ranks]
+    targets = [f"user{i % TARGETS}" for i in range(n)]
+    return vecs, texts, targets
+
+
+def pct(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], repeat: int) -> tuple[list[float], list[Any]]:
+    times, results = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        results.append(await fn())
+        times.append(time.perf_counter() - t)
+    return times, results
+
+
+def brute(vecs: np.ndarray, q: np.ndarray, mask: np.ndarray | None, k: int = 10) -> np.ndarray:
+    scores = vecs @ q
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = np.argpartition(-scores, k)[:k]
+    return top[np.argsort(-scores[top])]
+
+
+async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: list[str], targets: list[str],
+                      queries: int, reopen: Callable[[], Awaitable[VectorStore]] | None) -> list[dict[str, Any]]:
+    n = len(texts)
+    ids = [str(uuid.UUID(int=i + 1)) for i in range(n)]
+    await store.create_collection("bench", DIM)
+    records = [VectorRecord(node=MemoryNode(memory_id=ids[i], memory_type=MemoryType.PERSONAL,
+                                            memory_target=targets[i], content=texts[i]), vector=vecs[i].tolist())
+               for i in range(n)]
+    t = time.perf_counter()
+    for start in range(0, n, 1000):
+        await store.upsert("bench", records[start:start + 1000])
+    upsert_rate = n / (time.perf_counter() - t)
+    rows = []
+    rng = np.random.default_rng(1)
+    qidx = rng.integers(0, n, queries)
+    qvecs = vecs[qidx] + 0.05 * rng.normal(size=(queries, DIM)).astype(np.float32)
+    target_arr = np.array(targets)
+
+    async def measure(phase: str) -> None:
+        dense_t, filt_t, hyb_t, list_t, recalls, brute_t, brute_ft = [], [], [], [], [], [], []
+        for j in range(queries):
+            q, tgt = qvecs[j], targets[qidx[j]]
+            ts, res = await timed(lambda: store.search("bench", vector=q.tolist(), mode="dense", limit=10), 1)
+            dense_t += ts
+            t0 = time.perf_counter()
+            exact = brute(vecs, q, None)
+            brute_t.append(time.perf_counter() - t0)
+            recalls.append(len({ids[i] for i in exact} & {h.node.memory_id for h in res[0]}) / 10)
+            flt = eq("memory_target", tgt)
+            ts, _ = await timed(lambda: store.search("bench", vector=q.tolist(), mode="dense", flt=flt, limit=10), 1)
+            filt_t += ts
+            t0 = time.perf_counter()
+            brute(vecs, q, target_arr == tgt)
+            brute_ft.append(time.perf_counter() - t0)
+            text = " ".join(texts[qidx[j]].split()[:4])
+            ts, _ = await timed(lambda: store.search("bench", vector=q.tolist(), text=text, mode="hybrid", flt=flt,
+                                                     limit=10), 1)
+            hyb_t += ts
+            ts, _ = await timed(lambda: store.list("bench", flt=flt, sort_key="time_created", limit=20), 1)
+            list_t += ts
+        rows.append({"backend": name, "phase": phase, "n": n, "upsert/s": upsert_rate,
+                     "dense": pct(dense_t), "filtered": pct(filt_t), "hybrid filtered": pct(hyb_t),
+                     "list by target": pct(list_t), "numpy dense": pct(brute_t), "numpy filtered": pct(brute_ft),
+                     "recall@10": float(np.mean(recalls))})
+
+    await measure("exact")
+    if isinstance(store, EdgeStore):
+        t = time.perf_counter()
+        await store.optimize("bench")
+        rows[-1]["optimize s"] = time.perf_counter() - t
+        await measure("indexed")
+    if reopen is not None:
+        await store.close()
+        t = time.perf_counter()
+        store = await reopen()
+        await store.search("bench", vector=qvecs[0].tolist(), mode="dense", limit=10)
+        rows[-1]["reopen ms"] = (time.perf_counter() - t) * 1000
+    await store.close()
+    return rows
+
+
+def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list[str], queries: int) -> dict[str, Any]:
+    bm25 = qe.Bm25(qe.Bm25Config(avg_len=32))
+    shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
+        vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)},
+        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}))
+    shard.update(qe.UpdateOperation.create_field_index("memory_target", qe.KeywordIndexParams(is_tenant=True)))
+    n = len(texts)
+    t = time.perf_counter()
+    for start in range(0, n, 1000):
+        shard.update(qe.UpdateOperation.upsert_points([
+            qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist(), "bm25": bm25.embed_document(texts[i])},
+                     {"memory_target": targets[i], "content": texts[i]}) for i in range(start, min(n, start + 1000))]))
+    rate = n / (time.perf_counter() - t)
+    rng = np.random.default_rng(1)
+    qidx = rng.integers(0, n, queries)
+    filt = []
+    for j in range(queries):
+        f = qe.Filter(must=[qe.FieldCondition("memory_target", match=qe.MatchValue(targets[qidx[j]]))])
+        t = time.perf_counter()
+        shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(vecs[qidx[j]].tolist(), using="dense"),
+                                    filter=f, with_payload=True))
+        filt.append(time.perf_counter() - t)
+    shard.close()
+    return {"backend": "edge-raw", "phase": "exact", "n": n, "upsert/s": rate, "filtered": pct(filt)}
+
+
+def fmt(rows: list[dict[str, Any]]) -> str:
+    cols = ["backend", "phase", "n", "upsert/s", "dense", "filtered", "hybrid filtered", "list by target",
+            "numpy dense", "numpy filtered", "recall@10", "optimize s", "reopen ms"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in rows:
+        cells = []
+        for c in cols:
+            v = row.get(c)
+            if v is None:
+                cells.append("")
+            elif isinstance(v, tuple):
+                cells.append(f"{v[0]:.2f} / {v[1]:.2f}")
+            elif isinstance(v, float):
+                cells.append(f"{v:,.0f}" if c == "upsert/s" else f"{v:.2f}")
+            else:
+                cells.append(str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--backends", default="edge,qdrant")
+    parser.add_argument("--qdrant-max", type=int, default=10_000, help="largest size for qdrant local mode")
+    parser.add_argument("--queries", type=int, default=100)
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        vecs, texts, targets = make_data(n)
+        tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
+        try:
+            rows.append(bench_raw_edge(tmp / "raw", vecs, texts, targets, args.queries))
+            for backend in args.backends.split(","):
+                if backend == "edge":
+                    async def reopen() -> VectorStore:
+                        return EdgeStore(tmp / "edge")
+                    rows += await bench_store("edge", EdgeStore(tmp / "edge"), vecs, texts, targets,
+                                              args.queries, reopen)
+                elif backend == "qdrant" and n <= args.qdrant_max:
+                    rows += await bench_store("qdrant (local mode)", QdrantStore(location=":memory:"), vecs, texts,
+                                              targets, max(10, args.queries // 10), None)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(fmt(rows), flush=True)
+    print("\nlatencies in ms as p50 / p95; recall@10 of dense search against exact numpy search")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
