@@ -78,6 +78,13 @@ def check_collection_name(name: str) -> str:
     return name
 
 
+def dense_of(vector: Any) -> list[float] | None:
+    """The dense part of a backend's named vectors, as floats."""
+    if isinstance(vector, dict) and vector.get(DENSE) is not None:
+        return [float(x) for x in vector[DENSE]]
+    return None
+
+
 def is_uuid(value: str) -> bool:
     try:
         uuid.UUID(value)

@@ -26,7 +26,7 @@ import qdrant_edge as qe
 from reme.errors import StoreError, StoreLockedError, VectorSizeError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
-                             from_payload, is_uuid, to_payload)
+                             dense_of, from_payload, is_uuid, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 T = TypeVar("T")
@@ -59,22 +59,8 @@ class _EdgeFilters(FilterTranslator[Any]):
 _FILTERS = _EdgeFilters()
 
 
-def _edge_filter(flt: Filter | None) -> Any:
-    if flt is None:
-        return None
-    cond = _FILTERS.translate(flt)
-    return cond if isinstance(cond, qe.Filter) else qe.Filter(must=[cond])
-
-
 def _sparse(terms: SparseTerms) -> qe.SparseVector:
     return qe.SparseVector(indices=terms.indices, values=terms.values)
-
-
-def _dense_of(vector: Any) -> list[float] | None:
-    if isinstance(vector, dict):
-        dense = vector.get(DENSE)
-        return list(dense) if dense is not None else None
-    return None
 
 
 class EdgeStore(VectorStore):
@@ -199,7 +185,7 @@ class EdgeStore(VectorStore):
         valid = [i for i in wanted if is_uuid(i)]
         found = self._call("get", self._shard(name).retrieve, valid, True, [DENSE] if with_vectors else False)
         by_id = {str(r.id): VectorRecord(node=from_payload(r.payload or {}),
-                                         vector=_dense_of(r.vector) if with_vectors else None) for r in found}
+                                         vector=dense_of(r.vector) if with_vectors else None) for r in found}
         return GetResult(found=[by_id[i] for i in dict.fromkeys(wanted) if i in by_id],
                          missing=[i for i in dict.fromkeys(wanted) if i not in by_id])
 
@@ -207,16 +193,16 @@ class EdgeStore(VectorStore):
         self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points(ids))
 
     async def _delete_filter(self, name: str, flt: Filter) -> None:
-        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points_by_filter(_edge_filter(flt)))
+        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points_by_filter(_FILTERS.build(flt)))
 
     async def count(self, name: str, flt: Filter | None = None) -> int:
         await self._require_dim(name)
-        return self._call("count", self._shard(name).count, qe.CountRequest(filter=_edge_filter(flt), exact=True))
+        return self._call("count", self._shard(name).count, qe.CountRequest(filter=_FILTERS.build(flt), exact=True))
 
     async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
                      flt: Filter | None, limit: int, score_threshold: float | None,
                      prefetch: int) -> list[tuple[dict[str, Any], float]]:
-        edge_filter = _edge_filter(flt)
+        edge_filter = _FILTERS.build(flt)
         dense = qe.Query.Nearest(vector, using=DENSE) if vector is not None else None
         sparse = qe.Query.Nearest(_sparse(terms), using=SPARSE) if terms is not None else None
         if mode == "hybrid":
@@ -239,10 +225,10 @@ class EdgeStore(VectorStore):
             key, direction, start = order
             order_by = qe.OrderBy(key, direction=qe.Direction.Asc if direction == "asc" else qe.Direction.Desc,
                                   start_from=start)
-        request = qe.ScrollRequest(offset=offset, limit=limit, filter=_edge_filter(flt), with_payload=True,
+        request = qe.ScrollRequest(offset=offset, limit=limit, filter=_FILTERS.build(flt), with_payload=True,
                                    with_vector=[DENSE] if with_vectors else False, order_by=order_by)
         records, nxt = self._call("list", self._shard(name).scroll, request)
-        out = [VectorRecord(node=from_payload(r.payload or {}), vector=_dense_of(r.vector) if with_vectors else None)
+        out = [VectorRecord(node=from_payload(r.payload or {}), vector=dense_of(r.vector) if with_vectors else None)
                for r in records]
         return out, (str(nxt) if nxt is not None else None)
 

@@ -402,6 +402,10 @@ class FilterTranslator(ABC, Generic[C]):
     def group(self, must: list[C] | None = None, should: list[C] | None = None,
               must_not: list[C] | None = None) -> C: ...
 
+    def build(self, flt: "Filter | None") -> C | None:
+        """The backend's top-level filter for `flt` (None for no filter)."""
+        return None if flt is None else self.group(must=[self.translate(flt)])
+
     def translate(self, flt: "Filter") -> C:
         if isinstance(flt, And):
             return self.group(must=[self.translate(f) for f in flt.filters])

@@ -15,7 +15,7 @@ from qdrant_client.http.exceptions import ApiException
 from reme.errors import ConfigError, StoreError, VectorSizeError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
-                             from_payload, is_uuid, to_payload)
+                             dense_of, from_payload, is_uuid, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 
@@ -43,21 +43,8 @@ class _QdrantFilters(FilterTranslator[Any]):
 _FILTERS = _QdrantFilters()
 
 
-def _qdrant_filter(flt: Filter | None) -> models.Filter | None:
-    if flt is None:
-        return None
-    cond = _FILTERS.translate(flt)
-    return cond if isinstance(cond, models.Filter) else models.Filter(must=[cond])
-
-
 def _sparse(terms: SparseTerms) -> models.SparseVector:
     return models.SparseVector(indices=terms.indices, values=terms.values)
-
-
-def _dense_of(vector: Any) -> list[float] | None:
-    if isinstance(vector, dict) and vector.get(DENSE) is not None:
-        return [float(x) for x in vector[DENSE]]
-    return None
 
 
 class QdrantStore(VectorStore):
@@ -146,25 +133,25 @@ class QdrantStore(VectorStore):
         found = await self._call("get", self._client.retrieve(name, valid, with_payload=True,
                                                               with_vectors=[DENSE] if with_vectors else False))
         by_id = {str(r.id): VectorRecord(node=from_payload(r.payload or {}),
-                                         vector=_dense_of(r.vector) if with_vectors else None) for r in found}
+                                         vector=dense_of(r.vector) if with_vectors else None) for r in found}
         return GetResult(found=[by_id[i] for i in wanted if i in by_id], missing=[i for i in wanted if i not in by_id])
 
     async def _delete_ids(self, name: str, ids: list[str]) -> None:
         await self._call("delete", self._client.delete(name, models.PointIdsList(points=ids), wait=True))  # type: ignore[arg-type]
 
     async def _delete_filter(self, name: str, flt: Filter) -> None:
-        selector = models.FilterSelector(filter=_qdrant_filter(flt))
+        selector = models.FilterSelector(filter=_FILTERS.build(flt))
         await self._call("delete", self._client.delete(name, selector, wait=True))
 
     async def count(self, name: str, flt: Filter | None = None) -> int:
         await self._require_dim(name)
-        result = await self._call("count", self._client.count(name, count_filter=_qdrant_filter(flt), exact=True))
+        result = await self._call("count", self._client.count(name, count_filter=_FILTERS.build(flt), exact=True))
         return int(result.count)
 
     async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
                      flt: Filter | None, limit: int, score_threshold: float | None,
                      prefetch: int) -> list[tuple[dict[str, Any], float]]:
-        qfilter = _qdrant_filter(flt)
+        qfilter = _FILTERS.build(flt)
         if mode == "hybrid":
             request: dict[str, Any] = dict(
                 prefetch=[models.Prefetch(query=vector, using=DENSE, limit=prefetch, filter=qfilter),
@@ -189,9 +176,9 @@ class QdrantStore(VectorStore):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # local mode warns that it has no payload indexes
             records, nxt = await self._call("list", self._client.scroll(
-                name, scroll_filter=_qdrant_filter(flt), limit=limit, offset=offset, order_by=order_by,
+                name, scroll_filter=_FILTERS.build(flt), limit=limit, offset=offset, order_by=order_by,
                 with_payload=True, with_vectors=[DENSE] if with_vectors else False))
-        out = [VectorRecord(node=from_payload(r.payload or {}), vector=_dense_of(r.vector) if with_vectors else None)
+        out = [VectorRecord(node=from_payload(r.payload or {}), vector=dense_of(r.vector) if with_vectors else None)
                for r in records]
         return out, (str(nxt) if nxt is not None else None)
 
