@@ -13,7 +13,6 @@ import json
 import shutil
 import sys
 import tempfile
-from pathlib import Path
 from typing import Any, Sequence
 
 from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMError, NotFoundError, ReMeError,

@@ -7,6 +7,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from reme.embedding import HashEmbedder
@@ -293,3 +294,19 @@ async def test_import_with_a_bad_line_writes_nothing(store: VectorStore, tmp_pat
     with pytest.raises(InvalidInputError, match="bad.jsonl:2"):
         await store.import_jsonl("mem", path, embed=HashEmbedder(dim=DIM).embed)
     assert await store.count("mem") == 0
+
+
+async def test_edge_counts_unindexed_vectors_and_builds_the_index_on_close(tmp_path: Path) -> None:
+    from reme.store.edge import EdgeStore
+
+    n, dim = 8000, 384  # large enough for the engine to build HNSW rather than keep a plain segment
+    store = EdgeStore(tmp_path / "edge", index_threshold=n)
+    await store.create_collection("mem", dim)
+    vectors = np.random.default_rng(0).normal(size=(n, dim))
+    await store.upsert("mem", [VectorRecord(node=node(f"fact {i}"), vector=vectors[i].tolist()) for i in range(n)])
+    assert store.unindexed("mem") == n
+    await store.close()  # n unindexed >= index_threshold: close builds the index
+    reopened = EdgeStore(tmp_path / "edge")
+    assert reopened.unindexed("mem") == 0
+    assert (await reopened.count("mem")) == n
+    await reopened.close()

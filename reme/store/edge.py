@@ -105,10 +105,7 @@ class EdgeStore(VectorStore):
         try:
             return fn(*args)
         except Exception as exc:  # the engine raises plain Exceptions with a message
-            msg = str(exc)
-            if "dimension" in msg.lower():
-                raise VectorSizeError(f"{what}: {msg}") from exc
-            raise StoreError(f"{what} failed: {msg}") from exc
+            raise StoreError(f"{what} failed: {exc}") from exc
 
     # -- collections -------------------------------------------------------------------------
     def _dir(self, name: str) -> Path:
@@ -234,8 +231,10 @@ class EdgeStore(VectorStore):
 
     # -- lifecycle -----------------------------------------------------------------------------
     def unindexed(self, name: str) -> int:
+        """Dense vectors not in an HNSW index yet. The engine's count covers every named vector, and
+        the BM25 (sparse) one of each point is always indexed: subtract one a point for it."""
         info = self._call("info", self._shard(name).info)
-        return max(0, info.points_count - info.indexed_vectors_count)
+        return max(0, 2 * info.points_count - info.indexed_vectors_count)
 
     async def optimize(self, name: str) -> bool:
         """Build the HNSW index (and merge segments) now. Holds the GIL while it runs."""

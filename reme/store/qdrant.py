@@ -69,10 +69,7 @@ class QdrantStore(VectorStore):
         try:
             return await coro
         except (ApiException, ValueError, RuntimeError, OSError) as exc:
-            msg = str(exc)
-            if "dimension" in msg.lower():
-                raise VectorSizeError(f"{what}: {msg}") from exc
-            raise StoreError(f"{what} failed: {msg}") from exc
+            raise StoreError(f"{what} failed: {exc}") from exc
 
     # -- collections -------------------------------------------------------------------------
     async def create_collection(self, name: str, dim: int) -> None:
