@@ -16,7 +16,7 @@ import uuid
 from abc import ABC, abstractmethod
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, NamedTuple, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -134,9 +134,20 @@ class VectorStore(ABC):
         self._dims: dict[str, int] = {}
 
     # -- collections -------------------------------------------------------------------------
-    @abstractmethod
     async def create_collection(self, name: str, dim: int) -> None:
         """Create `name` for vectors of size `dim`; a no-op if it exists with that size."""
+        existing = await self.collection_dim(name)
+        if existing is not None:
+            if existing != dim:
+                raise VectorSizeError(f"collection {name!r} exists with vectors of size {existing}, not {dim}")
+            return
+        if dim < 1:
+            raise VectorSizeError("vector size must be at least 1")
+        await self._create_collection(name, dim)
+
+    @abstractmethod
+    async def _create_collection(self, name: str, dim: int) -> None:
+        """Create a collection known not to exist (dense vectors of `dim`, BM25, payload indexes)."""
 
     @abstractmethod
     async def collection_dim(self, name: str) -> int | None:
@@ -300,28 +311,27 @@ class VectorStore(ABC):
         nxt_state = _Cursor(value=last, seen=ties, sort=sort_key, direction=direction)
         return MemoryPage(nodes=nodes, next_cursor=_encode_cursor(nxt_state))
 
-    async def read_all(self, name: str, flt: Filter | None = None, *,
-                       with_vectors: bool = False, page_size: int = 512) -> list[VectorRecord]:
-        """Every record matching `flt`, in id order (loaded page by page)."""
-        out: list[VectorRecord] = []
+    async def iter_records(self, name: str, flt: Filter | None = None, *, with_vectors: bool = False,
+                           page_size: int = 512) -> AsyncIterator[VectorRecord]:
+        """Every record matching `flt`, in id order, one page in memory at a time."""
         offset: str | None = None
         while True:
             records, offset = await self._scroll(name, flt, page_size, offset, None, with_vectors)
-            out.extend(records)
+            for record in records:
+                yield record
             if offset is None:
-                return out
+                return
 
     async def export_jsonl(self, name: str, path: str | Path, *, flt: Filter | None = None,
                            with_vectors: bool = False) -> int:
         """Write matching nodes to `path`, one JSON object a line (node fields, plus `vector`)."""
         await self._require_dim(name)
-        records = await self.read_all(name, flt, with_vectors=with_vectors)
         target = Path(path)
         tmp = target.with_name(target.name + ".tmp")
         n = 0
         try:
             with tmp.open("w", encoding="utf-8") as fh:
-                for record in records:
+                async for record in self.iter_records(name, flt, with_vectors=with_vectors):
                     row = record.node.model_dump(mode="json")
                     if with_vectors:
                         row["vector"] = record.vector
@@ -329,8 +339,9 @@ class VectorStore(ABC):
                     n += 1
             tmp.replace(target)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise StoreError(f"cannot write {target}: {exc}") from exc
+        finally:
+            tmp.unlink(missing_ok=True)  # gone after a successful replace; a half-written file otherwise
         return n
 
     async def import_jsonl(self, name: str, path: str | Path, *, embed: EmbedFn | None = None) -> int:

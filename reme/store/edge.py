@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy
 import qdrant_edge as qe
 
-from reme.errors import StoreError, StoreLockedError, VectorSizeError
+from reme.errors import StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
                              dense_of, from_payload, is_uuid, to_payload)
@@ -111,14 +111,7 @@ class EdgeStore(VectorStore):
     def _dir(self, name: str) -> Path:
         return self.path / check_collection_name(name)
 
-    async def create_collection(self, name: str, dim: int) -> None:
-        existing = await self.collection_dim(name)
-        if existing is not None:
-            if existing != dim:
-                raise VectorSizeError(f"collection {name!r} exists with vectors of size {existing}, not {dim}")
-            return
-        if dim < 1:
-            raise VectorSizeError("vector size must be at least 1")
+    async def _create_collection(self, name: str, dim: int) -> None:
         folder = self._dir(name)
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},

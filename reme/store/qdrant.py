@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
-from reme.errors import ConfigError, StoreError, VectorSizeError
+from reme.errors import ConfigError, StoreError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
                              dense_of, from_payload, is_uuid, to_payload)
@@ -72,14 +72,7 @@ class QdrantStore(VectorStore):
             raise StoreError(f"{what} failed: {exc}") from exc
 
     # -- collections -------------------------------------------------------------------------
-    async def create_collection(self, name: str, dim: int) -> None:
-        existing = await self.collection_dim(name)
-        if existing is not None:
-            if existing != dim:
-                raise VectorSizeError(f"collection {name!r} exists with vectors of size {existing}, not {dim}")
-            return
-        if dim < 1:
-            raise VectorSizeError("vector size must be at least 1")
+    async def _create_collection(self, name: str, dim: int) -> None:
         await self._call("create collection", self._client.create_collection(
             name,
             vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
