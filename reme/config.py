@@ -90,9 +90,7 @@ class ReMeConfig(_Section):
         _deep_merge(merged, _from_env(env))
         _deep_merge(merged, {k: _plain(v) for k, v in kwargs.items() if v is not None})
         for section in ("llm", "embedding"):
-            merged.setdefault(section, {})
-        for section in ("llm", "embedding"):
-            s = merged[section]
+            s = merged.setdefault(section, {})
             if section == "embedding" and s.get("backend", "local") != "openai":
                 continue
             if "api_key" not in s and env.get("OPENAI_API_KEY"):

@@ -83,7 +83,7 @@ class HashEmbedder(BaseEmbedder):
             raise ConfigError("hash embedder needs at least 8 dimensions")
         self.size = dim
 
-    def _one(self, text: str) -> list[float]:
+    def embed_one(self, text: str) -> list[float]:
         vec = [0.0] * self.size
         words = re.findall(r"\w+", text.casefold())
         grams = [w[i:i + 3] for w in words for i in range(max(1, len(w) - 2))]
@@ -95,7 +95,7 @@ class HashEmbedder(BaseEmbedder):
         return [x / norm for x in vec]
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        return [self._one(t) for t in texts]
+        return [self.embed_one(t) for t in texts]
 
 
 class OpenAIEmbedder(BaseEmbedder):

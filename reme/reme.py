@@ -283,8 +283,7 @@ class ReMe:
             raise InvalidInputError("query must be a non-empty string")
         if not isinstance(top_k, int) or top_k < 1:
             raise InvalidInputError("top_k must be a positive integer")
-        scope = Scope.of(user_name, task_name, tool_name)
-        flt = self._combine(self._scope_filter(scope, memory_type, primary=True), filters)
+        flt = self._where(user_name, task_name, tool_name, memory_type, filters, primary=True)
         vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
         return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
                                        limit=top_k, score_threshold=score_threshold)
@@ -294,25 +293,22 @@ class ReMe:
                           filters: FilterSpec = None, sort_key: str | None = None, direction: Direction = "desc",
                           limit: int = 100, cursor: str | None = None) -> MemoryPage:
         """A page of memories; sort by time_created, time_modified, message_time, score or version."""
-        scope = Scope.of(user_name, task_name, tool_name)
-        flt = self._combine(self._scope_filter(scope, memory_type, primary=False), filters)
+        flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.list(self.collection, flt=flt, sort_key=sort_key, direction=direction,
                                      limit=limit, cursor=cursor)
 
     async def count_memory(self, *, user_name: str | None = None, task_name: str | None = None,
                            tool_name: str | None = None, memory_type: MemoryType | str | None = None,
                            filters: FilterSpec = None) -> int:
-        scope = Scope.of(user_name, task_name, tool_name)
         return await self.store.count(self.collection,
-                                      self._combine(self._scope_filter(scope, memory_type, primary=False), filters))
+                                      self._where(user_name, task_name, tool_name, memory_type, filters))
 
     # -- files -----------------------------------------------------------------------------------
     async def export_memory(self, path: str | Path, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
                             filters: FilterSpec = None, with_vectors: bool = False) -> int:
         """Write memories to a JSONL file (every field; vectors on request); returns how many."""
-        scope = Scope.of(user_name, task_name, tool_name)
-        flt = self._combine(self._scope_filter(scope, memory_type, primary=False), filters)
+        flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
     async def import_memory(self, path: str | Path) -> int:
@@ -343,9 +339,12 @@ class ReMe:
         return And(filters=[Eq(field="memory_target", value=scope.name),
                             In(field="memory_type", values=[t.value for t in types])])
 
-    @staticmethod
-    def _combine(base: Filter | None, extra: FilterSpec) -> Filter | None:
-        parsed = parse_filter(extra)
+    @classmethod
+    def _where(cls, user_name: str | None, task_name: str | None, tool_name: str | None,
+               memory_type: MemoryType | str | None, filters: FilterSpec, *, primary: bool = False) -> Filter | None:
+        """The caller's scope ANDed with their filters: a filter narrows a scope, never widens it."""
+        base = cls._scope_filter(Scope.of(user_name, task_name, tool_name), memory_type, primary=primary)
+        parsed = parse_filter(filters)
         if base is None or parsed is None:
             return base or parsed
         return And(filters=[base, parsed])

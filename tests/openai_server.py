@@ -40,7 +40,7 @@ class OpenAITestServer:
                     return
                 if self.path.endswith("/embeddings"):
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                    data = [{"object": "embedding", "index": i, "embedding": server.embedder._one(t)}
+                    data = [{"object": "embedding", "index": i, "embedding": server.embedder.embed_one(t)}
                             for i, t in enumerate(texts)]
                     self._reply(200, {"object": "list", "data": data, "model": body.get("model"),
                                       "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})

@@ -58,7 +58,7 @@ async def test_openai_embedder_batches_and_sends_the_key(server: OpenAITestServe
     assert len(vectors) == 5 and await embedder.dimension() == 32
     assert [len(r["body"]["input"]) for r in server.requests] == [2, 2, 1]
     assert server.requests[0]["auth"] == "Bearer sk-test"
-    assert vectors[2] == HashEmbedder(dim=32)._one("c")
+    assert vectors[2] == HashEmbedder(dim=32).embed_one("c")
     await embedder.close()
 
 

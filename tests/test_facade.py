@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -261,5 +260,5 @@ def test_environment_reaches_the_facade(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("REME_EMBEDDING__BACKEND", "hash")
     with ReMeSync() as reme:
         reme.add_memory("x", user_name="a")
-    assert (tmp_path / "envwd" / "store").is_dir()
-    assert os.environ["REME_EMBEDDING__BACKEND"] == "hash"
+        assert reme.config.embedding.backend == "hash"
+    assert (tmp_path / "envwd" / "store" / "reme").is_dir()  # the edge collection under REME_WORKING_DIR
