@@ -31,7 +31,7 @@ class VectorStoreConfig(_Section):
     `qdrant`: a Qdrant server by `url` (+ `api_key`), or qdrant-client's local `location`/`path`."""
 
     backend: Literal["edge", "qdrant"] = "edge"
-    collection: str = "reme"
+    collection: str = Field(default="reme", max_length=55)
     path: str | None = None
     url: str | None = None
     api_key: SecretStr | None = None
@@ -69,7 +69,35 @@ class LLMConfig(_Section):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     max_concurrency: int = Field(default=8, ge=1)
+    json_mode: bool | None = None
+    """Ask for `response_format=json_object`: None tries it and drops it if the endpoint refuses."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.model)
+
+
+class PromptsConfig(_Section):
+    """Which prompt language to use, and a folder whose templates override the built-in ones by
+    name (e.g. `<dir>/personal/extract.en.jinja`)."""
+
+    language: Literal["en", "zh"] = "en"
+    dir: Path | None = None
+
+
+class RetrievalConfig(_Section):
+    """How `retrieve_memory` ranks. Each memory's fused RRF score (k=`rrf_k`, summed over the
+    searched queries) is multiplied by `1 + recency_weight * 0.5 ** (age_days / half_life_days)
+    + importance_weight * clamp(node.score, 0, 1)`; age is measured from `message_time`."""
+
+    rewrite: bool = True
+    max_queries: int = Field(default=3, ge=1, le=10)
+    candidates: int = Field(default=40, ge=1)
+    rrf_k: int = Field(default=60, ge=1)
+    recency_weight: float = Field(default=0.1, ge=0)
+    half_life_days: float = Field(default=90.0, gt=0)
+    importance_weight: float = Field(default=0.1, ge=0)
 
 
 class ReMeConfig(_Section):
@@ -77,6 +105,8 @@ class ReMeConfig(_Section):
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -121,7 +151,8 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    sections = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig}
+    sections = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig,
+                "prompts": PromptsConfig, "retrieval": RetrievalConfig}
     for key, value in env.items():
         if not key.startswith("REME_") or key == "REME_CONFIG":
             continue

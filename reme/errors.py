@@ -43,6 +43,10 @@ class StoreLockedError(StoreError):
     """Another process holds the working directory open."""
 
 
+class ConflictError(StoreError):
+    """A memory changed between reading it and writing its new version; read it again and retry."""
+
+
 class VectorSizeError(StoreError, InvalidInputError):
     """A vector's size differs from the size its collection was created with."""
 
@@ -52,4 +56,25 @@ class EmbeddingError(ReMeError):
 
 
 class LLMError(ReMeError):
-    """The LLM endpoint failed after its retries."""
+    """The LLM endpoint failed after its retries (or refused the request).
+
+    `status_code` and `response` hold the last HTTP status and body seen, when there was one.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None, response: str | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.response = response
+
+
+class LLMOutputError(LLMError):
+    """The LLM answered, but not with the structure asked for, even after being shown its error.
+    `raw` is its last reply."""
+
+    def __init__(self, message: str, *, raw: str) -> None:
+        super().__init__(message, response=raw)
+        self.raw = raw
+
+
+class PromptError(ConfigError):
+    """A prompt template is missing, does not parse, or uses a variable it was not given."""

@@ -13,14 +13,22 @@ from pydantic import ValidationError
 
 from reme.config import ReMeConfig
 from reme.embedding import Embedder, create_embedder
-from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError
-from reme.schema import MemoryNode, MemoryPage, MemoryType, SearchResult, utcnow
-from reme.store import VectorRecord, VectorStore, open_store
+from reme.errors import ConfigError, ConflictError, InvalidInputError, MemoryNotFoundError, ReMeError
+from reme.llm import ChatModel
+from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
+from reme.memory.repo import Change, MemoryRepo
+from reme.prompts import PromptLibrary
+from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
+                         SummaryResult, TimeWindow, utcnow)
+from reme.store import VectorStore, open_store
 from reme.store.base import Direction, SearchMode
 from reme.store.filters import And, Eq, Filter, In, parse_filter
 
 T = TypeVar("T")
 FilterSpec = Filter | Mapping[str, Any] | None
+MessagesSpec = Sequence[Message | Mapping[str, Any]]
+WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
+UPDATE_ATTEMPTS = 3
 
 # A scope is the kind of target a caller names; each kind owns these memory types (the first is
 # what a search looks in when no memory_type is given).
@@ -90,15 +98,17 @@ class ReMe:
     """
 
     def __init__(self, config: ReMeConfig | None = None, *, working_dir: str | Path | None = None,
-                 vector_store: Any = None, embedding: Any = None, llm: Any = None,
-                 config_file: str | Path | None = None, embedder: Embedder | None = None,
+                 vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
+                 retrieval: Any = None, config_file: str | Path | None = None, embedder: Embedder | None = None,
                  store: VectorStore | None = None) -> None:
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
-                                                embedding=embedding, llm=llm)
+                                                embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval)
         self._embedder: Embedder | None = embedder
         self._store: VectorStore | None = store
+        self._repo: MemoryRepo | None = None
+        self._llm: ChatModel | None = None
+        self._prompts: PromptLibrary | None = None
         self._opened = False
-        self._write_lock = asyncio.Lock()
 
     @property
     def collection(self) -> str:
@@ -116,6 +126,17 @@ class ReMe:
             raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
         return self._embedder
 
+    @property
+    def repo(self) -> MemoryRepo:
+        if not self._opened or self._repo is None:
+            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
+        return self._repo
+
+    @property
+    def llm(self) -> ChatModel | None:
+        """The configured chat model, or None when `llm.model` is not set."""
+        return self._llm
+
     async def open(self) -> "ReMe":
         if self._opened:
             return self
@@ -127,10 +148,13 @@ class ReMe:
         if self._store is None:
             self._store = open_store(self.config.vector_store, working_dir)
         try:
+            self._prompts = PromptLibrary(self.config.prompts.language, self.config.prompts.dir)
+            if self.config.llm.configured and self._llm is None:
+                self._llm = ChatModel(self.config.llm)
             if self._embedder is None:
                 self._embedder = create_embedder(self.config.embedding)
-            dim = await self._embedder.dimension()
-            await self._store.create_collection(self.collection, dim)
+            self._repo = MemoryRepo(self._store, self._embedder, self.collection)
+            await self._repo.create()
         except BaseException:
             await self._store.close()
             self._store = None
@@ -144,6 +168,9 @@ class ReMe:
             await self._store.close()
         if self._embedder is not None:
             await self._embedder.close()
+        if self._llm is not None:
+            await self._llm.close()
+            self._llm = None
         self._opened = False
 
     async def __aenter__(self) -> "ReMe":
@@ -179,35 +206,8 @@ class ReMe:
 
     async def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
         """Store several nodes in one batch; each result is the stored node (an existing one for duplicates)."""
-        nodes = list(nodes)
-        if not nodes:
-            return []
-        vectors = await self.embedder.embed([n.retrieval_text for n in nodes])
-        async with self._write_lock:
-            existing = await self._existing_by_hash(nodes)
-            out: list[MemoryNode] = []
-            new: list[VectorRecord] = []
-            for node, vector in zip(nodes, vectors):
-                key = (node.memory_type, node.memory_target, node.content_hash)
-                if key not in existing:
-                    existing[key] = node
-                    new.append(VectorRecord(node=node, vector=vector))
-                out.append(existing[key])
-            await self.store.upsert(self.collection, new)
-        return out
-
-    async def _existing_by_hash(self, nodes: list[MemoryNode]) -> dict[tuple[MemoryType, str, str], MemoryNode]:
-        found: dict[tuple[MemoryType, str, str], MemoryNode] = {}
-        groups: dict[tuple[MemoryType, str], list[str]] = {}
-        for node in nodes:
-            groups.setdefault((node.memory_type, node.memory_target), []).append(node.content_hash)
-        for (mtype, target), hashes in groups.items():
-            flt = And(filters=[Eq(field="memory_type", value=mtype.value), Eq(field="memory_target", value=target),
-                               In(field="content_hash", values=list(set(hashes)))])
-            page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
-            for node in page:
-                found[(node.memory_type, node.memory_target, node.content_hash)] = node
-        return found
+        written = await self.repo.apply([Change(new=node) for node in nodes])
+        return [node for node, _ in written]
 
     async def update_memory(self, memory_id: str, *, content: str | None = None, when_to_use: str | None = None,
                             metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
@@ -221,7 +221,7 @@ class ReMe:
                                          ref_ids=ref_ids).items() if v is not None}
         if not changes:
             raise InvalidInputError("update_memory needs at least one field to change")
-        async with self._write_lock:
+        for attempt in range(UPDATE_ATTEMPTS):
             old = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
             data = old.model_dump()
             data.update({k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
@@ -231,33 +231,39 @@ class ReMe:
                 node = MemoryNode.model_validate(data)
             except ValidationError as exc:
                 raise _invalid(exc) from None
-            vector = None
-            if node.retrieval_text != old.retrieval_text:
-                vector = (await self.embedder.embed([node.retrieval_text]))[0]
-            await self.store.update(self.collection, node, vector)
-        return node
+            try:
+                await self.repo.apply([Change(new=node, old=old, reason="update_memory")])
+                return node
+            except ConflictError:
+                if attempt == UPDATE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def delete_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None) -> None:
-        """Delete one memory; `MemoryNotFoundError` if it is not there (in the named scope)."""
-        async with self._write_lock:
-            node = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
-            await self.store.delete(self.collection, [node.memory_id])
+        """Delete one memory; `MemoryNotFoundError` if it is not there (in the named scope).
+        The deleted state stays readable through `history(memory_id)` until its scope is wiped."""
+        node = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
+        await self.repo.apply([Change(old=node, reason="delete_memory")])
 
     async def delete_all(self, *, user_name: str | None = None, task_name: str | None = None,
                          tool_name: str | None = None, memory_type: MemoryType | str | None = None,
                          everything: bool = False) -> int:
-        """Delete every memory of a scope (optionally of one type); wiping all scopes needs `everything=True`."""
+        """Delete every memory of a scope (optionally of one type), with the versions kept of them;
+        wiping all scopes needs `everything=True`. Returns how many memories were deleted."""
         scope = Scope.of(user_name, task_name, tool_name)
         if scope is None and not everything:
             raise InvalidInputError("delete_all needs user_name, task_name or tool_name, or everything=True")
         flt = self._scope_filter(scope, memory_type, primary=False)
-        async with self._write_lock:
+        repo = self.repo
+        async with repo.lock:
             if flt is None:
                 n = await self.store.count(self.collection)
-                await self.store.delete_collection(self.collection)
-                await self.store.create_collection(self.collection, await self.embedder.dimension())
+                for name in (self.collection, repo.versions):
+                    await self.store.delete_collection(name)
+                await repo.create()
                 return n
+            await self.store.delete_by_filter(repo.versions, flt)
             return await self.store.delete_by_filter(self.collection, flt)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -314,8 +320,76 @@ class ReMe:
     async def import_memory(self, path: str | Path) -> int:
         """Load a JSONL file written by `export_memory`; lines without a usable vector are embedded.
         Every line is validated first: a bad line means nothing is written."""
-        async with self._write_lock:
+        async with self.repo.lock:
             return await self.store.import_jsonl(self.collection, path, embed=self.embedder.embed)
+
+    async def history(self, memory_id: str) -> list[MemoryVersion]:
+        """Earlier states of a memory, oldest first: what each UPDATE replaced and what a DELETE removed."""
+        return await self.repo.history(str(memory_id))
+
+    # -- pipelines -------------------------------------------------------------------------------
+    async def summarize_memory(self, messages: MessagesSpec, *, user_name: str | Sequence[str],
+                               now: datetime | None = None) -> SummaryResult:
+        """Turn a conversation into personal memories of each named user (concurrently).
+
+        Stores the conversation as a `history` node per user, extracts memories with the LLM and
+        reconciles them with what is stored (ADD / UPDATE / DELETE / NONE). Every LLM call runs
+        before the first write: if one fails for good, `LLMError` is raised and nothing is written.
+        `now` stands in for the current time (for messages without one).
+        """
+        names = [user_name] if isinstance(user_name, str) else list(user_name)
+        if not names:
+            raise InvalidInputError("summarize_memory needs at least one user_name")
+        users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
+        msgs = to_messages(list(messages))  # type: ignore[arg-type]
+        summarizer = PersonalSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib)
+        locks = [self.repo.target_lock("user", u) for u in users]  # sorted: never deadlocks
+        for lock in locks:
+            await lock.acquire()
+        try:
+            plans = await asyncio.gather(*(summarizer.plan(msgs, u, now) for u in users))
+            result = SummaryResult()
+            for plan in plans:
+                result.merge(await summarizer.commit(plan))
+            return result
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+
+    async def retrieve_memory(self, query: str, *, user_name: str, top_k: int = 10, rewrite: bool | None = None,
+                              time_window: WindowSpec = None, with_source: bool = False,
+                              now: datetime | None = None) -> RetrieveResult:
+        """The user's memories that help answer `query`, ranked, with `text` ready for a prompt.
+
+        With an LLM configured (and `rewrite` not False, see `retrieval.rewrite`) the query is first
+        rewritten into focused queries and a time window; without one, the query is searched as is.
+        `time_window` (a `TimeWindow` or a (start, end) pair) limits `message_time` explicitly.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        if not isinstance(top_k, int) or top_k < 1:
+            raise InvalidInputError("top_k must be a positive integer")
+        scope = self._require_scope(user_name, None, None, "retrieve_memory")
+        window = time_window
+        if isinstance(window, tuple):
+            if len(window) != 2:
+                raise InvalidInputError("time_window is a (start, end) pair")
+            window = TimeWindow(start=window[0], end=window[1])
+        retriever = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
+        return await retriever.retrieve(query, scope.name, top_k=top_k, rewrite=rewrite, time_window=window,
+                                        with_source=with_source, now=now)
+
+    def _require_llm(self, what: str) -> ChatModel:
+        if self._llm is None:
+            raise ConfigError(f"{what} needs an LLM: set llm.model (REME_LLM__MODEL) and its endpoint "
+                              "(llm.base_url / llm.api_key, or OPENAI_BASE_URL / OPENAI_API_KEY)")
+        return self._llm
+
+    @property
+    def _prompts_lib(self) -> PromptLibrary:
+        if self._prompts is None:
+            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
+        return self._prompts
 
     async def optimize(self) -> bool:
         """Build the search index now (the edge backend otherwise searches exactly)."""
@@ -427,6 +501,15 @@ class ReMeSync:
 
     def optimize(self) -> bool:
         return self._run(self._reme.optimize())
+
+    def history(self, memory_id: str) -> list[MemoryVersion]:
+        return self._run(self._reme.history(memory_id))
+
+    def summarize_memory(self, messages: MessagesSpec, **kwargs: Any) -> SummaryResult:
+        return self._run(self._reme.summarize_memory(messages, **kwargs))
+
+    def retrieve_memory(self, query: str, **kwargs: Any) -> RetrieveResult:
+        return self._run(self._reme.retrieve_memory(query, **kwargs))
 
 
 __all__ = ["ReMe", "ReMeSync", "Scope"]

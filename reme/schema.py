@@ -1,4 +1,4 @@
-"""Typed records: memory nodes, search results and pages."""
+"""Typed records: memory nodes, messages, search results, pages and pipeline results."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import unicodedata
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -197,3 +197,111 @@ class MemoryPage(BaseModel):
 
     def __getitem__(self, index: int) -> MemoryNode:
         return self.nodes[index]
+
+
+class Message(BaseModel):
+    """One turn of a conversation, as OpenAI-style dicts carry it (plus an optional time and id).
+
+    `time` is when it was said (naive means UTC); `id` is the caller's own reference to the turn
+    (kept in the history node, so memories can be traced back to it).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str = "user"
+    content: str
+    name: str | None = None
+    time: datetime | None = None
+    id: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        # OpenAI content parts: keep the text parts, drop images and audio.
+        if isinstance(value, list):
+            return "\n".join(p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text")
+        return "" if value is None else value
+
+    @field_validator("time")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else as_aware(value)
+
+
+class Usage(BaseModel):
+    """Tokens and time spent in LLM calls; summed over a pipeline run."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    llm_seconds: float = 0.0
+
+    def add(self, other: "Usage") -> "Usage":
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.total_tokens += other.total_tokens
+        self.llm_seconds += other.llm_seconds
+        return self
+
+
+class MemoryVersion(BaseModel):
+    """A past state of a memory: the node as it was before `event` changed it at `time`."""
+
+    node: MemoryNode
+    event: Literal["UPDATE", "DELETE"]
+    time: datetime
+    reason: str = ""
+
+
+class SummaryResult(BaseModel):
+    """What one `summarize_memory` call wrote: new, changed and deleted memories (as they were
+    before deletion), the history nodes it stored, and the LLM usage."""
+
+    added: list[MemoryNode] = Field(default_factory=list)
+    updated: list[MemoryNode] = Field(default_factory=list)
+    deleted: list[MemoryNode] = Field(default_factory=list)
+    history: list[MemoryNode] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+    def merge(self, other: "SummaryResult") -> "SummaryResult":
+        self.added += other.added
+        self.updated += other.updated
+        self.deleted += other.deleted
+        self.history += other.history
+        self.usage.add(other.usage)
+        return self
+
+
+class TimeWindow(BaseModel):
+    """An inclusive range of `message_time`; either end may be open."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @field_validator("start", "end")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else as_aware(value)
+
+
+class RetrievedMemory(BaseModel):
+    """A memory chosen for a query: `score` is the fused, weighted ranking score; `source` the
+    excerpt of the conversation it came from (when asked for)."""
+
+    node: MemoryNode
+    score: float
+    rank: int
+    source: str | None = None
+
+
+class RetrieveResult(BaseModel):
+    """What `retrieve_memory` found: ranked memories, the text to paste into a prompt, the
+    queries actually searched, the time window applied, and the LLM usage."""
+
+    memories: list[RetrievedMemory] = Field(default_factory=list)
+    text: str = ""
+    queries: list[str] = Field(default_factory=list)
+    time_window: TimeWindow | None = None
+    usage: Usage = Field(default_factory=Usage)

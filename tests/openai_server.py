@@ -1,25 +1,51 @@
-"""Test support: a real HTTP server on 127.0.0.1 that speaks the OpenAI embeddings protocol.
+"""Test support: a real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions and
+embeddings protocols. It never ships with the package.
 
-Each test scripts it: `server.fail_next(status, times, retry_after=None)` injects errors before the
-real answers. Vectors come from the hashing embedder, so they are deterministic. It never ships
-with the package.
+Each test scripts it:
+- `server.script(contains, reply, times=None, status=200)`: a chat request whose prompt (all
+  message texts) contains every given string is answered with `reply` (text, a dict sent as JSON
+  text, or a callable taking the request body), or with HTTP `status` when it is not 200; rules
+  are tried in the order they were added.
+- `server.fail_next(status, times, retry_after=None)`: the next requests get that HTTP error.
+- `server.hang_next(seconds, times=1)`: the next requests wait that long before answering.
+- `server.reject_json_mode = True`: a request with `response_format` gets a 400, as some
+  endpoints do.
+Embedding vectors come from the hashing embedder, so they are deterministic. Every request is
+recorded in `server.requests`; chat requests no rule matched are answered with HTTP 418.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from reme.embedding import HashEmbedder
+
+Reply = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+
+
+class _Rule:
+    def __init__(self, contains: Sequence[str], reply: Reply, times: int | None, status: int) -> None:
+        self.contains, self.reply, self.times, self.status = list(contains), reply, times, status
 
 
 class OpenAITestServer:
     def __init__(self, dim: int = 32) -> None:
         self.embedder = HashEmbedder(dim=dim)
         self.requests: list[dict[str, Any]] = []
+        self.reject_json_mode = False
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._rules: list[_Rule] = []
         self._failures: list[tuple[int, str | None]] = []
+        self._hangs: list[float] = []
         self._lock = threading.Lock()
         server = self
 
@@ -33,41 +59,104 @@ class OpenAITestServer:
                     server.requests.append({"path": self.path, "body": body,
                                             "auth": self.headers.get("Authorization")})
                     failure = server._failures.pop(0) if server._failures else None
-                if failure is not None:
-                    status, retry_after = failure
-                    self._reply(status, {"error": {"message": f"injected {status}", "type": "test"}},
-                                {"Retry-After": retry_after} if retry_after else {})
+                    hang = server._hangs.pop(0) if server._hangs else 0.0
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if hang:
+                        time.sleep(hang)
+                    if failure is not None:
+                        status, retry_after = failure
+                        self._reply(status, {"error": {"message": f"injected {status}", "type": "test"}},
+                                    {"Retry-After": retry_after} if retry_after else {})
+                    elif self.path.endswith("/embeddings"):
+                        self._embeddings(body)
+                    elif self.path.endswith("/chat/completions"):
+                        self._chat(body)
+                    else:
+                        self._reply(404, {"error": {"message": f"no route {self.path}"}})
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _embeddings(self, body: dict[str, Any]) -> None:
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                data = [{"object": "embedding", "index": i, "embedding": server.embedder.embed_one(t)}
+                        for i, t in enumerate(texts)]
+                self._reply(200, {"object": "list", "data": data, "model": body.get("model"),
+                                  "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
+
+            def _chat(self, body: dict[str, Any]) -> None:
+                if server.reject_json_mode and "response_format" in body:
+                    self._reply(400, {"error": {"message": "response_format is not supported",
+                                                "type": "invalid_request_error"}})
                     return
-                if self.path.endswith("/embeddings"):
-                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                    data = [{"object": "embedding", "index": i, "embedding": server.embedder.embed_one(t)}
-                            for i, t in enumerate(texts)]
-                    self._reply(200, {"object": "list", "data": data, "model": body.get("model"),
-                                      "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
-                else:
-                    self._reply(404, {"error": {"message": f"no route {self.path}"}})
+                prompt = prompt_of(body)
+                rule = server._match(prompt)
+                if rule is None:
+                    self._reply(418, {"error": {"message": "no scripted reply matches this prompt",
+                                                "prompt": prompt[:2000]}})
+                    return
+                if rule.status != 200:
+                    self._reply(rule.status, {"error": {"message": f"scripted {rule.status}", "type": "test"}})
+                    return
+                reply = rule.reply(body) if callable(rule.reply) else rule.reply
+                text = reply if isinstance(reply, str) else json.dumps(reply)
+                prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
+                self._reply(200, {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                              "total_tokens": prompt_tokens + completion_tokens}})
 
             def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def _match(self, prompt: str) -> _Rule | None:
+        with self._lock:
+            for rule in self._rules:
+                if rule.times != 0 and all(c in prompt for c in rule.contains):
+                    if rule.times is not None:
+                        rule.times -= 1
+                    return rule
+        return None
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def script(self, contains: str | Sequence[str], reply: Reply = "", *, times: int | None = None,
+               status: int = 200) -> None:
+        self._rules.append(_Rule([contains] if isinstance(contains, str) else contains, reply, times, status))
+
     def fail_next(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
         with self._lock:
             self._failures.extend([(status, retry_after)] * times)
+
+    def hang_next(self, seconds: float, times: int = 1) -> None:
+        with self._lock:
+            self._hangs.extend([seconds] * times)
 
     def __enter__(self) -> "OpenAITestServer":
         self._thread.start()

@@ -1,0 +1,197 @@
+"""`ChatModel`: the one LLM client. OpenAI-compatible chat completions with retries in one place,
+a concurrency bound, token accounting, and replies parsed into pydantic models.
+
+>>> llm = ChatModel(LLMConfig(base_url="http://localhost:8000/v1", api_key="k", model="qwen3"))
+>>> plan = await llm.structured([{"role": "user", "content": prompt}], QueryPlan, usage=usage)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import re
+import time
+from typing import Any, Mapping, Sequence, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+from tenacity import (AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential,
+                      wait_random)
+
+from reme.config import LLMConfig
+from reme.errors import ConfigError, LLMError, LLMOutputError
+from reme.schema import Usage
+
+log = logging.getLogger("reme.llm")
+M = TypeVar("M", bound=BaseModel)
+
+MAX_RETRY_AFTER = 60.0
+"""The longest a `Retry-After` header may make us wait; a longer one is capped, not obeyed."""
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def _retryable(exc: BaseException) -> bool:
+    # APITimeoutError is an APIConnectionError; 5xx arrive as InternalServerError or a bare APIStatusError.
+    if isinstance(exc, (openai.RateLimitError, openai.APIConnectionError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        seconds = parsed.timestamp() - time.time()
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+class _Wait:
+    """Exponential backoff with jitter, unless the server said how long to wait."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self._backoff = wait_exponential(multiplier=initial, max=maximum) + wait_random(0, initial)
+
+    def __call__(self, state: RetryCallState) -> float:
+        told = _retry_after(state.outcome.exception() if state.outcome else None)
+        return told if told is not None else self._backoff(state)
+
+
+def extract_json(text: str) -> str:
+    """The JSON in a reply: a fenced block, else the span from the first `{`/`[` to the last
+    matching bracket, else the text as it is."""
+    fenced = _FENCE.search(text)
+    if fenced:
+        return fenced.group(1).strip()
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return text.strip()
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start:end + 1] if end > start else text[start:]
+
+
+def _describe(exc: ValidationError | ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+class ChatModel:
+    """An OpenAI-compatible chat endpoint with retries, a concurrency bound and usage counting.
+
+    429, 5xx, timeouts and connection errors are retried `max_retries` times with exponential
+    backoff and jitter (a `Retry-After` header is honoured, up to 60 s); any other error, or the
+    last failure, raises `LLMError` with the last status and body.
+    """
+
+    def __init__(self, config: LLMConfig, *, retry_initial: float = 0.5, retry_max: float = 20.0) -> None:
+        if not config.model:
+            raise ConfigError("no LLM configured: set llm.model (and llm.base_url, llm.api_key or OPENAI_API_KEY)")
+        api_key = config.api_key.get_secret_value() if config.api_key else None
+        if not api_key:
+            if not config.base_url:
+                raise ConfigError("the LLM needs an api key: set llm.api_key or OPENAI_API_KEY")
+            api_key = "EMPTY"  # self-hosted endpoints (vLLM, Ollama) usually take any key
+        self.config = config
+        self.model = config.model
+        self._client = openai.AsyncOpenAI(base_url=config.base_url, api_key=api_key, timeout=config.timeout,
+                                          max_retries=0)
+        self._wait = _Wait(retry_initial, retry_max)
+        self._json_mode = config.json_mode
+        self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        sem = self._limits.get(loop)
+        if sem is None:
+            sem = self._limits[loop] = asyncio.Semaphore(self.config.max_concurrency)
+        return sem
+
+    async def chat(self, messages: Sequence[Mapping[str, Any]], *, usage: Usage | None = None,
+                   json_mode: bool = False) -> str:
+        """The reply text for `messages`; tokens and seconds are added to `usage`."""
+        kwargs: dict[str, Any] = dict(model=self.model, messages=list(messages), temperature=self.config.temperature)
+        if self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
+        if self.config.extra_body:
+            kwargs["extra_body"] = dict(self.config.extra_body)
+        use_json = json_mode and self._json_mode is not False
+        if use_json:
+            kwargs["response_format"] = {"type": "json_object"}
+        started = time.perf_counter()
+        try:
+            async with self._semaphore():
+                response = await self._create(kwargs)
+        except openai.BadRequestError as exc:
+            if not use_json or self._json_mode is True:
+                raise self._error(exc) from exc
+            # The endpoint may not know response_format: remember that and ask without it.
+            log.info("%s refused response_format (%s); continuing without JSON mode", self.model, exc.message)
+            self._json_mode = False
+            return await self.chat(messages, usage=usage, json_mode=False)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        finally:
+            if usage is not None:
+                usage.llm_seconds += time.perf_counter() - started
+        if use_json:
+            self._json_mode = True
+        if usage is not None:
+            usage.calls += 1
+            if response.usage is not None:
+                usage.prompt_tokens += response.usage.prompt_tokens or 0
+                usage.completion_tokens += response.usage.completion_tokens or 0
+                usage.total_tokens += response.usage.total_tokens or 0
+        if not response.choices or response.choices[0].message.content is None:
+            raise LLMError(f"{self.model} returned no message content")
+        return response.choices[0].message.content
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        async for attempt in AsyncRetrying(stop=stop_after_attempt(self.config.max_retries + 1), wait=self._wait,
+                                           retry=retry_if_exception(_retryable), reraise=True):
+            with attempt:
+                return await self._client.chat.completions.create(**kwargs)
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True always raises or returns
+
+    def _error(self, exc: openai.OpenAIError) -> LLMError:
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.response.text if exc.response is not None else None
+            return LLMError(f"LLM request to {self.model} failed with HTTP {exc.status_code}: {exc.message}",
+                            status_code=exc.status_code, response=body)
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError(f"LLM request to {self.model} timed out after {self.config.timeout:g} s "
+                            f"({self.config.max_retries + 1} attempts)")
+        return LLMError(f"LLM request to {self.model} failed: {exc}")
+
+    async def structured(self, messages: Sequence[Mapping[str, Any]], response_model: type[M], *,
+                         usage: Usage | None = None) -> M:
+        """Ask for JSON and validate it as `response_model`. An invalid reply is shown back to the
+        model with the error, once; a second invalid reply raises `LLMOutputError` with the raw text."""
+        history = list(messages)
+        raw = ""
+        error = ""
+        for attempt in range(2):
+            raw = await self.chat(history, usage=usage, json_mode=True)
+            try:
+                return response_model.model_validate(json.loads(extract_json(raw)))
+            except (ValidationError, ValueError) as exc:
+                error = _describe(exc)
+                log.info("%s reply did not validate as %s (attempt %d): %s", self.model, response_model.__name__,
+                         attempt + 1, error)
+            history = [*messages, {"role": "assistant", "content": raw},
+                       {"role": "user", "content": f"That reply is not valid: {error}\n"
+                                                   "Answer again with only the corrected JSON object."}]
+        raise LLMOutputError(f"{self.model} did not return a valid {response_model.__name__}: {error}", raw=raw)
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,391 @@
+"""Personal memory: what a conversation tells about a user, and finding it again before a reply.
+
+Summarizer, per user:
+  1. the conversation becomes a `history` node of the user (what memories cite in `ref_ids`);
+  2. one LLM call extracts atomic memories (`prompts/personal/extract`);
+  3. the user's stored memories most similar to them are found (hybrid search) and, when there
+     are any, one LLM call decides ADD / UPDATE / DELETE / NONE per candidate
+     (`prompts/personal/reconcile`); stored memories are shown by short integers, so an id the
+     model makes up cannot touch anything;
+  4. the decisions are written through `MemoryRepo`, which keeps every replaced or deleted
+     memory as a version.
+All LLM calls happen before the first write: a failed call leaves the store as it was.
+
+Retriever: an optional LLM rewrite into focused queries and a time window
+(`prompts/personal/rewrite`), hybrid search per query in the user's memories, RRF fusion,
+recency and importance weighting (`reme.retrieval`), optional source excerpts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel, Field, field_validator
+
+from reme.config import RetrievalConfig
+from reme.errors import InvalidInputError
+from reme.llm import ChatModel
+from reme.memory.repo import Change, MemoryRepo
+from reme.prompts import PromptLibrary
+from reme.retrieval import day_window, rank, render, window_filter
+from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SummaryResult,
+                         TimeWindow, Usage, as_aware, normalize_text, utcnow)
+from reme.store.filters import And, Eq, Filter
+
+log = logging.getLogger("reme.personal")
+
+SIMILAR_PER_CANDIDATE = 5
+"""Stored memories fetched per candidate for the reconcile step."""
+MAX_SHOWN = 40
+"""At most this many stored memories are shown to the reconcile call."""
+
+
+# -- what the LLM returns ----------------------------------------------------------------------
+class ExtractedMemory(BaseModel):
+    content: str
+    kind: str = "fact"
+    time: str | None = None
+    sources: list[int] = Field(default_factory=list)
+    importance: float = Field(default=0.5)
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _ints(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _clamp(cls, value: Any) -> Any:
+        return 0.5 if value is None else min(max(float(value), 0.0), 1.0)
+
+
+class Extraction(BaseModel):
+    memories: list[ExtractedMemory]
+
+
+class Decision(BaseModel):
+    candidate: int
+    action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    id: int | None = None
+    text: str | None = None
+    reason: str = ""
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class Decisions(BaseModel):
+    decisions: list[Decision]
+
+
+class QueryPlan(BaseModel):
+    queries: list[str] = Field(default_factory=list)
+    start: date | None = None
+    end: date | None = None
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _date(cls, value: Any) -> Any:
+        if value in (None, "", "null", "None"):
+            return None
+        return parse_time(str(value)).date() if isinstance(value, str) else value
+
+
+def parse_time(text: str | None) -> datetime:
+    """An ISO date or datetime from the model; raises ValueError for anything else."""
+    if not text:
+        raise ValueError("no time")
+    return as_aware(datetime.fromisoformat(text.strip().replace("Z", "+00:00")))
+
+
+# -- the conversation ----------------------------------------------------------------------------
+def to_messages(messages: Sequence[Message | dict[str, Any]]) -> list[Message]:
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a list of {role, content} dicts or Message models")
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        try:
+            out.append(message if isinstance(message, Message) else Message.model_validate(message))
+        except ValueError as exc:
+            raise InvalidInputError(f"messages[{i}] is not a message: {exc}") from None
+    out = [m for m in out if m.content.strip()]
+    if not out:
+        raise InvalidInputError("messages holds no text to summarize")
+    return out
+
+
+@dataclass
+class Transcript:
+    """The conversation as numbered lines, each message with the time it was said."""
+
+    messages: list[Message]
+    times: list[datetime]
+    lines: list[str]
+
+    @classmethod
+    def of(cls, messages: list[Message], now: datetime) -> "Transcript":
+        times: list[datetime] = []
+        known = next((m.time for m in messages if m.time is not None), now)
+        for message in messages:
+            known = message.time or known  # a message without a time was said when the one before it was
+            times.append(known)
+        lines = [f"[{t.strftime('%Y-%m-%d %H:%M')}] {m.name or m.role}: {m.content.strip()}"
+                 for m, t in zip(messages, times)]
+        return cls(messages, times, lines)
+
+    @property
+    def numbered(self) -> str:
+        return "\n".join(f"[{i}] {line}" for i, line in enumerate(self.lines))
+
+    def history_node(self, user_name: str) -> MemoryNode:
+        content = "\n".join(self.lines)
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInputError(f"the conversation is {len(content)} characters; summarize at most "
+                                    f"{MAX_CONTENT_CHARS} at a time")
+        spans: list[dict[str, Any]] = []
+        start = 0
+        for message, when, line in zip(self.messages, self.times, self.lines):
+            span: dict[str, Any] = {"role": message.role, "time": when.isoformat(), "start": start,
+                                    "end": start + len(line)}
+            if message.name:
+                span["name"] = message.name
+            if message.id:
+                span["id"] = message.id
+            spans.append(span)
+            start += len(line) + 1
+        return MemoryNode(memory_type=MemoryType.HISTORY, memory_target=user_name, content=content,
+                          message_time=self.times[-1], metadata={"messages": spans})
+
+
+def excerpt(history: MemoryNode, turns: Sequence[int]) -> str:
+    """The lines of a history node for the given message indexes (all of it when none are known)."""
+    spans = history.metadata.get("messages") or []
+    picked = [spans[i] for i in sorted(set(turns)) if isinstance(i, int) and 0 <= i < len(spans)]
+    if not picked:
+        return history.content
+    return "\n".join(history.content[s["start"]:s["end"]] for s in picked)
+
+
+# -- summarizer ----------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """What one user's summary will write, decided before anything is written."""
+
+    user_name: str
+    history: MemoryNode
+    changes: list[Change] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+class PersonalSummarizer:
+    def __init__(self, repo: MemoryRepo, llm: ChatModel, prompts: PromptLibrary) -> None:
+        self.repo, self.llm, self.prompts = repo, llm, prompts
+
+    async def plan(self, messages: list[Message], user_name: str, now: datetime | None = None) -> Plan:
+        """The LLM calls of a summary; returns the writes to make, makes none."""
+        now = now or utcnow()
+        transcript = Transcript.of(messages, now)
+        history = transcript.history_node(user_name)
+        # The same conversation summarized again cites the history node already stored.
+        history = (await self.repo.existing_by_hash([history])).get(
+            (history.memory_type, history.memory_target, history.content_hash), history)
+        plan = Plan(user_name=user_name, history=history)
+        extraction = await self.llm.structured(
+            self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
+                                  today=transcript.times[-1].date().isoformat()),
+            Extraction, usage=plan.usage)
+        candidates = self._candidates(extraction, transcript, history, user_name, now)
+        if not candidates:
+            return plan
+        existing = await self._similar(candidates, user_name)
+        if not existing:
+            plan.changes = [Change(new=c) for c in candidates]
+            return plan
+        shown = [{"id": i, "content": n.content, "time": n.message_time.strftime("%Y-%m-%d")}
+                 for i, n in enumerate(existing)]
+        listed = [{"index": i, "content": c.content, "time": c.message_time.strftime("%Y-%m-%d")}
+                  for i, c in enumerate(candidates)]
+        decisions = await self.llm.structured(
+            self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
+            Decisions, usage=plan.usage)
+        plan.changes = self._apply(decisions, candidates, existing, history, now)
+        return plan
+
+    def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
+                    user_name: str, now: datetime) -> list[MemoryNode]:
+        out: list[MemoryNode] = []
+        seen: set[str] = set()
+        for item in extraction.memories:
+            text = item.content.strip()
+            if not text or normalize_text(text) in seen or len(text) > MAX_CONTENT_CHARS:
+                continue
+            seen.add(normalize_text(text))
+            sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
+            said = transcript.times[sources[-1]] if sources else transcript.times[-1]
+            try:
+                when = parse_time(item.time)
+                if len(item.time or "") <= 10 and when.date() == said.date():
+                    when = said  # a bare date of the day it was said: the message's time is more precise
+            except ValueError:
+                when = said
+            out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
+                                  message_time=when, time_created=now, time_modified=now, score=item.importance,
+                                  tags=[item.kind.strip().lower()] if item.kind.strip() else [],
+                                  ref_ids=[history.memory_id],
+                                  metadata={"source_turns": sources, "said_at": said.isoformat()}))
+        return out
+
+    async def _similar(self, candidates: list[MemoryNode], user_name: str) -> list[MemoryNode]:
+        vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
+        flt = user_filter(user_name)
+        lists = await asyncio.gather(*(
+            self.repo.store.search(self.repo.collection, vector=v, text=c.content, mode="hybrid", flt=flt,
+                                   limit=SIMILAR_PER_CANDIDATE)
+            for c, v in zip(candidates, vectors)))
+        found: dict[str, MemoryNode] = {}
+        for results in lists:
+            for result in results:
+                found.setdefault(result.node.memory_id, result.node)
+        return list(found.values())[:MAX_SHOWN]
+
+    @staticmethod
+    def _apply(decisions: Decisions, candidates: list[MemoryNode], existing: list[MemoryNode],
+               history: MemoryNode, now: datetime) -> list[Change]:
+        changes: list[Change] = []
+        decided: set[int] = set()
+        claimed: set[int] = set()
+        added: set[int] = set()
+        for d in decisions.decisions:
+            if not 0 <= d.candidate < len(candidates):
+                log.warning("reconcile named candidate %s of %d; ignored", d.candidate, len(candidates))
+                continue
+            cand = candidates[d.candidate]
+            if d.action in ("ADD", "NONE"):
+                decided.add(d.candidate)
+                if d.action == "ADD" and d.candidate not in added:
+                    added.add(d.candidate)
+                    changes.append(Change(new=cand))
+                continue
+            if d.id is None or not 0 <= d.id < len(existing):
+                log.warning("reconcile %s named memory id %s, not one of the %d shown; ignored",
+                            d.action, d.id, len(existing))
+                continue
+            if d.id in claimed:
+                log.warning("reconcile touched memory id %s twice; the first decision stands", d.id)
+                decided.add(d.candidate)
+                continue
+            old = existing[d.id]
+            claimed.add(d.id)
+            decided.add(d.candidate)
+            if d.action == "DELETE":
+                changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
+                continue
+            text = (d.text or "").strip() or cand.content
+            if normalize_text(text) == normalize_text(old.content):
+                continue
+            meta = dict(old.metadata)
+            meta.update(source_turns=cand.metadata["source_turns"], said_at=cand.metadata["said_at"])
+            new = old.model_copy(update=dict(
+                content=text, message_time=cand.message_time, time_modified=now, version=old.version + 1,
+                score=max(old.score, cand.score), tags=list(dict.fromkeys(old.tags + cand.tags)),
+                ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id])), metadata=meta))
+            changes.append(Change(new=MemoryNode.model_validate(new.model_dump()), old=old,
+                                  reason=d.reason or f"updated by: {cand.content}"))
+        for i, cand in enumerate(candidates):
+            if i not in decided:
+                log.info("reconcile gave no decision for candidate %d; it is added", i)
+                changes.append(Change(new=cand))
+        return changes
+
+    async def commit(self, plan: Plan) -> SummaryResult:
+        result = SummaryResult(usage=plan.usage)
+        written = await self.repo.apply([Change(new=plan.history), *plan.changes])
+        history, _ = written[0]
+        result.history.append(history)
+        for change, (node, wrote) in zip(plan.changes, written[1:]):
+            if not wrote:
+                continue
+            if change.old is None:
+                result.added.append(node)
+            elif change.new is None:
+                result.deleted.append(node)
+            else:
+                result.updated.append(node)
+        return result
+
+
+def user_filter(user_name: str, extra: Filter | None = None) -> Filter:
+    parts: list[Filter] = [Eq(field="memory_target", value=user_name),
+                           Eq(field="memory_type", value=MemoryType.PERSONAL.value)]
+    if extra is not None:
+        parts.append(extra)
+    return And(filters=parts)
+
+
+# -- retriever -----------------------------------------------------------------------------------
+class PersonalRetriever:
+    def __init__(self, repo: MemoryRepo, llm: ChatModel | None, prompts: PromptLibrary,
+                 config: RetrievalConfig) -> None:
+        self.repo, self.llm, self.prompts, self.config = repo, llm, prompts, config
+
+    async def retrieve(self, query: str, user_name: str, *, top_k: int = 10, rewrite: bool | None = None,
+                       time_window: TimeWindow | None = None, with_source: bool = False,
+                       now: datetime | None = None) -> RetrieveResult:
+        now = now or utcnow()
+        usage = Usage()
+        queries = [query.strip()]
+        window = time_window
+        inferred = False
+        rewrite = self.config.rewrite if rewrite is None else rewrite
+        if rewrite and self.llm is not None:
+            plan = await self.llm.structured(
+                self.prompts.messages("personal/rewrite", query=query, user_name=user_name,
+                                      today=now.date().isoformat(), max_queries=self.config.max_queries),
+                QueryPlan, usage=usage)
+            seen = {normalize_text(queries[0])}
+            for q in plan.queries:
+                if q.strip() and normalize_text(q) not in seen and len(queries) <= self.config.max_queries:
+                    seen.add(normalize_text(q))
+                    queries.append(q.strip())
+            if window is None:
+                window = day_window(plan.start, plan.end)
+                inferred = window is not None
+        vectors = await self.repo.embedder.embed(queries)
+        lists = await self._search(queries, vectors, user_filter(user_name, window_filter(window)))
+        if inferred and not any(lists):
+            # A window the model inferred narrows the search; when nothing falls inside it, it is dropped.
+            window = None
+            lists = await self._search(queries, vectors, user_filter(user_name))
+        memories = rank(lists, self.config, now, top_k)
+        if with_source:
+            await self._attach_sources(memories)
+        return RetrieveResult(memories=memories, text=render(memories), queries=queries, time_window=window,
+                              usage=usage)
+
+    async def _search(self, queries: list[str], vectors: list[list[float]], flt: Filter) -> list[list[Any]]:
+        return list(await asyncio.gather(*(
+            self.repo.store.search(self.repo.collection, vector=v, text=q, mode="hybrid", flt=flt,
+                                   limit=self.config.candidates)
+            for q, v in zip(queries, vectors))))
+
+    async def _attach_sources(self, memories: list[Any]) -> None:
+        ids = sorted({m.node.ref_ids[0] for m in memories if m.node.ref_ids})
+        if not ids:
+            return
+        found = await self.repo.store.get(self.repo.collection, ids)
+        histories = {r.node.memory_id: r.node for r in found.found if r.node.memory_type == MemoryType.HISTORY}
+        for memory in memories:
+            history = histories.get(memory.node.ref_ids[0]) if memory.node.ref_ids else None
+            if history is not None:
+                memory.source = excerpt(history, memory.node.metadata.get("source_turns") or [])

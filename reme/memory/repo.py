@@ -1,0 +1,144 @@
+"""`MemoryRepo`: the write path every pipeline and the facade share. It deduplicates by content
+hash, embeds before it writes, and keeps every replaced or deleted memory as a version in a
+second collection (`<collection>-versions`), so nothing changes without a trace."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Sequence
+
+from reme.embedding import Embedder
+from reme.errors import ConflictError
+from reme.schema import MemoryNode, MemoryType, MemoryVersion, utcnow
+from reme.store import VectorRecord, VectorStore
+from reme.store.filters import And, Eq, Filter, In
+
+VERSIONS_SUFFIX = "-versions"
+
+
+@dataclass
+class Change:
+    """One write of a batch: a new node, a replacement (old -> new) or a deletion (old)."""
+
+    new: MemoryNode | None = None
+    old: MemoryNode | None = None
+    reason: str = ""
+
+
+@dataclass
+class MemoryRepo:
+    store: VectorStore
+    embedder: Embedder
+    collection: str
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _target_locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+
+    @property
+    def versions(self) -> str:
+        return self.collection + VERSIONS_SUFFIX
+
+    async def create(self) -> None:
+        dim = await self.embedder.dimension()
+        await self.store.create_collection(self.collection, dim)
+        await self.store.create_collection(self.versions, dim)
+
+    def target_lock(self, kind: str, name: str) -> asyncio.Lock:
+        """One lock per target, so two summaries of the same user never decide on stale memories."""
+        return self._target_locks.setdefault((kind, name), asyncio.Lock())
+
+    async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[tuple[MemoryType, str, str], MemoryNode]:
+        found: dict[tuple[MemoryType, str, str], MemoryNode] = {}
+        groups: dict[tuple[MemoryType, str], set[str]] = {}
+        for node in nodes:
+            groups.setdefault((node.memory_type, node.memory_target), set()).add(node.content_hash)
+        for (mtype, target), hashes in groups.items():
+            flt = And(filters=[Eq(field="memory_type", value=mtype.value), Eq(field="memory_target", value=target),
+                               In(field="content_hash", values=sorted(hashes))])
+            page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
+            for node in page:
+                found[(node.memory_type, node.memory_target, node.content_hash)] = node
+        return found
+
+    async def apply(self, changes: Sequence[Change]) -> list[tuple[MemoryNode, bool]]:
+        """Write a batch: adds (deduplicated by content hash), replacements and deletions.
+
+        Every vector is computed before the first write, so an embedding failure writes nothing.
+        Returns, per change, the node now stored (or deleted) and whether this call wrote it (a
+        duplicate add returns the stored node and False).
+        """
+        changes = list(changes)
+        to_embed = [c.new for c in changes
+                    if c.new is not None and (c.old is None or c.new.retrieval_text != c.old.retrieval_text)]
+        vectors = dict(zip((id(n) for n in to_embed),
+                           await self.embedder.embed([n.retrieval_text for n in to_embed]) if to_embed else []))
+        async with self.lock:
+            olds = [c.old for c in changes if c.old is not None]
+            old_vectors: dict[str, list[float] | None] = {}
+            if olds:
+                got = await self.store.get(self.collection, [o.memory_id for o in olds], with_vectors=True)
+                old_vectors = {r.node.memory_id: r.vector for r in got.found}
+                stored = {r.node.memory_id: r.node.version for r in got.found}
+                for old in olds:
+                    if old.memory_id in stored and stored[old.memory_id] != old.version:
+                        raise ConflictError(f"memory {old.memory_id} changed meanwhile (version "
+                                            f"{stored[old.memory_id]}, not {old.version}); nothing was written")
+            adds = [c.new for c in changes if c.old is None and c.new is not None]
+            existing = await self.existing_by_hash(adds) if adds else {}
+            now = utcnow()
+            writes: list[VectorRecord] = []
+            versions: list[VectorRecord] = []
+            deletes: list[str] = []
+            out: list[tuple[MemoryNode, bool]] = []
+            for change in changes:
+                if change.old is None:
+                    assert change.new is not None
+                    key = (change.new.memory_type, change.new.memory_target, change.new.content_hash)
+                    if key in existing:
+                        out.append((existing[key], False))
+                        continue
+                    existing[key] = change.new
+                    writes.append(VectorRecord(node=change.new, vector=vectors[id(change.new)]))
+                    out.append((change.new, True))
+                    continue
+                old_vector = old_vectors.get(change.old.memory_id)
+                if old_vector is None:  # gone meanwhile (deleted by another call): nothing to replace
+                    out.append((change.old, False))
+                    continue
+                event = "DELETE" if change.new is None else "UPDATE"
+                versions.append(VectorRecord(node=_version_node(change.old, event, now, change.reason),
+                                             vector=old_vector))
+                if change.new is None:
+                    deletes.append(change.old.memory_id)
+                    out.append((change.old, True))
+                else:
+                    writes.append(VectorRecord(node=change.new, vector=vectors.get(id(change.new), old_vector)))
+                    out.append((change.new, True))
+            # Versions first: a crash between the writes leaves an extra version, never a lost one.
+            await self.store.upsert(self.versions, versions)
+            await self.store.upsert(self.collection, writes)
+            if deletes:
+                await self.store.delete(self.collection, deletes)
+        return out
+
+    async def history(self, memory_id: str) -> list[MemoryVersion]:
+        """Earlier states of a memory, oldest first."""
+        out: list[MemoryVersion] = []
+        flt: Filter = Eq(field="metadata.version_of", value=str(memory_id))
+        async for record in self.store.iter_records(self.versions, flt):
+            meta = record.node.metadata
+            out.append(MemoryVersion(node=MemoryNode.model_validate(meta["node"]), event=meta["event"],
+                                     time=meta["time"], reason=meta.get("reason", "")))
+        out.sort(key=lambda v: (v.node.version, v.time))
+        return out
+
+
+def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:
+    """A copy of `old` for the versions collection: same type, target and text (so scope deletes
+    and searches find it), with the whole node kept in metadata."""
+    return MemoryNode(memory_id=str(uuid.uuid4()), memory_type=old.memory_type, memory_target=old.memory_target,
+                      when_to_use=old.when_to_use, content=old.content, message_time=old.message_time,
+                      metadata={"version_of": old.memory_id, "event": event, "time": when.isoformat(),
+                                "reason": reason, "node": old.model_dump(mode="json")})

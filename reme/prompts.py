@@ -1,0 +1,87 @@
+"""`PromptLibrary`: Jinja2 templates from `prompts/`, overridable by name from a user folder.
+
+Templates are `<memory type>/<name>.<language>.jinja` (e.g. `personal/extract.en.jinja`). A user
+folder given as `prompts.dir` is searched first, so `<dir>/personal/extract.en.jinja` replaces the
+built-in one. Rendering is strict: a variable the template uses but the caller did not pass is an
+error, never an empty string.
+
+`TEMPLATES` documents every template and the variables it is rendered with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from reme.errors import PromptError
+
+LANGUAGES = ("en", "zh")
+
+TEMPLATES: dict[str, dict[str, str]] = {
+    "personal/extract": {
+        "user_name": "str: whose memories to extract",
+        "conversation": "str: the transcript, one `[index] [time] speaker: text` line per message",
+        "today": "str: the conversation's date (YYYY-MM-DD), to resolve relative dates against",
+    },
+    "personal/reconcile": {
+        "user_name": "str: whose memories these are",
+        "existing": "list of {id: int, content: str, time: str}: stored memories similar to the candidates",
+        "candidates": "list of {index: int, content: str, time: str}: memories just extracted",
+    },
+    "personal/rewrite": {
+        "query": "str: the question to answer",
+        "user_name": "str: whose memories will be searched",
+        "today": "str: the current date (YYYY-MM-DD), to resolve relative dates against",
+        "max_queries": "int: how many search queries to write at most",
+    },
+}
+
+
+def _builtin_dir() -> Path:
+    # Installed: the wheel ships prompts/ as reme/prompt_templates. Source checkout: the top-level prompts/.
+    here = Path(__file__).resolve().parent
+    candidates = (here / "prompt_templates", here.parent / "prompts")
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise PromptError(f"the built-in prompts folder is missing (looked in {', '.join(map(str, candidates))})")
+
+
+class PromptLibrary:
+    """Renders `<type>/<name>` in a language, user overrides first."""
+
+    def __init__(self, language: str = "en", override_dir: str | Path | None = None) -> None:
+        if language not in LANGUAGES:
+            raise PromptError(f"prompt language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+        self.language = language
+        self.builtin_dir = _builtin_dir()
+        folders = [self.builtin_dir]
+        if override_dir is not None:
+            override = Path(override_dir).expanduser()
+            if not override.is_dir():
+                raise PromptError(f"prompt override folder {override} does not exist")
+            folders.insert(0, override)
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(f) for f in folders]),
+                                      undefined=jinja2.StrictUndefined, autoescape=False,
+                                      keep_trailing_newline=False, trim_blocks=True, lstrip_blocks=True)
+
+    def template_name(self, name: str, language: str | None = None) -> str:
+        return f"{name}.{language or self.language}.jinja"
+
+    def render(self, name: str, *, language: str | None = None, **variables: Any) -> str:
+        """The text of template `name` (e.g. "personal/extract") rendered with `variables`."""
+        file = self.template_name(name, language)
+        try:
+            return self.env.get_template(file).render(**variables).strip()
+        except jinja2.TemplateNotFound:
+            raise PromptError(f"no prompt template {file}") from None
+        except jinja2.UndefinedError as exc:
+            raise PromptError(f"prompt template {file}: {exc.message}") from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise PromptError(f"prompt template {file} line {exc.lineno}: {exc.message}") from None
+
+    def messages(self, name: str, **variables: Any) -> list[dict[str, str]]:
+        """The template as a one-message chat, ready for `ChatModel`."""
+        return [{"role": "user", "content": self.render(name, **variables)}]

@@ -1,0 +1,82 @@
+"""Ranking shared by the retrievers: reciprocal rank fusion over several result lists, recency and
+importance weighting, time windows, and the text a retrieval renders for a prompt."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timezone
+from typing import Sequence
+
+from reme.config import RetrievalConfig
+from reme.schema import MemoryNode, RetrievedMemory, SearchResult, TimeWindow, normalize_text
+from reme.store.filters import Filter, Range
+
+TIME_FORMAT = "%Y-%m-%d %H:%M"
+"""How `ctx.text` prints `message_time`: `[2024-05-03 14:00] Alice prefers window seats`."""
+
+
+def rrf_fuse(lists: Sequence[Sequence[SearchResult]], k: int = 60) -> list[tuple[MemoryNode, float]]:
+    """Reciprocal rank fusion: each list adds 1 / (k + rank) to a node's score. Ties keep the
+    order of first appearance, so the result is deterministic."""
+    scores: dict[str, float] = {}
+    nodes: dict[str, MemoryNode] = {}
+    for results in lists:
+        for result in results:
+            mid = result.node.memory_id
+            nodes.setdefault(mid, result.node)
+            scores[mid] = scores.get(mid, 0.0) + 1.0 / (k + result.rank)
+    order = {mid: i for i, mid in enumerate(nodes)}
+    ranked = sorted(nodes, key=lambda mid: (-scores[mid], order[mid]))
+    return [(nodes[mid], scores[mid]) for mid in ranked]
+
+
+def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime) -> float:
+    """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance)`."""
+    age_days = max((now - node.message_time).total_seconds() / 86400.0, 0.0)
+    recency = 0.5 ** (age_days / config.half_life_days)
+    importance = min(max(node.score, 0.0), 1.0)
+    return score * (1.0 + config.recency_weight * recency + config.importance_weight * importance)
+
+
+def rank(lists: Sequence[Sequence[SearchResult]], config: RetrievalConfig, now: datetime,
+         top_k: int) -> list[RetrievedMemory]:
+    """Fuse, weight, drop repeated texts (the best-ranked copy stays) and keep `top_k`."""
+    fused = [(node, weight(node, score, config, now)) for node, score in rrf_fuse(lists, config.rrf_k)]
+    fused.sort(key=lambda pair: -pair[1])
+    seen: set[str] = set()
+    out: list[RetrievedMemory] = []
+    for node, score in fused:
+        key = normalize_text(node.content)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(RetrievedMemory(node=node, score=score, rank=len(out) + 1))
+        if len(out) == top_k:
+            break
+    return out
+
+
+def window_filter(window: TimeWindow | None) -> Filter | None:
+    if window is None or (window.start is None and window.end is None):
+        return None
+    return Range(field="message_time", gte=window.start, lte=window.end)
+
+
+def day_window(start: date | None, end: date | None) -> TimeWindow | None:
+    """Whole days, UTC: from the start of `start` to the last microsecond of `end`."""
+    if start is None and end is None:
+        return None
+    if start is not None and end is not None and end < start:
+        start, end = end, start
+    return TimeWindow(start=datetime.combine(start, time.min, timezone.utc) if start else None,
+                      end=datetime.combine(end, time.max, timezone.utc) if end else None)
+
+
+def render(memories: Sequence[RetrievedMemory]) -> str:
+    """One `[YYYY-MM-DD HH:MM] content` line per memory, best first; a source excerpt, when
+    attached, follows on lines indented by two spaces after `  source: `."""
+    lines: list[str] = []
+    for memory in memories:
+        lines.append(f"[{memory.node.message_time.strftime(TIME_FORMAT)}] {memory.node.content}")
+        if memory.source:
+            lines.extend(f"  source: {line}" for line in memory.source.splitlines())
+    return "\n".join(lines)

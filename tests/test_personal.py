@@ -1,0 +1,385 @@
+"""The personal summarizer and retriever through the facade, against a scripted loopback LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Iterator
+
+import pytest
+
+from reme import ConfigError, InvalidInputError, LLMError, MemoryNotFoundError, ReMe, ReMeSync
+from reme.errors import LLMOutputError
+from reme.schema import Message, TimeWindow
+
+from conftest import DIM
+from openai_server import OpenAITestServer, prompt_of
+
+EXTRACT = "Read the conversation below"
+RECONCILE = "long-term memory consistent"
+REWRITE = "You prepare a search"
+T0 = datetime(2024, 5, 3, 10, 0, tzinfo=timezone.utc)
+
+
+def memories(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"memories": [{"kind": "fact", "sources": [0], "importance": 0.5, "time": None, **i} for i in items]}
+
+
+def decisions(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"decisions": list(items)}
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAITestServer]:
+    with OpenAITestServer() as s:
+        yield s
+
+
+@pytest.fixture
+def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
+    def make(**kwargs: Any) -> ReMe:
+        kwargs.setdefault("working_dir", tmp_path / "wd")
+        kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
+        kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "test-model",
+                                  "max_retries": 2, "timeout": 5})
+        return ReMe(**kwargs)
+
+    return make
+
+
+@pytest.fixture
+async def reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
+    async with make_reme() as r:
+        r.llm._wait = lambda state: 0.01  # type: ignore[union-attr,method-assign]  # keep retry tests fast
+        yield r
+
+
+CHAT = [
+    {"role": "user", "name": "Alice", "content": "I moved to Berlin last week!", "time": "2024-05-03T10:00:00Z"},
+    {"role": "assistant", "content": "Congratulations! How do you like it?", "time": "2024-05-03T10:01:00Z"},
+    {"role": "user", "name": "Alice", "content": "Love it. I always take the window seat on the train there.",
+     "time": "2024-05-03T10:02:00Z"},
+]
+
+
+async def snapshot(reme: ReMe) -> list[str]:
+    page = await reme.list_memory(limit=1000)
+    return sorted(n.model_dump_json() for n in page)
+
+
+async def test_summary_extracts_and_stores_memories_citing_the_conversation(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories(
+        {"content": "Alice moved to Berlin on 26 April 2024", "kind": "event", "time": "2024-04-26", "sources": [0],
+         "importance": 0.9},
+        {"content": "Alice prefers the window seat on trains", "kind": "preference", "time": "2024-05-03",
+         "sources": [2]}))
+    result = await reme.summarize_memory(CHAT, user_name="alice")
+
+    assert [n.content for n in result.added] == ["Alice moved to Berlin on 26 April 2024",
+                                                 "Alice prefers the window seat on trains"]
+    assert result.updated == [] and result.deleted == []
+    (history,) = result.history
+    assert history.memory_type.value == "history" and history.memory_target == "alice"
+    assert history.content.splitlines()[0] == "[2024-05-03 10:00] Alice: I moved to Berlin last week!"
+    moved, seat = result.added
+    assert moved.ref_ids == [history.memory_id] and moved.tags == ["event"] and moved.score == 0.9
+    assert moved.message_time == datetime(2024, 4, 26, tzinfo=timezone.utc)  # when it happened
+    assert seat.message_time == datetime(2024, 5, 3, 10, 2, tzinfo=timezone.utc)  # the day it was said: its time
+    assert seat.metadata["source_turns"] == [2]
+    assert result.usage.calls == 1  # nothing stored yet: no reconcile call
+    assert result.usage.total_tokens > 0
+    assert await reme.count_memory(user_name="alice", memory_type="personal") == 2
+    assert await reme.count_memory(user_name="alice", memory_type="history") == 1
+    prompt = prompt_of(server.chat_requests[0])
+    assert "[0] [2024-05-03 10:00] Alice: I moved to Berlin last week!" in prompt
+    assert "[1] [2024-05-03 10:01] assistant: Congratulations!" in prompt
+
+
+async def test_nothing_to_remember_costs_one_call_and_keeps_the_history(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": []})
+    result = await reme.summarize_memory([{"role": "user", "content": "hi"}], user_name="alice")
+    assert result.added == [] and len(result.history) == 1 and result.usage.calls == 1
+
+
+async def test_contradiction_updates_in_place_and_keeps_the_old_version(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    paris = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin", "time": "2024-04-26"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Alice lives in Berlin (moved from Paris on 26 April 2024)",
+                                        "reason": "moved"}))
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+
+    (updated,) = result.updated
+    assert result.added == [] and updated.memory_id == paris.memory_id and updated.version == 2
+    stored = await reme.get_memory(paris.memory_id, user_name="alice")
+    assert stored.content == "Alice lives in Berlin (moved from Paris on 26 April 2024)"
+    assert stored.ref_ids == [result.history[0].memory_id]
+    (old,) = await reme.history(paris.memory_id)
+    assert old.event == "UPDATE" and old.reason == "moved"
+    assert old.node.content == "Alice lives in Paris" and old.node.version == 1
+    reconcile_prompt = prompt_of(server.chat_requests[1])
+    assert "0. [" in reconcile_prompt and "Alice lives in Paris" in reconcile_prompt
+    assert paris.memory_id not in reconcile_prompt  # the model sees short ids only
+    assert result.usage.calls == 2
+
+
+async def test_delete_removes_the_contradicted_memory_into_history(reme: ReMe, server: OpenAITestServer) -> None:
+    veg = await reme.add_memory("Alice is vegetarian", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice eats meat again since April 2024"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "DELETE", "id": 0, "reason": "no longer true"},
+                                       {"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+
+    assert [n.memory_id for n in result.deleted] == [veg.memory_id]
+    assert [n.content for n in result.added] == ["Alice eats meat again since April 2024"]
+    with pytest.raises(MemoryNotFoundError):
+        await reme.get_memory(veg.memory_id)
+    (gone,) = await reme.history(veg.memory_id)
+    assert gone.event == "DELETE" and gone.node == veg
+
+
+async def test_none_leaves_memories_as_they_are(reme: ReMe, server: OpenAITestServer) -> None:
+    seat = await reme.add_memory("Alice prefers window seats", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice likes sitting by the window"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "NONE"}))
+    before = await reme.count_memory(user_name="alice", memory_type="personal")
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    assert result.added == result.updated == result.deleted == []
+    assert await reme.count_memory(user_name="alice", memory_type="personal") == before
+    assert (await reme.get_memory(seat.memory_id)).version == 1
+
+
+async def test_hallucinated_ids_touch_nothing(reme: ReMe, server: OpenAITestServer,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    kept = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice has a cat named Mochi"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 7, "text": "overwritten"},
+                                       {"candidate": 0, "action": "DELETE", "id": -1},
+                                       {"candidate": 5, "action": "ADD"}))
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+
+    assert await reme.get_memory(kept.memory_id) == kept
+    assert await reme.history(kept.memory_id) == []
+    assert [n.content for n in result.added] == ["Alice has a cat named Mochi"]  # no valid decision: kept
+    assert "not one of the 1 shown" in caplog.text
+
+
+async def test_retries_inside_a_summary_are_invisible(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
+    server.fail_next(429, retry_after="0")
+    server.fail_next(502)
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    assert len(result.added) == 1 and result.usage.calls == 1
+    assert len(server.chat_requests) == 3
+
+
+@pytest.mark.parametrize("failure", ["http", "malformed"])
+async def test_a_failed_llm_call_writes_nothing(reme: ReMe, server: OpenAITestServer, failure: str) -> None:
+    await reme.add_memory("Alice lives in Paris", user_name="alice")
+    before = await snapshot(reme)
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
+    expected: type[Exception] = LLMError
+    if failure == "http":  # extraction answers; every attempt of the reconcile call gets a 500
+        server.script(RECONCILE, status=500)
+    else:  # an action that does not exist, twice
+        server.script(RECONCILE, '{"decisions": [{"candidate": 0, "action": "MERGE"}]}')
+        expected = LLMOutputError
+    with pytest.raises(expected):
+        await reme.summarize_memory(CHAT, user_name="alice")
+    assert await snapshot(reme) == before
+
+
+async def test_two_users_are_summarized_concurrently_and_stay_apart(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    def per_user(body: dict[str, Any]) -> dict[str, Any]:
+        user = re.search(r"long-term memory about (\w+)", prompt_of(body)).group(1)  # type: ignore[union-attr]
+        return memories({"content": f"{user} plays chess on Sundays"}, {"content": f"{user} owns a red bike"})
+
+    server.script(EXTRACT, per_user)
+    server.hang_next(0.3, times=2)  # both extractions in flight at once
+    chat = [{"role": "user", "name": "alice", "content": "Bob and I play chess on Sundays"},
+            {"role": "user", "name": "bob", "content": "We both ride red bikes"}]
+    result = await reme.summarize_memory(chat, user_name=["alice", "bob"])
+
+    assert server.max_in_flight == 2
+    assert len(result.history) == 2 and len(result.added) == 4
+    for user in ("alice", "bob"):
+        mine = await reme.list_memory(user_name=user, memory_type="personal")
+        assert sorted(n.content for n in mine) == [f"{user} owns a red bike", f"{user} plays chess on Sundays"]
+    # and two separate calls for different users at the same time
+    await asyncio.gather(reme.summarize_memory(chat[:1], user_name="carol"),
+                         reme.summarize_memory(chat[1:], user_name="dave"))
+    assert {n.memory_target for n in await reme.list_memory(memory_type="personal", limit=100)} == {
+        "alice", "bob", "carol", "dave"}
+
+
+async def test_summarizing_the_same_conversation_twice_stores_it_once(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "NONE"}))
+    first = await reme.summarize_memory(CHAT, user_name="alice")
+    second = await reme.summarize_memory(CHAT, user_name="alice")
+    assert second.history[0].memory_id == first.history[0].memory_id
+    assert await reme.count_memory(user_name="alice", memory_type="history") == 1
+    assert await reme.count_memory(user_name="alice", memory_type="personal") == 1
+
+
+async def test_bad_messages_are_rejected_before_any_call(reme: ReMe, server: OpenAITestServer) -> None:
+    for bad in ([], "hello", [{"role": "user"}], [{"role": "user", "content": "   "}]):
+        with pytest.raises(InvalidInputError):
+            await reme.summarize_memory(bad, user_name="alice")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        await reme.summarize_memory(CHAT, user_name=[])
+    assert server.requests == [] and await reme.count_memory() == 0
+
+
+async def test_message_models_and_content_parts_are_accepted(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": []})
+    msgs = [Message(role="user", name="Alice", content="I like tea", time=datetime(2024, 1, 2, 9, 30)),
+            {"role": "user", "content": [{"type": "text", "text": "and scones"}, {"type": "image_url"}]}]
+    result = await reme.summarize_memory(msgs, user_name="alice")
+    assert result.history[0].content == "[2024-01-02 09:30] Alice: I like tea\n[2024-01-02 09:30] user: and scones"
+
+
+async def test_summary_without_an_llm_names_the_setting(make_reme: Callable[..., ReMe]) -> None:
+    async with make_reme(llm={}) as reme:
+        with pytest.raises(ConfigError, match="llm.model"):
+            await reme.summarize_memory(CHAT, user_name="alice")
+
+
+# -- retrieval -----------------------------------------------------------------------------------
+FACTS = [
+    ("Alice drinks oat-milk flat whites", datetime(2024, 4, 10, tzinfo=timezone.utc)),
+    ("Alice booked a trip to Lisbon", datetime(2024, 5, 12, tzinfo=timezone.utc)),
+    ("Alice prefers window seats on planes", datetime(2024, 6, 1, tzinfo=timezone.utc)),
+    ("Alice's sister Clara lives in Rome", datetime(2024, 3, 5, tzinfo=timezone.utc)),
+    ("Alice runs a half marathon every spring", datetime(2024, 2, 1, tzinfo=timezone.utc)),
+]
+
+
+async def add_facts(reme: ReMe) -> None:
+    for text, when in FACTS:
+        await reme.add_memory(text, user_name="alice", message_time=when)
+    await reme.add_memory("Bob prefers aisle seats on planes", user_name="bob")
+
+
+async def test_retrieval_without_llm_searches_the_query_as_is(make_reme: Callable[..., ReMe]) -> None:
+    async with make_reme(llm={}) as reme:
+        await add_facts(reme)
+        ctx = await reme.retrieve_memory("Which seats does Alice prefer on planes?", user_name="alice", top_k=3)
+    assert ctx.memories[0].node.content == "Alice prefers window seats on planes"
+    assert ctx.queries == ["Which seats does Alice prefer on planes?"] and ctx.usage.calls == 0
+    assert all(m.node.memory_target == "alice" for m in ctx.memories)
+    assert [m.rank for m in ctx.memories] == [1, 2, 3]
+    assert ctx.memories[0].score >= ctx.memories[1].score >= ctx.memories[2].score
+    assert ctx.text.splitlines()[0] == "[2024-06-01 00:00] Alice prefers window seats on planes"
+    assert len(ctx.text.splitlines()) == 3
+
+
+async def test_rewritten_queries_find_what_the_question_does_not_say(reme: ReMe, server: OpenAITestServer) -> None:
+    await add_facts(reme)
+    server.script(REWRITE, {"queries": ["Alice coffee order oat-milk flat white"], "start": None, "end": None})
+    ctx = await reme.retrieve_memory("What should I get her at the café?", user_name="alice", top_k=1)
+    assert ctx.queries == ["What should I get her at the café?", "Alice coffee order oat-milk flat white"]
+    assert ctx.memories[0].node.content == "Alice drinks oat-milk flat whites"
+    assert ctx.usage.calls == 1
+    assert "Today is" in prompt_of(server.chat_requests[0])
+    plain = await reme.retrieve_memory("What should I get her at the café?", user_name="alice", rewrite=False)
+    assert plain.queries == ["What should I get her at the café?"] and len(server.chat_requests) == 1
+
+
+async def test_time_window_from_the_question_filters_by_message_time(reme: ReMe, server: OpenAITestServer) -> None:
+    await add_facts(reme)
+    server.script(REWRITE, {"queries": ["Alice plans"], "start": "2024-05-01", "end": "2024-05-31"})
+    ctx = await reme.retrieve_memory("What did Alice plan last May?", user_name="alice",
+                                     now=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    assert [m.node.content for m in ctx.memories] == ["Alice booked a trip to Lisbon"]
+    assert ctx.time_window == TimeWindow(start=datetime(2024, 5, 1, tzinfo=timezone.utc),
+                                         end=datetime(2024, 5, 31, 23, 59, 59, 999999, tzinfo=timezone.utc))
+    assert "Today is 2025-01-01" in prompt_of(server.chat_requests[0])
+
+
+async def test_an_inferred_window_with_nothing_inside_is_dropped(reme: ReMe, server: OpenAITestServer) -> None:
+    await add_facts(reme)
+    server.script(REWRITE, {"queries": [], "start": "2019-01-01", "end": "2019-12-31"})
+    ctx = await reme.retrieve_memory("Where is Alice's sister?", user_name="alice", top_k=2)
+    assert ctx.time_window is None and ctx.memories[0].node.content == "Alice's sister Clara lives in Rome"
+
+
+async def test_explicit_time_window_without_llm(make_reme: Callable[..., ReMe]) -> None:
+    async with make_reme(llm={}) as reme:
+        await add_facts(reme)
+        ctx = await reme.retrieve_memory("Alice", user_name="alice",
+                                         time_window=(datetime(2024, 3, 1), datetime(2024, 4, 30)))
+        assert sorted(m.node.content for m in ctx.memories) == ["Alice drinks oat-milk flat whites",
+                                                                "Alice's sister Clara lives in Rome"]
+        with pytest.raises(InvalidInputError):
+            await reme.retrieve_memory("   ", user_name="alice")
+        with pytest.raises(InvalidInputError):
+            await reme.retrieve_memory("Alice", user_name="alice", top_k=0)
+
+
+async def test_recency_and_importance_weights_break_ties(make_reme: Callable[..., ReMe]) -> None:
+    async with make_reme(llm={}, retrieval={"recency_weight": 0.0, "importance_weight": 5.0}) as reme:
+        low = await reme.add_memory("Alice likes green tea", user_name="alice", score=0.0)
+        high = await reme.add_memory("Alice likes green tea a lot", user_name="alice", score=1.0)
+        ctx = await reme.retrieve_memory("Alice likes green tea", user_name="alice")
+        assert [m.node.memory_id for m in ctx.memories] == [high.memory_id, low.memory_id]
+    async with make_reme(llm={}, retrieval={"recency_weight": 5.0, "importance_weight": 0.0,
+                                            "half_life_days": 1}, working_dir=Path(str(reme.config.working_dir)) / "r") as reme2:
+        old = await reme2.add_memory("Alice likes green tea", user_name="alice",
+                                     message_time=datetime(2020, 1, 1))
+        new = await reme2.add_memory("Alice likes green tea a lot", user_name="alice")
+        ctx = await reme2.retrieve_memory("Alice likes green tea", user_name="alice")
+        assert [m.node.memory_id for m in ctx.memories] == [new.memory_id, old.memory_id]
+
+
+async def test_sources_are_the_lines_a_memory_came_from(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Alice prefers the window seat on trains", "sources": [2]}))
+    server.script(REWRITE, {"queries": []})
+    await reme.summarize_memory(CHAT, user_name="alice")
+    ctx = await reme.retrieve_memory("train seat", user_name="alice", with_source=True)
+    assert ctx.memories[0].source == ("[2024-05-03 10:02] Alice: Love it. I always take the window seat on the "
+                                      "train there.")
+    assert ctx.text.splitlines()[1] == "  source: " + ctx.memories[0].source
+
+
+async def test_retrieval_with_a_failing_llm_raises(reme: ReMe, server: OpenAITestServer) -> None:
+    await add_facts(reme)
+    server.fail_next(500, times=5)
+    with pytest.raises(LLMError):
+        await reme.retrieve_memory("Where is Alice going?", user_name="alice")
+
+
+# -- versions through the plain API --------------------------------------------------------------
+async def test_update_and_delete_memory_keep_versions_and_delete_all_wipes_them(reme: ReMe) -> None:
+    node = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    await reme.update_memory(node.memory_id, content="Alice lives in Berlin")
+    await reme.update_memory(node.memory_id, score=0.7)
+    versions = await reme.history(node.memory_id)
+    assert [v.node.content for v in versions] == ["Alice lives in Paris", "Alice lives in Berlin"]
+    assert [v.node.version for v in versions] == [1, 2] and {v.event for v in versions} == {"UPDATE"}
+    await reme.delete_memory(node.memory_id, user_name="alice")
+    assert [v.event for v in await reme.history(node.memory_id)] == ["UPDATE", "UPDATE", "DELETE"]
+    other = await reme.add_memory("Bob lives in Oslo", user_name="bob")
+    await reme.update_memory(other.memory_id, content="Bob lives in Bergen")
+    assert await reme.delete_all(user_name="alice") == 0
+    assert await reme.history(node.memory_id) == []
+    assert len(await reme.history(other.memory_id)) == 1  # another user's versions stay
+
+
+async def test_sync_facade_summarizes_and_retrieves(tmp_path: Path, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
+    server.script(REWRITE, {"queries": ["Alice city"]})
+    with ReMeSync(working_dir=tmp_path / "s", embedding={"backend": "hash", "dimensions": DIM},
+                  llm={"base_url": server.base_url, "api_key": "k", "model": "m"}) as reme:
+        result = reme.summarize_memory(CHAT[:1], user_name="alice")
+        ctx = reme.retrieve_memory("Where does Alice live?", user_name="alice")
+        assert ctx.memories[0].node.memory_id == result.added[0].memory_id
+        assert reme.history(result.added[0].memory_id) == []
+    assert json.loads(result.model_dump_json())["usage"]["calls"] == 1
