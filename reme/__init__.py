@@ -1,18 +1,21 @@
 """ReMe: typed long-term memory for AI agents."""
 
-from reme.config import EmbeddingConfig, LLMConfig, ReMeConfig, VectorStoreConfig
-from reme.errors import (CollectionNotFoundError, ConfigError, EmbeddingError, InvalidFilterError,
-                         InvalidInputError, LLMError, MemoryNotFoundError, NotFoundError, ReMeError, StoreError,
-                         StoreLockedError, VectorSizeError)
+from reme.config import EmbeddingConfig, LLMConfig, PromptsConfig, ReMeConfig, RetrievalConfig, VectorStoreConfig
+from reme.errors import (CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError, InvalidFilterError,
+                         InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError, NotFoundError, PromptError,
+                         ReMeError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe, ReMeSync
-from reme.schema import MemoryNode, MemoryPage, MemoryType, SearchResult
+from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
+                         SearchResult, SummaryResult, TimeWindow, Usage)
 from reme.store import filters
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CollectionNotFoundError", "ConfigError", "EmbeddingConfig", "EmbeddingError", "InvalidFilterError",
-    "InvalidInputError", "LLMConfig", "LLMError", "MemoryNode", "MemoryNotFoundError", "MemoryPage", "MemoryType",
-    "NotFoundError", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync", "SearchResult", "StoreError",
-    "StoreLockedError", "VectorSizeError", "VectorStoreConfig", "filters",
+    "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
+    "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
+    "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError", "PromptError",
+    "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync", "RetrievalConfig", "RetrievedMemory",
+    "RetrieveResult", "SearchResult", "StoreError", "StoreLockedError", "SummaryResult", "TimeWindow", "Usage",
+    "VectorSizeError", "VectorStoreConfig", "filters",
 ]
