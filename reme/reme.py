@@ -116,21 +116,15 @@ class ReMe:
 
     @property
     def store(self) -> VectorStore:
-        if not self._opened or self._store is None:
-            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
-        return self._store
+        return self._part(self._store)
 
     @property
     def embedder(self) -> Embedder:
-        if not self._opened or self._embedder is None:
-            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
-        return self._embedder
+        return self._part(self._embedder)
 
     @property
     def repo(self) -> MemoryRepo:
-        if not self._opened or self._repo is None:
-            raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
-        return self._repo
+        return self._part(self._repo)
 
     @property
     def llm(self) -> ChatModel | None:
@@ -387,9 +381,12 @@ class ReMe:
 
     @property
     def _prompts_lib(self) -> PromptLibrary:
-        if self._prompts is None:
+        return self._part(self._prompts)
+
+    def _part(self, part: T | None) -> T:
+        if not self._opened or part is None:
             raise ReMeError("ReMe is not open: use `async with ReMe(...)` or `await reme.open()`")
-        return self._prompts
+        return part
 
     async def optimize(self) -> bool:
         """Build the search index now (the edge backend otherwise searches exactly)."""
