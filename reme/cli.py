@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import shutil
+import os
 import sys
 import tempfile
 from typing import Any, Sequence
@@ -223,7 +224,26 @@ async def demo(reme: ReMe, *, as_json: bool = False) -> None:
 
 
 
+def _bench(argv: list[str]) -> int:
+    """`reme bench locomo ...` runs `python -m benchmark.locomo ...` (from a source checkout:
+    the benchmarks are not part of the installed package)."""
+    if not argv or argv[0] != "locomo":
+        print("usage: reme bench locomo [options]  (see python -m benchmark.locomo --help)", file=sys.stderr)
+        return EXIT_USAGE
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        from benchmark.locomo.run import main as locomo_main  # type: ignore[import-not-found]
+    except ImportError:
+        print("reme bench: the benchmarks live in the source checkout; run this from its root", file=sys.stderr)
+        return EXIT_CONFIG
+    return int(locomo_main(argv[1:]))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        return _bench(argv[1:])
     args = build_parser().parse_args(argv)
     codes: list[tuple[type[BaseException], int]] = [
         (InvalidInputError, EXIT_USAGE), (NotFoundError, EXIT_NOT_FOUND), (ConfigError, EXIT_CONFIG),

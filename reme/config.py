@@ -87,13 +87,18 @@ class PromptsConfig(_Section):
 
 
 class RetrievalConfig(_Section):
-    """How `retrieve_memory` ranks. Each memory's fused RRF score (k=`rrf_k`, summed over the
-    searched queries) is multiplied by `1 + recency_weight * 0.5 ** (age_days / half_life_days)
-    + importance_weight * clamp(node.score, 0, 1)`; age is measured from `message_time`."""
+    """How `retrieve_memory` ranks. Per query, dense and keyword results are combined
+    (`fusion="score"`: `dense_weight * cos / max_cos + (1 - dense_weight) * bm25 / max_bm25`;
+    `"rrf"`: the store's hybrid search, fused by RRF in the engine). The queries' lists are fused
+    by RRF (k=`rrf_k`), and each memory's score is multiplied by `1 + recency_weight *
+    0.5 ** (age_days / half_life_days) + importance_weight * clamp(node.score, 0, 1)`; age is
+    measured from `message_time`."""
 
     rewrite: bool = True
     max_queries: int = Field(default=3, ge=1, le=10)
-    candidates: int = Field(default=40, ge=1)
+    fusion: Literal["score", "rrf"] = "score"
+    dense_weight: float = Field(default=0.5, ge=0, le=1)
+    candidates: int = Field(default=20, ge=1)
     rrf_k: int = Field(default=60, ge=1)
     recency_weight: float = Field(default=0.1, ge=0)
     half_life_days: float = Field(default=90.0, gt=0)

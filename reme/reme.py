@@ -100,13 +100,15 @@ class ReMe:
     def __init__(self, config: ReMeConfig | None = None, *, working_dir: str | Path | None = None,
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
                  retrieval: Any = None, config_file: str | Path | None = None, embedder: Embedder | None = None,
-                 store: VectorStore | None = None) -> None:
+                 store: VectorStore | None = None, chat_model: ChatModel | None = None) -> None:
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
                                                 embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval)
         self._embedder: Embedder | None = embedder
         self._store: VectorStore | None = store
         self._repo: MemoryRepo | None = None
-        self._llm: ChatModel | None = None
+        self._llm: ChatModel | None = chat_model
+        # Components passed in belong to the caller (they may be shared): close() leaves them open.
+        self._owns_embedder, self._owns_llm = embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
 
@@ -160,9 +162,10 @@ class ReMe:
         """Release the store (and its directory lock). Writes were already durable."""
         if self._store is not None:
             await self._store.close()
-        if self._embedder is not None:
+        if self._embedder is not None and self._owns_embedder:
             await self._embedder.close()
-        if self._llm is not None:
+            self._embedder = None
+        if self._llm is not None and self._owns_llm:
             await self._llm.close()
             self._llm = None
         self._opened = False

@@ -29,6 +29,27 @@ def rrf_fuse(lists: Sequence[Sequence[SearchResult]], k: int = 60) -> list[tuple
     return [(nodes[mid], scores[mid]) for mid in ranked]
 
 
+def score_fuse(dense: Sequence[SearchResult], keyword: Sequence[SearchResult],
+               dense_weight: float) -> list[SearchResult]:
+    """One query's dense and keyword results as one list, by a convex combination of their
+    max-normalized scores: `dense_weight * cos / max_cos + (1 - dense_weight) * bm25 / max_bm25`.
+    A node only one list found gets the other list's lowest score (it ranked below everything
+    that list returned). On LoCoMo this beats rank fusion (RRF), which lets the weaker list's
+    ranks count as much as the stronger one's (see benchmark/locomo/README.md)."""
+
+    def normalized(results: Sequence[SearchResult]) -> dict[str, float]:
+        top = max((r.similarity for r in results), default=0.0)
+        return {r.node.memory_id: (r.similarity / top if top > 0 else 0.0) for r in results}
+
+    d, k = normalized(dense), normalized(keyword)
+    floor_d, floor_k = min(d.values(), default=0.0), min(k.values(), default=0.0)
+    nodes = {r.node.memory_id: r.node for r in [*dense, *keyword]}
+    scores = {mid: dense_weight * d.get(mid, floor_d) + (1 - dense_weight) * k.get(mid, floor_k) for mid in nodes}
+    order = {mid: i for i, mid in enumerate(nodes)}
+    ranked = sorted(nodes, key=lambda mid: (-scores[mid], order[mid]))
+    return [SearchResult(node=nodes[mid], similarity=scores[mid], rank=i + 1) for i, mid in enumerate(ranked)]
+
+
 def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime) -> float:
     """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance)`."""
     age_days = max((now - node.message_time).total_seconds() / 86400.0, 0.0)

@@ -31,9 +31,9 @@ from reme.errors import InvalidInputError
 from reme.llm import ChatModel
 from reme.memory.repo import Change, MemoryRepo
 from reme.prompts import PromptLibrary
-from reme.retrieval import day_window, rank, render, window_filter
-from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SummaryResult,
-                         TimeWindow, Usage, as_aware, normalize_text, utcnow)
+from reme.retrieval import day_window, rank, render, score_fuse, window_filter
+from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SearchResult,
+                         SummaryResult, TimeWindow, Usage, as_aware, normalize_text, utcnow)
 from reme.store.filters import And, Eq, Filter
 
 log = logging.getLogger("reme.personal")
@@ -362,22 +362,29 @@ class PersonalRetriever:
                 window = day_window(plan.start, plan.end)
                 inferred = window is not None
         vectors = await self.repo.embedder.embed(queries)
-        lists = await self._search(queries, vectors, user_filter(user_name, window_filter(window)))
+        limit = max(self.config.candidates, top_k)
+        lists = await self._search(queries, vectors, user_filter(user_name, window_filter(window)), limit)
         if inferred and not any(lists):
             # A window the model inferred narrows the search; when nothing falls inside it, it is dropped.
             window = None
-            lists = await self._search(queries, vectors, user_filter(user_name))
+            lists = await self._search(queries, vectors, user_filter(user_name), limit)
         memories = rank(lists, self.config, now, top_k)
         if with_source:
             await self._attach_sources(memories)
         return RetrieveResult(memories=memories, text=render(memories), queries=queries, time_window=window,
                               usage=usage)
 
-    async def _search(self, queries: list[str], vectors: list[list[float]], flt: Filter) -> list[list[Any]]:
-        return list(await asyncio.gather(*(
-            self.repo.store.search(self.repo.collection, vector=v, text=q, mode="hybrid", flt=flt,
-                                   limit=self.config.candidates)
-            for q, v in zip(queries, vectors))))
+    async def _search(self, queries: list[str], vectors: list[list[float]], flt: Filter,
+                      limit: int) -> list[list[SearchResult]]:
+        """One ranked list per query: dense and keyword fused by score, or the store's RRF hybrid."""
+        store, name = self.repo.store, self.repo.collection
+        if self.config.fusion == "rrf":
+            return list(await asyncio.gather(*(
+                store.search(name, vector=v, text=q, mode="hybrid", flt=flt, limit=limit)
+                for q, v in zip(queries, vectors))))
+        dense = asyncio.gather(*(store.search(name, vector=v, mode="dense", flt=flt, limit=limit) for v in vectors))
+        keyword = asyncio.gather(*(store.search(name, text=q, mode="keyword", flt=flt, limit=limit) for q in queries))
+        return [score_fuse(d, k, self.config.dense_weight) for d, k in zip(await dense, await keyword)]
 
     async def _attach_sources(self, memories: list[Any]) -> None:
         ids = sorted({m.node.ref_ids[0] for m in memories if m.node.ref_ids})

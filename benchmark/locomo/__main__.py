@@ -1,0 +1,5 @@
+import sys
+
+from benchmark.locomo.run import main
+
+sys.exit(main())
