@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +20,7 @@ from pydantic import BaseModel
 
 from benchmark.locomo.data import Conversation, Question
 from benchmark.locomo.metrics import KS, aggregate, bleu1, evidence_scores, percentile, token_f1
-from benchmark.locomo.run import Checkpoint, embedding_config, file_digest, progress
+from benchmark.locomo.run import Checkpoint, embedding_config, progress, start_run
 from reme import ConfigError, MemoryNode, ReMe, RetrievedMemory
 from reme.config import EmbeddingConfig, LLMConfig
 from reme.embedding import create_embedder
@@ -67,14 +66,9 @@ async def full_mode(args: argparse.Namespace, convs: list[Conversation], data: P
     answer_llm = ChatModel(llm_config(args, args.model))
     embedder = create_embedder(EmbeddingConfig(**embedding_config(args)))
     judge_llm = ChatModel(llm_config(args, args.judge_model or args.model))
-    settings = {"mode": "full", "data": file_digest(data), "embedding": embedding_config(args), "model": args.model,
-                "judge_model": args.judge_model or args.model, "top_k": args.top_k, "batch_size": args.batch_size,
-                "conversations": [c.sample_id for c in convs], "questions": args.questions}
-    output = Path(args.output)
-    checkpoint = Checkpoint(output.with_suffix(".partial.jsonl"), settings, args.resume)
-    root = Path(args.working_dir or output.with_suffix(".store"))
-    if not args.resume and root.exists():
-        shutil.rmtree(root)
+    settings, checkpoint, root = start_run(args, convs, data, mode="full", model=args.model,
+                                       judge_model=args.judge_model or args.model, top_k=args.top_k,
+                                       batch_size=args.batch_size)
     limit = asyncio.Semaphore(args.concurrency)
     bar_total = sum(len(c.questions[:args.questions]) for c in convs)
 

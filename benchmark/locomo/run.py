@@ -107,14 +107,22 @@ async def ingest_turns(reme: ReMe, convs: Sequence[Conversation], checkpoint: Ch
         checkpoint.add(key, len(conv.turns))
 
 
-async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], data: Path) -> dict[str, Any]:
-    settings = {"mode": "retrieval", "data": file_digest(data), "embedding": embedding_config(args),
+def start_run(args: argparse.Namespace, convs: list[Conversation], data: Path,
+          **settings: Any) -> tuple[dict[str, Any], Checkpoint, Path]:
+    """The settings a run's results depend on, its checkpoint, and its working directory (wiped
+    unless resuming)."""
+    settings = {**settings, "data": file_digest(data), "embedding": embedding_config(args),
                 "conversations": [c.sample_id for c in convs], "questions": args.questions}
     output = Path(args.output)
     checkpoint = Checkpoint(output.with_suffix(".partial.jsonl"), settings, args.resume)
     working_dir = Path(args.working_dir or output.with_suffix(".store"))
     if not args.resume and working_dir.exists():
         shutil.rmtree(working_dir)
+    return settings, checkpoint, working_dir
+
+
+async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], data: Path) -> dict[str, Any]:
+    settings, checkpoint, working_dir = start_run(args, convs, data, mode="retrieval")
     retrievers = ("default", "keyword", "dense")
     rows: dict[str, list[dict[str, Any]]] = {r: [] for r in retrievers}
     latency: dict[str, list[float]] = {r: [] for r in retrievers}
