@@ -67,8 +67,8 @@ async def full_mode(args: argparse.Namespace, convs: list[Conversation], data: P
     embedder = create_embedder(EmbeddingConfig(**embedding_config(args)))
     judge_llm = ChatModel(llm_config(args, args.judge_model or args.model))
     settings, checkpoint, root = start_run(args, convs, data, mode="full", model=args.model,
-                                       judge_model=args.judge_model or args.model, top_k=args.top_k,
-                                       batch_size=args.batch_size)
+                                           judge_model=args.judge_model or args.model, top_k=args.top_k,
+                                           batch_size=args.batch_size)
     limit = asyncio.Semaphore(args.concurrency)
     bar_total = sum(len(c.questions[:args.questions]) for c in convs)
 
