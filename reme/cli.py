@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("import", parents=[common], help="load memories from a JSONL file")
     p.add_argument("file")
+    p.add_argument("--format", default="jsonl", choices=["jsonl", "reme-jsonl"],
+                   help="jsonl: written by `reme export`; reme-jsonl: a task-memory pool of the original ReMe")
+    p.add_argument("--task-name", "--task", dest="task_name", help="the task a reme-jsonl pool belongs to")
 
     p = sub.add_parser("demo", parents=[common], help="a guided tour on a fresh working directory")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (when no --working-dir is given)")
@@ -179,7 +182,9 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
                                      **_scope(args))
         out(_dump({"exported": n, "file": args.file}) if args.json else f"exported {n} memories to {args.file}")
     elif cmd == "import":
-        n = await reme.import_memory(args.file)
+        if args.format == "reme-jsonl" and not args.task_name:
+            raise InvalidInputError("--format reme-jsonl needs --task-name NAME")
+        n = await reme.import_memory(args.file, format=args.format, task_name=args.task_name)
         out(_dump({"imported": n, "file": args.file}) if args.json else f"imported {n} memories from {args.file}")
     elif cmd == "demo":
         await demo(reme, as_json=args.json)

@@ -105,6 +105,30 @@ class RetrievalConfig(_Section):
     importance_weight: float = Field(default=0.1, ge=0)
 
 
+class ProceduralConfig(_Section):
+    """Task memory. Trajectories scoring at least `success_threshold` are successes. With
+    `validate`, an LLM call scores each new lesson and those under `validation_threshold` are
+    dropped; a lesson whose `when_to_use` is at least `dedup_threshold` similar (cosine) to a
+    stored one of the task, or to an earlier one of the batch, is dropped. Retrieval can rerank
+    (`rerank`) and rewrite the top lessons into one block of advice (`rewrite`) with the LLM."""
+
+    success_threshold: float = 1.0
+    validate_lessons: bool = True
+    validation_threshold: float = Field(default=0.5, ge=0, le=1)
+    dedup_threshold: float = Field(default=0.9, ge=0, le=1)
+    rerank: bool = False
+    rewrite: bool = False
+    candidates: int = Field(default=20, ge=1)
+
+
+class ToolConfig(_Section):
+    """Tool memory: the guideline prompt sees the `recent_calls` latest calls (failures first)
+    and the `top_failures` commonest failure messages."""
+
+    recent_calls: int = Field(default=20, ge=1)
+    top_failures: int = Field(default=5, ge=1)
+
+
 class ReMeConfig(_Section):
     working_dir: Path = Path(".reme")
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
@@ -112,6 +136,8 @@ class ReMeConfig(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    procedural: ProceduralConfig = Field(default_factory=ProceduralConfig)
+    tool: ToolConfig = Field(default_factory=ToolConfig)
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -157,7 +183,8 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     sections = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig,
-                "prompts": PromptsConfig, "retrieval": RetrievalConfig}
+                "prompts": PromptsConfig, "retrieval": RetrievalConfig, "procedural": ProceduralConfig,
+                "tool": ToolConfig}
     for key, value in env.items():
         if not key.startswith("REME_") or key == "REME_CONFIG":
             continue

@@ -36,6 +36,41 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "today": "str: the current date (YYYY-MM-DD), to resolve relative dates against",
         "max_queries": "int: how many search queries to write at most",
     },
+    "procedural/success": {
+        "task": "str: the task the agent was given",
+        "trajectory": "str: the run, one `[index] role: text` line per message",
+        "score": "float: the run's outcome score",
+    },
+    "procedural/failure": {
+        "task": "str: the task the agent was given",
+        "trajectory": "str: the run, one `[index] role: text` line per message",
+        "score": "float: the run's outcome score",
+    },
+    "procedural/comparative": {
+        "task": "str: the task both runs worked on",
+        "best": "str: the best-scoring run", "best_score": "float",
+        "worst": "str: the worst-scoring run", "worst_score": "float",
+    },
+    "procedural/validate": {
+        "task_name": "str: the task family the lessons are for",
+        "candidates": "list of {index: int, category: str, when_to_use: str, content: str}",
+    },
+    "procedural/rerank": {
+        "query": "str: the new task",
+        "candidates": "list of {index: int, when_to_use: str, content: str}",
+        "top_k": "int: how many to return at most",
+    },
+    "procedural/rewrite": {
+        "query": "str: the new task",
+        "experiences": "list of {when_to_use: str, content: str}",
+    },
+    "tool/guideline": {
+        "tool_name": "str: the tool",
+        "stats": "ToolStats: calls, success_rate, time_mean, time_p95, tokens_mean, tokens_p95, top_failures "
+                 "(list of {message, count})",
+        "calls": "list of {input, output, success, time_cost, token_cost, error}: recent calls",
+        "previous": "str: the current guideline, empty for a new tool",
+    },
 }
 
 

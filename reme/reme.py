@@ -7,7 +7,7 @@ import asyncio
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Coroutine, Mapping, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -16,15 +16,19 @@ from reme.embedding import Embedder, create_embedder
 from reme.errors import ConfigError, ConflictError, InvalidInputError, MemoryNotFoundError, ReMeError
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
+from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
+                                    read_reme_jsonl, to_trajectories)
+from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.memory.repo import Change, MemoryRepo
 from reme.prompts import PromptLibrary
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, utcnow)
+                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory, utcnow)
 from reme.store import VectorStore, open_store
 from reme.store.base import Direction, SearchMode
 from reme.store.filters import And, Eq, Filter, In, parse_filter
 
 T = TypeVar("T")
+P = TypeVar("P")
 FilterSpec = Filter | Mapping[str, Any] | None
 MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
@@ -99,10 +103,11 @@ class ReMe:
 
     def __init__(self, config: ReMeConfig | None = None, *, working_dir: str | Path | None = None,
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
-                 retrieval: Any = None, config_file: str | Path | None = None, embedder: Embedder | None = None,
+                 retrieval: Any = None, procedural: Any = None, tool: Any = None, config_file: str | Path | None = None, embedder: Embedder | None = None,
                  store: VectorStore | None = None, chat_model: ChatModel | None = None) -> None:
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
-                                                embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval)
+                                                embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval,
+                                                procedural=procedural, tool=tool)
         self._embedder: Embedder | None = embedder
         self._store: VectorStore | None = store
         self._repo: MemoryRepo | None = None
@@ -314,67 +319,176 @@ class ReMe:
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
-    async def import_memory(self, path: str | Path) -> int:
-        """Load a JSONL file written by `export_memory`; lines without a usable vector are embedded.
-        Every line is validated first: a bad line means nothing is written."""
-        async with self.repo.lock:
-            return await self.store.import_jsonl(self.collection, path, embed=self.embedder.embed)
+    async def import_memory(self, path: str | Path, *, format: str = "jsonl", task_name: str | None = None) -> int:
+        """Load memories from a file; every line is validated first, so a bad line means nothing
+        is written. Returns how many memories were stored.
+
+        `format="jsonl"`: a file written by `export_memory` (lines without a usable vector are
+        embedded). `format="reme-jsonl"`: a memory pool of the original ReMe (one procedural
+        memory a line), stored as procedural memories of `task_name`; fields without a place in
+        `MemoryNode` go to metadata, and memories already stored (same text) are skipped.
+        """
+        if format == "jsonl":
+            async with self.repo.lock:
+                return await self.store.import_jsonl(self.collection, path, embed=self.embedder.embed)
+        if format != "reme-jsonl":
+            raise InvalidInputError(f"unknown import format {format!r}; use jsonl or reme-jsonl")
+        scope = self._require_scope(None, task_name, None, "import_memory with format reme-jsonl")
+        nodes = read_reme_jsonl(path, scope.name)
+        written = await self.repo.apply([Change(new=n) for n in nodes])
+        return sum(1 for _, wrote in written if wrote)
 
     async def history(self, memory_id: str) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first: what each UPDATE replaced and what a DELETE removed."""
         return await self.repo.history(str(memory_id))
 
     # -- pipelines -------------------------------------------------------------------------------
-    async def summarize_memory(self, messages: MessagesSpec, *, user_name: str | Sequence[str],
-                               now: datetime | None = None) -> SummaryResult:
-        """Turn a conversation into personal memories of each named user (concurrently).
+    async def summarize_memory(self, messages: MessagesSpec | None = None, *,
+                               user_name: str | Sequence[str] | None = None,
+                               trajectories: Sequence[Trajectory | Mapping[str, Any]] | None = None,
+                               task_name: str | None = None,
+                               tool_calls: Sequence[ToolCallRecord | Mapping[str, Any]] | None = None,
+                               tool_name: str | None = None, now: datetime | None = None) -> SummaryResult:
+        """Turn what happened into memories; one of three inputs:
 
-        Stores the conversation as a `history` node per user, extracts memories with the LLM and
-        reconciles them with what is stored (ADD / UPDATE / DELETE / NONE). Every LLM call runs
-        before the first write: if one fails for good, `LLMError` is raised and nothing is written.
-        `now` stands in for the current time (for messages without one).
+        - `messages` + `user_name` (one name or several, summarized concurrently): personal
+          memories (2 LLM calls per user, 1 when nothing is stored yet or nothing is worth keeping);
+        - `trajectories` + `task_name`: procedural lessons (one LLM call per trajectory, one
+          comparing the best and worst run when both successes and failures are given, one
+          validating the lessons);
+        - `tool_calls` (+ `tool_name` to insist they all belong to it): exact statistics and one
+          rewritten usage guideline per tool (one LLM call per tool).
+
+        Every LLM call runs before the first write: if one fails for good, `LLMError` is raised
+        and nothing is written. `now` stands in for the current time.
         """
-        names = [user_name] if isinstance(user_name, str) else list(user_name)
-        if not names:
-            raise InvalidInputError("summarize_memory needs at least one user_name")
-        users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
-        msgs = to_messages(list(messages))  # type: ignore[arg-type]
-        summarizer = PersonalSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib)
-        locks = [self.repo.target_lock("user", u) for u in users]  # sorted: never deadlocks
+        given = [k for k, v in (("messages", messages), ("trajectories", trajectories), ("tool_calls", tool_calls))
+                 if v is not None]
+        if len(given) != 1:
+            raise InvalidInputError("summarize_memory takes one of messages (with user_name), trajectories "
+                                    "(with task_name) or tool_calls")
+        if messages is not None:
+            if user_name is None or task_name is not None or tool_name is not None:
+                raise InvalidInputError("messages are summarized for user_name (one name or a list)")
+            names = [user_name] if isinstance(user_name, str) else list(user_name)
+            if not names:
+                raise InvalidInputError("summarize_memory needs at least one user_name")
+            users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
+            msgs = to_messages(list(messages))  # type: ignore[arg-type]
+            personal = PersonalSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib)
+            return await self._summarize("user", users, lambda u: personal.plan(msgs, u, now), personal.commit)
+        if user_name is not None:
+            raise InvalidInputError("user_name goes with messages")
+        if trajectories is not None:
+            task = self._require_scope(None, task_name, None, "summarize_memory with trajectories").name
+            if tool_name is not None:
+                raise InvalidInputError("trajectories are summarized for task_name")
+            runs = to_trajectories(list(trajectories))  # type: ignore[arg-type]
+            procedural = ProceduralSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib,
+                                              self.config.procedural)
+            return await self._summarize("task", [task], lambda t: procedural.plan(runs, t, now), procedural.commit)
+        if task_name is not None:
+            raise InvalidInputError("task_name goes with trajectories")
+        if tool_name is not None:
+            tool_name = self._require_scope(None, None, tool_name, "summarize_memory").name
+        records = to_records(list(tool_calls or []), tool_name)  # type: ignore[arg-type]
+        by_tool: dict[str, list[ToolCallRecord]] = {}
+        for record in records:
+            by_tool.setdefault(record.tool_name, []).append(record)
+        tools = ToolSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib, self.config.tool)
+        return await self._summarize("tool", sorted(by_tool), lambda t: tools.plan(by_tool[t], t, now), tools.commit)
+
+    async def _summarize(self, kind: str, targets: list[str], plan: Callable[[str], Awaitable[P]],
+                         commit: Callable[[P], Awaitable[SummaryResult]]) -> SummaryResult:
+        """Plan every target concurrently (the LLM calls), then write them all. A target's lock is
+        held throughout, so two summaries of one target never decide on the same stale state."""
+        locks = [self.repo.target_lock(kind, t) for t in targets]  # sorted targets: never deadlocks
         for lock in locks:
             await lock.acquire()
         try:
-            plans = await asyncio.gather(*(summarizer.plan(msgs, u, now) for u in users))
+            plans = await asyncio.gather(*(plan(t) for t in targets))
             result = SummaryResult()
-            for plan in plans:
-                result.merge(await summarizer.commit(plan))
+            for p in plans:
+                result.merge(await commit(p))
             return result
         finally:
             for lock in reversed(locks):
                 lock.release()
 
-    async def retrieve_memory(self, query: str, *, user_name: str, top_k: int = 10, rewrite: bool | None = None,
+    async def retrieve_memory(self, query: str | None = None, *, user_name: str | None = None,
+                              task_name: str | None = None, tool_name: str | Sequence[str] | None = None,
+                              top_k: int | None = None, rewrite: bool | None = None, rerank: bool | None = None,
                               time_window: WindowSpec = None, with_source: bool = False,
                               now: datetime | None = None) -> RetrieveResult:
-        """The user's memories that help answer `query`, ranked, with `text` ready for a prompt.
+        """What helps before a reply or a task, ranked, with `text` ready for a prompt.
 
-        With an LLM configured (and `rewrite` not False, see `retrieval.rewrite`) the query is first
-        rewritten into focused queries and a time window; without one, the query is searched as is.
-        `time_window` (a `TimeWindow` or a (start, end) pair) limits `message_time` explicitly.
+        - `user_name` (top_k 10): personal memories for `query`. With an LLM configured (and
+          `rewrite` not False, see `retrieval.rewrite`) the query is first rewritten into focused
+          queries and a time window; `time_window` (a `TimeWindow` or a (start, end) pair) limits
+          `message_time` explicitly; `with_source` attaches the conversation lines.
+        - `task_name` (top_k 5): procedural lessons for `query` (a task), optionally reranked
+          (`rerank`) and rewritten into one block of advice (`rewrite`) by the LLM; `text` has
+          `Experience N:` / `When:` / `What:` lines.
+        - `tool_name` (one name or a list; no query needed): each tool's guideline and statistics.
         """
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+            raise InvalidInputError("top_k must be a positive integer")
+        if tool_name is not None and not isinstance(tool_name, str):
+            if user_name is not None or task_name is not None:
+                raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
+            names = [self._require_scope(None, None, n, "retrieve_memory").name for n in tool_name]
+            if not names:
+                raise InvalidInputError("tool_name must name at least one tool")
+            return await retrieve_tools(self.repo, list(dict.fromkeys(names)))
+        scope = self._require_scope(user_name, task_name, tool_name, "retrieve_memory")
+        if scope.kind == "tool":
+            return await retrieve_tools(self.repo, [scope.name])
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
-        if not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInputError("top_k must be a positive integer")
-        scope = self._require_scope(user_name, None, None, "retrieve_memory")
+        if scope.kind == "task":
+            retriever = ProceduralRetriever(self.repo, self._llm, self._prompts_lib, self.config.procedural,
+                                            self.config.retrieval)
+            return await retriever.retrieve(query, scope.name, top_k=top_k or 5, rerank=rerank, rewrite=rewrite)
         window = time_window
         if isinstance(window, tuple):
             if len(window) != 2:
                 raise InvalidInputError("time_window is a (start, end) pair")
             window = TimeWindow(start=window[0], end=window[1])
-        retriever = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
-        return await retriever.retrieve(query, scope.name, top_k=top_k, rewrite=rewrite, time_window=window,
-                                        with_source=with_source, now=now)
+        personal = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
+        return await personal.retrieve(query, scope.name, top_k=top_k or 10, rewrite=rewrite, time_window=window,
+                                       with_source=with_source, now=now)
+
+    async def record_usage(self, memory_ids: Sequence[str], success: bool) -> list[MemoryNode]:
+        """Count one use of each memory (`metadata.freq`) and, when it went well, one success
+        (`metadata.utility`). Typically called after an agent used retrieved lessons."""
+        if isinstance(memory_ids, str):
+            memory_ids = [memory_ids]
+        out = []
+        for memory_id in dict.fromkeys(str(m) for m in memory_ids):
+            for attempt in range(UPDATE_ATTEMPTS):
+                old = await self.get_memory(memory_id)
+                try:
+                    await self.repo.apply([Change(new=counted(old, bool(success)), old=old, keep_version=False)])
+                    break
+                except ConflictError:
+                    if attempt == UPDATE_ATTEMPTS - 1:
+                        raise
+            out.append(await self.get_memory(memory_id))
+        return out
+
+    async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:
+        """Delete the task's lessons used at least `min_freq` times that succeeded in less than
+        `min_utility_ratio` of their uses; returns them (their last state stays in `history`)."""
+        scope = self._require_scope(None, task_name, None, "prune")
+        if min_freq < 1 or not 0 <= min_utility_ratio <= 1:
+            raise InvalidInputError("min_freq must be >= 1 and min_utility_ratio within [0, 1]")
+        doomed: list[MemoryNode] = []
+        async for record in self.store.iter_records(self.collection, prune_filter(scope.name, min_freq)):
+            if failing(record.node, min_freq, min_utility_ratio):
+                doomed.append(record.node)
+        written = await self.repo.apply([Change(old=n, reason=f"pruned: utility below {min_utility_ratio}")
+                                         for n in doomed])
+        return [node for node, wrote in written if wrote]
 
     def _require_llm(self, what: str) -> ChatModel:
         if self._llm is None:
@@ -496,8 +610,8 @@ class ReMeSync:
     def export_memory(self, path: str | Path, **kwargs: Any) -> int:
         return self._run(self._reme.export_memory(path, **kwargs))
 
-    def import_memory(self, path: str | Path) -> int:
-        return self._run(self._reme.import_memory(path))
+    def import_memory(self, path: str | Path, **kwargs: Any) -> int:
+        return self._run(self._reme.import_memory(path, **kwargs))
 
     def optimize(self) -> bool:
         return self._run(self._reme.optimize())
@@ -505,11 +619,17 @@ class ReMeSync:
     def history(self, memory_id: str) -> list[MemoryVersion]:
         return self._run(self._reme.history(memory_id))
 
-    def summarize_memory(self, messages: MessagesSpec, **kwargs: Any) -> SummaryResult:
+    def summarize_memory(self, messages: MessagesSpec | None = None, **kwargs: Any) -> SummaryResult:
         return self._run(self._reme.summarize_memory(messages, **kwargs))
 
-    def retrieve_memory(self, query: str, **kwargs: Any) -> RetrieveResult:
+    def retrieve_memory(self, query: str | None = None, **kwargs: Any) -> RetrieveResult:
         return self._run(self._reme.retrieve_memory(query, **kwargs))
+
+    def record_usage(self, memory_ids: Sequence[str], success: bool) -> list[MemoryNode]:
+        return self._run(self._reme.record_usage(memory_ids, success))
+
+    def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
+        return self._run(self._reme.prune(task_name, **kwargs))
 
 
 __all__ = ["ReMe", "ReMeSync", "Scope"]

@@ -8,6 +8,7 @@ from typing import Sequence
 
 from reme.config import RetrievalConfig
 from reme.schema import MemoryNode, RetrievedMemory, SearchResult, TimeWindow, normalize_text
+from reme.store import VectorStore
 from reme.store.filters import Filter, Range
 
 TIME_FORMAT = "%Y-%m-%d %H:%M"
@@ -48,6 +49,17 @@ def score_fuse(dense: Sequence[SearchResult], keyword: Sequence[SearchResult],
     order = {mid: i for i, mid in enumerate(nodes)}
     ranked = sorted(nodes, key=lambda mid: (-scores[mid], order[mid]))
     return [SearchResult(node=nodes[mid], similarity=scores[mid], rank=i + 1) for i, mid in enumerate(ranked)]
+
+
+async def fused_search(store: VectorStore, collection: str, query: str, vector: list[float], flt: Filter,
+                       limit: int, config: RetrievalConfig) -> list[SearchResult]:
+    """One query's ranked list: dense and keyword searches combined by `score_fuse`, or the
+    store's RRF hybrid when `config.fusion == "rrf"`."""
+    if config.fusion == "rrf":
+        return await store.search(collection, vector=vector, text=query, mode="hybrid", flt=flt, limit=limit)
+    dense = await store.search(collection, vector=vector, mode="dense", flt=flt, limit=limit)
+    keyword = await store.search(collection, text=query, mode="keyword", flt=flt, limit=limit)
+    return score_fuse(dense, keyword, config.dense_weight)
 
 
 def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime) -> float:

@@ -305,3 +305,67 @@ class RetrieveResult(BaseModel):
     queries: list[str] = Field(default_factory=list)
     time_window: TimeWindow | None = None
     usage: Usage = Field(default_factory=Usage)
+
+
+class Trajectory(BaseModel):
+    """One run of an agent on a task: its messages and how well it went (`score`, 1.0 = success).
+    `query` is the task as it was asked (the first user message when not given)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message]
+    score: float
+    query: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("score must be a finite number")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _json_safe(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _check_json_safe(value, "metadata")
+        return value
+
+    @property
+    def task(self) -> str:
+        return self.query or next((m.content for m in self.messages if m.role == "user"), "")
+
+
+class ToolCallRecord(BaseModel):
+    """One call of a tool: what went in, what came out, whether it worked and what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: str
+    input: dict[str, Any] | str = Field(default_factory=dict)
+    output: str = ""
+    success: bool = True
+    time_cost: float = Field(default=0.0, ge=0)
+    token_cost: int = Field(default=0, ge=0)
+    create_time: datetime = Field(default_factory=utcnow)
+    error: str = ""
+
+    @field_validator("tool_name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("tool_name must not be empty")
+        return value
+
+    @field_validator("create_time")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return as_aware(value)
+
+    @field_validator("time_cost")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("time_cost must be a finite number")
+        return value

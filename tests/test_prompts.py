@@ -19,6 +19,22 @@ SAMPLES: dict[str, Any] = {
     "candidates": [{"index": 0, "content": "Alice moved to Berlin", "time": "2024-04-26"}],
     "query": "Where does Alice live?",
     "max_queries": 3,
+    "task": "Alice asks: rate all liked songs 5 stars",
+    "trajectory": "[0] user: rate my liked songs\n[1] assistant: calling spotify.review_song",
+    "score": 1.0,
+    "best": "[0] assistant: used review_song", "best_score": 1.0,
+    "worst": "[0] assistant: used get_song_rating", "worst_score": 0.0,
+    "task_name": "Alice's spotify tasks",
+    "candidates": [{"index": 0, "content": "Alice moved to Berlin", "time": "2024-04-26", "category": "success",
+                    "when_to_use": "When Alice rates songs"}],
+    "experiences": [{"when_to_use": "When Alice rates songs", "content": "Use review_song"}],
+    "top_k": 5,
+    "tool_name": "Alice's web_search",
+    "stats": {"calls": 3, "success_rate": 0.67, "time_mean": 1.2, "time_p95": 2.0, "tokens_mean": 300,
+              "tokens_p95": 400, "top_failures": [{"message": "timeout", "count": 1}]},
+    "calls": [{"input": {"q": "x"}, "output": "y", "success": False, "time_cost": 2.0, "token_cost": 400,
+               "error": "timeout"}],
+    "previous": "",
 }
 
 

@@ -31,7 +31,7 @@ from reme.errors import InvalidInputError
 from reme.llm import ChatModel
 from reme.memory.repo import Change, MemoryRepo
 from reme.prompts import PromptLibrary
-from reme.retrieval import day_window, rank, render, score_fuse, window_filter
+from reme.retrieval import day_window, fused_search, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, Usage, as_aware, normalize_text, utcnow)
 from reme.store.filters import And, Eq, Filter
@@ -376,15 +376,9 @@ class PersonalRetriever:
 
     async def _search(self, queries: list[str], vectors: list[list[float]], flt: Filter,
                       limit: int) -> list[list[SearchResult]]:
-        """One ranked list per query: dense and keyword fused by score, or the store's RRF hybrid."""
-        store, name = self.repo.store, self.repo.collection
-        if self.config.fusion == "rrf":
-            return list(await asyncio.gather(*(
-                store.search(name, vector=v, text=q, mode="hybrid", flt=flt, limit=limit)
-                for q, v in zip(queries, vectors))))
-        dense = asyncio.gather(*(store.search(name, vector=v, mode="dense", flt=flt, limit=limit) for v in vectors))
-        keyword = asyncio.gather(*(store.search(name, text=q, mode="keyword", flt=flt, limit=limit) for q in queries))
-        return [score_fuse(d, k, self.config.dense_weight) for d, k in zip(await dense, await keyword)]
+        return list(await asyncio.gather(*(
+            fused_search(self.repo.store, self.repo.collection, q, v, flt, limit, self.config)
+            for q, v in zip(queries, vectors))))
 
     async def _attach_sources(self, memories: list[Any]) -> None:
         ids = sorted({m.node.ref_ids[0] for m in memories if m.node.ref_ids})

@@ -26,6 +26,8 @@ class Change:
     new: MemoryNode | None = None
     old: MemoryNode | None = None
     reason: str = ""
+    keep_version: bool = True
+    """False for bookkeeping (usage counters): the old state is not worth a version."""
 
 
 @dataclass
@@ -108,8 +110,9 @@ class MemoryRepo:
                     out.append((change.old, False))
                     continue
                 event = "DELETE" if change.new is None else "UPDATE"
-                versions.append(VectorRecord(node=_version_node(change.old, event, now, change.reason),
-                                             vector=old_vector))
+                if change.keep_version:
+                    versions.append(VectorRecord(node=_version_node(change.old, event, now, change.reason),
+                                                 vector=old_vector))
                 if change.new is None:
                     deletes.append(change.old.memory_id)
                     out.append((change.old, True))

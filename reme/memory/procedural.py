@@ -1,0 +1,347 @@
+"""Procedural (task) memory: lessons agents draw from their own runs, and finding them for a new task.
+
+Summarizer, per task:
+  1. each trajectory is stored as a `history` node of the task (what lessons cite in `ref_ids`);
+  2. trajectories scoring at least `procedural.success_threshold` are successes, the others
+     failures; one LLM call per trajectory extracts lessons (`prompts/procedural/success`,
+     `.../failure`) and, when both kinds exist, one more compares the best and the worst run
+     (`.../comparative`); these calls run concurrently;
+  3. one LLM call scores every lesson (`.../validate`) and drops generic or non-actionable ones;
+  4. a lesson whose `when_to_use` is nearly the same (cosine >= `dedup_threshold`) as a stored
+     lesson of the task, or an earlier one of this batch, is dropped.
+All LLM calls happen before the first write: a failed call leaves the store as it was.
+
+Retriever: dense + keyword search on `when_to_use` within the task, an optional LLM rerank
+(`.../rerank`) and an optional LLM rewrite of the top lessons into one block of advice
+(`.../rewrite`).
+
+Utility: `record_usage` counts how often a lesson was used (`metadata.freq`) and how often that
+went well (`metadata.utility`); `prune` removes lessons that keep failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+from pydantic import BaseModel, ValidationError, field_validator
+
+from reme.config import ProceduralConfig, RetrievalConfig
+from reme.errors import InvalidInputError
+from reme.llm import ChatModel
+from reme.memory.repo import Change, MemoryRepo
+from reme.prompts import PromptLibrary
+from reme.retrieval import fused_search
+from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
+                         Trajectory, Usage, as_aware, utcnow)
+from reme.store.filters import And, Eq, Filter, Range
+
+log = logging.getLogger("reme.procedural")
+
+MAX_RUN_CHARS = 24_000
+"""A run longer than this is shown to the LLM as its first and last parts (the middle is marked
+as left out); the history node keeps up to `MAX_CONTENT_CHARS`."""
+CATEGORIES = ("success", "failure", "comparative")
+
+
+class Lesson(BaseModel):
+    when_to_use: str
+    content: str
+    confidence: float = 0.5
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _clamp(cls, value: Any) -> Any:
+        return 0.5 if value is None else min(max(float(value), 0.0), 1.0)
+
+
+class Lessons(BaseModel):
+    memories: list[Lesson]
+
+
+class Rating(BaseModel):
+    index: int
+    score: float
+    reason: str = ""
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class Ratings(BaseModel):
+    results: list[Rating]
+
+
+class Ranking(BaseModel):
+    ranking: list[int]
+
+
+class Advice(BaseModel):
+    advice: str
+
+
+def to_trajectories(items: Sequence[Trajectory | dict[str, Any]]) -> list[Trajectory]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
+        raise InvalidInputError("trajectories must be a non-empty list of Trajectory models or dicts")
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(item if isinstance(item, Trajectory) else Trajectory.model_validate(item))
+        except ValidationError as exc:
+            raise InvalidInputError(f"trajectories[{i}] is not a trajectory: {exc.errors()[0]['msg']}") from None
+        if not any(m.content.strip() for m in out[-1].messages):
+            raise InvalidInputError(f"trajectories[{i}] holds no messages with text")
+    return out
+
+
+def render_run(trajectory: Trajectory, limit: int = MAX_RUN_CHARS) -> str:
+    lines = [f"[{i}] {m.role}{f' ({m.name})' if m.name else ''}: {m.content.strip()}"
+             for i, m in enumerate(trajectory.messages) if m.content.strip()]
+    text = "\n".join(lines)
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... ({len(text) - 2 * half} characters left out) ...\n{text[-half:]}"
+
+
+def task_filter(task_name: str, extra: Filter | None = None) -> Filter:
+    parts: list[Filter] = [Eq(field="memory_target", value=task_name),
+                           Eq(field="memory_type", value=MemoryType.PROCEDURAL.value)]
+    if extra is not None:
+        parts.append(extra)
+    return And(filters=parts)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+@dataclass
+class Plan:
+    task_name: str
+    history: list[MemoryNode] = field(default_factory=list)
+    lessons: list[MemoryNode] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+class ProceduralSummarizer:
+    def __init__(self, repo: MemoryRepo, llm: ChatModel, prompts: PromptLibrary, config: ProceduralConfig) -> None:
+        self.repo, self.llm, self.prompts, self.config = repo, llm, prompts, config
+
+    async def plan(self, trajectories: list[Trajectory], task_name: str, now: datetime | None = None) -> Plan:
+        now = now or utcnow()
+        plan = Plan(task_name=task_name)
+        plan.history = [self._history_node(t, task_name, now) for t in trajectories]
+        jobs: list[tuple[str, list[int]]] = [
+            ("success" if t.score >= self.config.success_threshold else "failure", [i])
+            for i, t in enumerate(trajectories)]
+        successes = [i for kind, (i,) in jobs if kind == "success"]
+        failures = [i for kind, (i,) in jobs if kind == "failure"]
+        if successes and failures:
+            best = max(successes, key=lambda i: trajectories[i].score)
+            worst = min(failures, key=lambda i: trajectories[i].score)
+            jobs.append(("comparative", [best, worst]))
+        extracted = await asyncio.gather(*(self._extract(kind, [trajectories[i] for i in idx], plan.usage)
+                                           for kind, idx in jobs))
+        candidates: list[MemoryNode] = []
+        for (kind, idx), lessons in zip(jobs, extracted):
+            for lesson in lessons:
+                if not lesson.when_to_use.strip() or not lesson.content.strip():
+                    continue
+                task = trajectories[idx[0]].task
+                candidates.append(MemoryNode(
+                    memory_type=MemoryType.PROCEDURAL, memory_target=task_name,
+                    when_to_use=lesson.when_to_use.strip()[:MAX_CONTENT_CHARS],
+                    content=lesson.content.strip()[:MAX_CONTENT_CHARS], score=lesson.confidence,
+                    time_created=now, time_modified=now, message_time=now, tags=[kind],
+                    ref_ids=[plan.history[i].memory_id for i in idx],
+                    metadata={"category": kind, "confidence": lesson.confidence, "utility": 0, "freq": 0,
+                              "task_query": task[:2000]}))
+        if candidates and self.config.validate_lessons:
+            candidates = await self._validate(candidates, task_name, plan)
+        if candidates:
+            candidates = await self._dedupe(candidates, task_name, plan)
+        plan.lessons = candidates
+        return plan
+
+    def _history_node(self, trajectory: Trajectory, task_name: str, now: datetime) -> MemoryNode:
+        text = render_run(trajectory, MAX_CONTENT_CHARS)
+        return MemoryNode(memory_type=MemoryType.HISTORY, memory_target=task_name, content=text, message_time=now,
+                          score=trajectory.score, metadata={"kind": "trajectory", "score": trajectory.score,
+                                                            "query": trajectory.task[:2000],
+                                                            "run": trajectory.metadata})
+
+    async def _extract(self, kind: str, runs: list[Trajectory], usage: Usage) -> list[Lesson]:
+        if kind == "comparative":
+            best, worst = runs
+            variables: dict[str, Any] = dict(task=best.task, best=render_run(best), best_score=best.score,
+                                             worst=render_run(worst), worst_score=worst.score)
+        else:
+            variables = dict(task=runs[0].task, trajectory=render_run(runs[0]), score=runs[0].score)
+        result = await self.llm.structured(self.prompts.messages(f"procedural/{kind}", **variables), Lessons,
+                                           usage=usage)
+        return result.memories
+
+    async def _validate(self, candidates: list[MemoryNode], task_name: str, plan: Plan) -> list[MemoryNode]:
+        listed = [{"index": i, "category": c.metadata["category"], "when_to_use": c.when_to_use, "content": c.content}
+                  for i, c in enumerate(candidates)]
+        ratings = await self.llm.structured(
+            self.prompts.messages("procedural/validate", task_name=task_name, candidates=listed), Ratings,
+            usage=plan.usage)
+        scores = {r.index: r for r in ratings.results if 0 <= r.index < len(candidates)}
+        kept = []
+        for i, cand in enumerate(candidates):
+            rating = scores.get(i)
+            if rating is None:
+                log.info("validation gave no score for lesson %d; it is kept", i)
+                kept.append(cand)
+            elif rating.score >= self.config.validation_threshold:
+                cand.metadata = {**cand.metadata, "validation": round(float(rating.score), 4)}
+                kept.append(cand)
+            else:
+                plan.dropped.append({"lesson": cand.when_to_use, "why": f"validation {rating.score}: {rating.reason}"})
+        return kept
+
+    async def _dedupe(self, candidates: list[MemoryNode], task_name: str, plan: Plan) -> list[MemoryNode]:
+        vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
+        nearest = await asyncio.gather(*(
+            self.repo.store.search(self.repo.collection, vector=v, mode="dense", flt=task_filter(task_name), limit=1)
+            for v in vectors))
+        kept: list[tuple[MemoryNode, list[float]]] = []
+        threshold = self.config.dedup_threshold
+        for cand, vector, hits in zip(candidates, vectors, nearest):
+            if hits and hits[0].similarity >= threshold:
+                plan.dropped.append({"lesson": cand.when_to_use, "why": f"like stored {hits[0].node.memory_id}"})
+            elif any(_cosine(vector, v) >= threshold for _, v in kept):
+                plan.dropped.append({"lesson": cand.when_to_use, "why": "like another lesson of this batch"})
+            else:
+                kept.append((cand, vector))
+        return [c for c, _ in kept]
+
+    async def commit(self, plan: Plan) -> SummaryResult:
+        written = await self.repo.apply([Change(new=n) for n in plan.history + plan.lessons])
+        result = SummaryResult(usage=plan.usage)
+        for node, wrote in written[:len(plan.history)]:
+            result.history.append(node)
+        result.added = [node for node, wrote in written[len(plan.history):] if wrote]
+        return result
+
+
+class ProceduralRetriever:
+    def __init__(self, repo: MemoryRepo, llm: ChatModel | None, prompts: PromptLibrary, config: ProceduralConfig,
+                 retrieval: RetrievalConfig) -> None:
+        self.repo, self.llm, self.prompts, self.config, self.retrieval = repo, llm, prompts, config, retrieval
+
+    async def retrieve(self, query: str, task_name: str, *, top_k: int = 5, rerank: bool | None = None,
+                       rewrite: bool | None = None) -> RetrieveResult:
+        usage = Usage()
+        rerank = self.config.rerank if rerank is None else rerank
+        rewrite = self.config.rewrite if rewrite is None else rewrite
+        (vector,) = await self.repo.embedder.embed([query])
+        hits = await fused_search(self.repo.store, self.repo.collection, query, vector, task_filter(task_name),
+                                  max(self.config.candidates, top_k), self.retrieval)
+        nodes = [h.node for h in hits]
+        scores = {h.node.memory_id: h.similarity for h in hits}
+        if rerank and self.llm is not None and nodes:
+            listed = [{"index": i, "when_to_use": n.when_to_use, "content": n.content} for i, n in enumerate(nodes)]
+            ranking = await self.llm.structured(
+                self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k), Ranking,
+                usage=usage)
+            order = list(dict.fromkeys(i for i in ranking.ranking if 0 <= i < len(nodes)))
+            nodes = [nodes[i] for i in order]
+        memories = [RetrievedMemory(node=n, score=scores[n.memory_id], rank=i + 1) for i, n in enumerate(nodes[:top_k])]
+        text = render_experiences(memories)
+        if rewrite and self.llm is not None and memories:
+            advice = await self.llm.structured(
+                self.prompts.messages("procedural/rewrite", query=query, experiences=[
+                    {"when_to_use": m.node.when_to_use, "content": m.node.content} for m in memories]),
+                Advice, usage=usage)
+            text = advice.advice.strip()
+        return RetrieveResult(memories=memories, text=text, queries=[query], usage=usage)
+
+
+def render_experiences(memories: Sequence[RetrievedMemory]) -> str:
+    """`Experience N:` then `  When: <when_to_use>` and `  What: <content>`, best first."""
+    lines: list[str] = []
+    for m in memories:
+        lines += [f"Experience {m.rank}:", f"  When: {m.node.when_to_use}", f"  What: {m.node.content}"]
+    return "\n".join(lines)
+
+
+def counted(node: MemoryNode, success: bool) -> MemoryNode:
+    """The node after one more use (and one more success when `success`)."""
+    meta = dict(node.metadata)
+    meta["freq"] = int(meta.get("freq") or 0) + 1
+    meta["utility"] = int(meta.get("utility") or 0) + (1 if success else 0)
+    return node.model_copy(update={"metadata": meta, "time_modified": utcnow()})
+
+
+def prune_filter(task_name: str, min_freq: int) -> Filter:
+    return task_filter(task_name, Range(field="metadata.freq", gte=min_freq))
+
+
+def failing(node: MemoryNode, min_freq: int, min_utility_ratio: float) -> bool:
+    freq = int(node.metadata.get("freq") or 0)
+    return freq >= min_freq and int(node.metadata.get("utility") or 0) / freq < min_utility_ratio
+
+
+# -- the original ReMe's JSONL pools -----------------------------------------------------------
+_KNOWN = {"memory_id", "memory_type", "when_to_use", "content", "score", "time_created", "time_modified", "author",
+          "metadata"}
+
+
+def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
+    """Memories of a pool in the original ReMe's JSONL format, as procedural memories of
+    `task_name`. Fields ReMe has no place for (`workspace_id`, ...) go to metadata under their
+    own names (prefixed `original_` if metadata already has the key); every line is validated
+    before any is returned."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {p}: {exc.strerror or exc}") from None
+    nodes: list[MemoryNode] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+            if row.get("memory_type", "procedural") not in ("procedural", "task"):
+                raise ValueError(f"memory_type {row.get('memory_type')!r} is not a task memory")
+            meta = dict(row.get("metadata") or {})
+            for key, value in row.items():
+                if key not in _KNOWN:
+                    meta[key if key not in meta else f"original_{key}"] = value
+            category = meta.get("category")
+            nodes.append(MemoryNode(
+                memory_id=str(row["memory_id"]), memory_type=MemoryType.PROCEDURAL, memory_target=task_name,
+                when_to_use=row.get("when_to_use") or meta.get("when_to_use") or "", content=row["content"],
+                score=float(row.get("score") or 0.0), author=row.get("author") or "",
+                time_created=_time(row.get("time_created")), time_modified=_time(row.get("time_modified")),
+                message_time=_time(row.get("time_created")), tags=[category] if isinstance(category, str) else [],
+                metadata=meta))
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else (
+                f"missing field {exc}" if isinstance(exc, KeyError) else str(exc))
+            raise InvalidInputError(f"{p} line {number}: {detail}; nothing was imported") from None
+    return nodes
+
+
+def _time(value: Any) -> datetime:
+    if not value:
+        return utcnow()
+    return as_aware(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+
