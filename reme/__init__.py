@@ -1,12 +1,13 @@
 """ReMe: typed long-term memory for AI agents."""
 
-from reme.config import EmbeddingConfig, LLMConfig, PromptsConfig, ReMeConfig, RetrievalConfig, VectorStoreConfig
+from reme.config import (EmbeddingConfig, LLMConfig, ProceduralConfig, PromptsConfig, ReMeConfig, RetrievalConfig,
+                         ToolConfig, VectorStoreConfig)
 from reme.errors import (CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError, InvalidFilterError,
                          InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError, NotFoundError, PromptError,
                          ReMeError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe, ReMeSync
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
-                         SearchResult, SummaryResult, TimeWindow, Usage)
+                         SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
 from reme.store import filters
 
 __version__ = "0.1.0"
@@ -14,8 +15,8 @@ __version__ = "0.1.0"
 __all__ = [
     "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
     "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
-    "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError", "PromptError",
-    "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync", "RetrievalConfig", "RetrievedMemory",
-    "RetrieveResult", "SearchResult", "StoreError", "StoreLockedError", "SummaryResult", "TimeWindow", "Usage",
+    "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
+    "ProceduralConfig", "PromptError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync", "RetrievalConfig", "RetrievedMemory",
+    "RetrieveResult", "SearchResult", "StoreError", "StoreLockedError", "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage",
     "VectorSizeError", "VectorStoreConfig", "filters",
 ]

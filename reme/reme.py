@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence, TypeVar
@@ -81,6 +82,14 @@ class Scope:
 
     def holds(self, node: MemoryNode) -> bool:
         return node.memory_target == self.name and node.memory_type in SCOPE_TYPES[self.kind]
+
+
+def _canonical_id(memory_id: Any) -> str:
+    """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory."""
+    try:
+        return str(uuid.UUID(str(memory_id)))
+    except ValueError:
+        return str(memory_id)
 
 
 def _memory_type(value: MemoryType | str) -> MemoryType:
@@ -273,7 +282,7 @@ class ReMe:
                          tool_name: str | None = None) -> MemoryNode:
         """One memory by id; with a scope, a memory of another target counts as not found."""
         scope = Scope.of(user_name, task_name, tool_name)
-        result = await self.store.get(self.collection, [str(memory_id)])
+        result = await self.store.get(self.collection, [_canonical_id(memory_id)])
         if not result.found or (scope is not None and not scope.holds(result.found[0].node)):
             raise MemoryNotFoundError(str(memory_id))
         return result.found[0].node
@@ -340,7 +349,7 @@ class ReMe:
 
     async def history(self, memory_id: str) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first: what each UPDATE replaced and what a DELETE removed."""
-        return await self.repo.history(str(memory_id))
+        return await self.repo.history(_canonical_id(memory_id))
 
     # -- pipelines -------------------------------------------------------------------------------
     async def summarize_memory(self, messages: MessagesSpec | None = None, *,
