@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--embedding-model", help="embedding model name or path")
     common.add_argument("--json", action="store_true", help="print JSON")
 
-    parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.")
+    parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
+                                     epilog="reme bench locomo [options]: the LoCoMo benchmark, from a source checkout")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("add", parents=[common], help="store a memory")
