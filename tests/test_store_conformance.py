@@ -310,3 +310,21 @@ async def test_edge_counts_unindexed_vectors_and_builds_the_index_on_close(tmp_p
     assert reopened.unindexed("mem") == 0
     assert (await reopened.count("mem")) == n
     await reopened.close()
+
+
+@pytest.mark.parametrize("mode", ["dense", "keyword"])
+async def test_equal_scores_are_ordered_by_id_across_stores(tmp_path: Path, mode: str) -> None:
+    # The same points, written in two different orders and batchings, give the same top k.
+    nodes = [node("alpha beta", memory_id=f"00000000-0000-0000-0000-{i:012d}") for i in range(60)]
+    vector = HashEmbedder(dim=DIM).embed_one("alpha beta")
+    tops = []
+    for order, path in ((nodes, tmp_path / "a"), (nodes[::-1], tmp_path / "b")):
+        s = make_store("edge", path)
+        await s.create_collection("mem", DIM)
+        for start in range(0, 60, 7):
+            await s.upsert("mem", [VectorRecord(node=n, vector=vector) for n in order[start:start + 7]])
+        hits = await s.search("mem", vector=vector if mode == "dense" else None, text="alpha beta", mode=mode,
+                              limit=5)
+        tops.append([h.node.memory_id for h in hits])
+        await s.close()
+    assert tops[0] == tops[1] == [n.memory_id for n in nodes[:5]]

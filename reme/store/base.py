@@ -60,6 +60,10 @@ class SparseTerms(NamedTuple):
     values: list[float]
 
 
+MAX_TIE_FETCH = 4096
+"""How far a search widens its request to order a group of equal scores by id."""
+
+
 def to_payload(node: MemoryNode) -> dict[str, Any]:
     payload = node.model_dump(mode="json")
     payload["content_hash"] = node.content_hash
@@ -277,9 +281,19 @@ class VectorStore(ABC):
                 if mode == "keyword":
                     return []
                 mode, terms = "dense", None
-        hits = await self._query(name, mode, dense, terms, flt, limit, score_threshold, max(4 * limit, 40))
+        # Equal scores come back in an order that depends on the engine's segment layout, which
+        # differs between two stores holding the same points. Ask for a margin, order ties by id,
+        # and widen the request while a tie reaches past what was fetched: the top `limit` is then
+        # the same for the same points, run after run.
+        want = limit + 16
+        while True:
+            hits = await self._query(name, mode, dense, terms, flt, want, score_threshold, max(4 * want, 40))
+            hits = sorted(hits, key=lambda h: (-h[1], str(h[0].get("memory_id", ""))))
+            if len(hits) < want or hits[limit - 1][1] != hits[-1][1] or want >= MAX_TIE_FETCH:
+                break
+            want *= 4
         return [SearchResult(node=from_payload(payload), similarity=score, rank=i + 1)
-                for i, (payload, score) in enumerate(hits)]
+                for i, (payload, score) in enumerate(hits[:limit])]
 
     async def list(self, name: str, *, flt: Filter | None = None, sort_key: str | None = None,
                    direction: Direction = "desc", limit: int = 100, cursor: str | None = None) -> MemoryPage:
