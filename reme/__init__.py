@@ -16,7 +16,8 @@ __all__ = [
     "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
     "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
-    "ProceduralConfig", "PromptError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync", "RetrievalConfig", "RetrievedMemory",
-    "RetrieveResult", "SearchResult", "StoreError", "StoreLockedError", "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage",
-    "VectorSizeError", "VectorStoreConfig", "filters",
+    "ProceduralConfig", "PromptError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync",
+    "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "SearchResult", "StoreError", "StoreLockedError",
+    "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage", "VectorSizeError",
+    "VectorStoreConfig", "filters",
 ]

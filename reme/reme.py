@@ -19,8 +19,8 @@ from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
-from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.memory.repo import Change, MemoryRepo
+from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory, utcnow)
@@ -112,7 +112,8 @@ class ReMe:
 
     def __init__(self, config: ReMeConfig | None = None, *, working_dir: str | Path | None = None,
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
-                 retrieval: Any = None, procedural: Any = None, tool: Any = None, config_file: str | Path | None = None, embedder: Embedder | None = None,
+                 retrieval: Any = None, procedural: Any = None, tool: Any = None,
+                 config_file: str | Path | None = None, embedder: Embedder | None = None,
                  store: VectorStore | None = None, chat_model: ChatModel | None = None) -> None:
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
                                                 embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval,
@@ -122,7 +123,7 @@ class ReMe:
         self._repo: MemoryRepo | None = None
         self._llm: ChatModel | None = chat_model
         # Components passed in belong to the caller (they may be shared): close() leaves them open.
-        self._owns_embedder, self._owns_llm = embedder is None, chat_model is None
+        self._owns_store, self._owns_embedder, self._owns_llm = store is None, embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
 
@@ -168,6 +169,9 @@ class ReMe:
         except BaseException:
             await self._store.close()
             self._store = None
+            if self._llm is not None and self._owns_llm:
+                await self._llm.close()
+                self._llm = None
             raise
         self._opened = True
         return self
@@ -176,6 +180,8 @@ class ReMe:
         """Release the store (and its directory lock). Writes were already durable."""
         if self._store is not None:
             await self._store.close()
+            if self._owns_store:
+                self._store = None
         if self._embedder is not None and self._owns_embedder:
             await self._embedder.close()
             self._embedder = None

@@ -330,8 +330,8 @@ async def test_recency_and_importance_weights_break_ties(make_reme: Callable[...
         high = await reme.add_memory("Alice likes green tea a lot", user_name="alice", score=1.0)
         ctx = await reme.retrieve_memory("Alice likes green tea", user_name="alice")
         assert [m.node.memory_id for m in ctx.memories] == [high.memory_id, low.memory_id]
-    async with make_reme(llm={}, retrieval={"recency_weight": 5.0, "importance_weight": 0.0,
-                                            "half_life_days": 1}, working_dir=Path(str(reme.config.working_dir)) / "r") as reme2:
+    async with make_reme(llm={}, retrieval={"recency_weight": 5.0, "importance_weight": 0.0, "half_life_days": 1},
+                         working_dir=Path(str(reme.config.working_dir)) / "r") as reme2:
         old = await reme2.add_memory("Alice likes green tea", user_name="alice",
                                      message_time=datetime(2020, 1, 1))
         new = await reme2.add_memory("Alice likes green tea a lot", user_name="alice")

@@ -16,7 +16,6 @@ SAMPLES: dict[str, Any] = {
     "conversation": "[0] [2024-05-03 10:00] Alice: I moved to Berlin last week",
     "today": "2024-05-03",
     "existing": [{"id": 0, "content": "Alice lives in Paris", "time": "2023-01-10"}],
-    "candidates": [{"index": 0, "content": "Alice moved to Berlin", "time": "2024-04-26"}],
     "query": "Where does Alice live?",
     "max_queries": 3,
     "task": "Alice asks: rate all liked songs 5 stars",
@@ -69,7 +68,8 @@ def test_override_folder_replaces_a_template_by_name(tmp_path: Path) -> None:
     (tmp_path / "personal").mkdir()
     (tmp_path / "personal" / "rewrite.en.jinja").write_text("Custom for {{ user_name }}: {{ query }}")
     library = PromptLibrary("en", tmp_path)
-    assert library.render("personal/rewrite", query="q?", user_name="Bob", today="x", max_queries=1) == "Custom for Bob: q?"
+    text = library.render("personal/rewrite", query="q?", user_name="Bob", today="x", max_queries=1)
+    assert text == "Custom for Bob: q?"
     # templates it does not override still come from the built-in folder
     assert "JSON" in library.render("personal/extract", user_name="Bob", conversation="c", today="2024-01-01")
 

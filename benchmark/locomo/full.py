@@ -163,7 +163,8 @@ def report(args: argparse.Namespace, convs: list[Conversation], data: Path, sett
         "tokens": {"ingest": {k: sum(u[k] for u in ingest) for k in ("calls", "prompt_tokens", "completion_tokens",
                                                                      "total_tokens")},
                    "retrieve": tokens("retrieve"), "answer": tokens("answer"), "judge": tokens("judge"),
-                   "per_question_p50": percentile(per_question, 0.5), "per_question_p95": percentile(per_question, 0.95)},
+                   "per_question_p50": percentile(per_question, 0.5),
+                   "per_question_p95": percentile(per_question, 0.95)},
         "latency_ms": {"retrieve_p50": percentile(retrieve_ms, 0.5), "retrieve_p95": percentile(retrieve_ms, 0.95),
                        "answer_p50": percentile(answer_ms, 0.5), "answer_p95": percentile(answer_ms, 0.95)},
     }
