@@ -13,10 +13,10 @@ import json
 import logging
 import re
 import time
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Annotated, Any, Mapping, Sequence, TypeVar
 
 import openai
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 from tenacity import (AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential,
                       wait_random)
 
@@ -29,6 +29,13 @@ M = TypeVar("M", bound=BaseModel)
 
 MAX_RETRY_AFTER = 60.0
 """The longest a `Retry-After` header may make us wait; a longer one is capped, not obeyed."""
+
+# Lenient field types for reply models: models write null where a default was meant.
+Fraction = Annotated[float, BeforeValidator(lambda v: 0.5 if v is None else min(max(float(v), 0.0), 1.0))]
+"""A 0-1 number: null means 0.5, anything outside is clamped."""
+Note = Annotated[str, BeforeValidator(lambda v: "" if v is None else v)]
+"""Free text where null means empty."""
+IntList = Annotated[list[int], BeforeValidator(lambda v: [] if v is None else v)]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 

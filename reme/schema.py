@@ -9,9 +9,9 @@ import unicodedata
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Iterator, Literal
+from typing import Annotated, Any, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 MAX_CONTENT_CHARS = 100_000
 """Longest `content` or `when_to_use` accepted; a whole conversation fits, a 1 MB blob does not."""
@@ -70,6 +70,24 @@ def _check_json_safe(value: Any, path: str, depth: int = 0) -> None:
     raise ValueError(f"metadata value at {path} has type {type(value).__name__}; only JSON values are allowed")
 
 
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    _check_json_safe(value, "metadata")
+    return value
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(as_aware)]
+"""A datetime with a timezone: naive ones are taken as UTC."""
+FiniteFloat = Annotated[float, AfterValidator(_finite)]
+JsonMetadata = Annotated[dict[str, Any], AfterValidator(_json_safe)]
+"""JSON values only (no NaN), nested at most 8 deep, keys without '.'."""
+
+
 class MemoryNode(BaseModel):
     """One memory. `memory_id` is a UUID that stays the same across updates.
 
@@ -83,14 +101,14 @@ class MemoryNode(BaseModel):
     memory_target: str
     when_to_use: str = ""
     content: str
-    message_time: datetime = Field(default_factory=utcnow)
-    time_created: datetime = Field(default_factory=utcnow)
-    time_modified: datetime = Field(default_factory=utcnow)
+    message_time: AwareDatetime = Field(default_factory=utcnow)
+    time_created: AwareDatetime = Field(default_factory=utcnow)
+    time_modified: AwareDatetime = Field(default_factory=utcnow)
     author: str = ""
-    score: float = 0.0
+    score: FiniteFloat = 0.0
     tags: list[str] = Field(default_factory=list)
     ref_ids: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonMetadata = Field(default_factory=dict)
     version: int = Field(default=1, ge=1)
 
     @field_validator("memory_id")
@@ -129,18 +147,6 @@ class MemoryNode(BaseModel):
             raise ValueError(f"when_to_use is longer than {MAX_CONTENT_CHARS} characters")
         return value
 
-    @field_validator("message_time", "time_created", "time_modified")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        return as_aware(value)
-
-    @field_validator("score")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("score must be a finite number")
-        return value
-
     @field_validator("tags", "ref_ids")
     @classmethod
     def _strings(cls, value: list[str]) -> list[str]:
@@ -152,12 +158,6 @@ class MemoryNode(BaseModel):
             if item not in out:
                 out.append(item)
         return out
-
-    @field_validator("metadata")
-    @classmethod
-    def _json_safe(cls, value: dict[str, Any]) -> dict[str, Any]:
-        _check_json_safe(value, "metadata")
-        return value
 
     @property
     def retrieval_text(self) -> str:
@@ -211,7 +211,7 @@ class Message(BaseModel):
     role: str = "user"
     content: str
     name: str | None = None
-    time: datetime | None = None
+    time: AwareDatetime | None = None
     id: str | None = None
 
     @field_validator("content", mode="before")
@@ -221,11 +221,6 @@ class Message(BaseModel):
         if isinstance(value, list):
             return "\n".join(p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text")
         return "" if value is None else value
-
-    @field_validator("time")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else as_aware(value)
 
 
 class Usage(BaseModel):
@@ -277,13 +272,8 @@ class SummaryResult(BaseModel):
 class TimeWindow(BaseModel):
     """An inclusive range of `message_time`; either end may be open."""
 
-    start: datetime | None = None
-    end: datetime | None = None
-
-    @field_validator("start", "end")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else as_aware(value)
+    start: AwareDatetime | None = None
+    end: AwareDatetime | None = None
 
 
 class RetrievedMemory(BaseModel):
@@ -314,22 +304,9 @@ class Trajectory(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     messages: list[Message]
-    score: float
+    score: FiniteFloat
     query: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("score")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("score must be a finite number")
-        return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _json_safe(cls, value: dict[str, Any]) -> dict[str, Any]:
-        _check_json_safe(value, "metadata")
-        return value
+    metadata: JsonMetadata = Field(default_factory=dict)
 
     @property
     def task(self) -> str:
@@ -345,9 +322,9 @@ class ToolCallRecord(BaseModel):
     input: dict[str, Any] | str = Field(default_factory=dict)
     output: str = ""
     success: bool = True
-    time_cost: float = Field(default=0.0, ge=0)
+    time_cost: FiniteFloat = Field(default=0.0, ge=0)
     token_cost: int = Field(default=0, ge=0)
-    create_time: datetime = Field(default_factory=utcnow)
+    create_time: AwareDatetime = Field(default_factory=utcnow)
     error: str = ""
 
     @field_validator("tool_name")
@@ -356,16 +333,4 @@ class ToolCallRecord(BaseModel):
         value = value.strip()
         if not value:
             raise ValueError("tool_name must not be empty")
-        return value
-
-    @field_validator("create_time")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        return as_aware(value)
-
-    @field_validator("time_cost")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("time_cost must be a finite number")
         return value

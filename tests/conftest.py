@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import pytest
 
@@ -13,6 +13,8 @@ from reme.embedding import HashEmbedder
 from reme.store import VectorStore
 from reme.store.edge import EdgeStore
 from reme.store.qdrant import QdrantStore
+
+from openai_server import OpenAITestServer
 
 DIM = 64
 BACKENDS = ["edge", "qdrant"]
@@ -54,4 +56,31 @@ def reme_factory(tmp_path: Path) -> Callable[..., ReMe]:
 @pytest.fixture
 async def reme(reme_factory: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
     async with reme_factory() as r:
+        yield r
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAITestServer]:
+    """The scripted OpenAI-compatible server on 127.0.0.1 (see openai_server.py)."""
+    with OpenAITestServer() as s:
+        yield s
+
+
+@pytest.fixture
+def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
+    """A ReMe whose LLM is the scripted server (pass llm={} for none)."""
+    def make(**kwargs: Any) -> ReMe:
+        kwargs.setdefault("working_dir", tmp_path / "wd")
+        kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
+        kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "test-model",
+                                  "max_retries": 2, "timeout": 5})
+        return ReMe(**kwargs)
+
+    return make
+
+
+@pytest.fixture
+async def llm_reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
+    async with make_reme() as r:
+        r.llm._wait = lambda state: 0.01  # type: ignore[union-attr,method-assign]  # keep retry tests fast
         yield r

@@ -7,7 +7,7 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -33,28 +33,8 @@ def decisions(*items: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server() -> Iterator[OpenAITestServer]:
-    with OpenAITestServer() as s:
-        yield s
-
-
-@pytest.fixture
-def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
-    def make(**kwargs: Any) -> ReMe:
-        kwargs.setdefault("working_dir", tmp_path / "wd")
-        kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
-        kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "test-model",
-                                  "max_retries": 2, "timeout": 5})
-        return ReMe(**kwargs)
-
-    return make
-
-
-@pytest.fixture
-async def reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
-    async with make_reme() as r:
-        r.llm._wait = lambda state: 0.01  # type: ignore[union-attr,method-assign]  # keep retry tests fast
-        yield r
+def reme(llm_reme: ReMe) -> ReMe:
+    return llm_reme
 
 
 CHAT = [

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -17,7 +17,6 @@ from reme import InvalidInputError, LLMError, MemoryNotFoundError, ReMe
 from reme.errors import LLMOutputError
 from reme.schema import ToolCallRecord, Trajectory
 
-from conftest import DIM
 from openai_server import OpenAITestServer, prompt_of
 
 POOLS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "task_memory"
@@ -31,27 +30,8 @@ def lessons(*items: tuple[str, str]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server() -> Iterator[OpenAITestServer]:
-    with OpenAITestServer() as s:
-        yield s
-
-
-@pytest.fixture
-def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
-    def make(**kwargs: Any) -> ReMe:
-        kwargs.setdefault("working_dir", tmp_path / "wd")
-        kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
-        kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 1})
-        return ReMe(**kwargs)
-
-    return make
-
-
-@pytest.fixture
-async def reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
-    async with make_reme() as r:
-        r.llm._wait = lambda state: 0.01  # type: ignore[union-attr,method-assign]
-        yield r
+def reme(llm_reme: ReMe) -> ReMe:
+    return llm_reme
 
 
 def run(task: str, steps: list[str], score: float) -> Trajectory:

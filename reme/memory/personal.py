@@ -28,13 +28,13 @@ from pydantic import BaseModel, Field, field_validator
 
 from reme.config import RetrievalConfig
 from reme.errors import InvalidInputError
-from reme.llm import ChatModel
-from reme.memory.repo import Change, MemoryRepo
+from reme.llm import ChatModel, Fraction, IntList, Note
+from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, Usage, as_aware, normalize_text, utcnow)
-from reme.store.filters import And, Eq, Filter
+from reme.store.filters import Filter
 
 log = logging.getLogger("reme.personal")
 
@@ -49,18 +49,8 @@ class ExtractedMemory(BaseModel):
     content: str
     kind: str = "fact"
     time: str | None = None
-    sources: list[int] = Field(default_factory=list)
-    importance: float = Field(default=0.5)
-
-    @field_validator("sources", mode="before")
-    @classmethod
-    def _ints(cls, value: Any) -> Any:
-        return [] if value is None else value
-
-    @field_validator("importance", mode="before")
-    @classmethod
-    def _clamp(cls, value: Any) -> Any:
-        return 0.5 if value is None else min(max(float(value), 0.0), 1.0)
+    sources: IntList = Field(default_factory=list)
+    importance: Fraction = 0.5
 
 
 class Extraction(BaseModel):
@@ -72,17 +62,12 @@ class Decision(BaseModel):
     action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     id: int | None = None
     text: str | None = None
-    reason: str = ""
+    reason: Note = ""
 
     @field_validator("action", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, value: Any) -> Any:
-        return "" if value is None else value
 
 
 class Decisions(BaseModel):
@@ -326,11 +311,7 @@ class PersonalSummarizer:
 
 
 def user_filter(user_name: str, extra: Filter | None = None) -> Filter:
-    parts: list[Filter] = [Eq(field="memory_target", value=user_name),
-                           Eq(field="memory_type", value=MemoryType.PERSONAL.value)]
-    if extra is not None:
-        parts.append(extra)
-    return And(filters=parts)
+    return target_filter(user_name, MemoryType.PERSONAL, extra)
 
 
 # -- retriever -----------------------------------------------------------------------------------

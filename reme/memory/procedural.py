@@ -30,17 +30,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from reme.config import ProceduralConfig, RetrievalConfig
 from reme.errors import InvalidInputError
-from reme.llm import ChatModel
-from reme.memory.repo import Change, MemoryRepo
+from reme.llm import ChatModel, Fraction, Note
+from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import fused_search
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
                          Trajectory, Usage, as_aware, utcnow)
-from reme.store.filters import And, Eq, Filter, Range
+from reme.store.filters import Filter, Range
 
 log = logging.getLogger("reme.procedural")
 
@@ -53,12 +53,7 @@ CATEGORIES = ("success", "failure", "comparative")
 class Lesson(BaseModel):
     when_to_use: str
     content: str
-    confidence: float = 0.5
-
-    @field_validator("confidence", mode="before")
-    @classmethod
-    def _clamp(cls, value: Any) -> Any:
-        return 0.5 if value is None else min(max(float(value), 0.0), 1.0)
+    confidence: Fraction = 0.5
 
 
 class Lessons(BaseModel):
@@ -68,12 +63,7 @@ class Lessons(BaseModel):
 class Rating(BaseModel):
     index: int
     score: float
-    reason: str = ""
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, value: Any) -> Any:
-        return "" if value is None else value
+    reason: Note = ""
 
 
 class Ratings(BaseModel):
@@ -113,11 +103,7 @@ def render_run(trajectory: Trajectory, limit: int = MAX_RUN_CHARS) -> str:
 
 
 def task_filter(task_name: str, extra: Filter | None = None) -> Filter:
-    parts: list[Filter] = [Eq(field="memory_target", value=task_name),
-                           Eq(field="memory_type", value=MemoryType.PROCEDURAL.value)]
-    if extra is not None:
-        parts.append(extra)
-    return And(filters=parts)
+    return target_filter(task_name, MemoryType.PROCEDURAL, extra)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

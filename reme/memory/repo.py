@@ -138,6 +138,14 @@ class MemoryRepo:
         return out
 
 
+def target_filter(target: str, memory_type: MemoryType, extra: Filter | None = None) -> Filter:
+    """Memories of one type of one target (ANDed with `extra`)."""
+    parts: list[Filter] = [Eq(field="memory_target", value=target), Eq(field="memory_type", value=memory_type.value)]
+    if extra is not None:
+        parts.append(extra)
+    return And(filters=parts)
+
+
 def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:
     """A copy of `old` for the versions collection: same type, target and text (so scope deletes
     and searches find it), with the whole node kept in metadata."""

@@ -22,11 +22,11 @@ from pydantic import BaseModel, Field, ValidationError
 from reme.config import ToolConfig
 from reme.errors import InvalidInputError
 from reme.llm import ChatModel
-from reme.memory.repo import Change, MemoryRepo
+from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
                          ToolCallRecord, Usage, utcnow)
-from reme.store.filters import And, Eq, Filter
+from reme.store.filters import Eq, Filter
 
 GUIDELINE_TAG = "guideline"
 MAX_FIELD_CHARS = 500
@@ -107,8 +107,7 @@ def to_records(items: Sequence[ToolCallRecord | dict[str, Any]], tool_name: str 
 
 
 def tool_filter(tool_name: str) -> Filter:
-    return And(filters=[Eq(field="memory_target", value=tool_name), Eq(field="memory_type", value="tool"),
-                        Eq(field="tags", value=GUIDELINE_TAG)])
+    return target_filter(tool_name, MemoryType.TOOL, Eq(field="tags", value=GUIDELINE_TAG))
 
 
 def _cut(value: Any) -> str:
