@@ -17,6 +17,9 @@ from reme.store.qdrant import QdrantStore
 from openai_server import OpenAITestServer
 
 DIM = 64
+SHARED_DATA = Path(os.environ.get("REME_SHARED_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+"""The project's shared data (LoCoMo dev split, task-memory pools): `../shared/data` beside the
+checkout, as CI has it, or `$REME_SHARED_DATA`."""
 BACKENDS = ["edge", "qdrant"]
 
 # No test reaches the network: the hub and telemetry are off for every child process too.
@@ -84,3 +87,11 @@ async def llm_reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
     async with make_reme() as r:
         r.llm._wait = lambda state: 0.01  # type: ignore[union-attr,method-assign]  # keep retry tests fast
         yield r
+
+
+def shared_data(relative: str) -> Path:
+    """A path under the shared data; a test that needs it fails (never skips) when it is missing."""
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.fail(f"{path} is missing: clone next to shared/ (as CI does) or set REME_SHARED_DATA")
+    return path

@@ -16,11 +16,18 @@ from benchmark.locomo.data import CATEGORIES, load, parse_date
 from benchmark.locomo.metrics import bleu1, evidence_scores, token_f1
 from benchmark.locomo.run import main
 
+from conftest import SHARED_DATA, shared_data
 from openai_server import OpenAITestServer, prompt_of
 
 ROOT = Path(__file__).resolve().parent.parent
-DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
-pytestmark = pytest.mark.skipif(not DEV.is_file(), reason="the LoCoMo dev split is not next to the checkout")
+
+
+@pytest.fixture(autouse=True)
+def _dev_split() -> None:
+    shared_data("locomo/locomo10_dev.json")
+
+
+DEV = SHARED_DATA / "locomo" / "locomo10_dev.json"
 
 
 def test_data_is_parsed_with_dates_captions_and_normalized_evidence() -> None:

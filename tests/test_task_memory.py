@@ -17,9 +17,10 @@ from reme import InvalidInputError, LLMError, MemoryNotFoundError, ReMe
 from reme.errors import LLMOutputError
 from reme.schema import ToolCallRecord, Trajectory
 
+from conftest import SHARED_DATA, shared_data
 from openai_server import OpenAITestServer, prompt_of
 
-POOLS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "task_memory"
+POOLS = SHARED_DATA / "task_memory"
 SUCCESS, FAILURE, COMPARE = "completed the task below successfully", "failed the task below", "Compare them"
 VALIDATE, RERANK, REWRITE, GUIDE = "Rate each candidate lesson", "Which of these stored experiences", \
     "Turn the relevant parts", "Write the usage guideline"
@@ -248,10 +249,9 @@ async def test_a_failed_guideline_call_writes_nothing(reme: ReMe, server: OpenAI
 
 
 # -- pools of the original ReMe ------------------------------------------------------------------
-@pytest.mark.skipif(not POOLS.is_dir(), reason="the task-memory pools are not next to the checkout")
 @pytest.mark.parametrize("pool,count", [("appworld_qwen3_8b.jsonl", 207), ("bfcl_qwen3_8b.jsonl", 96)])
 async def test_original_pools_import_with_every_field(make_reme: Callable[..., ReMe], pool: str, count: int) -> None:
-    rows = [json.loads(line) for line in (POOLS / pool).read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in shared_data(f"task_memory/{pool}").read_text().splitlines() if line.strip()]
     async with make_reme(llm={}) as reme:
         assert await reme.import_memory(POOLS / pool, format="reme-jsonl", task_name="bench") == count
         assert await reme.import_memory(POOLS / pool, format="reme-jsonl", task_name="bench") == 0
@@ -282,8 +282,8 @@ async def test_a_bad_pool_line_imports_nothing(make_reme: Callable[..., ReMe], t
             await reme.import_memory(pool, format="csv")
 
 
-@pytest.mark.skipif(not POOLS.is_dir(), reason="the task-memory pools are not next to the checkout")
 def test_cli_imports_a_pool(tmp_path: Path) -> None:
+    shared_data("task_memory/bfcl_qwen3_8b.jsonl")
     reme_bin = str(Path(sys.executable).parent / "reme")
     base = ["--working-dir", str(tmp_path / "wd"), "--embedding", "hash"]
     proc = subprocess.run([reme_bin, "import", str(POOLS / "bfcl_qwen3_8b.jsonl"), "--format", "reme-jsonl",
