@@ -239,7 +239,7 @@ def _bench(argv: list[str]) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        from benchmark.locomo.run import main as locomo_main  # type: ignore[import-not-found]
+        from benchmark.locomo.run import main as locomo_main
     except ImportError:
         print("reme bench: the benchmarks live in the source checkout; run this from its root", file=sys.stderr)
         return EXIT_CONFIG

@@ -159,9 +159,10 @@ class ChatModel:
                 usage.prompt_tokens += response.usage.prompt_tokens or 0
                 usage.completion_tokens += response.usage.completion_tokens or 0
                 usage.total_tokens += response.usage.total_tokens or 0
-        if not response.choices or response.choices[0].message.content is None:
+        content = response.choices[0].message.content if response.choices else None
+        if not isinstance(content, str):
             raise LLMError(f"{self.model} returned no message content")
-        return response.choices[0].message.content
+        return content
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
         async for attempt in AsyncRetrying(stop=stop_after_attempt(self.config.max_retries + 1), wait=self._wait,

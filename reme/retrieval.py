@@ -65,7 +65,7 @@ async def fused_search(store: VectorStore, collection: str, query: str, vector: 
 def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime) -> float:
     """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance)`."""
     age_days = max((now - node.message_time).total_seconds() / 86400.0, 0.0)
-    recency = 0.5 ** (age_days / config.half_life_days)
+    recency: float = 0.5 ** (age_days / config.half_life_days)
     importance = min(max(node.score, 0.0), 1.0)
     return score * (1.0 + config.recency_weight * recency + config.importance_weight * importance)
 

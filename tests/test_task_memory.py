@@ -121,6 +121,18 @@ async def test_any_failed_call_writes_nothing(reme: ReMe, server: OpenAITestServ
     assert await reme.count_memory() == 0
 
 
+async def test_a_very_long_run_is_cut_in_the_middle_and_still_stored(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(SUCCESS, lessons(("When rating songs", "Use review_song")))
+    server.script(VALIDATE, {"results": []})
+    long_run = run("Rate all liked songs", [f"step {i}: " + "x" * 1000 for i in range(300)], 1.0)
+    result = await reme.summarize_memory(trajectories=[long_run], task_name="appworld")
+    (history,) = result.history
+    assert len(history.content) <= 100_000 and "characters left out" in history.content
+    assert history.content.startswith("[0] user: Rate all liked songs") and history.content.endswith("x" * 50)
+    prompt = prompt_of(server.chat_requests[0])
+    assert len(prompt) < 30_000 and "step 299" in prompt
+
+
 async def test_bad_trajectories_are_rejected(reme: ReMe, server: OpenAITestServer) -> None:
     for bad in ([], [{"messages": [], "score": 1.0}], [{"messages": [{"role": "user", "content": "x"}]}],
                 [{"messages": [{"role": "user", "content": "x"}], "score": float("nan")}]):

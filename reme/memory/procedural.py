@@ -98,7 +98,7 @@ def render_run(trajectory: Trajectory, limit: int = MAX_RUN_CHARS) -> str:
     text = "\n".join(lines)
     if len(text) <= limit:
         return text
-    half = limit // 2
+    half = (limit - 64) // 2  # room for the marker line
     return f"{text[:half]}\n... ({len(text) - 2 * half} characters left out) ...\n{text[-half:]}"
 
 
