@@ -87,6 +87,12 @@ def extract_json(text: str) -> str:
     return text[start:end + 1] if end > start else text[start:]
 
 
+def _wrap(data: Any, model: type[BaseModel]) -> Any:
+    """A bare list where the model has a single field: models often drop the one-key wrapper."""
+    fields = list(model.model_fields)
+    return {fields[0]: data} if isinstance(data, list) and len(fields) == 1 else data
+
+
 def _describe(exc: ValidationError | ValueError) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors())
@@ -191,7 +197,7 @@ class ChatModel:
         for attempt in range(2):
             raw = await self.chat(history, usage=usage, json_mode=True)
             try:
-                return response_model.model_validate(json.loads(extract_json(raw)))
+                return response_model.model_validate(_wrap(json.loads(extract_json(raw)), response_model))
             except (ValidationError, ValueError) as exc:
                 error = _describe(exc)
                 log.info("%s reply did not validate as %s (attempt %d): %s", self.model, response_model.__name__,

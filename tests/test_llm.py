@@ -62,6 +62,15 @@ async def test_json_is_found_in_fenced_or_chatty_replies(server: OpenAITestServe
     assert await make(server).structured(ASK, Answer) == Answer(name="Bob", count=3)
 
 
+class Names(BaseModel):
+    names: list[str]
+
+
+async def test_a_bare_list_fills_a_single_field_model(server: OpenAITestServer) -> None:
+    server.script("apples", '["Bob", "Ann"]')
+    assert await make(server).structured(ASK, Names) == Names(names=["Bob", "Ann"])
+
+
 def test_extract_json_prefers_the_fence() -> None:
     assert extract_json('x {"a": 1} ```json\n{"b": 2}\n```') == '{"b": 2}'
     assert extract_json("[1, 2] tail") == "[1, 2]"
