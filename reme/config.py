@@ -182,7 +182,7 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    sections = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig,
+    sections: dict[str, type[BaseModel]] = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig,
                 "prompts": PromptsConfig, "retrieval": RetrievalConfig, "procedural": ProceduralConfig,
                 "tool": ToolConfig}
     for key, value in env.items():

@@ -151,7 +151,7 @@ class LocalEmbedder(BaseEmbedder):
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         except ImportError:
             raise ConfigError("the local embedder needs sentence-transformers: pip install 'reme[local]', "
                               "or set embedding.backend to openai or hash") from None
@@ -168,8 +168,10 @@ class LocalEmbedder(BaseEmbedder):
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         def run() -> list[list[float]]:
-            return self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                      convert_to_numpy=True, show_progress_bar=False).tolist()
+            vectors: list[list[float]] = self._model.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False).tolist()
+            return vectors
 
         try:
             return await asyncio.to_thread(run)

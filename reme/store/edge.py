@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -37,7 +38,8 @@ class _EdgeFilters(FilterTranslator[Any]):
     def match_value(self, key: str, value: str | int | bool) -> Any:
         # qdrant-edge-py 0.9 reads a Python bool as the integer 1/0 (bool subclasses int), which then
         # never matches a stored bool; numpy's bool reaches the engine as a bool.
-        return qe.FieldCondition(key, match=qe.MatchValue(numpy.bool_(value) if isinstance(value, bool) else value))
+        return qe.FieldCondition(key, match=qe.MatchValue(
+            numpy.bool_(value) if isinstance(value, bool) else value))  # type: ignore[arg-type]  # see above
 
     def match_any(self, key: str, values: list[Any]) -> Any:
         return qe.FieldCondition(key, match=qe.MatchAny(values))
@@ -163,7 +165,8 @@ class EdgeStore(VectorStore):
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
         points = [
             qe.Point(r.node.memory_id,
-                     {DENSE: r.vector, SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))},
+                     {DENSE: r.vector,  # type: ignore[dict-item]  # upsert checked it is present
+                      SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))},
                      to_payload(r.node))
             for r in records
         ]
@@ -180,10 +183,13 @@ class EdgeStore(VectorStore):
                          missing=[i for i in dict.fromkeys(wanted) if i not in by_id])
 
     async def _delete_ids(self, name: str, ids: list[str]) -> None:
-        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points(ids))
+        points: list[int | uuid.UUID | str] = list(ids)
+        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points(points))
 
     async def _delete_filter(self, name: str, flt: Filter) -> None:
-        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points_by_filter(_FILTERS.build(flt)))
+        edge_filter = _FILTERS.build(flt)
+        assert edge_filter is not None  # a filter was given
+        self._call("delete", self._shard(name).update, qe.UpdateOperation.delete_points_by_filter(edge_filter))
 
     async def count(self, name: str, flt: Filter | None = None) -> int:
         await self._require_dim(name)
@@ -197,7 +203,8 @@ class EdgeStore(VectorStore):
         sparse = qe.Query.Nearest(_sparse(terms), using=SPARSE) if terms is not None else None
         if mode == "hybrid":
             request = qe.QueryRequest(
-                limit=limit, query=qe.Fusion.Rrf(k=RRF_K), filter=edge_filter, score_threshold=score_threshold,
+                limit=limit, query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stubs lack Rrf
+                filter=edge_filter, score_threshold=score_threshold,
                 prefetches=[qe.Prefetch(limit=prefetch, query=dense, filter=edge_filter),
                             qe.Prefetch(limit=prefetch, query=sparse, filter=edge_filter)],
                 with_payload=True)

@@ -343,7 +343,7 @@ def parse_filter(spec: "Filter | Mapping[str, Any] | None") -> "Filter | None":
     `{"$or": [...]}`, `{"$not": {...}}`. Several keys are ANDed.
     """
     if spec is None or isinstance(spec, _Node):
-        return spec  # type: ignore[return-value]
+        return spec
     if not isinstance(spec, Mapping):
         raise InvalidFilterError(f"a filter is a dict or a filter model, not {type(spec).__name__}")
     try:

@@ -130,7 +130,9 @@ class QdrantStore(VectorStore):
         await self._call("delete", self._client.delete(name, models.PointIdsList(points=ids), wait=True))  # type: ignore[arg-type]
 
     async def _delete_filter(self, name: str, flt: Filter) -> None:
-        selector = models.FilterSelector(filter=_FILTERS.build(flt))
+        qdrant_filter = _FILTERS.build(flt)
+        assert qdrant_filter is not None  # a filter was given
+        selector = models.FilterSelector(filter=qdrant_filter)
         await self._call("delete", self._client.delete(name, selector, wait=True))
 
     async def count(self, name: str, flt: Filter | None = None) -> int:
