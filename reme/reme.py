@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from reme.config import ReMeConfig
 from reme.embedding import Embedder, create_embedder
-from reme.errors import ConfigError, ConflictError, InvalidInputError, MemoryNotFoundError, ReMeError
+from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
@@ -23,7 +23,7 @@ from reme.memory.repo import Change, MemoryRepo
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory, utcnow)
+                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
 from reme.store import VectorStore, open_store
 from reme.store.base import Direction, SearchMode
 from reme.store.filters import And, Eq, Filter, In, parse_filter
@@ -33,7 +33,6 @@ P = TypeVar("P")
 FilterSpec = Filter | Mapping[str, Any] | None
 MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
-UPDATE_ATTEMPTS = 3
 
 # A scope is the kind of target a caller names; each kind owns these memory types (the first is
 # what a search looks in when no memory_type is given).
@@ -238,23 +237,19 @@ class ReMe:
                                          ref_ids=ref_ids).items() if v is not None}
         if not changes:
             raise InvalidInputError("update_memory needs at least one field to change")
-        for attempt in range(UPDATE_ATTEMPTS):
-            old = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
-            data = old.model_dump()
-            data.update({k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
-                         for k, v in changes.items()})
-            data.update(version=old.version + 1, time_modified=utcnow())
+        scope = Scope.of(user_name, task_name, tool_name)
+        plain = {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
+                 for k, v in changes.items()}
+
+        def revise(old: MemoryNode) -> MemoryNode:
+            if scope is not None and not scope.holds(old):
+                raise MemoryNotFoundError(str(memory_id))
             try:
-                node = MemoryNode.model_validate(data)
+                return old.revised(**plain)
             except ValidationError as exc:
                 raise _invalid(exc) from None
-            try:
-                await self.repo.apply([Change(new=node, old=old, reason="update_memory")])
-                return node
-            except ConflictError:
-                if attempt == UPDATE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return await self.repo.modify(_canonical_id(memory_id), revise, reason="update_memory")
 
     async def delete_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None) -> None:
@@ -390,7 +385,8 @@ class ReMe:
                 raise InvalidInputError("summarize_memory needs at least one user_name")
             users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
             msgs = to_messages(list(messages))  # type: ignore[arg-type]
-            personal = PersonalSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib)
+            personal = PersonalSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib,
+                                          self.config.retrieval)
             return await self._summarize("user", users, lambda u: personal.plan(msgs, u, now), personal.commit)
         if user_name is not None:
             raise InvalidInputError("user_name goes with messages")
@@ -478,18 +474,8 @@ class ReMe:
         (`metadata.utility`). Typically called after an agent used retrieved lessons."""
         if isinstance(memory_ids, str):
             memory_ids = [memory_ids]
-        out = []
-        for memory_id in dict.fromkeys(str(m) for m in memory_ids):
-            for attempt in range(UPDATE_ATTEMPTS):
-                old = await self.get_memory(memory_id)
-                try:
-                    await self.repo.apply([Change(new=counted(old, bool(success)), old=old, keep_version=False)])
-                    break
-                except ConflictError:
-                    if attempt == UPDATE_ATTEMPTS - 1:
-                        raise
-            out.append(await self.get_memory(memory_id))
-        return out
+        return [await self.repo.modify(memory_id, lambda old: counted(old, bool(success)), keep_version=False)
+                for memory_id in dict.fromkeys(_canonical_id(m) for m in memory_ids)]
 
     async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:
         """Delete the task's lessons used at least `min_freq` times that succeeded in less than

@@ -37,6 +37,15 @@ class MemoryType(str, Enum):
     HISTORY = "history"
 
 
+def parse_iso(text: str | datetime | None) -> datetime:
+    """An ISO 8601 date or datetime (a trailing Z, or no offset, means UTC); ValueError otherwise."""
+    if isinstance(text, datetime):
+        return as_aware(text)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("no time given")
+    return as_aware(datetime.fromisoformat(text.strip().replace("Z", "+00:00")))
+
+
 def normalize_text(text: str) -> str:
     """The form two texts are compared in for deduplication: NFKC, case-folded, single spaces."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
@@ -158,6 +167,12 @@ class MemoryNode(BaseModel):
             if item not in out:
                 out.append(item)
         return out
+
+    def revised(self, **changes: Any) -> "MemoryNode":
+        """This memory with `changes` applied (validated), `version` + 1 and `time_modified` now:
+        the one way a stored memory becomes its next version."""
+        return MemoryNode.model_validate({**self.model_dump(), **changes, "version": self.version + 1,
+                                          "time_modified": utcnow()})
 
     @property
     def retrieval_text(self) -> str:

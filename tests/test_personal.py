@@ -353,6 +353,28 @@ async def test_update_and_delete_memory_keep_versions_and_delete_all_wipes_them(
     assert len(await reme.history(other.memory_id)) == 1  # another user's versions stay
 
 
+async def test_concurrent_updates_of_one_memory_each_leave_a_version(reme: ReMe) -> None:
+    node = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    await asyncio.gather(*(reme.update_memory(node.memory_id, tags=[f"t{i}"]) for i in range(10)))
+    stored = await reme.get_memory(node.memory_id)
+    versions = await reme.history(node.memory_id)
+    assert stored.version == 11 and [v.node.version for v in versions] == list(range(1, 11))
+
+
+async def test_candidates_are_embedded_once(make_reme: Callable[..., ReMe], server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}, {"content": "Alice owns a cat"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}, {"candidate": 1, "action": "ADD"}))
+    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
+    async with make_reme(embedding=embedding) as reme:
+        await reme.add_memory("Alice lives in Paris", user_name="alice")
+        server.requests.clear()
+        await reme.summarize_memory(CHAT[:1], user_name="alice")
+    embedded = [t for r in server.requests if r["path"].endswith("/embeddings") for t in r["body"]["input"]]
+    # the history node, and each candidate once (searching for similar memories and storing share it)
+    assert sorted(embedded) == ["Alice moved to Berlin", "Alice owns a cat",
+                                "[2024-05-03 10:00] Alice: I moved to Berlin last week!"]
+
+
 async def test_sync_facade_summarizes_and_retrieves(tmp_path: Path, server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
     server.script(REWRITE, {"queries": ["Alice city"]})

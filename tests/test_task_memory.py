@@ -3,6 +3,7 @@ original ReMe's pools."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import subprocess
@@ -193,6 +194,13 @@ async def test_usage_counts_and_prune_removes_failing_lessons(reme: ReMe) -> Non
     assert await reme.count_memory(task_name="appworld", memory_type="procedural") == 2
     with pytest.raises(MemoryNotFoundError):
         await reme.record_usage(["00000000-0000-0000-0000-000000000000"], success=True)
+
+
+async def test_concurrent_usage_reports_are_all_counted(reme: ReMe) -> None:
+    good, _, _ = await stored_lessons(reme)
+    await asyncio.gather(*(reme.record_usage([good.memory_id], success=i % 2 == 0) for i in range(20)))
+    stored = await reme.get_memory(good.memory_id)
+    assert stored.metadata["freq"] == 20 and stored.metadata["utility"] == 10
 
 
 # -- tool memory ---------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, Usage, as_aware, normalize_text, utcnow)
+                         SummaryResult, TimeWindow, Usage, normalize_text, parse_iso, utcnow)
 from reme.store.filters import Filter
 
 log = logging.getLogger("reme.personal")
@@ -84,14 +84,7 @@ class QueryPlan(BaseModel):
     def _date(cls, value: Any) -> Any:
         if value in (None, "", "null", "None"):
             return None
-        return parse_time(str(value)).date() if isinstance(value, str) else value
-
-
-def parse_time(text: str | None) -> datetime:
-    """An ISO date or datetime from the model; raises ValueError for anything else."""
-    if not text:
-        raise ValueError("no time")
-    return as_aware(datetime.fromisoformat(text.strip().replace("Z", "+00:00")))
+        return parse_iso(str(value)).date() if isinstance(value, str) else value
 
 
 # -- the conversation ----------------------------------------------------------------------------
@@ -174,8 +167,8 @@ class Plan:
 
 
 class PersonalSummarizer:
-    def __init__(self, repo: MemoryRepo, llm: ChatModel, prompts: PromptLibrary) -> None:
-        self.repo, self.llm, self.prompts = repo, llm, prompts
+    def __init__(self, repo: MemoryRepo, llm: ChatModel, prompts: PromptLibrary, config: RetrievalConfig) -> None:
+        self.repo, self.llm, self.prompts, self.config = repo, llm, prompts, config
 
     async def plan(self, messages: list[Message], user_name: str, now: datetime | None = None) -> Plan:
         """The LLM calls of a summary; returns the writes to make, makes none."""
@@ -193,9 +186,10 @@ class PersonalSummarizer:
         candidates = self._candidates(extraction, transcript, history, user_name, now)
         if not candidates:
             return plan
-        existing = await self._similar(candidates, user_name)
+        vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
+        existing = await self._similar(candidates, vectors, user_name)
         if not existing:
-            plan.changes = [Change(new=c) for c in candidates]
+            plan.changes = [Change(new=c, vector=v) for c, v in zip(candidates, vectors)]
             return plan
         shown = [{"id": i, "content": n.content, "time": n.message_time.strftime("%Y-%m-%d")}
                  for i, n in enumerate(existing)]
@@ -204,7 +198,7 @@ class PersonalSummarizer:
         decisions = await self.llm.structured(
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
             Decisions, usage=plan.usage)
-        plan.changes = self._apply(decisions, candidates, existing, history, now)
+        plan.changes = self._decide(decisions, candidates, vectors, existing, history)
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -219,7 +213,7 @@ class PersonalSummarizer:
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             said = transcript.times[sources[-1]] if sources else transcript.times[-1]
             try:
-                when = parse_time(item.time)
+                when = parse_iso(item.time)
                 if len(item.time or "") <= 10 and when.date() == said.date():
                     when = said  # a bare date of the day it was said: the message's time is more precise
             except ValueError:
@@ -231,12 +225,12 @@ class PersonalSummarizer:
                                   metadata={"source_turns": sources, "said_at": said.isoformat()}))
         return out
 
-    async def _similar(self, candidates: list[MemoryNode], user_name: str) -> list[MemoryNode]:
-        vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
+    async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
+                       user_name: str) -> list[MemoryNode]:
+        """The user's stored memories most like the candidates, searched as the retriever searches."""
         flt = user_filter(user_name)
         lists = await asyncio.gather(*(
-            self.repo.store.search(self.repo.collection, vector=v, text=c.content, mode="hybrid", flt=flt,
-                                   limit=SIMILAR_PER_CANDIDATE)
+            fused_search(self.repo.store, self.repo.collection, c.content, v, flt, SIMILAR_PER_CANDIDATE, self.config)
             for c, v in zip(candidates, vectors)))
         found: dict[str, MemoryNode] = {}
         for results in lists:
@@ -245,8 +239,9 @@ class PersonalSummarizer:
         return list(found.values())[:MAX_SHOWN]
 
     @staticmethod
-    def _apply(decisions: Decisions, candidates: list[MemoryNode], existing: list[MemoryNode],
-               history: MemoryNode, now: datetime) -> list[Change]:
+    def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
+                existing: list[MemoryNode], history: MemoryNode) -> list[Change]:
+        """The writes the model's decisions call for; decisions naming what was not shown are dropped."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
@@ -260,7 +255,7 @@ class PersonalSummarizer:
                 decided.add(d.candidate)
                 if d.action == "ADD" and d.candidate not in added:
                     added.add(d.candidate)
-                    changes.append(Change(new=cand))
+                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
                 continue
             if d.id is None or not 0 <= d.id < len(existing):
                 log.warning("reconcile %s named memory id %s, not one of the %d shown; ignored",
@@ -279,18 +274,15 @@ class PersonalSummarizer:
             text = (d.text or "").strip() or cand.content
             if normalize_text(text) == normalize_text(old.content):
                 continue
-            meta = dict(old.metadata)
-            meta.update(source_turns=cand.metadata["source_turns"], said_at=cand.metadata["said_at"])
-            new = old.model_copy(update=dict(
-                content=text, message_time=cand.message_time, time_modified=now, version=old.version + 1,
-                score=max(old.score, cand.score), tags=list(dict.fromkeys(old.tags + cand.tags)),
-                ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id])), metadata=meta))
-            changes.append(Change(new=MemoryNode.model_validate(new.model_dump()), old=old,
-                                  reason=d.reason or f"updated by: {cand.content}"))
+            meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
+            new = old.revised(content=text, message_time=cand.message_time, score=max(old.score, cand.score),
+                              tags=list(dict.fromkeys(old.tags + cand.tags)),
+                              ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id])), metadata=meta)
+            changes.append(Change(new=new, old=old, reason=d.reason or f"updated by: {cand.content}"))
         for i, cand in enumerate(candidates):
             if i not in decided:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
-                changes.append(Change(new=cand))
+                changes.append(Change(new=cand, vector=vectors[i]))
         return changes
 
     async def commit(self, plan: Plan) -> SummaryResult:

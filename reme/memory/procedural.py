@@ -39,7 +39,7 @@ from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import fused_search
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
-                         Trajectory, Usage, as_aware, utcnow)
+                         Trajectory, Usage, parse_iso, utcnow)
 from reme.store.filters import Filter, Range
 
 log = logging.getLogger("reme.procedural")
@@ -116,8 +116,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 class Plan:
     task_name: str
     history: list[MemoryNode] = field(default_factory=list)
-    lessons: list[MemoryNode] = field(default_factory=list)
-    dropped: list[dict[str, Any]] = field(default_factory=list)
+    lessons: list[Change] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 
 
@@ -142,10 +141,10 @@ class ProceduralSummarizer:
                                            for kind, idx in jobs))
         candidates: list[MemoryNode] = []
         for (kind, idx), lessons in zip(jobs, extracted):
+            task = trajectories[idx[0]].task
             for lesson in lessons:
                 if not lesson.when_to_use.strip() or not lesson.content.strip():
                     continue
-                task = trajectories[idx[0]].task
                 candidates.append(MemoryNode(
                     memory_type=MemoryType.PROCEDURAL, memory_target=task_name,
                     when_to_use=lesson.when_to_use.strip()[:MAX_CONTENT_CHARS],
@@ -155,10 +154,9 @@ class ProceduralSummarizer:
                     metadata={"category": kind, "confidence": lesson.confidence, "utility": 0, "freq": 0,
                               "task_query": task[:2000]}))
         if candidates and self.config.validate_lessons:
-            candidates = await self._validate(candidates, task_name, plan)
+            candidates = await self._validate(candidates, task_name, plan.usage)
         if candidates:
-            candidates = await self._dedupe(candidates, task_name, plan)
-        plan.lessons = candidates
+            plan.lessons = await self._dedupe(candidates, task_name)
         return plan
 
     def _history_node(self, trajectory: Trajectory, task_name: str, now: datetime) -> MemoryNode:
@@ -179,12 +177,12 @@ class ProceduralSummarizer:
                                            usage=usage)
         return result.memories
 
-    async def _validate(self, candidates: list[MemoryNode], task_name: str, plan: Plan) -> list[MemoryNode]:
+    async def _validate(self, candidates: list[MemoryNode], task_name: str, usage: Usage) -> list[MemoryNode]:
         listed = [{"index": i, "category": c.metadata["category"], "when_to_use": c.when_to_use, "content": c.content}
                   for i, c in enumerate(candidates)]
         ratings = await self.llm.structured(
             self.prompts.messages("procedural/validate", task_name=task_name, candidates=listed), Ratings,
-            usage=plan.usage)
+            usage=usage)
         scores = {r.index: r for r in ratings.results if 0 <= r.index < len(candidates)}
         kept = []
         for i, cand in enumerate(candidates):
@@ -196,30 +194,30 @@ class ProceduralSummarizer:
                 cand.metadata = {**cand.metadata, "validation": round(float(rating.score), 4)}
                 kept.append(cand)
             else:
-                plan.dropped.append({"lesson": cand.when_to_use, "why": f"validation {rating.score}: {rating.reason}"})
+                log.info("lesson %r dropped by validation (%s): %s", cand.when_to_use, rating.score, rating.reason)
         return kept
 
-    async def _dedupe(self, candidates: list[MemoryNode], task_name: str, plan: Plan) -> list[MemoryNode]:
+    async def _dedupe(self, candidates: list[MemoryNode], task_name: str) -> list[Change]:
+        """Lessons unlike the task's stored ones and each other, as writes carrying their vectors."""
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
         nearest = await asyncio.gather(*(
             self.repo.store.search(self.repo.collection, vector=v, mode="dense", flt=task_filter(task_name), limit=1)
             for v in vectors))
-        kept: list[tuple[MemoryNode, list[float]]] = []
+        kept: list[Change] = []
         threshold = self.config.dedup_threshold
         for cand, vector, hits in zip(candidates, vectors, nearest):
             if hits and hits[0].similarity >= threshold:
-                plan.dropped.append({"lesson": cand.when_to_use, "why": f"like stored {hits[0].node.memory_id}"})
-            elif any(_cosine(vector, v) >= threshold for _, v in kept):
-                plan.dropped.append({"lesson": cand.when_to_use, "why": "like another lesson of this batch"})
+                log.info("lesson %r dropped: like stored %s", cand.when_to_use, hits[0].node.memory_id)
+            elif any(_cosine(vector, c.vector or []) >= threshold for c in kept):
+                log.info("lesson %r dropped: like another lesson of this batch", cand.when_to_use)
             else:
-                kept.append((cand, vector))
-        return [c for c, _ in kept]
+                kept.append(Change(new=cand, vector=vector))
+        return kept
 
     async def commit(self, plan: Plan) -> SummaryResult:
-        written = await self.repo.apply([Change(new=n) for n in plan.history + plan.lessons])
+        written = await self.repo.apply([*(Change(new=n) for n in plan.history), *plan.lessons])
         result = SummaryResult(usage=plan.usage)
-        for node, wrote in written[:len(plan.history)]:
-            result.history.append(node)
+        result.history = [node for node, _ in written[:len(plan.history)]]
         result.added = [node for node, wrote in written[len(plan.history):] if wrote]
         return result
 
@@ -298,6 +296,7 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
     except OSError as exc:
         raise InvalidInputError(f"cannot read {p}: {exc.strerror or exc}") from None
     nodes: list[MemoryNode] = []
+    now = utcnow()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -316,18 +315,12 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
                 memory_id=str(row["memory_id"]), memory_type=MemoryType.PROCEDURAL, memory_target=task_name,
                 when_to_use=row.get("when_to_use") or meta.get("when_to_use") or "", content=row["content"],
                 score=float(row.get("score") or 0.0), author=row.get("author") or "",
-                time_created=_time(row.get("time_created")), time_modified=_time(row.get("time_modified")),
-                message_time=_time(row.get("time_created")), tags=[category] if isinstance(category, str) else [],
+                time_created=parse_iso(row.get("time_created") or now),
+                time_modified=parse_iso(row.get("time_modified") or now),
+                message_time=parse_iso(row.get("time_created") or now), tags=[category] if isinstance(category, str) else [],
                 metadata=meta))
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
             detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else (
                 f"missing field {exc}" if isinstance(exc, KeyError) else str(exc))
             raise InvalidInputError(f"{p} line {number}: {detail}; nothing was imported") from None
     return nodes
-
-
-def _time(value: Any) -> datetime:
-    if not value:
-        return utcnow()
-    return as_aware(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
-

@@ -8,10 +8,10 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Sequence
+from typing import Callable, Sequence
 
 from reme.embedding import Embedder
-from reme.errors import ConflictError
+from reme.errors import ConflictError, MemoryNotFoundError
 from reme.schema import MemoryNode, MemoryType, MemoryVersion, utcnow
 from reme.store import VectorRecord, VectorStore
 from reme.store.filters import And, Eq, Filter, In
@@ -28,6 +28,8 @@ class Change:
     reason: str = ""
     keep_version: bool = True
     """False for bookkeeping (usage counters): the old state is not worth a version."""
+    vector: list[float] | None = None
+    """The new node's vector when the caller already computed it (it is not embedded again)."""
 
 
 @dataclass
@@ -57,8 +59,7 @@ class MemoryRepo:
         for node in nodes:
             groups.setdefault((node.memory_type, node.memory_target), set()).add(node.content_hash)
         for (mtype, target), hashes in groups.items():
-            flt = And(filters=[Eq(field="memory_type", value=mtype.value), Eq(field="memory_target", value=target),
-                               In(field="content_hash", values=sorted(hashes))])
+            flt = target_filter(target, mtype, In(field="content_hash", values=sorted(hashes)))
             page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
             for node in page:
                 found[(node.memory_type, node.memory_target, node.content_hash)] = node
@@ -68,62 +69,86 @@ class MemoryRepo:
         """Write a batch: adds (deduplicated by content hash), replacements and deletions.
 
         Every vector is computed before the first write, so an embedding failure writes nothing.
-        Returns, per change, the node now stored (or deleted) and whether this call wrote it (a
-        duplicate add returns the stored node and False).
+        A replacement or deletion whose `old` is no longer what is stored raises `ConflictError`
+        before anything is written. Returns, per change, the node now stored (or deleted) and
+        whether this call wrote it (a duplicate add returns the stored node and False).
         """
         changes = list(changes)
-        to_embed = [c.new for c in changes
-                    if c.new is not None and (c.old is None or c.new.retrieval_text != c.old.retrieval_text)]
-        vectors = dict(zip((id(n) for n in to_embed),
-                           await self.embedder.embed([n.retrieval_text for n in to_embed]) if to_embed else []))
+        await self._embed(changes)
         async with self.lock:
-            olds = [c.old for c in changes if c.old is not None]
-            old_vectors: dict[str, list[float] | None] = {}
-            if olds:
-                got = await self.store.get(self.collection, [o.memory_id for o in olds], with_vectors=True)
-                old_vectors = {r.node.memory_id: r.vector for r in got.found}
-                stored = {r.node.memory_id: r.node.version for r in got.found}
-                for old in olds:
-                    if old.memory_id in stored and stored[old.memory_id] != old.version:
-                        raise ConflictError(f"memory {old.memory_id} changed meanwhile (version "
-                                            f"{stored[old.memory_id]}, not {old.version}); nothing was written")
-            adds = [c.new for c in changes if c.old is None and c.new is not None]
-            existing = await self.existing_by_hash(adds) if adds else {}
-            now = utcnow()
-            writes: list[VectorRecord] = []
-            versions: list[VectorRecord] = []
-            deletes: list[str] = []
-            out: list[tuple[MemoryNode, bool]] = []
-            for change in changes:
-                if change.old is None:
-                    assert change.new is not None
-                    key = (change.new.memory_type, change.new.memory_target, change.new.content_hash)
-                    if key in existing:
-                        out.append((existing[key], False))
-                        continue
-                    existing[key] = change.new
-                    writes.append(VectorRecord(node=change.new, vector=vectors[id(change.new)]))
-                    out.append((change.new, True))
+            return await self._write(changes)
+
+    async def modify(self, memory_id: str, revise: Callable[[MemoryNode], MemoryNode], *, reason: str = "",
+                     keep_version: bool = True) -> MemoryNode:
+        """Read, change and write one memory under the write lock, so concurrent changes of one
+        memory never lose each other. `revise` gets the stored node and returns its next state
+        (or raises, and nothing is written). `MemoryNotFoundError` if there is no such memory."""
+        async with self.lock:
+            got = await self.store.get(self.collection, [memory_id])
+            if not got.found:
+                raise MemoryNotFoundError(memory_id)
+            old = got.found[0].node
+            change = Change(new=revise(old), old=old, reason=reason, keep_version=keep_version)
+            await self._embed([change])
+            ((node, _),) = await self._write([change])
+            return node
+
+    async def _embed(self, changes: list[Change]) -> None:
+        """Fill in the vector of every new node whose retrieval text is new, in one batch."""
+        todo = [(c, c.new) for c in changes if c.new is not None and c.vector is None
+                and (c.old is None or c.new.retrieval_text != c.old.retrieval_text)]
+        if todo:
+            vectors = await self.embedder.embed([new.retrieval_text for _, new in todo])
+            for (change, _), vector in zip(todo, vectors):
+                change.vector = vector
+
+    async def _write(self, changes: list[Change]) -> list[tuple[MemoryNode, bool]]:
+        olds = [c.old for c in changes if c.old is not None]
+        old_vectors: dict[str, list[float] | None] = {}
+        if olds:
+            got = await self.store.get(self.collection, [o.memory_id for o in olds], with_vectors=True)
+            old_vectors = {r.node.memory_id: r.vector for r in got.found}
+            stored = {r.node.memory_id: r.node for r in got.found}
+            for old in olds:
+                if old.memory_id in stored and stored[old.memory_id] != old:
+                    raise ConflictError(f"memory {old.memory_id} changed after it was read; nothing was written")
+        adds = [c.new for c in changes if c.old is None and c.new is not None]
+        existing = await self.existing_by_hash(adds) if adds else {}
+        now = utcnow()
+        writes: list[VectorRecord] = []
+        versions: list[VectorRecord] = []
+        deletes: list[str] = []
+        out: list[tuple[MemoryNode, bool]] = []
+        for change in changes:
+            if change.old is None:
+                assert change.new is not None
+                key = (change.new.memory_type, change.new.memory_target, change.new.content_hash)
+                if key in existing:
+                    out.append((existing[key], False))
                     continue
-                old_vector = old_vectors.get(change.old.memory_id)
-                if old_vector is None:  # gone meanwhile (deleted by another call): nothing to replace
-                    out.append((change.old, False))
-                    continue
+                existing[key] = change.new
+                writes.append(VectorRecord(node=change.new, vector=change.vector))
+                out.append((change.new, True))
+                continue
+            old_vector = old_vectors.get(change.old.memory_id)
+            if old_vector is None:  # gone meanwhile (deleted by another call): nothing to replace
+                out.append((change.old, False))
+                continue
+            if change.keep_version:
                 event = "DELETE" if change.new is None else "UPDATE"
-                if change.keep_version:
-                    versions.append(VectorRecord(node=_version_node(change.old, event, now, change.reason),
-                                                 vector=old_vector))
-                if change.new is None:
-                    deletes.append(change.old.memory_id)
-                    out.append((change.old, True))
-                else:
-                    writes.append(VectorRecord(node=change.new, vector=vectors.get(id(change.new), old_vector)))
-                    out.append((change.new, True))
-            # Versions first: a crash between the writes leaves an extra version, never a lost one.
-            await self.store.upsert(self.versions, versions)
-            await self.store.upsert(self.collection, writes)
-            if deletes:
-                await self.store.delete(self.collection, deletes)
+                versions.append(VectorRecord(node=_version_node(change.old, event, now, change.reason),
+                                             vector=old_vector))
+            if change.new is None:
+                deletes.append(change.old.memory_id)
+                out.append((change.old, True))
+            else:
+                writes.append(VectorRecord(node=change.new, vector=change.vector or old_vector))
+                out.append((change.new, True))
+        # Versions first: a crash between the writes leaves an extra version, never a lost one.
+        await self.store.upsert(self.versions, versions)
+        await self.store.upsert(self.collection, writes)
+        if deletes:
+            await self.store.delete(self.collection, deletes)
         return out
 
     async def history(self, memory_id: str) -> list[MemoryVersion]:

@@ -152,11 +152,9 @@ class ToolSummarizer:
                              time_modified=now, tags=[GUIDELINE_TAG], ref_ids=[history.memory_id], metadata=meta)
             change = Change(new=new)
         else:
-            new = old.model_copy(update={"content": text[:MAX_CONTENT_CHARS], "version": old.version + 1,
-                                         "message_time": now, "time_modified": now, "metadata": meta,
-                                         "ref_ids": (old.ref_ids + [history.memory_id])[-20:]})
-            change = Change(new=MemoryNode.model_validate(new.model_dump()), old=old,
-                            reason=f"{len(records)} more calls")
+            new = old.revised(content=text[:MAX_CONTENT_CHARS], message_time=now, metadata=meta,
+                              ref_ids=(old.ref_ids + [history.memory_id])[-20:])
+            change = Change(new=new, old=old, reason=f"{len(records)} more calls")
         return Plan(tool_name=tool_name, change=change, history=history, usage=plan_usage)
 
     async def commit(self, plan: Plan) -> SummaryResult:
