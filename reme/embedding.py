@@ -11,8 +11,11 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+import openai
+
 from reme.config import DEFAULT_LOCAL_MODEL, DEFAULT_OPENAI_EMBEDDING_MODEL, EmbeddingConfig
 from reme.errors import ConfigError, EmbeddingError, InvalidInputError
+from reme.retry import Backoff, retrying
 
 _PROBE = "dimension probe"
 
@@ -107,26 +110,18 @@ class OpenAIEmbedder(BaseEmbedder):
                  api_key: str | None = None, dimensions: int | None = None, batch_size: int = 64,
                  max_retries: int = 4, timeout: float = 30.0) -> None:
         super().__init__(batch_size)
-        import openai
-
         if not api_key:
             raise ConfigError("the openai embedder needs an api key: set embedding.api_key or OPENAI_API_KEY")
         self.model = model
         self.dimensions = dimensions
         self.max_retries = max_retries
+        self.backoff = Backoff()
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        import openai
-        from tenacity import (AsyncRetrying, retry_if_exception_type, stop_after_attempt,
-                              wait_exponential_jitter)
-
-        retryable = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
         extra: dict[str, Any] = {"dimensions": self.dimensions} if self.dimensions else {}
         try:
-            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1),
-                                               wait=wait_exponential_jitter(max=20, jitter=0.5),
-                                               retry=retry_if_exception_type(retryable), reraise=True):
+            async for attempt in retrying(self.max_retries, self.backoff):
                 with attempt:
                     response = await self._client.embeddings.create(model=self.model, input=texts, **extra)
         except openai.OpenAIError as exc:

@@ -8,7 +8,6 @@ a concurrency bound, token accounting, and replies parsed into pydantic models.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
 import re
@@ -17,18 +16,14 @@ from typing import Annotated, Any, Mapping, Sequence, TypeVar
 
 import openai
 from pydantic import BaseModel, BeforeValidator, ValidationError
-from tenacity import (AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential,
-                      wait_random)
 
 from reme.config import LLMConfig
 from reme.errors import ConfigError, LLMError, LLMOutputError
+from reme.retry import Backoff, retrying
 from reme.schema import Usage
 
 log = logging.getLogger("reme.llm")
 M = TypeVar("M", bound=BaseModel)
-
-MAX_RETRY_AFTER = 60.0
-"""The longest a `Retry-After` header may make us wait; a longer one is capped, not obeyed."""
 
 # Lenient field types for reply models: models write null where a default was meant.
 Fraction = Annotated[float, BeforeValidator(lambda v: 0.5 if v is None else min(max(float(v), 0.0), 1.0))]
@@ -38,39 +33,6 @@ Note = Annotated[str, BeforeValidator(lambda v: "" if v is None else v)]
 IntList = Annotated[list[int], BeforeValidator(lambda v: [] if v is None else v)]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-
-
-def _retryable(exc: BaseException) -> bool:
-    # APITimeoutError is an APIConnectionError; 5xx arrive as InternalServerError or a bare APIStatusError.
-    if isinstance(exc, (openai.RateLimitError, openai.APIConnectionError)):
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
-
-
-def _retry_after(exc: BaseException | None) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        seconds = parsed.timestamp() - time.time()
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-class _Wait:
-    """Exponential backoff with jitter, unless the server said how long to wait."""
-
-    def __init__(self, initial: float, maximum: float) -> None:
-        self._backoff = wait_exponential(multiplier=initial, max=maximum) + wait_random(0, initial)
-
-    def __call__(self, state: RetryCallState) -> float:
-        told = _retry_after(state.outcome.exception() if state.outcome else None)
-        return told if told is not None else self._backoff(state)
 
 
 def extract_json(text: str) -> str:
@@ -119,7 +81,7 @@ class ChatModel:
         self.model = config.model
         self._client = openai.AsyncOpenAI(base_url=config.base_url, api_key=api_key, timeout=config.timeout,
                                           max_retries=0)
-        self._wait = _Wait(retry_initial, retry_max)
+        self.backoff = Backoff(retry_initial, retry_max)
         self._json_mode = config.json_mode
         self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
@@ -141,22 +103,20 @@ class ChatModel:
         use_json = json_mode and self._json_mode is not False
         if use_json:
             kwargs["response_format"] = {"type": "json_object"}
-        started = time.perf_counter()
-        try:
-            async with self._semaphore():
-                response = await self._create(kwargs)
-        except openai.BadRequestError as exc:
-            if not use_json or self._json_mode is True:
+        while True:
+            try:
+                response = await self._create(kwargs, usage)
+                break
+            except openai.BadRequestError as exc:
+                if "response_format" not in kwargs or self._json_mode is True:
+                    raise self._error(exc) from exc
+                # The endpoint may not know response_format: remember that and ask without it.
+                log.info("%s refused response_format (%s); continuing without JSON mode", self.model, exc.message)
+                self._json_mode = False
+                use_json = False
+                del kwargs["response_format"]
+            except openai.OpenAIError as exc:
                 raise self._error(exc) from exc
-            # The endpoint may not know response_format: remember that and ask without it.
-            log.info("%s refused response_format (%s); continuing without JSON mode", self.model, exc.message)
-            self._json_mode = False
-            return await self.chat(messages, usage=usage, json_mode=False)
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
-        finally:
-            if usage is not None:
-                usage.llm_seconds += time.perf_counter() - started
         if use_json:
             self._json_mode = True
         if usage is not None:
@@ -170,12 +130,19 @@ class ChatModel:
             raise LLMError(f"{self.model} returned no message content")
         return content
 
-    async def _create(self, kwargs: dict[str, Any]) -> Any:
-        async for attempt in AsyncRetrying(stop=stop_after_attempt(self.config.max_retries + 1), wait=self._wait,
-                                           retry=retry_if_exception(_retryable), reraise=True):
-            with attempt:
-                return await self._client.chat.completions.create(**kwargs)
-        raise AssertionError("unreachable")  # pragma: no cover - reraise=True always raises or returns
+    async def _create(self, kwargs: dict[str, Any], usage: Usage | None) -> Any:
+        """One request with its retries, inside the concurrency bound; the time it took (not the
+        time queued for the bound) is added to `usage.llm_seconds`."""
+        async with self._semaphore():
+            started = time.perf_counter()
+            try:
+                async for attempt in retrying(self.config.max_retries, self.backoff):
+                    with attempt:
+                        return await self._client.chat.completions.create(**kwargs)
+            finally:
+                if usage is not None:
+                    usage.llm_seconds += time.perf_counter() - started
+        raise AssertionError("unreachable")  # pragma: no cover - retrying re-raises the last error
 
     def _error(self, exc: openai.OpenAIError) -> LLMError:
         if isinstance(exc, openai.APIStatusError):

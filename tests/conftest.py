@@ -10,6 +10,7 @@ import pytest
 
 from reme import ReMe
 from reme.embedding import HashEmbedder
+from reme.retry import Backoff
 from reme.store import VectorStore
 from reme.store.edge import EdgeStore
 from reme.store.qdrant import QdrantStore
@@ -17,7 +18,7 @@ from reme.store.qdrant import QdrantStore
 from openai_server import OpenAITestServer
 
 DIM = 64
-SHARED_DATA = Path(os.environ.get("REME_SHARED_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
+SHARED_DATA = Path(os.environ.get("REME_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 """The project's shared data (LoCoMo dev split, task-memory pools): `../shared/data` beside the
 checkout, as CI has it, or `$REME_SHARED_DATA`."""
 BACKENDS = ["edge", "qdrant"]
@@ -85,7 +86,7 @@ def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
 @pytest.fixture
 async def llm_reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
     async with make_reme() as r:
-        r.llm._wait = lambda state: 0.01  # type: ignore[union-attr,method-assign]  # keep retry tests fast
+        r.llm.backoff = Backoff(0.01, 0.01)  # type: ignore[union-attr]  # keep retry tests fast
         yield r
 
 

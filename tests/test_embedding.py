@@ -3,6 +3,7 @@ client against a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -59,6 +60,15 @@ async def test_openai_embedder_batches_and_sends_the_key(server: OpenAITestServe
     assert [len(r["body"]["input"]) for r in server.requests] == [2, 2, 1]
     assert server.requests[0]["auth"] == "Bearer sk-test"
     assert vectors[2] == HashEmbedder(dim=32).embed_one("c")
+    await embedder.close()
+
+
+async def test_openai_embedder_honours_retry_after(server: OpenAITestServer) -> None:
+    embedder = OpenAIEmbedder(base_url=server.base_url, api_key="sk-test", max_retries=1)
+    server.fail_next(429, retry_after="1")
+    started = time.monotonic()
+    assert len(await embedder.embed(["hello"])) == 1
+    assert time.monotonic() - started >= 0.95 and len(server.requests) == 2
     await embedder.close()
 
 

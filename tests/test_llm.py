@@ -4,6 +4,7 @@ usage and the concurrency bound."""
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import time
 from typing import Any, Iterator
 
@@ -104,6 +105,16 @@ async def test_429_honours_retry_after(server: OpenAITestServer) -> None:
     assert await make(server).structured(ASK, Answer) == Answer(name="Bob", count=3)
     assert time.monotonic() - started >= 0.95  # backoff alone would wait ~0.01 s
     assert len(server.chat_requests) == 2
+
+
+async def test_an_http_date_retry_after_is_honoured_and_a_garbled_one_ignored(server: OpenAITestServer) -> None:
+    server.script("apples", "fine")
+    server.fail_next(429, retry_after=email.utils.formatdate(time.time() + 2, usegmt=True))
+    started = time.monotonic()
+    assert await make(server).chat(ASK) == "fine"
+    assert time.monotonic() - started >= 0.9  # the date has one-second resolution
+    server.fail_next(503, retry_after="soon")
+    assert await make(server).chat(ASK) == "fine"  # backoff instead of a crash
 
 
 async def test_5xx_is_retried_with_backoff(server: OpenAITestServer) -> None:
