@@ -16,7 +16,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from reme.errors import ConfigError
+from reme.errors import ConfigError, describe
 
 DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
@@ -161,8 +161,7 @@ class ReMeConfig(_Section):
         try:
             return cls.model_validate(merged)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"invalid configuration: {problems}") from None
+            raise ConfigError(f"invalid configuration: {describe(exc)}") from None
 
 
 def _plain(value: Any) -> Any:

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
+
+def describe(exc: ValidationError) -> str:
+    """A pydantic error as one line: `field.path: message; ...` (the message a validator raised)."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = str(err.get("ctx", {}).get("error") or err["msg"])
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
 
 class ReMeError(Exception):
     """Base class of every error ReMe raises on purpose."""

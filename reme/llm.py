@@ -18,7 +18,7 @@ import openai
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from reme.config import LLMConfig
-from reme.errors import ConfigError, LLMError, LLMOutputError
+from reme.errors import ConfigError, LLMError, LLMOutputError, describe
 from reme.retry import Backoff, retrying
 from reme.schema import Usage
 
@@ -53,12 +53,6 @@ def _wrap(data: Any, model: type[BaseModel]) -> Any:
     """A bare list where the model has a single field: models often drop the one-key wrapper."""
     fields = list(model.model_fields)
     return {fields[0]: data} if isinstance(data, list) and len(fields) == 1 else data
-
-
-def _describe(exc: ValidationError | ValueError) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors())
-    return str(exc)
 
 
 class ChatModel:
@@ -166,7 +160,7 @@ class ChatModel:
             try:
                 return response_model.model_validate(_wrap(json.loads(extract_json(raw)), response_model))
             except (ValidationError, ValueError) as exc:
-                error = _describe(exc)
+                error = describe(exc) if isinstance(exc, ValidationError) else str(exc)
                 log.info("%s reply did not validate as %s (attempt %d): %s", self.model, response_model.__name__,
                          attempt + 1, error)
             history = [*messages, {"role": "assistant", "content": raw},

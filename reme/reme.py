@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from reme.config import ReMeConfig
 from reme.embedding import Embedder, create_embedder
-from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError
+from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, describe
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
@@ -44,12 +44,7 @@ SCOPE_TYPES: dict[str, tuple[MemoryType, ...]] = {
 
 
 def _invalid(exc: ValidationError) -> InvalidInputError:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = str(err.get("ctx", {}).get("error") or err["msg"])
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return InvalidInputError("; ".join(parts))
+    return InvalidInputError(describe(exc))
 
 
 class Scope:
@@ -384,7 +379,7 @@ class ReMe:
             if not names:
                 raise InvalidInputError("summarize_memory needs at least one user_name")
             users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
-            msgs = to_messages(list(messages))  # type: ignore[arg-type]
+            msgs = to_messages(messages)  # type: ignore[arg-type]
             personal = PersonalSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib,
                                           self.config.retrieval)
             return await self._summarize("user", users, lambda u: personal.plan(msgs, u, now), personal.commit)
@@ -394,7 +389,7 @@ class ReMe:
             task = self._require_scope(None, task_name, None, "summarize_memory with trajectories").name
             if tool_name is not None:
                 raise InvalidInputError("trajectories are summarized for task_name")
-            runs = to_trajectories(list(trajectories))  # type: ignore[arg-type]
+            runs = to_trajectories(trajectories)  # type: ignore[arg-type]
             procedural = ProceduralSummarizer(self.repo, self._require_llm("summarize_memory"), self._prompts_lib,
                                               self.config.procedural)
             return await self._summarize("task", [task], lambda t: procedural.plan(runs, t, now), procedural.commit)
@@ -402,7 +397,7 @@ class ReMe:
             raise InvalidInputError("task_name goes with trajectories")
         if tool_name is not None:
             tool_name = self._require_scope(None, None, tool_name, "summarize_memory").name
-        records = to_records(list(tool_calls or []), tool_name)  # type: ignore[arg-type]
+        records = to_records(tool_calls, tool_name)  # type: ignore[arg-type]
         by_tool: dict[str, list[ToolCallRecord]] = {}
         for record in records:
             by_tool.setdefault(record.tool_name, []).append(record)

@@ -9,10 +9,14 @@ import unicodedata
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Annotated, Any, Iterator, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Iterator, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from reme.errors import InvalidInputError, describe
+
+M = TypeVar("M", bound=BaseModel)
 MAX_CONTENT_CHARS = 100_000
 """Longest `content` or `when_to_use` accepted; a whole conversation fits, a 1 MB blob does not."""
 MAX_TARGET_CHARS = 256
@@ -310,6 +314,20 @@ class RetrieveResult(BaseModel):
     queries: list[str] = Field(default_factory=list)
     time_window: TimeWindow | None = None
     usage: Usage = Field(default_factory=Usage)
+
+
+def parse_items(items: Any, model: type[M], what: str) -> list[M]:
+    """A list of `model`s (or dicts for them) checked one by one: `InvalidInputError` names the
+    first bad item, e.g. `tool_calls[2]: time_cost: ...`."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence) or not items:
+        raise InvalidInputError(f"{what} must be a non-empty list of {model.__name__} models or dicts")
+    out: list[M] = []
+    for i, item in enumerate(items):
+        try:
+            out.append(item if isinstance(item, model) else model.model_validate(item))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{what}[{i}]: {describe(exc)}") from None
+    return out
 
 
 class Trajectory(BaseModel):

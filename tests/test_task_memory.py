@@ -257,7 +257,7 @@ async def test_tool_retrieval_returns_guideline_and_statistics(reme: ReMe, serve
     assert [m.node.memory_target for m in both.memories] == ["calculator", "web_search"]
     with pytest.raises(InvalidInputError):
         await reme.summarize_memory(tool_calls=[call(True, 1.0, 1)], tool_name="calculator")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"tool_calls\[0\]: time_cost: "):
         await reme.summarize_memory(tool_calls=[{"tool_name": "x", "time_cost": -1}])
 
 

@@ -33,7 +33,7 @@ from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, Usage, normalize_text, parse_iso, utcnow)
+                         SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import Filter
 
 log = logging.getLogger("reme.personal")
@@ -89,15 +89,7 @@ class QueryPlan(BaseModel):
 
 # -- the conversation ----------------------------------------------------------------------------
 def to_messages(messages: Sequence[Message | dict[str, Any]]) -> list[Message]:
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-        raise InvalidInputError("messages must be a list of {role, content} dicts or Message models")
-    out: list[Message] = []
-    for i, message in enumerate(messages):
-        try:
-            out.append(message if isinstance(message, Message) else Message.model_validate(message))
-        except ValueError as exc:
-            raise InvalidInputError(f"messages[{i}] is not a message: {exc}") from None
-    out = [m for m in out if m.content.strip()]
+    out = [m for m in parse_items(messages, Message, "messages") if m.content.strip()]
     if not out:
         raise InvalidInputError("messages holds no text to summarize")
     return out

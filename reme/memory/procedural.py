@@ -33,13 +33,13 @@ from typing import Any, Sequence
 from pydantic import BaseModel, ValidationError
 
 from reme.config import ProceduralConfig, RetrievalConfig
-from reme.errors import InvalidInputError
+from reme.errors import InvalidInputError, describe
 from reme.llm import ChatModel, Fraction, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import fused_search
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
-                         Trajectory, Usage, parse_iso, utcnow)
+                         Trajectory, Usage, parse_items, parse_iso, utcnow)
 from reme.store.filters import Filter, Range
 
 log = logging.getLogger("reme.procedural")
@@ -79,15 +79,9 @@ class Advice(BaseModel):
 
 
 def to_trajectories(items: Sequence[Trajectory | dict[str, Any]]) -> list[Trajectory]:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
-        raise InvalidInputError("trajectories must be a non-empty list of Trajectory models or dicts")
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(item if isinstance(item, Trajectory) else Trajectory.model_validate(item))
-        except ValidationError as exc:
-            raise InvalidInputError(f"trajectories[{i}] is not a trajectory: {exc.errors()[0]['msg']}") from None
-        if not any(m.content.strip() for m in out[-1].messages):
+    out = parse_items(items, Trajectory, "trajectories")
+    for i, trajectory in enumerate(out):
+        if not any(m.content.strip() for m in trajectory.messages):
             raise InvalidInputError(f"trajectories[{i}] holds no messages with text")
     return out
 
@@ -320,7 +314,7 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
                 message_time=parse_iso(row.get("time_created") or now), tags=[category] if isinstance(category, str) else [],
                 metadata=meta))
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else (
+            detail = describe(exc) if isinstance(exc, ValidationError) else (
                 f"missing field {exc}" if isinstance(exc, KeyError) else str(exc))
             raise InvalidInputError(f"{p} line {number}: {detail}; nothing was imported") from None
     return nodes

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from reme.config import ToolConfig
 from reme.errors import InvalidInputError
@@ -25,7 +25,7 @@ from reme.llm import ChatModel
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
-                         ToolCallRecord, Usage, utcnow)
+                         ToolCallRecord, Usage, parse_items, utcnow)
 from reme.store.filters import Eq, Filter
 
 GUIDELINE_TAG = "guideline"
@@ -92,17 +92,10 @@ def failure_message(record: ToolCallRecord) -> str:
 
 
 def to_records(items: Sequence[ToolCallRecord | dict[str, Any]], tool_name: str | None) -> list[ToolCallRecord]:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
-        raise InvalidInputError("tool_calls must be a non-empty list of ToolCallRecord models or dicts")
-    out = []
-    for i, item in enumerate(items):
-        try:
-            record = item if isinstance(item, ToolCallRecord) else ToolCallRecord.model_validate(item)
-        except ValidationError as exc:
-            raise InvalidInputError(f"tool_calls[{i}] is not a tool call: {exc.errors()[0]['msg']}") from None
+    out = parse_items(items, ToolCallRecord, "tool_calls")
+    for i, record in enumerate(out):
         if tool_name is not None and record.tool_name != tool_name:
             raise InvalidInputError(f"tool_calls[{i}] is a call of {record.tool_name!r}, not {tool_name!r}")
-        out.append(record)
     return out
 
 
