@@ -7,7 +7,7 @@ from reme.errors import (CollectionNotFoundError, ConfigError, ConflictError, Em
                          ReMeError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe, ReMeSync
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
-                         SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
+                         Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
 from reme.store import filters
 
 __version__ = "0.1.0"
@@ -17,7 +17,7 @@ __all__ = [
     "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
     "ProceduralConfig", "PromptError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync",
-    "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "SearchResult", "StoreError", "StoreLockedError",
+    "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError", "StoreLockedError",
     "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage", "VectorSizeError",
     "VectorStoreConfig", "filters",
 ]

@@ -19,14 +19,14 @@ from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
-from reme.memory.repo import Change, MemoryRepo
+from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
-from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
+from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, Scope,
+                         SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
 from reme.store import VectorStore, open_store
-from reme.store.base import Direction, SearchMode
-from reme.store.filters import And, Eq, Filter, In, parse_filter
+from reme.store.base import Direction, SearchMode, read_jsonl
+from reme.store.filters import And, Eq, Filter, parse_filter
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -34,48 +34,32 @@ FilterSpec = Filter | Mapping[str, Any] | None
 MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 
-# A scope is the kind of target a caller names; each kind owns these memory types (the first is
-# what a search looks in when no memory_type is given).
-SCOPE_TYPES: dict[str, tuple[MemoryType, ...]] = {
-    "user": (MemoryType.PERSONAL, MemoryType.HISTORY),
-    "task": (MemoryType.PROCEDURAL, MemoryType.HISTORY),
-    "tool": (MemoryType.TOOL, MemoryType.HISTORY),
-}
-
-
 def _invalid(exc: ValidationError) -> InvalidInputError:
     return InvalidInputError(describe(exc))
 
 
-class Scope:
-    """The target a call is limited to: (kind, name), e.g. ("user", "alice")."""
+def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None) -> Scope | None:
+    """The scope a call names (at most one of the three), or None for an unscoped call."""
+    given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
+    if len(given) > 1:
+        raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
+    if not given:
+        return None
+    kind, name = given[0]
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError(f"{kind}_name must be a non-empty string")
+    return Scope(kind, name.strip())
 
-    def __init__(self, kind: str, name: str) -> None:
-        self.kind, self.name = kind, name
 
-    @classmethod
-    def of(cls, user_name: str | None, task_name: str | None, tool_name: str | None) -> "Scope | None":
-        given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
-        if len(given) > 1:
-            raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
-        if not given:
-            return None
-        kind, name = given[0]
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInputError(f"{kind}_name must be a non-empty string")
-        return cls(kind, name.strip())
-
-    def types(self, memory_type: MemoryType | str | None) -> tuple[MemoryType, ...]:
-        allowed = SCOPE_TYPES[self.kind]
-        if memory_type is None:
-            return allowed
-        mtype = _memory_type(memory_type)
-        if mtype not in allowed:
-            raise InvalidInputError(f"a {self.kind} holds {', '.join(t.value for t in allowed)} memories, not {mtype.value}")
-        return (mtype,)
-
-    def holds(self, node: MemoryNode) -> bool:
-        return node.memory_target == self.name and node.memory_type in SCOPE_TYPES[self.kind]
+def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[MemoryType, ...]:
+    """The memory types a call under `scope` looks at: `memory_type`, or all the scope holds."""
+    if memory_type is None:
+        return scope.all_types
+    mtype = _memory_type(memory_type)
+    if mtype not in scope.all_types:
+        raise InvalidInputError(f"a {scope.kind} holds {', '.join(t.value for t in scope.all_types)} memories, "
+                                f"not {mtype.value}")
+    return (mtype,)
 
 
 def _canonical_id(memory_id: Any) -> str:
@@ -203,8 +187,9 @@ class ReMe:
         again returns the memory already stored instead of a duplicate.
         """
         scope = self._require_scope(user_name, task_name, tool_name, "add_memory")
-        mtype = scope.types(memory_type)[0]
-        fields: dict[str, Any] = dict(memory_type=mtype, memory_target=scope.name, content=content,
+        mtype = scope_types(scope, memory_type)[0]
+        fields: dict[str, Any] = dict(memory_type=mtype, target_kind=scope.kind, memory_target=scope.name,
+                                      content=content,
                                       when_to_use=when_to_use, metadata=dict(metadata or {}), tags=list(tags or []),
                                       score=score, author=author, ref_ids=list(ref_ids or []))
         if message_time is not None:
@@ -216,7 +201,9 @@ class ReMe:
         return (await self.add_memories([node]))[0]
 
     async def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
-        """Store several nodes in one batch; each result is the stored node (an existing one for duplicates)."""
+        """Store several nodes in one batch; each result is the stored node (an existing one for duplicates).
+        Each node lives in its own scope (`target_kind`, `memory_target`); a node whose `memory_id`
+        is already stored is refused (`InvalidInputError`, nothing written): an add never replaces."""
         written = await self.repo.apply([Change(new=node) for node in nodes])
         return [node for node, _ in written]
 
@@ -232,19 +219,18 @@ class ReMe:
                                          ref_ids=ref_ids).items() if v is not None}
         if not changes:
             raise InvalidInputError("update_memory needs at least one field to change")
-        scope = Scope.of(user_name, task_name, tool_name)
+        scope = scope_of(user_name, task_name, tool_name)
         plain = {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
                  for k, v in changes.items()}
 
         def revise(old: MemoryNode) -> MemoryNode:
-            if scope is not None and not scope.holds(old):
-                raise MemoryNotFoundError(str(memory_id))
             try:
                 return old.revised(**plain)
             except ValidationError as exc:
                 raise _invalid(exc) from None
 
-        return await self.repo.modify(_canonical_id(memory_id), revise, reason="update_memory")
+        (node,) = await self.repo.modify([_canonical_id(memory_id)], revise, scope=scope, reason="update_memory")
+        return node
 
     async def delete_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None) -> None:
@@ -258,7 +244,7 @@ class ReMe:
                          everything: bool = False) -> int:
         """Delete every memory of a scope (optionally of one type), with the versions kept of them;
         wiping all scopes needs `everything=True`. Returns how many memories were deleted."""
-        scope = Scope.of(user_name, task_name, tool_name)
+        scope = scope_of(user_name, task_name, tool_name)
         if scope is None and not everything:
             raise InvalidInputError("delete_all needs user_name, task_name or tool_name, or everything=True")
         flt = self._scope_filter(scope, memory_type, primary=False)
@@ -277,11 +263,10 @@ class ReMe:
     async def get_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                          tool_name: str | None = None) -> MemoryNode:
         """One memory by id; with a scope, a memory of another target counts as not found."""
-        scope = Scope.of(user_name, task_name, tool_name)
-        result = await self.store.get(self.collection, [_canonical_id(memory_id)])
-        if not result.found or (scope is not None and not scope.holds(result.found[0].node)):
+        found = await self.repo.get([_canonical_id(memory_id)], scope_of(user_name, task_name, tool_name))
+        if not found:
             raise MemoryNotFoundError(str(memory_id))
-        return result.found[0].node
+        return next(iter(found.values()))
 
     async def search_memory(self, query: str, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
@@ -324,28 +309,55 @@ class ReMe:
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
-    async def import_memory(self, path: str | Path, *, format: str = "jsonl", task_name: str | None = None) -> int:
-        """Load memories from a file; every line is validated first, so a bad line means nothing
-        is written. Returns how many memories were stored.
+    async def import_memory(self, path: str | Path, *, format: str = "jsonl", user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None) -> int:
+        """Load memories from a file, as one batch: every line is validated first, so a bad line
+        means nothing is written. Returns how many memories were written.
 
         `format="jsonl"`: a file written by `export_memory` (lines without a usable vector are
-        embedded). `format="reme-jsonl"`: a memory pool of the original ReMe (one procedural
-        memory a line), stored as procedural memories of `task_name`; fields without a place in
-        `MemoryNode` go to metadata, and memories already stored (same text) are skipped.
+        embedded). A line whose id is stored in the same scope replaces that memory (its old
+        state kept in `history`; unchanged lines are skipped); a line whose id is stored under
+        another target is an error and nothing is imported. `format="reme-jsonl"`: a memory pool
+        of the original ReMe (one procedural memory a line), stored as procedural memories of
+        `task_name`; fields without a place in `MemoryNode` go to metadata, memories already
+        stored (same text) are skipped, and a line whose id another target uses gets a new id
+        (the pool's id kept as `metadata.original_memory_id`), so one pool can serve several tasks.
+        With a target named for `jsonl`, every line must belong to it.
         """
         if format == "jsonl":
-            async with self.repo.lock:
-                return await self.store.import_jsonl(self.collection, path, embed=self.embedder.embed)
+            nodes = await self._read_export(path, scope_of(user_name, task_name, tool_name))
+            return await self.repo.restore(nodes, source=str(path))
         if format != "reme-jsonl":
             raise InvalidInputError(f"unknown import format {format!r}; use jsonl or reme-jsonl")
+        if user_name is not None or tool_name is not None:
+            raise InvalidInputError("a reme-jsonl pool holds task memories: name task_name")
         scope = self._require_scope(None, task_name, None, "import_memory with format reme-jsonl")
-        nodes = read_reme_jsonl(path, scope.name)
-        written = await self.repo.apply([Change(new=n) for n in nodes])
-        return sum(1 for _, wrote in written if wrote)
+        pool = read_reme_jsonl(path, scope.name)
+        return await self.repo.restore([(n, None) for n in pool], source=str(path), foreign="new_id")
 
-    async def history(self, memory_id: str) -> list[MemoryVersion]:
-        """Earlier states of a memory, oldest first: what each UPDATE replaced and what a DELETE removed."""
-        return await self.repo.history(_canonical_id(memory_id))
+    async def _read_export(self, path: str | Path, scope: Scope | None) -> list[tuple[MemoryNode, list[float] | None]]:
+        """The nodes of an export file with their vectors (None where a line has none of this
+        store's size); an invalid line, or one outside `scope`, is an `InvalidInputError` naming it."""
+        dim = await self.embedder.dimension()
+        out: list[tuple[MemoryNode, list[float] | None]] = []
+        for lineno, row in read_jsonl(path):
+            vector = row.pop("vector", None)
+            try:
+                node = MemoryNode.model_validate(row)
+            except ValidationError as exc:
+                raise InvalidInputError(f"{path}:{lineno}: {describe(exc)}; nothing was imported") from None
+            if scope is not None and not scope.holds(node):
+                raise InvalidInputError(f"{path}:{lineno}: a memory of {node.target_kind} {node.memory_target!r}, "
+                                        f"outside {scope}; nothing was imported")
+            out.append((node, vector if isinstance(vector, list) and len(vector) == dim else None))
+        return out
+
+    async def history(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
+                      tool_name: str | None = None) -> list[MemoryVersion]:
+        """Earlier states of a memory, oldest first: what each UPDATE replaced and what a DELETE
+        removed. `MemoryNotFoundError` when the id is neither stored nor has versions (in the
+        named scope: another target's id is not found)."""
+        return await self.repo.history(_canonical_id(memory_id), scope_of(user_name, task_name, tool_name))
 
     # -- pipelines -------------------------------------------------------------------------------
     async def summarize_memory(self, messages: MessagesSpec | None = None, *,
@@ -464,13 +476,16 @@ class ReMe:
         return await personal.retrieve(query, scope.name, top_k=top_k or 10, rewrite=rewrite, time_window=window,
                                        with_source=with_source, now=now)
 
-    async def record_usage(self, memory_ids: Sequence[str], success: bool) -> list[MemoryNode]:
+    async def record_usage(self, memory_ids: Sequence[str], success: bool, *, user_name: str | None = None,
+                           task_name: str | None = None, tool_name: str | None = None) -> list[MemoryNode]:
         """Count one use of each memory (`metadata.freq`) and, when it went well, one success
-        (`metadata.utility`). Typically called after an agent used retrieved lessons."""
+        (`metadata.utility`). Typically called after an agent used retrieved lessons. With a
+        scope, another target's id is not found; an id not found means nothing is counted."""
         if isinstance(memory_ids, str):
             memory_ids = [memory_ids]
-        return [await self.repo.modify(memory_id, lambda old: counted(old, bool(success)), keep_version=False)
-                for memory_id in dict.fromkeys(_canonical_id(m) for m in memory_ids)]
+        ids = list(dict.fromkeys(_canonical_id(m) for m in memory_ids))
+        return await self.repo.modify(ids, lambda old: counted(old, bool(success)),
+                                      scope=scope_of(user_name, task_name, tool_name), keep_version=False)
 
     async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:
         """Delete the task's lessons used at least `min_freq` times that succeeded in less than
@@ -508,7 +523,7 @@ class ReMe:
     # -- helpers ---------------------------------------------------------------------------------
     @staticmethod
     def _require_scope(user_name: str | None, task_name: str | None, tool_name: str | None, what: str) -> Scope:
-        scope = Scope.of(user_name, task_name, tool_name)
+        scope = scope_of(user_name, task_name, tool_name)
         if scope is None:
             raise InvalidInputError(f"{what} needs a target: user_name, task_name or tool_name")
         return scope
@@ -517,17 +532,14 @@ class ReMe:
     def _scope_filter(scope: Scope | None, memory_type: MemoryType | str | None, *, primary: bool) -> Filter | None:
         if scope is None:
             return None if memory_type is None else Eq(field="memory_type", value=_memory_type(memory_type).value)
-        types = scope.types(memory_type)
-        if primary and memory_type is None:
-            types = types[:1]
-        return And(filters=[Eq(field="memory_target", value=scope.name),
-                            In(field="memory_type", values=[t.value for t in types])])
+        types = scope_types(scope, memory_type)
+        return scope_filter(scope, types[:1] if primary and memory_type is None else types)
 
     @classmethod
     def _where(cls, user_name: str | None, task_name: str | None, tool_name: str | None,
                memory_type: MemoryType | str | None, filters: FilterSpec, *, primary: bool = False) -> Filter | None:
         """The caller's scope ANDed with their filters: a filter narrows a scope, never widens it."""
-        base = cls._scope_filter(Scope.of(user_name, task_name, tool_name), memory_type, primary=primary)
+        base = cls._scope_filter(scope_of(user_name, task_name, tool_name), memory_type, primary=primary)
         parsed = parse_filter(filters)
         if base is None or parsed is None:
             return base or parsed
@@ -612,8 +624,8 @@ class ReMeSync:
     def optimize(self) -> bool:
         return self._run(self._reme.optimize())
 
-    def history(self, memory_id: str) -> list[MemoryVersion]:
-        return self._run(self._reme.history(memory_id))
+    def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
+        return self._run(self._reme.history(memory_id, **kwargs))
 
     def summarize_memory(self, messages: MessagesSpec | None = None, **kwargs: Any) -> SummaryResult:
         return self._run(self._reme.summarize_memory(messages, **kwargs))
@@ -621,8 +633,8 @@ class ReMeSync:
     def retrieve_memory(self, query: str | None = None, **kwargs: Any) -> RetrieveResult:
         return self._run(self._reme.retrieve_memory(query, **kwargs))
 
-    def record_usage(self, memory_ids: Sequence[str], success: bool) -> list[MemoryNode]:
-        return self._run(self._reme.record_usage(memory_ids, success))
+    def record_usage(self, memory_ids: Sequence[str], success: bool, **kwargs: Any) -> list[MemoryNode]:
+        return self._run(self._reme.record_usage(memory_ids, success, **kwargs))
 
     def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
         return self._run(self._reme.prune(task_name, **kwargs))

@@ -10,9 +10,9 @@ import uuid
 from datetime import datetime, timezone
 from enum import Enum
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Iterator, Literal, TypeVar
+from typing import Annotated, Any, Iterator, Literal, NamedTuple, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from reme.errors import InvalidInputError, describe
 
@@ -55,9 +55,23 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
 
-def content_hash(memory_type: MemoryType | str, target: str, text: str) -> str:
-    """Hash over (type, target, normalized text): equal hashes mean the same memory."""
-    key = f"{MemoryType(memory_type).value}\x1f{target}\x1f{normalize_text(text)}"
+TargetKind = Literal["user", "task", "tool"]
+"""The kind of target a memory belongs to; a scope is (kind, name)."""
+KIND_TYPES: dict[str, tuple[MemoryType, ...]] = {
+    "user": (MemoryType.PERSONAL, MemoryType.HISTORY),
+    "task": (MemoryType.PROCEDURAL, MemoryType.HISTORY),
+    "tool": (MemoryType.TOOL, MemoryType.HISTORY),
+}
+"""The memory types each kind of target holds; the first is its main type."""
+TYPE_KIND: dict[MemoryType, str] = {types[0]: kind for kind, types in KIND_TYPES.items()}
+
+
+def content_hash(memory_type: MemoryType | str, target: str, text: str, target_kind: str | None = None) -> str:
+    """Hash over (type, target kind, target, normalized text): equal hashes mean the same memory.
+    The kind defaults to the one the type implies (history has none: pass it)."""
+    mtype = MemoryType(memory_type)
+    kind = target_kind or TYPE_KIND.get(mtype, "")
+    key = f"{mtype.value}\x1f{kind}\x1f{target}\x1f{normalize_text(text)}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
@@ -101,6 +115,24 @@ JsonMetadata = Annotated[dict[str, Any], AfterValidator(_json_safe)]
 """JSON values only (no NaN), nested at most 8 deep, keys without '.'."""
 
 
+class Scope(NamedTuple):
+    """The wall a call stays behind: a kind of target and its name, e.g. Scope("user", "alice").
+    Every stored memory carries both (`target_kind`, `memory_target`)."""
+
+    kind: str
+    name: str
+
+    @property
+    def all_types(self) -> tuple[MemoryType, ...]:
+        return KIND_TYPES[self.kind]
+
+    def holds(self, node: "MemoryNode") -> bool:
+        return node.target_kind == self.kind and node.memory_target == self.name
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name!r}"
+
+
 class MemoryNode(BaseModel):
     """One memory. `memory_id` is a UUID that stays the same across updates.
 
@@ -111,6 +143,10 @@ class MemoryNode(BaseModel):
 
     memory_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     memory_type: MemoryType
+    # The default is never kept: `_kind_from_type` fills it in from memory_type, or rejects the node.
+    target_kind: TargetKind = Field(default=None)  # type: ignore[arg-type]
+    """user, task or tool: with `memory_target`, the scope the memory lives in. Implied by
+    personal (user), procedural (task) and tool (tool) memories; a history memory names it."""
     memory_target: str
     when_to_use: str = ""
     content: str
@@ -123,6 +159,31 @@ class MemoryNode(BaseModel):
     ref_ids: list[str] = Field(default_factory=list)
     metadata: JsonMetadata = Field(default_factory=dict)
     version: int = Field(default=1, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_from_type(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("target_kind") is None:
+            try:
+                kind = TYPE_KIND.get(MemoryType(data.get("memory_type")))
+            except ValueError:
+                return data  # the type's own error says what is wrong
+            if kind is None:
+                raise ValueError("a history memory needs target_kind: user, task or tool")
+            return {**data, "target_kind": kind}
+        return data
+
+    @model_validator(mode="after")
+    def _kind_holds_type(self) -> "MemoryNode":
+        if self.memory_type not in KIND_TYPES[self.target_kind]:
+            raise ValueError(f"a {self.target_kind} holds {', '.join(t.value for t in KIND_TYPES[self.target_kind])} "
+                             f"memories, not {self.memory_type.value}")
+        return self
+
+    @property
+    def scope(self) -> tuple[str, str]:
+        """(target_kind, memory_target): the wall the memory lives behind."""
+        return self.target_kind, self.memory_target
 
     @field_validator("memory_id")
     @classmethod
@@ -191,7 +252,7 @@ class MemoryNode(BaseModel):
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.memory_type, self.memory_target, self.content)
+        return content_hash(self.memory_type, self.memory_target, self.content, self.target_kind)
 
 
 class SearchResult(BaseModel):

@@ -349,7 +349,8 @@ async def test_update_and_delete_memory_keep_versions_and_delete_all_wipes_them(
     other = await reme.add_memory("Bob lives in Oslo", user_name="bob")
     await reme.update_memory(other.memory_id, content="Bob lives in Bergen")
     assert await reme.delete_all(user_name="alice") == 0
-    assert await reme.history(node.memory_id) == []
+    with pytest.raises(MemoryNotFoundError):  # wiped with its scope: neither stored nor versioned
+        await reme.history(node.memory_id)
     assert len(await reme.history(other.memory_id)) == 1  # another user's versions stay
 
 

@@ -32,7 +32,7 @@ from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, rank, render, window_filter
-from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, SearchResult,
+from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, Scope, SearchResult,
                          SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import Filter
 
@@ -134,7 +134,7 @@ class Transcript:
                 span["id"] = message.id
             spans.append(span)
             start += len(line) + 1
-        return MemoryNode(memory_type=MemoryType.HISTORY, memory_target=user_name, content=content,
+        return MemoryNode(memory_type=MemoryType.HISTORY, target_kind="user", memory_target=user_name, content=content,
                           message_time=self.times[-1], metadata={"messages": spans})
 
 
@@ -168,8 +168,7 @@ class PersonalSummarizer:
         transcript = Transcript.of(messages, now)
         history = transcript.history_node(user_name)
         # The same conversation summarized again cites the history node already stored.
-        history = (await self.repo.existing_by_hash([history])).get(
-            (history.memory_type, history.memory_target, history.content_hash), history)
+        history = (await self.repo.existing_by_hash([history])).get(history.content_hash, history)
         plan = Plan(user_name=user_name, history=history)
         extraction = await self.llm.structured(
             self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
@@ -335,7 +334,7 @@ class PersonalRetriever:
             lists = await self._search(queries, vectors, user_filter(user_name), limit)
         memories = rank(lists, self.config, now, top_k)
         if with_source:
-            await self._attach_sources(memories)
+            await self._attach_sources(memories, user_name)
         return RetrieveResult(memories=memories, text=render(memories), queries=queries, time_window=window,
                               usage=usage)
 
@@ -345,12 +344,14 @@ class PersonalRetriever:
             fused_search(self.repo.store, self.repo.collection, q, v, flt, limit, self.config)
             for q, v in zip(queries, vectors))))
 
-    async def _attach_sources(self, memories: list[Any]) -> None:
+    async def _attach_sources(self, memories: list[Any], user_name: str) -> None:
+        """Each memory's source lines, from the history node it cites: references resolve inside
+        the user's own scope only, so a cited id of another target shows nothing."""
         ids = sorted({m.node.ref_ids[0] for m in memories if m.node.ref_ids})
         if not ids:
             return
-        found = await self.repo.store.get(self.repo.collection, ids)
-        histories = {r.node.memory_id: r.node for r in found.found if r.node.memory_type == MemoryType.HISTORY}
+        found = await self.repo.get(ids, Scope("user", user_name))
+        histories = {i: n for i, n in found.items() if n.memory_type == MemoryType.HISTORY}
         for memory in memories:
             history = histories.get(memory.node.ref_ids[0]) if memory.node.ref_ids else None
             if history is not None:

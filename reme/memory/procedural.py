@@ -155,7 +155,8 @@ class ProceduralSummarizer:
 
     def _history_node(self, trajectory: Trajectory, task_name: str, now: datetime) -> MemoryNode:
         text = render_run(trajectory, MAX_CONTENT_CHARS)
-        return MemoryNode(memory_type=MemoryType.HISTORY, memory_target=task_name, content=text, message_time=now,
+        return MemoryNode(memory_type=MemoryType.HISTORY, target_kind="task", memory_target=task_name, content=text,
+                          message_time=now,
                           score=trajectory.score, metadata={"kind": "trajectory", "score": trajectory.score,
                                                             "query": trajectory.task[:2000],
                                                             "run": trajectory.metadata})

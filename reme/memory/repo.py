@@ -1,6 +1,10 @@
 """`MemoryRepo`: the write path every pipeline and the facade share. It deduplicates by content
 hash, embeds before it writes, and keeps every replaced or deleted memory as a version in a
-second collection (`<collection>-versions`), so nothing changes without a trace."""
+second collection (`<collection>-versions`), so nothing changes without a trace.
+
+Scopes are walls here, by construction: by-id reads (`get`, `modify`, `history`) take the
+caller's scope and treat a memory outside it as missing, and an add may never reuse the id of a
+stored memory (which would replace it without a version, in whatever scope it lives)."""
 
 from __future__ import annotations
 
@@ -11,8 +15,8 @@ from datetime import datetime
 from typing import Callable, Sequence
 
 from reme.embedding import Embedder
-from reme.errors import ConflictError, MemoryNotFoundError
-from reme.schema import MemoryNode, MemoryType, MemoryVersion, utcnow
+from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError
+from reme.schema import TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, utcnow
 from reme.store import VectorRecord, VectorStore
 from reme.store.filters import And, Eq, Filter, In
 
@@ -53,17 +57,24 @@ class MemoryRepo:
         """One lock per target, so two summaries of the same user never decide on stale memories."""
         return self._target_locks.setdefault((kind, name), asyncio.Lock())
 
-    async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[tuple[MemoryType, str, str], MemoryNode]:
-        found: dict[tuple[MemoryType, str, str], MemoryNode] = {}
-        groups: dict[tuple[MemoryType, str], set[str]] = {}
+    async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[str, MemoryNode]:
+        """Stored memories with the content hash of any of `nodes` (the hash covers type, scope
+        and text), by that hash."""
+        found: dict[str, MemoryNode] = {}
+        groups: dict[tuple[Scope, MemoryType], set[str]] = {}
         for node in nodes:
-            groups.setdefault((node.memory_type, node.memory_target), set()).add(node.content_hash)
-        for (mtype, target), hashes in groups.items():
-            flt = target_filter(target, mtype, In(field="content_hash", values=sorted(hashes)))
+            groups.setdefault((Scope(*node.scope), node.memory_type), set()).add(node.content_hash)
+        for (scope, mtype), hashes in groups.items():
+            flt = scope_filter(scope, (mtype,), In(field="content_hash", values=sorted(hashes)))
             page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
             for node in page:
-                found[(node.memory_type, node.memory_target, node.content_hash)] = node
+                found[node.content_hash] = node
         return found
+
+    async def get(self, ids: Sequence[str], scope: Scope | None = None) -> dict[str, MemoryNode]:
+        """The stored memories among `ids`, by id; with a scope, only those inside it."""
+        got = await self.store.get(self.collection, list(dict.fromkeys(ids)))
+        return {r.node.memory_id: r.node for r in got.found if scope is None or scope.holds(r.node)}
 
     async def apply(self, changes: Sequence[Change]) -> list[tuple[MemoryNode, bool]]:
         """Write a batch: adds (deduplicated by content hash), replacements and deletions.
@@ -78,20 +89,47 @@ class MemoryRepo:
         async with self.lock:
             return await self._write(changes)
 
-    async def modify(self, memory_id: str, revise: Callable[[MemoryNode], MemoryNode], *, reason: str = "",
-                     keep_version: bool = True) -> MemoryNode:
-        """Read, change and write one memory under the write lock, so concurrent changes of one
-        memory never lose each other. `revise` gets the stored node and returns its next state
-        (or raises, and nothing is written). `MemoryNotFoundError` if there is no such memory."""
+    async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode], *,
+                     scope: Scope | None = None, reason: str = "", keep_version: bool = True) -> list[MemoryNode]:
+        """Read, change and write memories under the write lock, so concurrent changes of one
+        memory never lose each other. `revise` gets each stored node and returns its next state
+        (or raises, and nothing is written). `MemoryNotFoundError` if any of them is not stored
+        (inside `scope`, when given): then nothing is written either."""
         async with self.lock:
-            got = await self.store.get(self.collection, [memory_id])
-            if not got.found:
-                raise MemoryNotFoundError(memory_id)
-            old = got.found[0].node
-            change = Change(new=revise(old), old=old, reason=reason, keep_version=keep_version)
-            await self._embed([change])
-            ((node, _),) = await self._write([change])
-            return node
+            stored = await self.get(memory_ids, scope)
+            missing = [m for m in memory_ids if m not in stored]
+            if missing:
+                raise MemoryNotFoundError(missing[0])
+            changes = [Change(new=revise(old), old=old, reason=reason, keep_version=keep_version)
+                       for old in stored.values()]
+            await self._embed(changes)
+            return [node for node, _ in await self._write(changes)]
+
+    async def restore(self, nodes: Sequence[tuple[MemoryNode, list[float] | None]], *, source: str,
+                      foreign: str = "error") -> int:
+        """Write memories read from a file, as one batch: a new id is added (deduplicated by
+        content), a stored id of the same scope is replaced (its old state kept as a version,
+        unchanged ones skipped). A stored id of another scope is an `InvalidInputError` naming
+        `source` (`foreign="error"`: nothing is written) or the line gets a new id
+        (`foreign="new_id"`, the old one kept as `metadata.original_memory_id`). Returns how
+        many memories were written."""
+        async with self.lock:
+            stored = await self.get([n.memory_id for n, _ in nodes])
+            changes: list[Change] = []
+            for node, vector in nodes:
+                old = stored.get(node.memory_id)
+                if old is not None and old.scope != node.scope:
+                    if foreign == "error":
+                        raise InvalidInputError(f"{source}: memory_id {node.memory_id} belongs to another target; "
+                                                "nothing was imported")
+                    node = node.model_copy(update={"memory_id": str(uuid.uuid4()), "metadata": {
+                        **node.metadata, "original_memory_id": node.memory_id}})
+                    old = None
+                if old == node:
+                    continue
+                changes.append(Change(new=node, old=old, vector=vector, reason=f"imported from {source}"))
+            await self._embed(changes)
+            return sum(wrote for _, wrote in await self._write(changes))
 
     async def _embed(self, changes: list[Change]) -> None:
         """Fill in the vector of every new node whose retrieval text is new, in one batch."""
@@ -114,6 +152,11 @@ class MemoryRepo:
                     raise ConflictError(f"memory {old.memory_id} changed after it was read; nothing was written")
         adds = [c.new for c in changes if c.old is None and c.new is not None]
         existing = await self.existing_by_hash(adds) if adds else {}
+        fresh = [n for n in adds if n.content_hash not in existing]
+        taken = (await self.store.get(self.collection, [n.memory_id for n in fresh])).found if fresh else []
+        if taken:
+            raise InvalidInputError(f"memory_id {taken[0].node.memory_id} is taken by a stored memory: an add never "
+                                    "replaces one (update_memory changes a memory); nothing was written")
         now = utcnow()
         writes: list[VectorRecord] = []
         versions: list[VectorRecord] = []
@@ -122,7 +165,7 @@ class MemoryRepo:
         for change in changes:
             if change.old is None:
                 assert change.new is not None
-                key = (change.new.memory_type, change.new.memory_target, change.new.content_hash)
+                key = change.new.content_hash
                 if key in existing:
                     out.append((existing[key], False))
                     continue
@@ -151,30 +194,43 @@ class MemoryRepo:
             await self.store.delete(self.collection, deletes)
         return out
 
-    async def history(self, memory_id: str) -> list[MemoryVersion]:
-        """Earlier states of a memory, oldest first."""
+    async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:
+        """Earlier states of a memory, oldest first; `MemoryNotFoundError` when the id is neither
+        a stored memory nor has versions (inside `scope`, when given)."""
         out: list[MemoryVersion] = []
         flt: Filter = Eq(field="metadata.version_of", value=str(memory_id))
+        if scope is not None:
+            flt = scope_filter(scope, extra=flt)
         async for record in self.store.iter_records(self.versions, flt):
             meta = record.node.metadata
             out.append(MemoryVersion(node=MemoryNode.model_validate(meta["node"]), event=meta["event"],
                                      time=meta["time"], reason=meta.get("reason", "")))
+        if not out and not await self.get([memory_id], scope):
+            raise MemoryNotFoundError(memory_id)
         out.sort(key=lambda v: (v.node.version, v.time))
         return out
 
 
-def target_filter(target: str, memory_type: MemoryType, extra: Filter | None = None) -> Filter:
-    """Memories of one type of one target (ANDed with `extra`)."""
-    parts: list[Filter] = [Eq(field="memory_target", value=target), Eq(field="memory_type", value=memory_type.value)]
+def scope_filter(scope: Scope, types: Sequence[MemoryType] | None = None, extra: Filter | None = None) -> Filter:
+    """Memories inside `scope` (of `types`, default all the scope's kind holds), ANDed with `extra`."""
+    types = types or scope.all_types
+    parts: list[Filter] = [Eq(field="target_kind", value=scope.kind), Eq(field="memory_target", value=scope.name),
+                           In(field="memory_type", values=[t.value for t in types])]
     if extra is not None:
         parts.append(extra)
     return And(filters=parts)
 
 
+def target_filter(target: str, memory_type: MemoryType, extra: Filter | None = None) -> Filter:
+    """Memories of one main type (personal, procedural, tool) of the target it implies."""
+    return scope_filter(Scope(TYPE_KIND[memory_type], target), (memory_type,), extra)
+
+
 def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:
     """A copy of `old` for the versions collection: same type, target and text (so scope deletes
     and searches find it), with the whole node kept in metadata."""
-    return MemoryNode(memory_id=str(uuid.uuid4()), memory_type=old.memory_type, memory_target=old.memory_target,
+    return MemoryNode(memory_id=str(uuid.uuid4()), memory_type=old.memory_type, target_kind=old.target_kind,
+                      memory_target=old.memory_target,
                       when_to_use=old.when_to_use, content=old.content, message_time=old.message_time,
                       metadata={"version_of": old.memory_id, "event": event, "time": when.isoformat(),
                                 "reason": reason, "node": old.model_dump(mode="json")})

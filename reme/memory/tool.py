@@ -135,7 +135,8 @@ class ToolSummarizer:
                                   previous=old.content if old else ""),
             Guideline, usage=plan_usage)
         text = reply.guideline.strip() or (old.content if old else f"No guideline yet for {tool_name}.")
-        history = MemoryNode(memory_type=MemoryType.HISTORY, memory_target=tool_name, message_time=now,
+        history = MemoryNode(memory_type=MemoryType.HISTORY, target_kind="tool", memory_target=tool_name,
+                             message_time=now,
                              content="\n".join(r.model_dump_json() for r in records)[:MAX_CONTENT_CHARS],
                              metadata={"kind": "tool_calls", "calls": len(records)})
         meta = {"stats": stats.model_dump(), "raw": raw.model_dump()}

@@ -35,7 +35,8 @@ SPARSE = "bm25"
 RRF_K = 60
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Fields a backend indexes so that filters on them stay fast; `content_hash` serves deduplication.
-KEYWORD_FIELDS = ("memory_id", "memory_type", "memory_target", "author", "tags", "ref_ids", "content_hash")
+KEYWORD_FIELDS = ("memory_id", "memory_type", "target_kind", "memory_target", "author", "tags", "ref_ids",
+                  "content_hash")
 DATETIME_FIELDS = ("message_time", "time_created", "time_modified")
 
 

@@ -29,6 +29,7 @@ Kind = Literal["keyword", "text", "datetime", "float", "int", "list", "metadata"
 FIELD_KINDS: dict[str, Kind] = {
     "memory_id": "keyword",
     "memory_type": "keyword",
+    "target_kind": "keyword",
     "memory_target": "keyword",
     "author": "keyword",
     "when_to_use": "text",
@@ -81,6 +82,8 @@ def _check_value(name: str, kind: Kind, value: Any) -> Scalar:
         return int(value) if kind == "int" else float(value)
     if not isinstance(value, str):
         raise InvalidFilterError(f"{name} compares with strings; got {value!r}")
+    if name == "target_kind" and value not in ("user", "task", "tool"):
+        raise InvalidFilterError(f"unknown target kind {value!r}; use user, task or tool")
     if name == "memory_type" and value not in {t.value for t in MemoryType}:
         raise InvalidFilterError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}")
     if name == "memory_id":
