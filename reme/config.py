@@ -69,6 +69,8 @@ class LLMConfig(_Section):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     max_concurrency: int = Field(default=8, ge=1)
+    max_prompt_chars: int = Field(default=400_000, ge=1)
+    """The longest prompt sent (characters over all messages); a longer one raises `PromptTooLargeError`."""
     json_mode: bool | None = None
     """Ask for `response_format=json_object`: None tries it and drops it if the endpoint refuses."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
