@@ -4,6 +4,8 @@ the memory API. `ReMeSync` mirrors it name for name without `async`."""
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import threading
 import uuid
 from datetime import datetime
@@ -22,8 +24,9 @@ from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, c
 from reme.memory.repo import Change, MemoryRepo
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
-from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
+from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
+                         MemoryVersion, Message, RetrieveResult, SearchResult, SummaryResult, TimeWindow,
+                         ToolCallRecord, Trajectory, as_aware, check_int, safe_text)
 from reme.store import VectorStore, open_store
 from reme.store.base import Direction, SearchMode
 from reme.store.filters import And, Eq, Filter, In, parse_filter
@@ -79,17 +82,83 @@ class Scope:
 
 
 def _canonical_id(memory_id: Any) -> str:
-    """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory."""
+    """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory.
+    Anything but a short, valid string is an InvalidInputError (another string is not found)."""
+    if not isinstance(memory_id, str) or len(memory_id) > MAX_NAME_CHARS:
+        raise InvalidInputError(f"a memory id is a UUID string, got {type(memory_id).__name__} "
+                                f"{str(memory_id)[:40]!r}")
+    _safe(memory_id, "memory id")
     try:
-        return str(uuid.UUID(str(memory_id)))
+        return str(uuid.UUID(memory_id))
     except ValueError:
-        return str(memory_id)
+        return memory_id
+
+
+def _safe(value: str, what: str) -> str:
+    try:
+        return safe_text(value, what)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+
+
+def _text_arg(value: Any, what: str, limit: int) -> str:
+    """A non-empty, valid text of at most `limit` characters (a query)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{what} must be a non-empty string")
+    if len(value) > limit:
+        raise InvalidInputError(f"{what} is {len(value)} characters; the limit is {limit}")
+    return _safe(value, what)
+
+
+def _list_arg(value: Any, what: str, limit: int = MAX_BATCH) -> list[Any]:
+    """A list from a list or tuple argument (None: empty). A bare string is refused, not split into letters."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"{what} must be a list, not {type(value).__name__}")
+    if len(value) > limit:
+        raise InvalidInputError(f"{what} holds {len(value)} items; the limit is {limit}")
+    return list(value)
+
+
+def _mapping_arg(value: Any, what: str) -> Any:
+    """A dict copy of a mapping argument; anything else is passed on for the model to refuse."""
+    if value is not None and not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a dict (a JSON object), not {type(value).__name__}")
+    return dict(value or {})
+
+
+def _now_arg(value: Any) -> datetime | None:
+    """`now=`: a datetime (naive means UTC) or None."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"now must be a datetime, not {type(value).__name__}")
+    return as_aware(value)
+
+
+def _window_arg(value: Any) -> TimeWindow | None:
+    """`time_window=`: a TimeWindow, a (start, end) pair of datetimes or None, or None."""
+    if value is None or isinstance(value, TimeWindow):
+        return value
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise InvalidInputError("time_window is a TimeWindow or a (start, end) pair of datetimes")
+    if not all(v is None or isinstance(v, datetime) for v in value):
+        raise InvalidInputError("time_window's start and end are datetimes (naive means UTC) or None")
+    return TimeWindow(start=value[0], end=value[1])
+
+
+def _path_arg(value: Any) -> Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidInputError(f"path must be a string or a Path, not {type(value).__name__}")
+    _safe(os.fspath(value) if isinstance(os.fspath(value), str) else "", "path")
+    return Path(value)
 
 
 def _memory_type(value: MemoryType | str) -> MemoryType:
     try:
         return MemoryType(value)
-    except ValueError:
+    except (ValueError, TypeError):
         raise InvalidInputError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}") from None
 
 
@@ -205,8 +274,9 @@ class ReMe:
         scope = self._require_scope(user_name, task_name, tool_name, "add_memory")
         mtype = scope.types(memory_type)[0]
         fields: dict[str, Any] = dict(memory_type=mtype, memory_target=scope.name, content=content,
-                                      when_to_use=when_to_use, metadata=dict(metadata or {}), tags=list(tags or []),
-                                      score=score, author=author, ref_ids=list(ref_ids or []))
+                                      when_to_use=when_to_use, metadata=_mapping_arg(metadata, "metadata"),
+                                      tags=_list_arg(tags, "tags"), score=score, author=author,
+                                      ref_ids=_list_arg(ref_ids, "ref_ids"))
         if message_time is not None:
             fields["message_time"] = message_time
         try:
@@ -217,6 +287,9 @@ class ReMe:
 
     async def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
         """Store several nodes in one batch; each result is the stored node (an existing one for duplicates)."""
+        nodes = _list_arg(nodes, "nodes")
+        if not all(isinstance(n, MemoryNode) for n in nodes):
+            raise InvalidInputError("add_memories takes a list of MemoryNode")
         written = await self.repo.apply([Change(new=node) for node in nodes])
         return [node for node, _ in written]
 
@@ -232,8 +305,9 @@ class ReMe:
                                          ref_ids=ref_ids).items() if v is not None}
         if not changes:
             raise InvalidInputError("update_memory needs at least one field to change")
+        memory_id = _canonical_id(memory_id)
         scope = Scope.of(user_name, task_name, tool_name)
-        plain = {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
+        plain = {k: (_mapping_arg(v, k) if k == "metadata" else _list_arg(v, k) if k in ("tags", "ref_ids") else v)
                  for k, v in changes.items()}
 
         def revise(old: MemoryNode) -> MemoryNode:
@@ -292,10 +366,13 @@ class ReMe:
         With a scope and no `memory_type`, a search looks in the scope's main type (personal for a
         user, procedural for a task, tool for a tool).
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
-        if not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInputError("top_k must be a positive integer")
+        _text_arg(query, "query", MAX_QUERY_CHARS)
+        check_int(top_k, "top_k")
+        if mode not in ("dense", "keyword", "hybrid"):
+            raise InvalidInputError(f"search mode must be dense, keyword or hybrid, not {str(mode)[:40]!r}")
+        if score_threshold is not None and (isinstance(score_threshold, bool) or not isinstance(
+                score_threshold, (int, float)) or not math.isfinite(score_threshold)):
+            raise InvalidInputError("score_threshold must be a finite number or None")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters, primary=True)
         vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
         return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
@@ -306,6 +383,11 @@ class ReMe:
                           filters: FilterSpec = None, sort_key: str | None = None, direction: Direction = "desc",
                           limit: int = 100, cursor: str | None = None) -> MemoryPage:
         """A page of memories; sort by time_created, time_modified, message_time, score or version."""
+        check_int(limit, "limit")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidInputError("cursor must be a string (a page's next_cursor) or None")
+        if sort_key is not None and not isinstance(sort_key, str) or not isinstance(direction, str):
+            raise InvalidInputError("sort_key and direction are strings")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.list(self.collection, flt=flt, sort_key=sort_key, direction=direction,
                                      limit=limit, cursor=cursor)
@@ -321,6 +403,7 @@ class ReMe:
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
                             filters: FilterSpec = None, with_vectors: bool = False) -> int:
         """Write memories to a JSONL file (every field; vectors on request); returns how many."""
+        path = _path_arg(path)
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
@@ -333,11 +416,12 @@ class ReMe:
         memory a line), stored as procedural memories of `task_name`; fields without a place in
         `MemoryNode` go to metadata, and memories already stored (same text) are skipped.
         """
+        path = _path_arg(path)
         if format == "jsonl":
             async with self.repo.lock:
                 return await self.store.import_jsonl(self.collection, path, embed=self.embedder.embed)
         if format != "reme-jsonl":
-            raise InvalidInputError(f"unknown import format {format!r}; use jsonl or reme-jsonl")
+            raise InvalidInputError(f"unknown import format {str(format)[:40]!r}; use jsonl or reme-jsonl")
         scope = self._require_scope(None, task_name, None, "import_memory with format reme-jsonl")
         nodes = read_reme_jsonl(path, scope.name)
         written = await self.repo.apply([Change(new=n) for n in nodes])
@@ -367,6 +451,7 @@ class ReMe:
         Every LLM call runs before the first write: if one fails for good, `LLMError` is raised
         and nothing is written. `now` stands in for the current time.
         """
+        now = _now_arg(now)
         given = [k for k, v in (("messages", messages), ("trajectories", trajectories), ("tool_calls", tool_calls))
                  if v is not None]
         if len(given) != 1:
@@ -375,7 +460,7 @@ class ReMe:
         if messages is not None:
             if user_name is None or task_name is not None or tool_name is not None:
                 raise InvalidInputError("messages are summarized for user_name (one name or a list)")
-            names = [user_name] if isinstance(user_name, str) else list(user_name)
+            names = [user_name] if isinstance(user_name, str) else _list_arg(user_name, "user_name")
             if not names:
                 raise InvalidInputError("summarize_memory needs at least one user_name")
             users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
@@ -437,29 +522,26 @@ class ReMe:
           `Experience N:` / `When:` / `What:` lines.
         - `tool_name` (one name or a list; no query needed): each tool's guideline and statistics.
         """
-        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
-            raise InvalidInputError("top_k must be a positive integer")
+        if top_k is not None:
+            check_int(top_k, "top_k")
+        now = _now_arg(now)
+        window = _window_arg(time_window)
         if tool_name is not None and not isinstance(tool_name, str):
             if user_name is not None or task_name is not None:
                 raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
-            names = [self._require_scope(None, None, n, "retrieve_memory").name for n in tool_name]
+            names = [self._require_scope(None, None, n, "retrieve_memory").name
+                     for n in _list_arg(tool_name, "tool_name")]
             if not names:
                 raise InvalidInputError("tool_name must name at least one tool")
             return await retrieve_tools(self.repo, list(dict.fromkeys(names)))
         scope = self._require_scope(user_name, task_name, tool_name, "retrieve_memory")
         if scope.kind == "tool":
             return await retrieve_tools(self.repo, [scope.name])
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
+        query = _text_arg(query, "query", MAX_QUERY_CHARS)
         if scope.kind == "task":
             retriever = ProceduralRetriever(self.repo, self._llm, self._prompts_lib, self.config.procedural,
                                             self.config.retrieval)
             return await retriever.retrieve(query, scope.name, top_k=top_k or 5, rerank=rerank, rewrite=rewrite)
-        window = time_window
-        if isinstance(window, tuple):
-            if len(window) != 2:
-                raise InvalidInputError("time_window is a (start, end) pair")
-            window = TimeWindow(start=window[0], end=window[1])
         personal = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
         return await personal.retrieve(query, scope.name, top_k=top_k or 10, rewrite=rewrite, time_window=window,
                                        with_source=with_source, now=now)
@@ -467,16 +549,21 @@ class ReMe:
     async def record_usage(self, memory_ids: Sequence[str], success: bool) -> list[MemoryNode]:
         """Count one use of each memory (`metadata.freq`) and, when it went well, one success
         (`metadata.utility`). Typically called after an agent used retrieved lessons."""
-        if isinstance(memory_ids, str):
-            memory_ids = [memory_ids]
+        memory_ids = [memory_ids] if isinstance(memory_ids, str) else _list_arg(memory_ids, "memory_ids")
+        ids = list(dict.fromkeys(_canonical_id(m) for m in memory_ids))
+        missing = (await self.store.get(self.collection, ids)).missing if ids else []
+        if missing:  # before the first write: a rejected call changes nothing
+            raise MemoryNotFoundError(missing[0])
         return [await self.repo.modify(memory_id, lambda old: counted(old, bool(success)), keep_version=False)
-                for memory_id in dict.fromkeys(_canonical_id(m) for m in memory_ids)]
+                for memory_id in ids]
 
     async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:
         """Delete the task's lessons used at least `min_freq` times that succeeded in less than
         `min_utility_ratio` of their uses; returns them (their last state stays in `history`)."""
         scope = self._require_scope(None, task_name, None, "prune")
-        if min_freq < 1 or not 0 <= min_utility_ratio <= 1:
+        check_int(min_freq, "min_freq", high=INT64_MAX)
+        if isinstance(min_utility_ratio, bool) or not isinstance(min_utility_ratio, (int, float)) or \
+                not 0 <= min_utility_ratio <= 1:
             raise InvalidInputError("min_freq must be >= 1 and min_utility_ratio within [0, 1]")
         doomed: list[MemoryNode] = []
         async for record in self.store.iter_records(self.collection, prune_filter(scope.name, min_freq)):
