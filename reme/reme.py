@@ -151,7 +151,8 @@ def _window_arg(value: Any) -> TimeWindow | None:
 def _path_arg(value: Any) -> Path:
     if not isinstance(value, (str, os.PathLike)):
         raise InvalidInputError(f"path must be a string or a Path, not {type(value).__name__}")
-    _safe(os.fspath(value) if isinstance(os.fspath(value), str) else "", "path")
+    if "\x00" in str(os.fspath(value)):  # lone surrogates are fine here: POSIX names undecodable bytes so
+        raise InvalidInputError("path must not contain NUL characters")
     return Path(value)
 
 
@@ -217,8 +218,9 @@ class ReMe:
         working_dir = Path(self.config.working_dir).expanduser()
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"working_dir {working_dir} cannot be created: {exc.strerror or exc}") from exc
+        except (OSError, ValueError) as exc:  # ValueError: a NUL or a lone surrogate in the path
+            raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
         if self._store is None:
             self._store = open_store(self.config.vector_store, working_dir)
         try:
@@ -629,16 +631,35 @@ class ReMeSync:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._start()
+        try:
+            self._reme: ReMe = self._run(self._make(*args, **kwargs))
+        except BaseException:
+            self._stop()
+            raise
+
+    def _start(self) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="reme-sync", daemon=True)
         self._thread.start()
-        self._reme: ReMe = self._run(self._make(*args, **kwargs))
+
+    def _stop(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()
 
     @staticmethod
     async def _make(*args: Any, **kwargs: Any) -> ReMe:
         return ReMe(*args, **kwargs)
 
     def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
+        # After close() the loop is stopped: a call scheduled on it would wait forever.
+        if self._loop.is_closed() or not self._thread.is_alive():
+            if asyncio.iscoroutine(coro):
+                coro.close()
+            raise ReMeError("ReMeSync is closed: call open() (or use `with ReMeSync(...)`) again")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
 
     @property
@@ -646,16 +667,20 @@ class ReMeSync:
         return self._reme.config
 
     def open(self) -> "ReMeSync":
+        """Open the store; after `close()` this starts a fresh private loop and opens it again."""
+        if self._loop.is_closed():
+            self._start()
         self._run(self._reme.open())
         return self
 
     def close(self) -> None:
+        """Release the store and stop the private loop; a second close does nothing."""
+        if self._loop.is_closed():
+            return
         try:
             self._run(self._reme.close())
         finally:
-            if self._loop.is_running():
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._thread.join(timeout=10)
+            self._stop()
 
     def __enter__(self) -> "ReMeSync":
         return self.open()

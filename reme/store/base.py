@@ -427,5 +427,5 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     except (OSError, ValueError) as exc:  # ValueError: a path with NUL or a lone surrogate
         if isinstance(exc, InvalidInputError):
             raise
-        raise InvalidInputError(f"cannot read {path!r}: {exc}") from None
+        raise InvalidInputError(f"cannot read {str(path)!r}: {exc}") from None
     return rows
