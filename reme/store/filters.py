@@ -395,9 +395,21 @@ def check_filter_shape(spec: Any, max_depth: int = MAX_FILTER_DEPTH) -> None:
         elif isinstance(item, (In, TagsAny)):
             size += len(item.values)
         elif isinstance(item, Mapping):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, depth + 1) for v in item)
+            for key, value in item.items():
+                if key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                    stack.extend((v, depth + 1) for v in value)
+                elif key == "$not":
+                    stack.append((value, depth + 1))
+                else:  # a field's condition: {op: value} or a list of values, counted, not nested
+                    size += _values_in(value)
+    if size > MAX_FILTER_SIZE:
+        raise InvalidFilterError(f"filter holds more than {MAX_FILTER_SIZE} conditions and values")
+
+
+def _values_in(spec: Any) -> int:
+    if isinstance(spec, Mapping):
+        return sum(len(v) if isinstance(v, (list, tuple)) else 1 for v in spec.values())
+    return len(spec) if isinstance(spec, (list, tuple)) else 1
 
 
 def _parse(spec: Any) -> "Filter | None":
