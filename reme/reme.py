@@ -4,7 +4,6 @@ the memory API. `ReMeSync` mirrors it name for name without `async`."""
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import threading
 import uuid
@@ -26,7 +25,7 @@ from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
                          MemoryVersion, Message, RetrieveResult, SearchResult, SummaryResult, TimeWindow,
-                         ToolCallRecord, Trajectory, as_aware, check_int, safe_text)
+                         ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
 from reme.store import VectorStore, open_store
 from reme.store.base import Direction, SearchMode
 from reme.store.filters import And, Eq, Filter, In, parse_filter
@@ -372,9 +371,8 @@ class ReMe:
         check_int(top_k, "top_k")
         if mode not in ("dense", "keyword", "hybrid"):
             raise InvalidInputError(f"search mode must be dense, keyword or hybrid, not {str(mode)[:40]!r}")
-        if score_threshold is not None and (isinstance(score_threshold, bool) or not isinstance(
-                score_threshold, (int, float)) or not math.isfinite(score_threshold)):
-            raise InvalidInputError("score_threshold must be a finite number or None")
+        if score_threshold is not None:
+            score_threshold = check_number(score_threshold, "score_threshold")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters, primary=True)
         vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
         return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
@@ -564,9 +562,7 @@ class ReMe:
         `min_utility_ratio` of their uses; returns them (their last state stays in `history`)."""
         scope = self._require_scope(None, task_name, None, "prune")
         check_int(min_freq, "min_freq", high=INT64_MAX)
-        if isinstance(min_utility_ratio, bool) or not isinstance(min_utility_ratio, (int, float)) or \
-                not 0 <= min_utility_ratio <= 1:
-            raise InvalidInputError("min_freq must be >= 1 and min_utility_ratio within [0, 1]")
+        check_number(min_utility_ratio, "min_utility_ratio", low=0, high=1)
         doomed: list[MemoryNode] = []
         async for record in self.store.iter_records(self.collection, prune_filter(scope.name, min_freq)):
             if failing(record.node, min_freq, min_utility_ratio):

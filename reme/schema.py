@@ -114,6 +114,18 @@ def check_int(value: Any, name: str, *, low: int = 1, high: int = MAX_LIMIT) -> 
     return value
 
 
+def check_number(value: Any, name: str, *, low: float = -math.inf, high: float = math.inf) -> float:
+    """`value` as a float if it is a finite real number (not a bool) within [low, high];
+    InvalidInputError otherwise (ints too large for a float included)."""
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        number = math.nan
+    if not math.isfinite(number) or not low <= number <= high:
+        raise InvalidInputError(f"{name} must be a finite number from {low} to {high}, got {_short(value)}")
+    return number
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
