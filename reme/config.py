@@ -23,7 +23,8 @@ DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN and infinity are no setting: a NaN timeout or weight would pass every `gt`/`le` check.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class VectorStoreConfig(_Section):

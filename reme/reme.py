@@ -333,6 +333,8 @@ class ReMe:
                          everything: bool = False) -> int:
         """Delete every memory of a scope (optionally of one type), with the versions kept of them;
         wiping all scopes needs `everything=True`. Returns how many memories were deleted."""
+        if not isinstance(everything, bool):
+            raise InvalidInputError("everything must be True or False")
         scope = Scope.of(user_name, task_name, tool_name)
         if scope is None and not everything:
             raise InvalidInputError("delete_all needs user_name, task_name or tool_name, or everything=True")

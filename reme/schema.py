@@ -207,14 +207,20 @@ def _finite(value: float) -> float:
     return value
 
 
-def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
-    if not json_depth_ok(value, MAX_METADATA_DEPTH + 1):  # before the recursive walk: no RecursionError
-        raise ValueError(f"metadata nested deeper than {MAX_METADATA_DEPTH} levels")
-    _check_json_safe(value, "metadata")
-    size = len(json.dumps(value, ensure_ascii=False))
-    if size > MAX_METADATA_BYTES:
-        raise ValueError(f"metadata is {size} characters as JSON; the limit is {MAX_METADATA_BYTES}")
+def _json_safe(value: dict[str, Any], depth: int = MAX_METADATA_DEPTH,
+               size: int = MAX_METADATA_BYTES) -> dict[str, Any]:
+    if not json_depth_ok(value, depth + 1):  # before the recursive walk: no RecursionError
+        raise ValueError(f"metadata nested deeper than {depth} levels")
+    _check_json_safe(value, "metadata", MAX_METADATA_DEPTH - depth)
+    length = len(json.dumps(value, ensure_ascii=False))
+    if length > size:
+        raise ValueError(f"metadata is {length} characters as JSON; the limit is {size}")
     return value
+
+
+def _run_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    # A trajectory's metadata is kept one level down in its history node's metadata, with room to spare.
+    return _json_safe(value, MAX_METADATA_DEPTH - 1, MAX_METADATA_BYTES // 2)
 
 
 def _json_input(value: dict[str, Any] | str) -> dict[str, Any] | str:
@@ -475,7 +481,7 @@ class Trajectory(BaseModel):
     messages: list[Message] = Field(max_length=MAX_BATCH)
     score: FiniteFloat
     query: Text = ""
-    metadata: JsonMetadata = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], AfterValidator(_run_metadata)] = Field(default_factory=dict)
 
     @property
     def task(self) -> str:

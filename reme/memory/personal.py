@@ -135,8 +135,12 @@ class Transcript:
                 span["id"] = message.id
             spans.append(span)
             start += len(line) + 1
-        return MemoryNode(memory_type=MemoryType.HISTORY, memory_target=user_name, content=content,
-                          message_time=self.times[-1], metadata={"messages": spans})
+        try:
+            return MemoryNode(memory_type=MemoryType.HISTORY, memory_target=user_name, content=content,
+                              message_time=self.times[-1], metadata={"messages": spans})
+        except ValidationError as exc:  # e.g. thousands of messages with long names and ids
+            raise InvalidInputError(f"the conversation cannot be stored as one history node: {describe(exc)}; "
+                                    "summarize fewer messages at a time") from None
 
 
 def excerpt(history: MemoryNode, turns: Any) -> str:

@@ -37,7 +37,7 @@ from reme.llm import ChatModel, Fraction, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import fused_search
-from reme.schema import (MAX_CONTENT_CHARS, MAX_IMPORT_LINES, MAX_SUMMARY_CANDIDATES, MAX_TRAJECTORIES,
+from reme.schema import (MAX_CONTENT_CHARS, MAX_IMPORT_LINES, MAX_SUMMARY_CANDIDATES, MAX_TRAJECTORIES, FiniteFloat,
                          MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult, Trajectory, Usage,
                          parse_items, parse_iso, parse_json, utcnow)
 from reme.store.filters import Filter, Range
@@ -62,7 +62,7 @@ class Lessons(BaseModel):
 
 class Rating(BaseModel):
     index: int
-    score: float
+    score: FiniteFloat
     reason: Note = ""
 
 
