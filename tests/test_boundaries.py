@@ -12,22 +12,41 @@ import sys
 import textwrap
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import openai
 import pytest
-
-from reme import (EmbeddingError, InvalidFilterError, InvalidInputError, LLMError, LLMOutputError, MemoryNode,
-                  PromptTooLargeError, ReMe, ReMeError, ReMeSync)
-from reme.retry import retry_after
-from reme.schema import (MAX_BATCH, MAX_FILTER_DEPTH, MAX_METADATA_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_REF_IDS,
-                         MAX_SUMMARY_CANDIDATES, MAX_TAGS, MAX_TRAJECTORIES)
-from reme.store.filters import eq, range_
-
 from conftest import DIM
 from openai_server import OpenAITestServer, prompt_of
+
+from reme import (
+    EmbeddingError,
+    InvalidFilterError,
+    InvalidInputError,
+    LLMError,
+    LLMOutputError,
+    MemoryNode,
+    PromptTooLargeError,
+    ReMe,
+    ReMeError,
+    ReMeSync,
+)
+from reme.retry import retry_after
+from reme.schema import (
+    MAX_BATCH,
+    MAX_FILTER_DEPTH,
+    MAX_METADATA_BYTES,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REF_IDS,
+    MAX_SUMMARY_CANDIDATES,
+    MAX_TAGS,
+    MAX_TRAJECTORIES,
+)
+from reme.store.filters import range_
 
 EXTRACT = "Read the conversation below"
 RECONCILE = "long-term memory consistent"
@@ -63,7 +82,7 @@ async def seeded(reme: ReMe) -> ReMe:
 def run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code), str(tmp_path / "wd")], capture_output=True,
-                          text=True, env=env, timeout=120)
+                          text=True, env=env, timeout=120, check=False)
 
 
 # -- 1. filters ----------------------------------------------------------------------------------
@@ -245,12 +264,12 @@ async def test_bad_update_is_invalid_input_and_writes_nothing(seeded: ReMe) -> N
     node = (await seeded.list_memory(user_name="alice")).nodes[0]
     for kwargs in ({"content": "\ud800"}, {"tags": "travel"}, {"metadata": [1]}, {"metadata": {"n": 2 ** 64}},
                    {"author": "\x00"}):
-        await rejected(seeded, InvalidInputError, lambda: seeded.update_memory(node.memory_id, **kwargs))
+        await rejected(seeded, InvalidInputError, lambda kw=kwargs: seeded.update_memory(node.memory_id, **kw))
     for bad_id in ("\ud800", 5, None, "x" * 10_000):
-        await rejected(seeded, InvalidInputError, lambda: seeded.update_memory(bad_id, content="y"))
-        await rejected(seeded, InvalidInputError, lambda: seeded.get_memory(bad_id))
-        await rejected(seeded, InvalidInputError, lambda: seeded.history(bad_id))
-        await rejected(seeded, InvalidInputError, lambda: seeded.record_usage([bad_id], True))
+        await rejected(seeded, InvalidInputError, lambda i=bad_id: seeded.update_memory(i, content="y"))
+        await rejected(seeded, InvalidInputError, lambda i=bad_id: seeded.get_memory(i))
+        await rejected(seeded, InvalidInputError, lambda i=bad_id: seeded.history(i))
+        await rejected(seeded, InvalidInputError, lambda i=bad_id: seeded.record_usage([i], True))
 
 
 @pytest.mark.parametrize("value", [1.5, "5", 2 ** 64, 0, -1, True, None])
@@ -286,15 +305,15 @@ async def test_now_and_time_window_are_checked(seeded: ReMe) -> None:
     for kwargs in ({"now": "2024-05-03"}, {"now": 5}, {"time_window": "2024"}, {"time_window": ("2024", None)},
                    {"time_window": (naive,)}, {"time_window": 5}):
         await rejected(seeded, InvalidInputError,
-                       lambda: seeded.retrieve_memory("seats", user_name="alice", rewrite=False, **kwargs))
+                       lambda kw=kwargs: seeded.retrieve_memory("seats", user_name="alice", rewrite=False, **kw))
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "reme-jsonl"])
 @pytest.mark.parametrize("content", [
     b'{"content": "ok"}\n\xff\xfe\n', b"[" * 100_000 + b"\n", b'{"content": "\\ud800"}\n', b"\x00\n",
     b'{"memory_type": "personal", "memory_target": "a", "content": "x", "metadata": [1]}\n',
-    b'{"memory_id": "00000000-0000-4000-8000-000000000001", "memory_type": "procedural", "memory_target": "a",'
-    b' "content": "x", "score": 1e400, "vector": 5}\n',
+    (b'{"memory_id": "00000000-0000-4000-8000-000000000001", "memory_type": "procedural", "memory_target": "a",'
+     b' "content": "x", "score": 1e400, "vector": 5}\n'),
 ])
 async def test_bad_import_files_are_invalid_input(seeded: ReMe, tmp_path: Path, fmt: str, content: bytes) -> None:
     path = tmp_path / "in.jsonl"
@@ -364,7 +383,8 @@ async def test_stored_metadata_never_breaks_a_later_read(llm_reme: ReMe, server:
 def cli(wd: Path, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "REME_EMBEDDING__BACKEND": "hash", "REME_WORKING_DIR": str(wd),
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    return subprocess.run([sys.executable, "-m", "reme.cli", *args], capture_output=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "reme.cli", *args], capture_output=True, env=env, timeout=120,
+                          check=False)
 
 
 @pytest.mark.parametrize("args", [

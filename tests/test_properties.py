@@ -9,19 +9,19 @@ import base64
 import contextlib
 import io
 import json
-from datetime import datetime, timedelta, timezone
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
+from conftest import DIM
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from reme import ReMe, ReMeError
 from reme.cli import main as cli_main
 from reme.store.filters import FIELD_KINDS
-
-from conftest import DIM
 
 SETTINGS = settings(deadline=None, derandomize=True, database=None, max_examples=100,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

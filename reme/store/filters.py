@@ -74,7 +74,7 @@ def _text(value: str, what: str) -> str:
         raise InvalidFilterError(str(exc)) from None
 
 
-def _number(name: str, value: int | float) -> int | float:
+def _number(name: str, value: float) -> float:
     """Numbers the engine can hold: finite floats, integers within signed 64 bits."""
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidFilterError(f"{name} compares with finite numbers; got {value!r}")
