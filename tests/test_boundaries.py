@@ -402,3 +402,16 @@ def test_cli_maps_every_rejection_to_a_documented_exit_code(tmp_path: Path, args
     assert "Traceback" not in err and len(err.strip().splitlines()) >= 1
     if not err.startswith("usage:"):  # argparse's own usage errors print the usage first
         assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_last_resort_handler_prints_one_line_and_exits_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from reme import cli as cli_module
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug\nwith two lines")
+
+    monkeypatch.setattr(ReMe, "add_memory", broken)
+    code = cli_module.main(["add", "hi", "--user", "a", "--working-dir", str(tmp_path / "wd"), "--embedding", "hash"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == "reme add: RuntimeError: a bug with two lines\n"
