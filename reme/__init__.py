@@ -4,7 +4,7 @@ from reme.config import (EmbeddingConfig, LLMConfig, ProceduralConfig, PromptsCo
                          ToolConfig, VectorStoreConfig)
 from reme.errors import (CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError, InvalidFilterError,
                          InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError, NotFoundError, PromptError,
-                         ReMeError, StoreError, StoreLockedError, VectorSizeError)
+                         PromptTooLargeError, ReMeError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe, ReMeSync
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
                          Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
@@ -16,8 +16,9 @@ __all__ = [
     "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
     "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
-    "ProceduralConfig", "PromptError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync",
-    "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError", "StoreLockedError",
+    "ProceduralConfig", "PromptError", "PromptTooLargeError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError",
+    "ReMeSync", "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError",
+    "StoreLockedError",
     "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage", "VectorSizeError",
     "VectorStoreConfig", "filters",
 ]

@@ -23,7 +23,8 @@ DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN and infinity are no setting: a NaN timeout or weight would pass every `gt`/`le` check.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class VectorStoreConfig(_Section):
@@ -69,6 +70,8 @@ class LLMConfig(_Section):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     max_concurrency: int = Field(default=8, ge=1)
+    max_prompt_chars: int = Field(default=400_000, ge=1)
+    """The longest prompt sent (characters over all messages); a longer one raises `PromptTooLargeError`."""
     json_mode: bool | None = None
     """Ask for `response_format=json_object`: None tries it and drops it if the endpoint refuses."""
     extra_body: dict[str, Any] = Field(default_factory=dict)

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from qdrant_edge import Bm25, Bm25Config
 
-from reme.errors import CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError
-from reme.schema import MemoryNode, MemoryPage, SearchResult
+from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError,
+                         describe)
+from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
+                         SearchResult, parse_iso, parse_json)
 from reme.store.filters import SORT_KEYS, Filter
 
 SearchMode = Literal["dense", "keyword", "hybrid"]
@@ -104,6 +106,8 @@ def sort_value(node: MemoryNode, key: str) -> str | float | int:
 
 
 class _Cursor(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     offset: str | None = None  # id order: the next id
     value: str | float | int | None = None  # sorted order: the last value returned
     seen: list[str] = []  # sorted order: ids already returned that carry `value`
@@ -115,11 +119,31 @@ def _encode_cursor(cursor: _Cursor) -> str:
     return base64.urlsafe_b64encode(cursor.model_dump_json(exclude_defaults=True).encode()).decode()
 
 
-def _decode_cursor(text: str) -> _Cursor:
+def _decode_cursor(text: Any) -> _Cursor:
+    """The cursor a listing returned, checked field by field: a forged one is an InvalidInputError
+    before anything reaches the engine."""
+    bad = InvalidInputError("cursor is not one this store returned")
+    if not isinstance(text, str) or len(text) > MAX_CURSOR_CHARS:
+        raise bad
     try:
-        return _Cursor.model_validate_json(base64.urlsafe_b64decode(text.encode()))
-    except (ValueError, ValidationError):
-        raise InvalidInputError("cursor is not one this store returned") from None
+        cursor = _Cursor.model_validate(parse_json(base64.urlsafe_b64decode(text.encode("ascii")), "cursor"))
+    except (ValueError, ValidationError):  # binascii.Error and UnicodeError are ValueErrors
+        raise bad from None
+    ids = ([cursor.offset] if cursor.offset is not None else []) + cursor.seen
+    if not all(is_uuid(i) for i in ids) or len(cursor.seen) > MAX_LIMIT + MAX_TIE_FETCH:
+        raise bad
+    if cursor.sort is not None and (cursor.sort not in SORT_KEYS or cursor.direction not in ("asc", "desc")):
+        raise bad
+    value = cursor.value
+    if isinstance(value, float) and not math.isfinite(value) or (
+            isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX):
+        raise bad
+    if isinstance(value, str):
+        try:
+            parse_iso(value)
+        except ValueError:
+            raise bad from None
+    return cursor
 
 
 class VectorStore(ABC):
@@ -220,7 +244,7 @@ class VectorStore(ABC):
         values = vector.tolist() if isinstance(vector, np.ndarray) else list(vector)
         try:
             total = math.fsum(values)  # NaN or infinity anywhere makes the sum non-finite
-        except TypeError:
+        except (TypeError, OverflowError):
             raise InvalidInputError("a vector holds numbers only") from None
         if not math.isfinite(total):
             raise InvalidInputError("vector holds NaN or infinite values")
@@ -370,8 +394,9 @@ class VectorStore(ABC):
             try:
                 node = MemoryNode.model_validate(row)
             except ValidationError as exc:
-                raise InvalidInputError(f"{path}:{lineno}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
-            records.append(VectorRecord(node=node, vector=vector if vector and len(vector) == dim else None))
+                raise InvalidInputError(f"{path}:{lineno}: {describe(exc)}") from None
+            usable = isinstance(vector, list) and len(vector) == dim
+            records.append(VectorRecord.model_construct(node=node, vector=vector if usable else None))
         todo = [r for r in records if r.vector is None]
         if todo:
             if embed is None:
@@ -387,17 +412,21 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-empty line; a broken line is an InvalidInputError."""
     rows: list[tuple[int, dict[str, Any]]] = []
     try:
-        with Path(path).open(encoding="utf-8") as fh:
+        with Path(path).open("rb") as fh:  # bytes: invalid UTF-8 is a line's error, not a crash
             for lineno, line in enumerate(fh, 1):
+                if lineno > MAX_IMPORT_LINES:
+                    raise InvalidInputError(f"{path}: more than {MAX_IMPORT_LINES} lines; split the file")
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+                    obj = parse_json(line, "the line")
+                except ValueError as exc:
+                    raise InvalidInputError(f"{path}:{lineno}: {exc}") from None
                 if not isinstance(obj, dict):
                     raise InvalidInputError(f"{path}:{lineno}: expected a JSON object")
                 rows.append((lineno, obj))
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    except (OSError, ValueError) as exc:  # ValueError: a path with NUL or a lone surrogate
+        if isinstance(exc, InvalidInputError):
+            raise
+        raise InvalidInputError(f"cannot read {str(path)!r}: {exc}") from None
     return rows
