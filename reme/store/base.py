@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -41,6 +41,7 @@ from reme.store.filters import SORT_KEYS, Filter
 SearchMode = Literal["dense", "keyword", "hybrid"]
 Direction = Literal["asc", "desc"]
 SyncMode = Literal["process", "os"]
+T = TypeVar("T")
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 
 DENSE = "dense"
@@ -117,41 +118,52 @@ _FILTER = TypeAdapter(Filter)
 JOURNAL_FORMAT = 1
 
 
+INLINE_RECORDS = 64
+"""Above this many records, Python-side work of a write (checks, encoding) runs in a worker
+thread: the GIL then passes to the event loop every few milliseconds instead of after it all."""
+
+
 def encode_steps(steps: Sequence[WriteOp]) -> bytes:
-    """An intent record: the complete writes, vectors included (float32, as the engines store them)."""
-    out: list[dict[str, Any]] = []
+    """An intent record: the complete writes, vectors included (float32, as the engines store
+    them). One JSON line a step, and one a record after its upsert step's line, so that no single
+    encoder call holds the GIL for a whole batch."""
+    lines = [json.dumps({"format": JOURNAL_FORMAT, "steps": len(steps)})]
     for step in steps:
         if isinstance(step, Upsert):
-            out.append({"op": "upsert", "collection": step.collection, "records": [
-                {"node": r.node.model_dump(mode="json"),
-                 "vector": base64.b64encode(np.asarray(r.vector, dtype="<f4").tobytes()).decode()}
-                for r in step.records]})
+            lines.append(json.dumps({"op": "upsert", "collection": step.collection, "records": len(step.records)}))
+            lines += [json.dumps({"node": r.node.model_dump(mode="json"),
+                                  "vector": base64.b64encode(np.asarray(r.vector, dtype="<f4").tobytes()).decode()},
+                                 ensure_ascii=False)
+                      for r in step.records]
         elif isinstance(step, Delete):
-            out.append({"op": "delete", "collection": step.collection, "ids": list(step.ids)})
+            lines.append(json.dumps({"op": "delete", "collection": step.collection, "ids": list(step.ids)}))
         elif isinstance(step, DeleteWhere):
-            out.append({"op": "delete_where", "collection": step.collection,
-                        "filter": _FILTER.dump_python(step.filter, mode="json")})
+            lines.append(json.dumps({"op": "delete_where", "collection": step.collection,
+                                     "filter": _FILTER.dump_python(step.filter, mode="json")}, ensure_ascii=False))
         elif isinstance(step, CreateCollection):
-            out.append({"op": "create", "collection": step.collection, "dim": step.dim})
+            lines.append(json.dumps({"op": "create", "collection": step.collection, "dim": step.dim}))
         else:
-            out.append({"op": "drop", "collection": step.collection})
-    return json.dumps({"format": JOURNAL_FORMAT, "steps": out}, ensure_ascii=False).encode()
+            lines.append(json.dumps({"op": "drop", "collection": step.collection}))
+    return ("\n".join(lines) + "\n").encode()
 
 
 def decode_steps(body: bytes) -> list[WriteOp]:
-    """The steps of an intent record; ValueError when it is not one."""
-    data = json.loads(body)
-    if not isinstance(data, dict) or data.get("format") != JOURNAL_FORMAT:
+    """The steps of an intent record; ValueError when it is not a whole one."""
+    lines = iter(body.decode().splitlines())
+    head = json.loads(next(lines))
+    if not isinstance(head, dict) or head.get("format") != JOURNAL_FORMAT:
         raise ValueError("not a ReMe intent record of a known format")
     steps: list[WriteOp] = []
-    for raw in data["steps"]:
+    for _ in range(int(head["steps"])):
+        raw = json.loads(next(lines))
         op, name = raw["op"], raw["collection"]
         if op == "upsert":
-            steps.append(Upsert(name, [
-                VectorRecord.model_construct(
-                    node=MemoryNode.model_validate(r["node"]),
-                    vector=np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(float).tolist())
-                for r in raw["records"]]))
+            records = []
+            for _ in range(int(raw["records"])):
+                r = json.loads(next(lines))
+                vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(float).tolist()
+                records.append(VectorRecord.model_construct(node=MemoryNode.model_validate(r["node"]), vector=vector))
+            steps.append(Upsert(name, records))
         elif op == "delete":
             steps.append(Delete(name, [str(i) for i in raw["ids"]]))
         elif op == "delete_where":
@@ -163,6 +175,13 @@ def decode_steps(body: bytes) -> list[WriteOp]:
         else:
             raise ValueError(f"unknown step {op!r}")
     return steps
+
+
+async def off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
+    """`fn(*args)` in a worker thread when `size` is large, inline (no thread hop) when small."""
+    if size > INLINE_RECORDS:
+        return await asyncio.to_thread(fn, *args)
+    return fn(*args)
 
 
 MAX_TIE_FETCH = 4096
@@ -351,7 +370,8 @@ class VectorStore(ABC):
                 await self._apply(steps[0], replay=False)
                 await self._sync(touched)
                 return
-            key = await self._journal_put(encode_steps(steps))
+            size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
+            key = await self._journal_put(await off_loop(encode_steps, steps, size=size))
             self._unfinished = True
             for step in steps:
                 await self._apply(step, replay=False)
@@ -372,8 +392,8 @@ class VectorStore(ABC):
         n = 0
         for key, body in await self._journal_pending():
             try:
-                steps = decode_steps(body)
-            except (ValueError, KeyError, TypeError, ValidationError) as exc:
+                steps = await asyncio.to_thread(decode_steps, body)
+            except (ValueError, KeyError, TypeError, StopIteration, ValidationError) as exc:
                 # Only a crash of the OS in sync="process" mode can leave a record unreadable.
                 warnings.warn(f"skipping an unreadable intent record {key}: {exc}", RuntimeWarning, stacklevel=2)
                 await self._journal_drop(key)
@@ -406,10 +426,7 @@ class VectorStore(ABC):
         for op in ops:
             if isinstance(op, Upsert):
                 dim = await require(op.collection)
-                # model_construct: the node is already validated and the vector was just checked.
-                checked = [VectorRecord.model_construct(node=r.node, vector=self._check_vector(op.collection, dim,
-                                                                                               r.vector))
-                           for r in op.records]
+                checked = await off_loop(self._check_records, op.collection, dim, op.records, size=len(op.records))
                 ids = [r.node.memory_id for r in checked]
                 if len(set(ids)) != len(ids):
                     raise InvalidInputError("the same memory_id appears twice in one upsert")
@@ -464,6 +481,11 @@ class VectorStore(ABC):
             await self._delete_ids(step.collection, list(step.ids))
         else:
             await self._delete_filter(step.collection, step.filter)
+
+    def _check_records(self, name: str, dim: int, records: Sequence[VectorRecord]) -> list[VectorRecord]:
+        # model_construct: the node is already validated and the vector was just checked.
+        return [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector))
+                for r in records]
 
     # -- shared ------------------------------------------------------------------------------
     async def _require_dim(self, name: str) -> int:

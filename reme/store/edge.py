@@ -42,7 +42,7 @@ import qdrant_edge as qe
 from reme.errors import StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, from_payload, is_uuid, to_payload)
+                             dense_of, from_payload, is_uuid, off_loop, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 T = TypeVar("T")
@@ -246,14 +246,17 @@ class EdgeStore(VectorStore):
         return shard
 
     # -- primitives ---------------------------------------------------------------------------
-    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
-        points = [
+    def _points(self, records: Sequence[VectorRecord]) -> list[qe.Point]:
+        return [
             qe.Point(r.node.memory_id,
                      {DENSE: r.vector,  # type: ignore[dict-item]  # upsert checked it is present
                       SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))},
                      to_payload(r.node))
             for r in records
         ]
+
+    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
+        points = await off_loop(self._points, records, size=len(records))
         self._call("upsert", self._shard(name).update, qe.UpdateOperation.upsert_points(points))
 
     async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
