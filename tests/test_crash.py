@@ -23,7 +23,9 @@ import pytest
 from reme import ReMe
 from reme.memory.repo import Change
 from reme.schema import MemoryNode, MemoryType
-from reme.store import Delete, Upsert, VectorRecord
+from reme.errors import CollectionNotFoundError, InvalidInputError, VectorSizeError
+from reme.store import CreateCollection, Delete, DeleteWhere, DropCollection, Upsert, VectorRecord, VectorStore
+from reme.store.filters import eq
 from reme.store.base import encode_steps
 from reme.store.qdrant import QdrantStore
 
@@ -308,6 +310,40 @@ async def test_qdrant_recover_rolls_a_leftover_intent_record_forward() -> None:
     assert await store.recover() == 0  # the record is gone
     assert await store.list_collections() == ["mem", "mem-versions"]
     await store.close()
+
+
+def _node(content: str, target: str = "alice") -> MemoryNode:
+    return MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=target, content=content, message_time=T0)
+
+
+async def test_a_rejected_batch_writes_nothing(store: VectorStore) -> None:
+    store.batch_size = 2
+    await store.create_collection("other", DIM)
+    good = [VectorRecord(node=_node(f"fact {i}"), vector=[0.1] * DIM) for i in range(5)]
+    nan = VectorRecord(node=_node("nan"), vector=[float("nan")] * DIM)
+    with pytest.raises(InvalidInputError):
+        await store.write([Upsert("other", good), Upsert("mem", good + [nan])])
+    with pytest.raises(VectorSizeError):
+        await store.write([Upsert("other", good), Upsert("mem", [VectorRecord(node=_node("short"), vector=[0.1])])])
+    with pytest.raises(InvalidInputError, match="twice"):
+        await store.write([Upsert("other", good), Upsert("mem", good + good[:1])])
+    with pytest.raises(CollectionNotFoundError):
+        await store.write([Upsert("other", good), DropCollection("mem"), Upsert("mem", good)])
+    assert await store.count("other") == 0 and await store.count("mem") == 0
+    assert await store.list_collections() == ["mem", "other"]
+
+
+async def test_write_applies_its_ops_in_order(store: VectorStore) -> None:
+    store.batch_size = 2
+    a, b, c = _node("a"), _node("b", target="bob"), _node("c")
+    await store.write([Upsert("mem", [VectorRecord(node=n, vector=[0.1] * DIM) for n in (a, b, c)]),
+                       Delete("mem", [a.memory_id]), DeleteWhere("mem", eq("memory_target", "bob")),
+                       CreateCollection("new", DIM), Upsert("new", [VectorRecord(node=a, vector=[0.2] * DIM)])])
+    assert [r.node.content async for r in store.iter_records("mem")] == ["c"]
+    assert [r.node.content async for r in store.iter_records("new")] == ["a"]
+    await store.write([DropCollection("new"), CreateCollection("new", DIM + 1)])
+    assert await store.collection_dim("new") == DIM + 1 and await store.count("new") == 0
+    assert await store.recover() == 0
 
 
 async def test_an_invalid_batch_writes_nothing(tmp_path: Path) -> None:

@@ -89,8 +89,7 @@ class QdrantStore(VectorStore):
 
     # -- collections -------------------------------------------------------------------------
     async def _create_collection(self, name: str, dim: int) -> None:
-        if await self._call("collection_exists", self._client.collection_exists(name)):
-            await self._drop_collection(name)  # created with another size by a record being replayed
+        # One server call creates it; a crash before its payload indexes leaves it usable, if slower.
         await self._call("create collection", self._client.create_collection(
             name,
             vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
@@ -129,7 +128,9 @@ class QdrantStore(VectorStore):
         if not self._journal_ready:
             if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                 try:
-                    await self._client.create_collection(JOURNAL, vectors_config={})
+                    # A 1-d placeholder vector: every server version takes such points.
+                    await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
+                        size=1, distance=models.Distance.DOT))
                 except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
@@ -143,10 +144,10 @@ class QdrantStore(VectorStore):
         parts = [text[i:i + _PART] for i in range(0, len(text), _PART)] or [""]
         now = time.time()
         for i, part in enumerate(parts):  # the parts first: a header makes the record count
-            point = models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector={},
+            point = models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
                                        payload={"record": key, "part": i, "body": part, "created": now})
             await self._call("journal", self._client.upsert(journal, [point], wait=True))
-        header = models.PointStruct(id=key, vector={}, payload={"record": key, "parts": len(parts), "created": now,
+        header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
                                                                 "header": True})
         await self._call("journal", self._client.upsert(journal, [header], wait=True))
         self._own.add(key)
