@@ -266,7 +266,8 @@ class VectorStore(ABC):
         self.sync: SyncMode = sync
         self._dims: dict[str, int] = {}
         self._write_lock = asyncio.Lock()
-        self._unfinished = False  # a batch failed half way in this process: recover before writing again
+        # Recover before the first write, and again after a batch failed half way in this process.
+        self._unfinished = True
 
     # -- collections -------------------------------------------------------------------------
     async def create_collection(self, name: str, dim: int) -> None:

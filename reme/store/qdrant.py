@@ -178,6 +178,7 @@ class QdrantStore(VectorStore):
                 headers += page
                 if offset is None:
                     break
+        await self._drop_orphan_parts(journal, {str((h.payload or {})["record"]) for h in headers}, cutoff)
         out: list[tuple[str, float, bytes]] = []
         for header in headers:
             payload = header.payload or {}
@@ -191,6 +192,18 @@ class QdrantStore(VectorStore):
             out.append((key, created, body.encode()))
         out.sort(key=lambda r: r[1])
         return [(key, body) for key, _, body in out]
+
+    async def _drop_orphan_parts(self, journal: str, records: set[str], cutoff: float) -> None:
+        """Parts whose header never came: their writer died before its first engine write."""
+        stale = models.Filter(must=[models.FieldCondition(key="created", range=models.Range(lt=cutoff))],
+                              must_not=[models.FieldCondition(key="header", match=models.MatchValue(value=True))])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # local mode warns that it has no payload indexes
+            parts, _ = await self._call("journal", self._client.scroll(journal, scroll_filter=stale, limit=10_000,
+                                                                       with_payload=["record"]))
+        orphans = [p.id for p in parts if str((p.payload or {}).get("record")) not in records]
+        if orphans:
+            await self._call("journal", self._client.delete(journal, models.PointIdsList(points=orphans), wait=True))
 
     # -- primitives ---------------------------------------------------------------------------
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
