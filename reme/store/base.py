@@ -131,10 +131,8 @@ def encode_steps(steps: Sequence[WriteOp]) -> bytes:
     for step in steps:
         if isinstance(step, Upsert):
             lines.append(json.dumps({"op": "upsert", "collection": step.collection, "records": len(step.records)}))
-            lines += [json.dumps({"node": r.node.model_dump(mode="json"),
-                                  "vector": base64.b64encode(np.asarray(r.vector, dtype="<f4").tobytes()).decode()},
-                                 ensure_ascii=False)
-                      for r in step.records]
+            lines += ['{"node": %s, "vector": "%s"}' % (r.node.model_dump_json(), base64.b64encode(
+                np.asarray(r.vector, dtype="<f4").tobytes()).decode()) for r in step.records]
         elif isinstance(step, Delete):
             lines.append(json.dumps({"op": "delete", "collection": step.collection, "ids": list(step.ids)}))
         elif isinstance(step, DeleteWhere):
