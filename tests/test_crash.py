@@ -23,10 +23,11 @@ import pytest
 from reme import ReMe
 from reme.memory.repo import Change
 from reme.schema import MemoryNode, MemoryType
-from reme.errors import CollectionNotFoundError, InvalidInputError, VectorSizeError
+from reme.errors import CollectionNotFoundError, InvalidInputError, StoreError, VectorSizeError
 from reme.store import CreateCollection, Delete, DeleteWhere, DropCollection, Upsert, VectorRecord, VectorStore
 from reme.store.filters import eq
 from reme.store.base import encode_steps
+from reme.store.edge import EdgeStore
 from reme.store.qdrant import QdrantStore
 from qdrant_client import models
 
@@ -362,3 +363,19 @@ async def test_an_invalid_batch_writes_nothing(tmp_path: Path) -> None:
         assert await reme.store.count(reme.repo.versions) == 0
         await reme.repo.apply([Change(new=n) for n in good])
         assert await reme.count_memory() == 6
+
+
+async def test_edge_recover_removes_half_created_collections_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "store" / "half" / "shard").mkdir(parents=True)  # a create killed before its marker
+    (tmp_path / "store" / ".trash-0123").mkdir()  # a drop killed after its rename
+    (tmp_path / "store" / "notes").mkdir()
+    (tmp_path / "store" / "notes" / "todo.txt").write_text("mine")
+    store = EdgeStore(tmp_path / "store")
+    assert await store.recover() == 0
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == [".lock", "notes"]
+    with pytest.raises(StoreError, match="not a ReMe collection"):
+        await store.create_collection("notes", DIM)
+    assert (tmp_path / "store" / "notes" / "todo.txt").read_text() == "mine"
+    await store.create_collection("half", DIM)
+    assert await store.list_collections() == ["half"]
+    await store.close()

@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy
 import qdrant_edge as qe
 
-from reme.errors import StoreError, StoreLockedError
+from reme.errors import InvalidInputError, StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
                              dense_of, from_payload, is_uuid, off_loop, to_payload)
@@ -76,6 +76,17 @@ class _EdgeFilters(FilterTranslator[Any]):
 
 
 _FILTERS = _EdgeFilters()
+
+
+def _leftover(folder: Path) -> bool:
+    """A collection folder an interrupted create left: no marker, nothing but the engine's shard.
+    Anything else someone put in the store directory is not ours to delete."""
+    try:
+        check_collection_name(folder.name)
+    except InvalidInputError:
+        return False
+    return (folder.is_dir() and not (folder / _META).exists()
+            and {p.name for p in folder.iterdir()} <= {"shard", _META + ".tmp"})
 
 
 def _fsync_dir(path: Path) -> None:
@@ -140,8 +151,10 @@ class EdgeStore(VectorStore):
 
     async def _create_collection(self, name: str, dim: int) -> None:
         folder = self._dir(name)
-        if folder.exists():  # what an interrupted create left (no marker): start again
-            await self._drop_collection(name)
+        if folder.exists():
+            if not _leftover(folder):
+                raise StoreError(f"{folder} exists and is not a ReMe collection; move it away or use another path")
+            await self._drop_collection(name)  # what an interrupted create left (no marker): start again
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
@@ -189,7 +202,7 @@ class EdgeStore(VectorStore):
         for entry in sorted(self.path.iterdir()):
             if entry.name.startswith(_TRASH):
                 self._call("remove a dropped collection", shutil.rmtree, entry)
-            elif entry.is_dir() and not entry.name.startswith(".") and not (entry / _META).exists():
+            elif _leftover(entry):
                 self._call(f"remove the half-created collection {entry.name}", shutil.rmtree, entry)
         journal = self.path / _JOURNAL
         if journal.is_dir():
