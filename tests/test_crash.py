@@ -11,6 +11,7 @@ every copy and compares a full dump of both collections with the dumps before an
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -70,7 +71,7 @@ def node(i, content):
                       memory_target="alice", content=content, message_time=T0)
 
 async def operation(wd):
-    if OP == "first_open":
+    if OP in ("first_open", "reopen"):
         state["armed"] = True
         async with open_reme(wd):
             return
@@ -174,7 +175,7 @@ def run_ops(tmp_path: Path, op: str, base: Path | None, *, random_kills: int,
     """Run `op` once to the end (`after`), then killed before each of its steps and at
     `random_kills` random moments; returns what the runner printed."""
     out = tmp_path / f"runs-{op}"
-    out.mkdir()
+    out.mkdir(parents=True)
     head = "\n".join([f"TESTS = {str(TESTS)!r}", f"OP = {op!r}", f"EMBEDDING = {EMBEDDING!r}",
                       f"VECTOR_STORE = {SMALL_BATCHES!r}", f"BASE = {str(base) if base else ''!r}",
                       f"OUT = {str(out)!r}", f"RANDOM_KILLS = {random_kills}",
@@ -254,6 +255,20 @@ async def base(tmp_path: Path) -> Path:
 
 async def test_a_batch_of_adds_an_update_and_a_delete_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
     await assert_before_or_after(tmp_path, "apply", base)
+
+
+async def test_a_recovery_killed_midway_completes_on_the_next_open(tmp_path: Path, base: Path) -> None:
+    first = run_ops(tmp_path / "first", "apply", base, random_kills=0)
+    pending = [first["out"] / name for name, _ in first["kills"]
+               if list((first["out"] / name / "store" / ".journal").glob("*.json"))]
+    assert pending, "no kill left an intent record behind"
+    middle = pending[len(pending) // 2]  # killed with part of the batch applied
+    after = await dump(first["out"] / "after")
+    second = run_ops(tmp_path / "second", "reopen", middle, random_kills=1)
+    assert second["calls"] > 2
+    assert await dump(second["out"] / "after") == after
+    for name, _ in second["kills"]:
+        assert await dump(second["out"] / name) == after, name
 
 
 async def test_update_memory_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
@@ -379,3 +394,19 @@ async def test_edge_recover_removes_half_created_collections_and_nothing_else(tm
     await store.create_collection("half", DIM)
     assert await store.list_collections() == ["half"]
     await store.close()
+
+
+@pytest.mark.parametrize("sync", ["process", "os"])
+async def test_sync_os_fsyncs_before_a_write_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    sync: str) -> None:
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    async with ReMe(working_dir=tmp_path / "wd", embedding=EMBEDDING,
+                    vector_store={"sync": sync, "batch_size": 2}) as reme:
+        fsyncs.clear()
+        nodes = await reme.add_memories([_node(f"fact {i}") for i in range(5)])  # journaled: 3 engine calls
+        await reme.update_memory(nodes[0].memory_id, content="changed")
+        assert await reme.delete_all(user_name="alice") == 5
+        # Python's fsync: the journal files and directories ("os" only); the engine's flush is its own.
+        assert (len(fsyncs) > 0) == (sync == "os")
