@@ -146,7 +146,7 @@ counted = json.loads(Path(str(out / "after") + ".json").read_text())
 calls, labels = counted["calls"], counted["labels"]
 # Kill before every step that writes, and once after the operation returned (before close);
 # reads in between change nothing, and of a run of one kind of step (the payload indexes a
-# collection gets) the first and the last do.
+# collection gets, all before its marker) the first and the last do.
 READS = {"get", "count", "search", "list", "info", "open collection", "close"}
 points = []
 for n, label in enumerate(labels, 1):
@@ -225,7 +225,7 @@ async def prepare(wd: Path, with_history: bool = True) -> None:
             await reme.update_memory(node.memory_id, content="Alice fact, revised")
 
 
-async def assert_before_or_after(tmp_path: Path, op: str, base: Path | None, *, random_kills: int = 2,
+async def assert_before_or_after(tmp_path: Path, op: str, base: Path | None, *, random_kills: int = 1,
                                  import_file: Path | None = None) -> None:
     ran = run_ops(tmp_path, op, base, random_kills=random_kills, import_file=import_file)
     assert ran["calls"] > 2, "the operation made too few steps to test"
