@@ -186,6 +186,45 @@ async def worst_stall(work: Callable[[], Awaitable[Any]]) -> float:
     return worst * 1000
 
 
+def engine_gil(root: Path, n: int = 20_000) -> str:
+    """Does the engine release the GIL? A thread that wakes every 1 ms measures its longest wait
+    while the main thread is inside one engine call (an upsert of `n` points, a query loop)."""
+    import threading
+
+    vecs, _, _ = make_data(n)
+    shard = qe.EdgeShard.create(str(root / "gil"), qe.EdgeConfig(
+        vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)}))
+    points = [qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist()}, {"i": i}) for i in range(n)]
+    out = []
+
+    def watched(what: str, fn: Callable[[], Any]) -> None:
+        stop, gaps = threading.Event(), [0.0]
+
+        def tick() -> None:
+            last = time.perf_counter()
+            while not stop.is_set():
+                time.sleep(0.001)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        thread = threading.Thread(target=tick)
+        thread.start()
+        t = time.perf_counter()
+        fn()
+        took = time.perf_counter() - t
+        stop.set()
+        thread.join()
+        out.append(f"{what}: {took * 1000:.0f} ms in the engine, the other thread waited up to {max(gaps) * 1000:.0f} ms")
+
+    watched(f"upsert of {n:,} points in one call", lambda: shard.update(qe.UpdateOperation.upsert_points(points)))
+    query = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vecs[0].tolist(), using="dense"))
+    watched("one exact query", lambda: shard.query(query))
+    watched("optimize", shard.optimize)
+    shard.close()
+    return "\n".join(out)
+
+
 async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> str:
     vecs, texts, targets = make_data(n)
     records = [VectorRecord(node=MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL,
@@ -250,6 +289,7 @@ async def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
     try:
+        print(engine_gil(tmp), flush=True)
         print(await bench_write_path(tmp), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -348,7 +348,8 @@ class EdgeStore(VectorStore):
         try:
             for name, shard in list(self._shards.items()):
                 if self.index_on_close and self.unindexed(name) >= self.index_threshold:
-                    self._call("optimize", shard.optimize)
+                    # A thread frees the loop only if the engine releases the GIL (0.9 does not).
+                    await asyncio.to_thread(self._call, "optimize", shard.optimize)
                 self._call("close", shard.close)
         finally:
             self._shards.clear()
