@@ -374,7 +374,10 @@ class VectorStore(ABC):
             self._unfinished = True
             for step in steps:
                 await self._apply(step, replay=False)
-                await asyncio.sleep(0)  # the engine holds the GIL: let other tasks run between calls
+                if size > INLINE_RECORDS:
+                    # The engine holds the GIL: let other tasks run between the calls of a long batch
+                    # (they may then read part of it; a small batch stays unseen until it is whole).
+                    await asyncio.sleep(0)
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
