@@ -26,7 +26,7 @@ from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
                          MemoryVersion, Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
-from reme.store import VectorStore, open_store
+from reme.store import DeleteWhere, DropCollection, VectorStore, open_store
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
 
@@ -224,6 +224,7 @@ class ReMe:
         if self._store is None:
             self._store = open_store(self.config.vector_store, working_dir)
         try:
+            await self._store.recover()  # finish or undo what a crash interrupted, before anything reads
             self._prompts = PromptLibrary(self.config.prompts.language, self.config.prompts.dir)
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
@@ -345,12 +346,12 @@ class ReMe:
         async with repo.lock:
             if flt is None:
                 n = await self.store.count(self.collection)
-                for name in (self.collection, repo.versions):
-                    await self.store.delete_collection(name)
-                await repo.create()
+                await self.store.write([DropCollection(self.collection), DropCollection(repo.versions),
+                                        *await repo.create_ops()])
                 return n
-            await self.store.delete_by_filter(repo.versions, flt)
-            return await self.store.delete_by_filter(self.collection, flt)
+            n = await self.store.count(self.collection, flt)
+            await self.store.write([DeleteWhere(repo.versions, flt), DeleteWhere(self.collection, flt)])
+            return n
 
     # -- reading ---------------------------------------------------------------------------------
     async def get_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
