@@ -40,34 +40,38 @@ def _invalid(exc: ValidationError) -> InvalidInputError:
     return InvalidInputError(describe(exc))
 
 
-def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None) -> Scope | None:
-    """The scope a call names (at most one of the three), or None for an unscoped call."""
+def _named(user_name: Any, task_name: Any, tool_name: Any) -> tuple[str, Any] | None:
+    """(kind, what was given for it) for the one kind of target a call names, or None."""
     given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
     if len(given) > 1:
         raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
-    if not given:
-        return None
-    kind, name = given[0]
+    return given[0] if given else None
+
+
+def _scope(kind: str, name: Any) -> Scope:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInputError(f"{kind}_name must be a non-empty string")
     return Scope(kind, name.strip())
 
 
+def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None) -> Scope | None:
+    """The scope a call names (at most one of the three), or None for an unscoped call."""
+    named = _named(user_name, task_name, tool_name)
+    return _scope(*named) if named else None
+
+
 def scopes_of(user_name: str | Sequence[str] | None, task_name: str | Sequence[str] | None,
               tool_name: str | Sequence[str] | None) -> list[Scope] | None:
     """The scopes a reading call names: one target, or a list of targets of one kind (None: unscoped)."""
-    given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
-    if len(given) > 1:
-        raise InvalidInputError("name one kind of target: user_name, task_name or tool_name, not several")
-    if not given:
+    named = _named(user_name, task_name, tool_name)
+    if named is None:
         return None
-    kind, names = given[0]
+    kind, names = named
     if isinstance(names, str):
-        names = [names]
+        return [_scope(kind, names)]
     if not isinstance(names, Sequence) or not names:
         raise InvalidInputError(f"{kind}_name must be a name or a non-empty list of names")
-    scopes = [scope_of(**{f"{k}_name": n if k == kind else None for k in ("user", "task", "tool")}) for n in names]
-    return list(dict.fromkeys(s for s in scopes if s is not None))
+    return list(dict.fromkeys(_scope(kind, n) for n in names))
 
 
 def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[MemoryType, ...]:
