@@ -70,6 +70,16 @@ class GetResult(BaseModel):
     missing: list[str]
 
 
+class Hit(NamedTuple):
+    """One search hit: the point's id (the memory id), its score, and its payload, or None when
+    the backend leaves payloads to be fetched for the hits kept (`_payloads`): turning a payload
+    into Python is most of an embedded engine's cost, and a search asks for more hits than it keeps."""
+
+    id: str
+    score: float
+    payload: dict[str, Any] | None
+
+
 class SparseTerms(NamedTuple):
     """BM25 term weights: what both backends store as the keyword vector."""
 
@@ -377,7 +387,11 @@ class VectorStore(ABC):
     @abstractmethod
     async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
                      flt: Filter | None, limit: int, score_threshold: float | None,
-                     prefetch: int) -> list[tuple[dict[str, Any], float]]: ...
+                     prefetch: int) -> list[Hit]: ...
+
+    async def _payloads(self, name: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of `ids`, for a backend whose `_query` leaves them out (see `Hit`)."""
+        raise NotImplementedError
 
     @abstractmethod
     async def _scroll(self, name: str, flt: Filter | None, limit: int, offset: str | None,
@@ -636,12 +650,16 @@ class VectorStore(ABC):
         want = limit + 16
         while True:
             hits = await self._query(name, mode, dense, terms, flt, want, score_threshold, max(4 * want, 40))
-            hits = sorted(hits, key=lambda h: (-h[1], str(h[0].get("memory_id", ""))))
-            if len(hits) < want or hits[limit - 1][1] != hits[-1][1] or want >= MAX_TIE_FETCH:
+            hits = sorted(hits, key=lambda h: (-h.score, h.id))
+            if len(hits) < want or hits[limit - 1].score != hits[-1].score or want >= MAX_TIE_FETCH:
                 break
             want *= 4
-        return [_construct(SearchResult, {"node": from_payload(payload), "similarity": score, "rank": i + 1})
-                for i, (payload, score) in enumerate(hits[:limit])]
+        top = hits[:limit]
+        todo = [h.id for h in top if h.payload is None]
+        fetched = await self._payloads(name, todo) if todo else {}
+        payloads = [h.payload if h.payload is not None else fetched.get(h.id) for h in top]
+        return [_construct(SearchResult, {"node": from_payload(payload), "similarity": h.score, "rank": i + 1})
+                for i, (h, payload) in enumerate((h, p) for h, p in zip(top, payloads) if p is not None)]
 
     async def list(self, name: str, *, flt: Filter | None = None, sort_key: str | None = None,
                    direction: Direction = "desc", limit: int = 100, cursor: str | None = None) -> MemoryPage:

@@ -40,9 +40,9 @@ import numpy
 import qdrant_edge as qe
 
 from reme.errors import InvalidInputError, StoreError, StoreLockedError
-from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
+from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult, Hit,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, record_of, is_uuid, off_loop, to_payload)
+                             dense_of, is_uuid, record_of, off_loop, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 T = TypeVar("T")
@@ -297,7 +297,7 @@ class EdgeStore(VectorStore):
 
     async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
                      flt: Filter | None, limit: int, score_threshold: float | None,
-                     prefetch: int) -> list[tuple[dict[str, Any], float]]:
+                     prefetch: int) -> list[Hit]:
         edge_filter = _FILTERS.build(flt)
         dense = qe.Query.Nearest(vector, using=DENSE) if vector is not None else None
         sparse = qe.Query.Nearest(_sparse(terms), using=SPARSE) if terms is not None else None
@@ -307,12 +307,16 @@ class EdgeStore(VectorStore):
                 filter=edge_filter, score_threshold=score_threshold,
                 prefetches=[qe.Prefetch(limit=prefetch, query=dense, filter=edge_filter),
                             qe.Prefetch(limit=prefetch, query=sparse, filter=edge_filter)],
-                with_payload=True)
+                with_payload=False)
         else:
             request = qe.QueryRequest(limit=limit, query=dense if mode == "dense" else sparse, filter=edge_filter,
-                                      score_threshold=score_threshold, with_payload=True)
+                                      score_threshold=score_threshold, with_payload=False)
         points = self._call("search", self._shard(name).query, request)
-        return [(p.payload or {}, float(p.score)) for p in points]
+        return [Hit(str(p.id), float(p.score), None) for p in points]
+
+    async def _payloads(self, name: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        found = self._call("get", self._shard(name).retrieve, ids, True, False)
+        return {str(r.id): r.payload or {} for r in found}
 
     async def _scroll(self, name: str, flt: Filter | None, limit: int, offset: str | None,
                       order: tuple[str, Direction, Any] | None,

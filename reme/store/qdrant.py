@@ -24,9 +24,9 @@ from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
 from reme.errors import ConfigError, StoreError
-from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
+from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult, Hit,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, record_of, is_uuid, to_payload)
+                             dense_of, is_uuid, record_of, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 
@@ -241,7 +241,7 @@ class QdrantStore(VectorStore):
 
     async def _query(self, name: str, mode: SearchMode, vector: list[float] | None, terms: SparseTerms | None,
                      flt: Filter | None, limit: int, score_threshold: float | None,
-                     prefetch: int) -> list[tuple[dict[str, Any], float]]:
+                     prefetch: int) -> list[Hit]:
         qfilter = _FILTERS.build(flt)
         if mode == "hybrid":
             request: dict[str, Any] = dict(
@@ -254,7 +254,7 @@ class QdrantStore(VectorStore):
             request = dict(query=_sparse(terms), using=SPARSE)  # type: ignore[arg-type]
         response = await self._call("search", self._client.query_points(
             name, query_filter=qfilter, limit=limit, score_threshold=score_threshold, with_payload=True, **request))
-        return [(p.payload or {}, float(p.score)) for p in response.points]
+        return [Hit(str(p.id), float(p.score), p.payload or {}) for p in response.points]
 
     async def _scroll(self, name: str, flt: Filter | None, limit: int, offset: str | None,
                       order: tuple[str, Direction, Any] | None,
