@@ -25,31 +25,26 @@ Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-co
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
-import os
 import re
 import tempfile
 import time
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Iterator, Literal, Mapping, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Iterator, Literal, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message as ASGIMessage, Receive, Scope as ASGIScope, Send
 
 from reme.access import Caller, Limits, ServerConfig, TokenConfig, find_token
-from reme.errors import (AuthenticationError, CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError,
-                         InvalidFilterError, InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError,
-                         NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, PromptError,
-                         ReMeError, RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError,
-                         describe)
+from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError,
+                         InvalidInputError, LLMError, NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError, RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
@@ -74,10 +69,6 @@ DOCUMENTED: dict[int, str] = {
     423: "the working directory is held by another process", 500: "store or configuration failure",
     502: "the LLM or embedding endpoint failed", 503: "the store is not open",
 }
-ERROR_CLASSES = [AuthenticationError, CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError,
-                 InvalidFilterError, InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError, NotFoundError,
-                 NotReadyError, PayloadTooLargeError, PermissionDeniedError, PromptError, ReMeError,
-                 RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError]
 
 
 def status_of(exc: ReMeError) -> int:
@@ -163,6 +154,17 @@ class SummarizeRequest(_Strict):
     tool_name: str | None = None
     now: datetime | None = None
 
+    def targets(self) -> list[tuple[str, str]]:
+        """Every target the summary writes to (a nameless one when none is named: only a token
+        with `*` for every kind gets that far, and the facade then says what is missing)."""
+        users = [self.user_name] if isinstance(self.user_name, str) else self.user_name or []
+        out = [("user", u) for u in users] + ([("task", self.task_name)] if self.task_name is not None else [])
+        if self.tool_name is not None:
+            out.append(("tool", self.tool_name))
+        elif self.tool_calls:
+            out += [("tool", r.tool_name) for r in self.tool_calls]
+        return out
+
 
 class RetrieveRequest(_Strict):
     query: str | None = None
@@ -175,6 +177,11 @@ class RetrieveRequest(_Strict):
     time_window: TimeWindow | None = None
     with_source: bool = False
     now: datetime | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        tools = [self.tool_name] if isinstance(self.tool_name, str) else self.tool_name or []
+        named = [(k, v) for k, v in (("user", self.user_name), ("task", self.task_name)) if v is not None]
+        return named + [("tool", t) for t in tools]
 
 
 class UsageRequest(ScopeArgs):
@@ -429,8 +436,8 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
 
     @app.post("/v1/memories/batch", response_model=list[MemoryNode], tags=["memories"])
     async def add_memories(body: AddBatchRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[MemoryNode]:
+        caller.permit([n.scope for n in body.nodes])
         batch(len(body.nodes), "nodes")
-        caller.permit([n.scope for n in body.nodes] or [("user", "")])
         return await run(reme.add_memories(body.nodes))
 
     @app.get("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
@@ -460,8 +467,8 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
 
     @app.post("/v1/memories/list", response_model=MemoryPage, tags=["memories"])
     async def list_memory(body: ListRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MemoryPage:
-        ceiling(body.limit, limits.max_limit, "limit")
         caller.permit(body.targets())
+        ceiling(body.limit, limits.max_limit, "limit")
         return await run(reme.list_memory(**body.model_dump()))
 
     @app.post("/v1/memories/count", response_model=Count, tags=["memories"])
@@ -471,8 +478,8 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
 
     @app.post("/v1/memories/search", response_model=list[SearchResult], tags=["memories"])
     async def search_memory(body: SearchRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[SearchResult]:
-        ceiling(body.top_k, limits.max_top_k, "top_k")
         caller.permit(body.targets())
+        ceiling(body.top_k, limits.max_top_k, "top_k")
         args = body.model_dump()
         return await run(reme.search_memory(args.pop("query"), **args))
 
@@ -483,8 +490,8 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
 
     @app.post("/v1/memories/usage", response_model=list[MemoryNode], tags=["memories"])
     async def record_usage(body: UsageRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[MemoryNode]:
-        batch(len(body.memory_ids), "memory_ids")
         caller.permit(body.targets())
+        batch(len(body.memory_ids), "memory_ids")
         args = body.model_dump()
         return await run(reme.record_usage(args.pop("memory_ids"), args.pop("success"), **args))
 
@@ -530,28 +537,17 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
     # -- pipelines --
     @app.post("/v1/summarize", response_model=SummaryResult, tags=["pipelines"])
     async def summarize_memory(body: SummarizeRequest, caller: Caller = Auth, reme: ReMe = Facade) -> SummaryResult:
-        items = body.messages or body.trajectories or body.tool_calls or []
-        batch(len(items), "items to summarize")
-        targets: list[tuple[str, str]] = []
-        users = body.user_name
-        targets += [("user", u) for u in ([users] if isinstance(users, str) else users or [])]
-        targets += [("task", body.task_name)] if body.task_name is not None else []
-        if body.tool_name is not None:
-            targets.append(("tool", body.tool_name))
-        elif body.tool_calls:
-            targets += [("tool", r.tool_name) for r in body.tool_calls]
-        caller.permit(targets or [("user", "")])
+        caller.permit(body.targets())
+        batch(len(body.messages or body.trajectories or body.tool_calls or []), "items to summarize")
         args = body.model_dump(exclude_unset=True, exclude={"messages", "trajectories", "tool_calls"})
         return await run(reme.summarize_memory(body.messages, trajectories=body.trajectories,
                                                tool_calls=body.tool_calls, **args))
 
     @app.post("/v1/retrieve", response_model=RetrieveResult, tags=["pipelines"])
     async def retrieve_memory(body: RetrieveRequest, caller: Caller = Auth, reme: ReMe = Facade) -> RetrieveResult:
+        caller.permit(body.targets())
         ceiling(body.top_k, limits.max_top_k, "top_k")
-        tools = [body.tool_name] if isinstance(body.tool_name, str) else body.tool_name or []
-        batch(len(tools), "tool_name")
-        targets = [(k, v) for k, v in (("user", body.user_name), ("task", body.task_name)) if v is not None]
-        caller.permit(targets + [("tool", t) for t in tools] or [("user", "")])
+        batch(len(body.targets()), "targets")
         args = body.model_dump(exclude_unset=True, exclude={"time_window"})
         return await run(reme.retrieve_memory(args.pop("query", None), time_window=body.time_window, **args))
 
@@ -570,17 +566,31 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
     return app
 
 
+def _uvicorn_server() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            # uvicorn re-raises the signal once it has shut down; a graceful stop exits 0 instead.
+            getattr(self, "_captured_signals", []).clear()
+
+    return Server
+
+
 def serve(config: ServerConfig, reme: ReMe) -> int:
     """Open the store (failing fast when it is held elsewhere), then serve until SIGTERM/SIGINT:
     in-flight requests finish, then the store is closed. Returns the exit code."""
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines name upstream URLs, one per LLM call
+    _Server = _uvicorn_server()
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
         app = create_app(reme, config)
-        server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
+        server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
                                                log_level="warning", lifespan="on",
                                                timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
         try:
