@@ -130,3 +130,16 @@ def find_token(tokens: Sequence[TokenConfig], presented: str) -> TokenConfig | N
         if hmac.compare_digest(given, token.secret.get_secret_value().encode("utf-8")):
             match = token
     return match
+
+
+def uvicorn_server_class() -> Any:
+    """`uvicorn.Server` that exits 0 after a graceful stop on SIGTERM/SIGINT (uvicorn itself
+    re-raises the signal once it has shut down). Imported lazily: uvicorn is in the extras."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            getattr(self, "_captured_signals", []).clear()
+
+    return Server

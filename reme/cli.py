@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import shutil
 import os
@@ -113,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mcp", parents=[common], help="serve memory tools over MCP (extra: mcp)")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    p.add_argument("--host", help="address for --transport http (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port for --transport http (default 8001)")
+    p.add_argument("--host", help="address for --transport http (default 127.0.0.1; others need tokens)")
+    p.add_argument("--port", type=int, help="port for --transport http (default 8000)")
     p.add_argument("--server-config", help="JSON/TOML file with tokens and limits (default: $REME_SERVER_CONFIG)")
     _scope_args(p)
 
@@ -266,18 +267,17 @@ def _serve(args: argparse.Namespace) -> int:
     if args.embedding_model:
         embedding["model"] = args.embedding_model
     reme = ReMe(working_dir=args.working_dir, embedding=embedding or None, config_file=args.config)
-    try:
-        if args.command == "serve":
-            from reme.server import ServerConfig, serve
-        else:
-            from reme.mcp import ServerConfig, serve  # type: ignore[no-redef]
-    except ImportError as exc:
-        extra = "server" if args.command == "serve" else "mcp"
-        raise ConfigError(f"reme {args.command} needs the `{extra}` extra: pip install 'reme[{extra}]' ({exc})")
+    from reme.access import ServerConfig
+
     config = ServerConfig.load(args.server_config, host=args.host, port=args.port)
+    module = "server" if args.command == "serve" else "mcp"
+    try:
+        service = importlib.import_module(f"reme.{module}")
+    except ImportError as exc:
+        raise ConfigError(f"reme {args.command} needs the `{module}` extra: pip install 'reme[{module}]' ({exc})")
     if args.command == "serve":
-        return serve(config, reme)
-    return serve(config, reme, transport=args.transport, **_scope(args))  # type: ignore[call-arg]
+        return int(service.serve(config, reme))
+    return int(service.serve(config, reme, transport=args.transport, **_scope(args)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

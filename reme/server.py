@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message as ASGIMessage, Receive, Scope as ASGIScope, Send
 
-from reme.access import Caller, Limits, ServerConfig, TokenConfig, find_token
+from reme.access import Caller, Limits, ServerConfig, TokenConfig, find_token, uvicorn_server_class
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError,
                          InvalidInputError, LLMError, NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError, RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe
@@ -566,18 +566,6 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
     return app
 
 
-def _uvicorn_server() -> Any:
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            super().handle_exit(sig, frame)
-            # uvicorn re-raises the signal once it has shut down; a graceful stop exits 0 instead.
-            getattr(self, "_captured_signals", []).clear()
-
-    return Server
-
-
 def serve(config: ServerConfig, reme: ReMe) -> int:
     """Open the store (failing fast when it is held elsewhere), then serve until SIGTERM/SIGINT:
     in-flight requests finish, then the store is closed. Returns the exit code."""
@@ -585,7 +573,7 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines name upstream URLs, one per LLM call
-    _Server = _uvicorn_server()
+    _Server = uvicorn_server_class()
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
