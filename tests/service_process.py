@@ -19,6 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DIM = 64
 
 
+def pythonpath() -> str:
+    """This checkout first, then whatever the test run itself was given."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -49,7 +54,7 @@ class Served:
         cmd += args or []
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("REME_")}
         full_env.update({"REME_EMBEDDING__BACKEND": "hash", "REME_EMBEDDING__DIMENSIONS": str(DIM),
-                         "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})})
+                         "HF_HUB_OFFLINE": "1", "PYTHONPATH": pythonpath(), **(env or {})})
         self._out = self.log.open("wb")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._out, stderr=subprocess.STDOUT)
 

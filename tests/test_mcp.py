@@ -18,7 +18,7 @@ from reme.access import Caller, Limits, ServerConfig, TokenConfig
 from reme.mcp import TOOLS, MemoryTools, build_server
 
 from openai_server import OpenAITestServer
-from service_process import DIM, ROOT, Served
+from service_process import DIM, ROOT, Served, pythonpath
 
 EXTRACT = "Read the conversation below"
 
@@ -38,9 +38,9 @@ async def with_session(tools: MemoryTools, body: Callable[[ClientSession], Await
 
 
 async def call(session: ClientSession, name: str, **arguments: Any) -> Any:
-    result = await session.call_tool(name, arguments)
-    text = result.content[0].text  # type: ignore[union-attr]
-    if result.isError:
+    result = (await session.call_tool(name, arguments)).model_dump(by_alias=True)  # 1.x and 2.x spellings
+    text = result["content"][0]["text"]
+    if result["isError"]:
         return {"error": text}
     return json.loads(text)
 
@@ -53,7 +53,8 @@ async def test_the_tools_are_listed_with_descriptions_for_a_model(reme: ReMe) ->
                                             "retrieve_tool_memory", "add_memory", "search_memory", "list_memory",
                                             "summarize_memory", "delete_memory"}
         for tool in listed:
-            assert len(tool.description or "") > 60 and tool.inputSchema["type"] == "object"
+            assert len(tool.description or "") > 60
+            assert tool.model_dump(by_alias=True)["inputSchema"]["type"] == "object"
 
     await with_session(MemoryTools(reme, user_name="alice"), body)
 
@@ -131,7 +132,7 @@ async def test_reme_mcp_over_stdio_with_the_mcp_client(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "reme.cli", "mcp", "-w", str(tmp_path / "wd"), "--user", "alice"],
         cwd=str(ROOT), env={"REME_EMBEDDING__BACKEND": "hash", "REME_EMBEDDING__DIMENSIONS": str(DIM),
-                            "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)})
+                            "HF_HUB_OFFLINE": "1", "PYTHONPATH": pythonpath()})
     with anyio.fail_after(60):
         async with stdio_client(params) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
