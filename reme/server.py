@@ -234,6 +234,10 @@ def _details(exc: ReMeError) -> dict[str, Any] | None:
 # -- the ASGI guard: body size, nesting depth, UTF-8, one log line a request ---------------------
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKETS = re.compile(rb"[\[\]{}]")
+_ESCAPES = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)",
+                      re.S)
+"""A JSON escape: a surrogate pair, a lone surrogate (group 1: not a character, it cannot be
+stored or hashed), or any other escape (consumed, so an escaped backslash is never misread)."""
 
 
 def nesting_depth(body: bytes) -> int:
@@ -312,7 +316,11 @@ class Guard:
                 body.decode("utf-8")
             except UnicodeDecodeError as exc:
                 return b"", error_response(400, "InvalidInputError", f"the body is not UTF-8 (byte {exc.start})")
-            if b"json" in headers.get(b"content-type", b"") and nesting_depth(body) > self.limits.max_depth:
+            lone = next((m for m in _ESCAPES.finditer(body) if m.group(1)), None)
+            if lone is not None:
+                return b"", error_response(400, "InvalidInputError", f"the body holds a lone UTF-16 surrogate "
+                                           f"({lone.group().decode()}), which is not a character")
+            if nesting_depth(body) > self.limits.max_depth:  # JSON and JSONL alike
                 return b"", error_response(400, "InvalidInputError",
                                            f"the body is nested deeper than {self.limits.max_depth} levels")
         return body, None

@@ -19,6 +19,7 @@ from typing import Any, AsyncIterator, Iterator
 import httpx
 import pytest
 import pytest_asyncio
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from reme import (ConflictError, InvalidFilterError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError,
                   ReMe, ReMeError)
@@ -264,6 +265,15 @@ async def test_summarize_llm_failure_is_an_llm_error_and_writes_nothing(
 
 
 @module_loop
+async def test_unicode_round_trips(api: Any, uid: str) -> None:
+    text = "Zoë prefers 窓側の席 🪟 — and «quotes» \\ back\\slashes"
+    node = await api.add_memory(text, user_name=uid, metadata={"ключ": "значение 😀"})
+    assert (await api.get_memory(node.memory_id)).content == text
+    assert (await api.search_memory("窓側の席", user_name=uid, mode="keyword"))[0].node.metadata == {
+        "ключ": "значение 😀"}
+
+
+@module_loop
 async def test_optimize_answers(api: Any) -> None:
     assert isinstance(await api.optimize(), bool)
 
@@ -425,6 +435,7 @@ async def test_error_bodies_carry_type_message_and_status(service: Served) -> No
     (b'{"query": "tea", "surprise": true}', "application/json", 422),  # unknown field
     (b'{"query": "tea", "filters": ' + b'{"a": ' * 200 + b'1' + b'}' * 200 + b'}', "application/json", 400),
     (b'{"query": "\xff\xfe tea"}', "application/json", 400),      # invalid UTF-8
+    (b'{"query": "tea \\ud800"}', "application/json", 400),       # a lone surrogate: not a character
     (b'[1, 2, 3]', "application/json", 422),                       # not an object
     (b'query=tea', "application/x-www-form-urlencoded", 422),
     (b'', "application/json", 422),
@@ -511,3 +522,25 @@ async def test_client_retries_connection_errors_then_raises_a_service_error() ->
             await client.get_memory(str(uuid.uuid4()))
     assert caught.value.status_code is None and "ConnectError" in str(caught.value)
     assert not isinstance(caught.value, (NotReadyError, ConflictError))
+
+
+# -- any body: success or a typed 4xx, and the server stays up -----------------------------------
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=20)
+FIELDS = st.fixed_dictionaries({}, optional={
+    "query": JSON | st.text(max_size=30), "user_name": JSON | st.text(min_size=1, max_size=10),
+    "top_k": JSON | st.integers(-5, 500), "mode": JSON | st.sampled_from(["hybrid", "dense", "keyword", "x"]),
+    "filters": JSON, "memory_type": JSON | st.sampled_from(["personal", "tool", "history"]),
+    "content": JSON | st.text(max_size=30), "metadata": JSON})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(["/v1/memories/search", "/v1/memories", "/v1/memories/list", "/v1/memories/count",
+                             "/v1/retrieve"]), body=FIELDS | JSON)
+def test_any_json_body_is_answered_with_success_or_a_typed_4xx(service: Served, path: str, body: Any) -> None:
+    r = httpx.post(f"{service.url}{path}", content=json.dumps(body), headers={"Content-Type": "application/json"})
+    if r.status_code >= 400:
+        assert 400 <= r.status_code < 500, r.text
+        error = r.json()["error"]
+        assert error["type"] in ("InvalidInputError", "InvalidFilterError") and error["message"]
