@@ -51,6 +51,23 @@ def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None
     return Scope(kind, name.strip())
 
 
+def scopes_of(user_name: str | Sequence[str] | None, task_name: str | Sequence[str] | None,
+              tool_name: str | Sequence[str] | None) -> list[Scope] | None:
+    """The scopes a reading call names: one target, or a list of targets of one kind (None: unscoped)."""
+    given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
+    if len(given) > 1:
+        raise InvalidInputError("name one kind of target: user_name, task_name or tool_name, not several")
+    if not given:
+        return None
+    kind, names = given[0]
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, Sequence) or not names:
+        raise InvalidInputError(f"{kind}_name must be a name or a non-empty list of names")
+    scopes = [scope_of(**{f"{k}_name": n if k == kind else None for k in ("user", "task", "tool")}) for n in names]
+    return list(dict.fromkeys(s for s in scopes if s is not None))
+
+
 def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[MemoryType, ...]:
     """The memory types a call under `scope` looks at: `memory_type`, or all the scope holds."""
     if memory_type is None:
@@ -268,14 +285,17 @@ class ReMe:
             raise MemoryNotFoundError(str(memory_id))
         return next(iter(found.values()))
 
-    async def search_memory(self, query: str, *, user_name: str | None = None, task_name: str | None = None,
-                            tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+    async def search_memory(self, query: str, *, user_name: str | Sequence[str] | None = None,
+                            task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                            memory_type: MemoryType | str | None = None,
                             top_k: int = 10, mode: SearchMode = "hybrid", filters: FilterSpec = None,
                             score_threshold: float | None = None) -> list[SearchResult]:
         """Memories ranked by relevance to `query`: `hybrid` (default), `dense` or `keyword`.
 
         With a scope and no `memory_type`, a search looks in the scope's main type (personal for a
-        user, procedural for a task, tool for a tool).
+        user, procedural for a task, tool for a tool). A list of names (`user_name=["alice",
+        "bob"]`) searches those targets' memories as one ranked list; each result's node says whose
+        it is (`memory_target`).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
@@ -286,8 +306,9 @@ class ReMe:
         return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
                                        limit=top_k, score_threshold=score_threshold)
 
-    async def list_memory(self, *, user_name: str | None = None, task_name: str | None = None,
-                          tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+    async def list_memory(self, *, user_name: str | Sequence[str] | None = None,
+                          task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                          memory_type: MemoryType | str | None = None,
                           filters: FilterSpec = None, sort_key: str | None = None, direction: Direction = "desc",
                           limit: int = 100, cursor: str | None = None) -> MemoryPage:
         """A page of memories; sort by time_created, time_modified, message_time, score or version."""
@@ -295,8 +316,9 @@ class ReMe:
         return await self.store.list(self.collection, flt=flt, sort_key=sort_key, direction=direction,
                                      limit=limit, cursor=cursor)
 
-    async def count_memory(self, *, user_name: str | None = None, task_name: str | None = None,
-                           tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+    async def count_memory(self, *, user_name: str | Sequence[str] | None = None,
+                           task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                           memory_type: MemoryType | str | None = None,
                            filters: FilterSpec = None) -> int:
         return await self.store.count(self.collection,
                                       self._where(user_name, task_name, tool_name, memory_type, filters))
@@ -433,14 +455,15 @@ class ReMe:
             for lock in reversed(locks):
                 lock.release()
 
-    async def retrieve_memory(self, query: str | None = None, *, user_name: str | None = None,
+    async def retrieve_memory(self, query: str | None = None, *, user_name: str | Sequence[str] | None = None,
                               task_name: str | None = None, tool_name: str | Sequence[str] | None = None,
                               top_k: int | None = None, rewrite: bool | None = None, rerank: bool | None = None,
                               time_window: WindowSpec = None, with_source: bool = False,
                               now: datetime | None = None) -> RetrieveResult:
         """What helps before a reply or a task, ranked, with `text` ready for a prompt.
 
-        - `user_name` (top_k 10): personal memories for `query`. With an LLM configured (and
+        - `user_name` (top_k 10; one name or a list, ranked as one list whose nodes say whose
+          they are): personal memories for `query`. With an LLM configured (and
           `rewrite` not False, see `retrieval.rewrite`) the query is first rewritten into focused
           queries and a time window; `time_window` (a `TimeWindow` or a (start, end) pair) limits
           `message_time` explicitly; `with_source` attaches the conversation lines.
@@ -458,22 +481,33 @@ class ReMe:
             if not names:
                 raise InvalidInputError("tool_name must name at least one tool")
             return await retrieve_tools(self.repo, list(dict.fromkeys(names)))
+        if user_name is not None and not isinstance(user_name, str):
+            if task_name is not None or tool_name is not None:
+                raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
+            users = [s.name for s in scopes_of(user_name, None, None) or []]
+            return await self._retrieve_personal(query, users, top_k, rewrite, time_window, with_source, now)
         scope = self._require_scope(user_name, task_name, tool_name, "retrieve_memory")
         if scope.kind == "tool":
             return await retrieve_tools(self.repo, [scope.name])
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
         if scope.kind == "task":
+            if not isinstance(query, str) or not query.strip():
+                raise InvalidInputError("query must be a non-empty string")
             retriever = ProceduralRetriever(self.repo, self._llm, self._prompts_lib, self.config.procedural,
                                             self.config.retrieval)
             return await retriever.retrieve(query, scope.name, top_k=top_k or 5, rerank=rerank, rewrite=rewrite)
+        return await self._retrieve_personal(query, [scope.name], top_k, rewrite, time_window, with_source, now)
+
+    async def _retrieve_personal(self, query: str | None, users: list[str], top_k: int | None, rewrite: bool | None,
+                                 time_window: WindowSpec, with_source: bool, now: datetime | None) -> RetrieveResult:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
         window = time_window
         if isinstance(window, tuple):
             if len(window) != 2:
                 raise InvalidInputError("time_window is a (start, end) pair")
             window = TimeWindow(start=window[0], end=window[1])
         personal = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
-        return await personal.retrieve(query, scope.name, top_k=top_k or 10, rewrite=rewrite, time_window=window,
+        return await personal.retrieve(query, users, top_k=top_k or 10, rewrite=rewrite, time_window=window,
                                        with_source=with_source, now=now)
 
     async def record_usage(self, memory_ids: Sequence[str], success: bool, *, user_name: str | None = None,
@@ -529,17 +563,19 @@ class ReMe:
         return scope
 
     @staticmethod
-    def _scope_filter(scope: Scope | None, memory_type: MemoryType | str | None, *, primary: bool) -> Filter | None:
-        if scope is None:
+    def _scope_filter(scope: Scope | list[Scope] | None, memory_type: MemoryType | str | None, *,
+                      primary: bool) -> Filter | None:
+        if not scope:
             return None if memory_type is None else Eq(field="memory_type", value=_memory_type(memory_type).value)
-        types = scope_types(scope, memory_type)
+        types = scope_types(scope if isinstance(scope, Scope) else scope[0], memory_type)
         return scope_filter(scope, types[:1] if primary and memory_type is None else types)
 
     @classmethod
-    def _where(cls, user_name: str | None, task_name: str | None, tool_name: str | None,
-               memory_type: MemoryType | str | None, filters: FilterSpec, *, primary: bool = False) -> Filter | None:
-        """The caller's scope ANDed with their filters: a filter narrows a scope, never widens it."""
-        base = cls._scope_filter(scope_of(user_name, task_name, tool_name), memory_type, primary=primary)
+    def _where(cls, user_name: str | Sequence[str] | None, task_name: str | Sequence[str] | None,
+               tool_name: str | Sequence[str] | None, memory_type: MemoryType | str | None, filters: FilterSpec, *,
+               primary: bool = False) -> Filter | None:
+        """The caller's scope (or scopes) ANDed with their filters: a filter narrows, never widens."""
+        base = cls._scope_filter(scopes_of(user_name, task_name, tool_name), memory_type, primary=primary)
         parsed = parse_filter(filters)
         if base is None or parsed is None:
             return base or parsed

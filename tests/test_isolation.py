@@ -208,3 +208,22 @@ async def test_a_pool_imported_for_two_tasks_gets_new_ids_for_the_second(reme: R
     (b,) = await reme.list_memory(task_name="b")
     assert b.memory_id != line["memory_id"] and b.metadata["original_memory_id"] == line["memory_id"]
     assert (await reme.get_memory(line["memory_id"], task_name="a")).content == "Log in first"
+
+
+async def test_several_users_are_searched_and_retrieved_as_one_ranked_list(reme: ReMe) -> None:
+    alice_history = await reme.add_memory("[2024-05-03 10:00] Alice: I moved to Berlin", user_name="alice",
+                                          memory_type="history")
+    alice = await reme.add_memory("Alice moved to Berlin", user_name="alice", ref_ids=[alice_history.memory_id])
+    bob = await reme.add_memory("Bob moved to Berlin too", user_name="bob", ref_ids=[alice_history.memory_id])
+    await reme.add_memory("Carol moved to Berlin as well", user_name="carol")
+    ctx = await reme.retrieve_memory("who moved to Berlin", user_name=["alice", "bob"], with_source=True, top_k=10)
+    assert {m.node.memory_id for m in ctx.memories} == {alice.memory_id, bob.memory_id}
+    assert [m.rank for m in ctx.memories] == [1, 2]
+    sources = {m.node.memory_target: m.source for m in ctx.memories}
+    assert sources == {"alice": alice_history.content, "bob": None}  # bob's reference crosses a wall
+    hits = await reme.search_memory("Berlin", user_name=["alice", "bob"], top_k=10)
+    assert {h.node.memory_target for h in hits} == {"alice", "bob"}
+    assert await reme.count_memory(user_name=["alice", "carol"]) == 3
+    for bad in ([], [""], "  "):
+        with pytest.raises(InvalidInputError):
+            await reme.retrieve_memory("Berlin", user_name=bad)

@@ -56,6 +56,8 @@ class Conversation:
     speakers: tuple[str, str]
     sessions: list[tuple[datetime, list[Turn]]]
     questions: list[Question]
+    observations: dict[int, dict[str, list[tuple[str, list[str]]]]] = field(default_factory=dict)
+    """Per session number and speaker: LoCoMo's observed facts, each with the dia_ids it cites."""
 
     @property
     def turns(self) -> list[Turn]:
@@ -121,5 +123,10 @@ def _conversation(sample: dict[str, Any]) -> Conversation:
         questions.append(Question(index=i, question=qa["question"], answer=str(answer), category=int(qa["category"]),
                                   evidence=[e for e in ids if e in known],
                                   dropped_evidence=[e for e in ids if e not in known]))
+    observations: dict[int, dict[str, list[tuple[str, list[str]]]]] = {}
+    for number in range(1, len(sessions) + 1):
+        for speaker, facts in (sample.get("observation", {}).get(f"session_{number}_observation") or {}).items():
+            observations.setdefault(number, {})[speaker] = [
+                (str(fact), [f"D{a}:{b}" for a, b in _EVIDENCE.findall(str(cited))]) for fact, cited in facts]
     return Conversation(sample_id=sample["sample_id"], speakers=(conv["speaker_a"], conv["speaker_b"]),
-                        sessions=sessions, questions=questions)
+                        sessions=sessions, questions=questions, observations=observations)

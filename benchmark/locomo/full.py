@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 from benchmark.locomo.data import Conversation, Question
 from benchmark.locomo.metrics import KS, aggregate, bleu1, evidence_scores, percentile, token_f1
-from benchmark.locomo.run import Checkpoint, embedding_config, progress, start_run
-from reme import ConfigError, MemoryNode, ReMe, RetrievedMemory
+from benchmark.locomo.run import Checkpoint, dia_ids_of, embedding_config, progress, start_run
+from reme import ConfigError, ReMe
 from reme.config import EmbeddingConfig, LLMConfig
 from reme.embedding import create_embedder
 from reme.llm import ChatModel
@@ -51,15 +51,6 @@ def batches(conv: Conversation, size: int) -> list[list[dict[str, Any]]]:
         out.append([{"role": "user", "name": t.speaker, "content": t.content.split(": ", 1)[1], "time": t.time,
                      "id": t.dia_id} for _, turns in conv.sessions[start:start + size] for t in turns])
     return out
-
-
-def dia_ids_of(memory: MemoryNode, histories: dict[str, MemoryNode]) -> list[str]:
-    """The dia_ids a memory was distilled from: its source turns in the history node it cites."""
-    history = histories.get(memory.ref_ids[0]) if memory.ref_ids else None
-    if history is None:
-        return []
-    spans = history.metadata.get("messages") or []
-    return [spans[i].get("id", "") for i in memory.metadata.get("source_turns") or [] if 0 <= i < len(spans)]
 
 
 async def full_mode(args: argparse.Namespace, convs: list[Conversation], data: Path) -> dict[str, Any]:
@@ -102,26 +93,24 @@ async def answer(reme: ReMe, conv: Conversation, q: Question, top_k: int, answer
                  judge_llm: ChatModel) -> dict[str, Any]:
     retrieve_usage, answer_usage, judge_usage = Usage(), Usage(), Usage()
     started = time.perf_counter()
-    contexts = await asyncio.gather(*(reme.retrieve_memory(q.question, user_name=s, top_k=top_k)
-                                      for s in conv.speakers))
+    # Both speakers' memories in one ranking (each says whose it is).
+    ctx = await reme.retrieve_memory(q.question, user_name=list(conv.speakers), top_k=top_k)
     retrieve_ms = 1000 * (time.perf_counter() - started)
-    for ctx in contexts:
-        retrieve_usage.add(ctx.usage)
+    retrieve_usage.add(ctx.usage)
     speakers = [{"name": s, "memories": [{"time": m.node.message_time.strftime("%d %B %Y, %H:%M"),
-                                          "content": m.node.content} for m in ctx.memories]}
-                for s, ctx in zip(conv.speakers, contexts)]
+                                          "content": m.node.content} for m in ctx.memories
+                                         if m.node.memory_target == s]}
+                for s in conv.speakers]
     started = time.perf_counter()
     prediction = (await answer_llm.chat([{"role": "user", "content": PROMPTS.get_template("answer.jinja").render(
         question=q.question, speakers=speakers)}], usage=answer_usage)).strip()
     answer_ms = 1000 * (time.perf_counter() - started)
     verdict = await judge_llm.structured([{"role": "user", "content": PROMPTS.get_template("judge.jinja").render(
         question=q.question, gold=q.answer, answer=prediction)}], Verdict, usage=judge_usage)
-    # Both speakers' memories in one ranking, by their retrieval scores, for evidence recall.
-    merged: list[RetrievedMemory] = sorted((m for ctx in contexts for m in ctx.memories), key=lambda m: -m.score)
-    ids = sorted({r for m in merged for r in m.node.ref_ids[:1]})
+    ids = sorted({r for m in ctx.memories for r in m.node.ref_ids[:1]})
     found = await reme.store.get(reme.collection, ids) if ids else None
     histories = {r.node.memory_id: r.node for r in found.found} if found else {}
-    ranked = [dia_ids_of(m.node, histories) for m in merged]
+    ranked = [dia_ids_of(m.node, histories) for m in ctx.memories]
     scores: dict[str, float] = {"judge": 100.0 if verdict.label == "CORRECT" else 0.0,
                                 "f1": token_f1(prediction, q.answer), "bleu1": bleu1(prediction, q.answer)}
     if q.evidence:

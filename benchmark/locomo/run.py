@@ -14,10 +14,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from benchmark.locomo.data import CATEGORIES, Conversation, DataError, load, resolve_data
+from benchmark.locomo.data import CATEGORIES, SCORED, Conversation, DataError, load, resolve_data
 from benchmark.locomo.metrics import KS, aggregate, evidence_scores, percentile
 from benchmark.embedding import embedding_config as shared_embedding_config
-from reme import MemoryNode, MemoryType, ReMe, ReMeError
+from reme import MemoryNode, MemoryType, Message, ReMe, ReMeError
+from reme.config import EmbeddingConfig
+from reme.embedding import create_embedder
+from reme.memory.personal import Transcript
 from reme.schema import content_hash
 
 RETRIEVAL_KEYS = [*(f"recall@{k}" for k in KS), "mrr"]
@@ -85,14 +88,83 @@ def dia_ids_by_hash(conv: Conversation) -> dict[str, list[str]]:
     return out
 
 
-async def ingest_turns(reme: ReMe, convs: Sequence[Conversation], checkpoint: Checkpoint) -> None:
+def dia_ids_of(memory: MemoryNode, histories: dict[str, MemoryNode]) -> list[str]:
+    """The dia_ids a memory was distilled from: its source turns in the history node it cites."""
+    history = histories.get(memory.ref_ids[0]) if memory.ref_ids else None
+    if history is None:
+        return []
+    spans = history.metadata.get("messages") or []
+    return [spans[i].get("id", "") for i in memory.metadata.get("source_turns") or [] if 0 <= i < len(spans)]
+
+
+def speaker_user(conv: Conversation, speaker: str) -> str:
+    return f"{conv.sample_id}:{speaker}"
+
+
+def observation_nodes(conv: Conversation) -> list[MemoryNode]:
+    """What a personal summarizer writes, taken from LoCoMo's `observation` field: per session and
+    speaker, a history node of the session (as `summarize_memory` stores it) and one personal
+    memory per observed fact, citing it with the turns the fact came from as `source_turns`."""
+    nodes: list[MemoryNode] = []
+    for number, (when, turns) in enumerate(conv.sessions, 1):
+        messages = [Message(role="user", name=t.speaker, content=t.content.split(": ", 1)[1], time=t.time,
+                            id=t.dia_id) for t in turns]
+        index = {t.dia_id: i for i, t in enumerate(turns)}
+        transcript = Transcript.of(messages, when)
+        for speaker, facts in conv.observations.get(number, {}).items():
+            user = speaker_user(conv, speaker)
+            history = transcript.history_node(user).model_copy(update={"memory_id": str(uuid.uuid5(
+                uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{number}/{speaker}"))})
+            nodes.append(history)
+            for i, (fact, cited) in enumerate(facts):
+                nodes.append(MemoryNode(
+                    memory_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{number}/{speaker}/{i}")),
+                    memory_type=MemoryType.PERSONAL, memory_target=user, content=fact, message_time=when,
+                    ref_ids=[history.memory_id],
+                    metadata={"source_turns": sorted({index[d] for d in cited if d in index})}))
+    return nodes
+
+
+class Corpus:
+    """What a run stores per conversation, whose memories a question searches, and which turns a
+    retrieved memory stands for. `turns`: every turn as a memory of the conversation's own
+    scope. `observations`: LoCoMo's observed facts as personal memories of each speaker."""
+
+    def __init__(self, kind: str, convs: Sequence[Conversation]) -> None:
+        self.kind = kind
+        self.by_hash = {c.sample_id: dia_ids_by_hash(c) for c in convs} if kind == "turns" else {}
+        self.histories: dict[str, MemoryNode] = {}
+
+    def users(self, conv: Conversation) -> list[str]:
+        return [conv.sample_id] if self.kind == "turns" else [speaker_user(conv, s) for s in conv.speakers]
+
+    def nodes(self, conv: Conversation) -> list[MemoryNode]:
+        return turn_nodes(conv) if self.kind == "turns" else observation_nodes(conv)
+
+    async def load(self, reme: ReMe, convs: Sequence[Conversation]) -> None:
+        if self.kind == "observations":
+            for conv in convs:
+                page = await reme.list_memory(user_name=self.users(conv), memory_type="history", limit=10_000)
+                self.histories.update({n.memory_id: n for n in page})
+
+    def ranked(self, conv: Conversation, nodes: Sequence[MemoryNode]) -> list[list[str]]:
+        if self.kind == "turns":
+            by_hash = self.by_hash[conv.sample_id]
+            return [by_hash.get(n.content_hash, [n.metadata.get("dia_id", "")]) for n in nodes]
+        return [dia_ids_of(n, self.histories) for n in nodes]
+
+
+async def ingest(reme: ReMe, corpus: Corpus, convs: Sequence[Conversation], checkpoint: Checkpoint) -> None:
     for conv in progress(convs, len(convs), "ingest conversations"):
         key = f"ingest/{conv.sample_id}"
         if key in checkpoint.done:
             continue
-        await reme.delete_all(user_name=conv.sample_id)  # a half-ingested conversation from an interrupted run
-        await reme.add_memories(turn_nodes(conv))
-        checkpoint.add(key, len(conv.turns))
+        for user in corpus.users(conv):  # a half-ingested conversation from an interrupted run
+            await reme.delete_all(user_name=user)
+        nodes = corpus.nodes(conv)
+        await reme.add_memories(nodes)
+        checkpoint.add(key, len(nodes))
+    await corpus.load(reme, convs)
 
 
 def start_run(args: argparse.Namespace, convs: list[Conversation], data: Path,
@@ -109,48 +181,123 @@ def start_run(args: argparse.Namespace, convs: list[Conversation], data: Path,
     return settings, checkpoint, working_dir
 
 
+RETRIEVERS = ("default", "keyword", "dense")
+
+
 async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], data: Path) -> dict[str, Any]:
-    settings, checkpoint, working_dir = start_run(args, convs, data, mode="retrieval")
-    retrievers = ("default", "keyword", "dense")
-    rows: dict[str, list[dict[str, Any]]] = {r: [] for r in retrievers}
-    latency: dict[str, list[float]] = {r: [] for r in retrievers}
-    async with ReMe(working_dir=working_dir, embedding=embedding_config(args), llm={}) as reme:
-        await ingest_turns(reme, convs, checkpoint)
+    settings, checkpoint, working_dir = start_run(args, convs, data, mode="retrieval", memories=args.memories)
+    rows: dict[str, list[dict[str, Any]]] = {r: [] for r in RETRIEVERS}
+    latency: dict[str, list[float]] = {r: [] for r in RETRIEVERS}
+    corpus = Corpus(args.memories, convs)
+    embedder = CachedEmbedder(create_embedder(EmbeddingConfig(**embedding_config(args))))
+    async with ReMe(working_dir=working_dir, embedder=embedder, llm={}) as reme:
+        await ingest(reme, corpus, convs, checkpoint)
         work = [(c, q) for c in convs for q in c.questions[:args.questions] if q.evidence]
-        by_hash = {c.sample_id: dia_ids_by_hash(c) for c in convs}
         for conv, q in progress(work, len(work), "questions"):
             key = f"q/{conv.sample_id}/{q.index}"
             if key not in checkpoint.done:
-                checkpoint.add(key, await score_question(reme, conv, q, by_hash[conv.sample_id]))
+                checkpoint.add(key, await score_question(reme, corpus, conv, q))
             for name, result in checkpoint.done[key].items():
                 rows[name].append({"category": q.category, **result["scores"]})
                 latency[name].append(result["ms"])
+        cv = await cross_validate(reme, corpus, work) if args.cv else None
+    await embedder.close()
     skipped = sum(1 for c in convs for q in c.questions[:args.questions] if not q.evidence)
-    report: dict[str, Any] = {"mode": "retrieval", "data": str(data), "settings": settings,
+    report: dict[str, Any] = {"mode": "retrieval", "memories": args.memories, "data": str(data), "settings": settings,
                               "questions_without_evidence": skipped, "anchor_dragon": DRAGON, "retrievers": {}}
-    for name in retrievers:
+    for name in RETRIEVERS:
         report["retrievers"][name] = aggregate(rows[name], RETRIEVAL_KEYS)
+    if cv is not None:
+        report["cross_validation"] = cv
     # Timings vary run to run; they stay out of "retrievers", which is deterministic.
     report["latency_ms"] = {name: {"p50": percentile(latency[name], 0.5), "p95": percentile(latency[name], 0.95)}
-                            for name in retrievers}
+                            for name in RETRIEVERS}
     return report
 
 
-async def score_question(reme: ReMe, conv: Conversation, q: Any, by_hash: dict[str, list[str]]) -> dict[str, Any]:
-    top = max(KS)
+async def default_ranking(reme: ReMe, corpus: Corpus, conv: Conversation, question: str) -> list[MemoryNode]:
+    users = corpus.users(conv)
+    ctx = await reme.retrieve_memory(question, user_name=users if len(users) > 1 else users[0], top_k=max(KS),
+                                     rewrite=False)
+    return [m.node for m in ctx.memories]
+
+
+async def score_question(reme: ReMe, corpus: Corpus, conv: Conversation, q: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in ("default", "keyword", "dense"):
+    for name in RETRIEVERS:
         started = time.perf_counter()
         if name == "default":
-            ctx = await reme.retrieve_memory(q.question, user_name=conv.sample_id, top_k=top, rewrite=False)
-            nodes = [m.node for m in ctx.memories]
+            nodes = await default_ranking(reme, corpus, conv, q.question)
         else:
-            hits = await reme.search_memory(q.question, user_name=conv.sample_id, top_k=top, mode=name)
+            hits = await reme.search_memory(q.question, user_name=corpus.users(conv), top_k=max(KS), mode=name)
             nodes = [h.node for h in hits]
         ms = 1000 * (time.perf_counter() - started)
-        ranked = [by_hash.get(n.content_hash, [n.metadata.get("dia_id", "")]) for n in nodes]
-        out[name] = {"scores": evidence_scores(ranked, q.evidence), "ms": round(ms, 3)}
+        out[name] = {"scores": evidence_scores(corpus.ranked(conv, nodes), q.evidence), "ms": round(ms, 3)}
     return out
+
+
+CV_GRID = [{"dense_weight": w, "candidates": c} for w in (0.3, 0.4, 0.5, 0.6, 0.7) for c in (10, 20, 40)]
+"""The retrieval settings cross-validation chooses among."""
+CV_KEY = "recall@10"
+
+
+async def cross_validate(reme: ReMe, corpus: Corpus, work: Sequence[tuple[Conversation, Any]]) -> dict[str, Any]:
+    """Leave one conversation out: for each conversation, the setting of `CV_GRID` with the best
+    mean recall@10 on the other conversations' questions is scored on its own questions. The
+    out-of-fold figure is what a setting chosen on some data does on data it never saw; the
+    in-sample figures (the library's defaults, and the best setting chosen on all the data) are
+    printed beside it."""
+    config = reme.config.retrieval
+    defaults = {k: getattr(config, k) for k in CV_GRID[0]}
+    scores: list[list[dict[str, float]]] = []  # [setting][question]
+    for setting in progress(CV_GRID, len(CV_GRID), "cross-validation settings"):
+        for key, value in setting.items():
+            setattr(config, key, value)
+        scores.append([evidence_scores(corpus.ranked(c, await default_ranking(reme, corpus, c, q.question)),
+                                       q.evidence) for c, q in work])
+    for key, value in defaults.items():
+        setattr(config, key, value)
+
+    def mean(setting: int, picked: Sequence[int]) -> float:
+        return sum(scores[setting][i][CV_KEY] for i in picked) / max(len(picked), 1)
+
+    everything = [i for i, (_, q) in enumerate(work) if q.category in SCORED]
+    folds: list[dict[str, Any]] = []
+    oof_rows: list[dict[str, Any]] = []
+    for sample_id in dict.fromkeys(c.sample_id for c, _ in work):
+        train = [i for i in everything if work[i][0].sample_id != sample_id]
+        best = max(range(len(CV_GRID)), key=lambda s: (round(mean(s, train), 6), -s))
+        held = [i for i, (c, _) in enumerate(work) if c.sample_id == sample_id]
+        oof_rows += [{"category": work[i][1].category, **scores[best][i]} for i in held]
+        folds.append({"held_out": sample_id, "chosen": CV_GRID[best], "train_recall@10": round(mean(best, train), 2)})
+    best_all = max(range(len(CV_GRID)), key=lambda s: (round(mean(s, everything), 6), -s))
+    rows = lambda s: [{"category": q.category, **scores[s][i]} for i, (_, q) in enumerate(work)]  # noqa: E731
+    default_index = next((i for i, s in enumerate(CV_GRID) if s == defaults), None)
+    return {"grid": CV_GRID, "folds": folds, "best_in_sample": CV_GRID[best_all],
+            "in_sample_best": aggregate(rows(best_all), RETRIEVAL_KEYS),
+            "in_sample_default": aggregate(rows(default_index), RETRIEVAL_KEYS) if default_index is not None else None,
+            "out_of_fold": aggregate(oof_rows, RETRIEVAL_KEYS)}
+
+
+class CachedEmbedder:
+    """An embedder that remembers the vectors of texts it has embedded: cross-validation asks for
+    the same questions once per setting."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+        self._cache: dict[str, list[float]] = {}
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            self._cache.update(zip(todo, await self.inner.embed(todo)))
+        return [self._cache[t] for t in texts]
+
+    async def dimension(self) -> int:
+        return int(await self.inner.dimension())
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -166,6 +313,20 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {name} | {group} | {values['n']} | " + " | ".join(cells) + " |")
     if report["mode"] == "retrieval":
         lines.append(f"| DRAGON (paper) | overall | | {DRAGON['recall@5']} | {DRAGON['recall@10']} | | |")
+    cv = report.get("cross_validation")
+    if cv:
+        lines += ["", "Cross-validation of the default retriever's settings (leave one conversation out):", "",
+                  "| figure | group | n | " + " | ".join(keys) + " |", "|---|---|---|" + "---|" * len(keys)]
+        figures = [("in-sample, library defaults", cv["in_sample_default"]),
+                   (f"in-sample, best of grid {cv['best_in_sample']}", cv["in_sample_best"]),
+                   ("out-of-fold", cv["out_of_fold"])]
+        for figure, result in figures:
+            if result is None:
+                continue
+            for group, values in [("overall (1-4)", result["overall"]), *result["by_category"].items()]:
+                cells = ["" if values.get(k) is None else f"{values[k]:.1f}" for k in keys]
+                lines.append(f"| {figure} | {group} | {values['n']} | " + " | ".join(cells) + " |")
+        lines += ["", "Chosen per fold: " + "; ".join(f"{f['held_out']}: {f['chosen']}" for f in cv["folds"])]
     return "\n".join(lines)
 
 
@@ -174,6 +335,10 @@ def parser() -> argparse.ArgumentParser:
                                 description="LoCoMo: evidence recall without an LLM, or the full answer + judge run.")
     p.add_argument("--data", help="locomo10.json (default: a cached copy of the public file, downloaded once)")
     p.add_argument("--mode", choices=["retrieval", "full"], default="retrieval")
+    p.add_argument("--memories", choices=["turns", "observations"], default="turns",
+                   help="retrieval mode: store every turn, or LoCoMo's observed facts per speaker")
+    p.add_argument("--cv", action="store_true",
+                   help="retrieval mode: leave-one-conversation-out choice of the retrieval settings")
     p.add_argument("--output", default="locomo-results.json", help="results JSON (a .md table is written beside it)")
     p.add_argument("--working-dir", help="where the benchmark's memories live (default: beside --output)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run with the same settings")

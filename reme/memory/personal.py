@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, field_validator
 from reme.config import RetrievalConfig
 from reme.errors import InvalidInputError
 from reme.llm import ChatModel, Fraction, IntList, Note
-from reme.memory.repo import Change, MemoryRepo, target_filter
+from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, Scope, SearchResult,
@@ -293,8 +293,10 @@ class PersonalSummarizer:
         return result
 
 
-def user_filter(user_name: str, extra: Filter | None = None) -> Filter:
-    return target_filter(user_name, MemoryType.PERSONAL, extra)
+def user_filter(users: str | Sequence[str], extra: Filter | None = None) -> Filter:
+    """Personal memories of one user or several."""
+    names = [users] if isinstance(users, str) else users
+    return scope_filter([Scope("user", n) for n in names], (MemoryType.PERSONAL,), extra)
 
 
 # -- retriever -----------------------------------------------------------------------------------
@@ -303,7 +305,7 @@ class PersonalRetriever:
                  config: RetrievalConfig) -> None:
         self.repo, self.llm, self.prompts, self.config = repo, llm, prompts, config
 
-    async def retrieve(self, query: str, user_name: str, *, top_k: int = 10, rewrite: bool | None = None,
+    async def retrieve(self, query: str, users: list[str], *, top_k: int = 10, rewrite: bool | None = None,
                        time_window: TimeWindow | None = None, with_source: bool = False,
                        now: datetime | None = None) -> RetrieveResult:
         now = now or utcnow()
@@ -314,7 +316,7 @@ class PersonalRetriever:
         rewrite = self.config.rewrite if rewrite is None else rewrite
         if rewrite and self.llm is not None:
             plan = await self.llm.structured(
-                self.prompts.messages("personal/rewrite", query=query, user_name=user_name,
+                self.prompts.messages("personal/rewrite", query=query, user_name=" and ".join(users),
                                       today=now.date().isoformat(), max_queries=self.config.max_queries),
                 QueryPlan, usage=usage)
             seen = {normalize_text(queries[0])}
@@ -327,14 +329,14 @@ class PersonalRetriever:
                 inferred = window is not None
         vectors = await self.repo.embedder.embed(queries)
         limit = max(self.config.candidates, top_k)
-        lists = await self._search(queries, vectors, user_filter(user_name, window_filter(window)), limit)
+        lists = await self._search(queries, vectors, user_filter(users, window_filter(window)), limit)
         if inferred and not any(lists):
             # A window the model inferred narrows the search; when nothing falls inside it, it is dropped.
             window = None
-            lists = await self._search(queries, vectors, user_filter(user_name), limit)
+            lists = await self._search(queries, vectors, user_filter(users), limit)
         memories = rank(lists, self.config, now, top_k)
         if with_source:
-            await self._attach_sources(memories, user_name)
+            await self._attach_sources(memories)
         return RetrieveResult(memories=memories, text=render(memories), queries=queries, time_window=window,
                               usage=usage)
 
@@ -344,15 +346,14 @@ class PersonalRetriever:
             fused_search(self.repo.store, self.repo.collection, q, v, flt, limit, self.config)
             for q, v in zip(queries, vectors))))
 
-    async def _attach_sources(self, memories: list[Any], user_name: str) -> None:
-        """Each memory's source lines, from the history node it cites: references resolve inside
-        the user's own scope only, so a cited id of another target shows nothing."""
+    async def _attach_sources(self, memories: list[Any]) -> None:
+        """Each memory's source lines, from the history node it cites: a reference resolves inside
+        the memory's own scope only, so a cited id of another target shows nothing."""
         ids = sorted({m.node.ref_ids[0] for m in memories if m.node.ref_ids})
         if not ids:
             return
-        found = await self.repo.get(ids, Scope("user", user_name))
-        histories = {i: n for i, n in found.items() if n.memory_type == MemoryType.HISTORY}
+        found = await self.repo.get(ids)
         for memory in memories:
-            history = histories.get(memory.node.ref_ids[0]) if memory.node.ref_ids else None
-            if history is not None:
+            history = found.get(memory.node.ref_ids[0]) if memory.node.ref_ids else None
+            if history is not None and history.memory_type == MemoryType.HISTORY and history.scope == memory.node.scope:
                 memory.source = excerpt(history, memory.node.metadata.get("source_turns") or [])

@@ -211,10 +211,19 @@ class MemoryRepo:
         return out
 
 
-def scope_filter(scope: Scope, types: Sequence[MemoryType] | None = None, extra: Filter | None = None) -> Filter:
-    """Memories inside `scope` (of `types`, default all the scope's kind holds), ANDed with `extra`."""
-    types = types or scope.all_types
-    parts: list[Filter] = [Eq(field="target_kind", value=scope.kind), Eq(field="memory_target", value=scope.name),
+def scope_filter(scope: Scope | Sequence[Scope], types: Sequence[MemoryType] | None = None,
+                 extra: Filter | None = None) -> Filter:
+    """Memories inside `scope` (or any of several scopes of one kind), of `types` (default: all
+    the kind holds), ANDed with `extra`."""
+    scopes = [scope] if isinstance(scope, Scope) else list(scope)
+    kinds = {s.kind for s in scopes}
+    if len(kinds) != 1:
+        raise InvalidInputError("several targets must all be users, all tasks or all tools")
+    types = types or scopes[0].all_types
+    names = sorted({s.name for s in scopes})
+    parts: list[Filter] = [Eq(field="target_kind", value=scopes[0].kind),
+                           Eq(field="memory_target", value=names[0]) if len(names) == 1
+                           else In(field="memory_target", values=list(names)),
                            In(field="memory_type", values=[t.value for t in types])]
     if extra is not None:
         parts.append(extra)
