@@ -31,6 +31,8 @@ T = TypeVar("T")
 FilterSpec = Mapping[str, Any] | BaseModel | None
 SearchMode = Literal["dense", "keyword", "hybrid"]
 Direction = Literal["asc", "desc"]
+Names = str | Sequence[str] | None
+MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 _NODES = TypeAdapter(list[MemoryNode])
 _HITS = TypeAdapter(list[SearchResult])
@@ -92,9 +94,10 @@ def _body(**kwargs: Any) -> dict[str, Any]:
     return {k: _plain(v) for k, v in kwargs.items() if v is not None}
 
 
-def _scope(user_name: str | None, task_name: str | None, tool_name: str | None) -> dict[str, str]:
-    return {k: v for k, v in (("user_name", user_name), ("task_name", task_name), ("tool_name", tool_name))
-            if v is not None}
+def _scope(user_name: Names, task_name: Names, tool_name: Names) -> dict[str, Any]:
+    """The target arguments given: a name, or (for reading calls) a list of names of one kind."""
+    return {k: v if isinstance(v, str) else list(v) for k, v in
+            (("user_name", user_name), ("task_name", task_name), ("tool_name", tool_name)) if v is not None}
 
 
 class ReMeClient:
@@ -208,8 +211,9 @@ class ReMeClient:
                                     params=_scope(user_name, task_name, tool_name), idempotent=True)
         return MemoryNode.model_validate_json(response.content)
 
-    async def search_memory(self, query: str, *, user_name: str | None = None, task_name: str | None = None,
-                            tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+    async def search_memory(self, query: str, *, user_name: str | Sequence[str] | None = None,
+                            task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                            memory_type: MemoryType | str | None = None,
                             top_k: int = 10, mode: SearchMode = "hybrid", filters: FilterSpec = None,
                             score_threshold: float | None = None) -> list[SearchResult]:
         body = _body(query=query, memory_type=memory_type, top_k=top_k, mode=mode, filters=filters,
@@ -217,8 +221,9 @@ class ReMeClient:
         return _HITS.validate_json((await self._call("POST", "/v1/memories/search", json=body,
                                                      idempotent=True)).content)
 
-    async def list_memory(self, *, user_name: str | None = None, task_name: str | None = None,
-                          tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+    async def list_memory(self, *, user_name: str | Sequence[str] | None = None,
+                          task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                          memory_type: MemoryType | str | None = None,
                           filters: FilterSpec = None, sort_key: str | None = None, direction: Direction = "desc",
                           limit: int = 100, cursor: str | None = None) -> MemoryPage:
         body = _body(memory_type=memory_type, filters=filters, sort_key=sort_key, direction=direction, limit=limit,
@@ -226,8 +231,9 @@ class ReMeClient:
         response = await self._call("POST", "/v1/memories/list", json=body, idempotent=True)
         return MemoryPage.model_validate_json(response.content)
 
-    async def count_memory(self, *, user_name: str | None = None, task_name: str | None = None,
-                           tool_name: str | None = None, memory_type: MemoryType | str | None = None,
+    async def count_memory(self, *, user_name: str | Sequence[str] | None = None,
+                           task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                           memory_type: MemoryType | str | None = None,
                            filters: FilterSpec = None) -> int:
         body = _body(memory_type=memory_type, filters=filters, **_scope(user_name, task_name, tool_name))
         return int((await self._call("POST", "/v1/memories/count", json=body, idempotent=True)).json()["count"])
@@ -283,7 +289,7 @@ class ReMeClient:
         return int(response.json()["count"])
 
     # -- pipelines ---------------------------------------------------------------------------------
-    async def summarize_memory(self, messages: Sequence[Message | Mapping[str, Any]] | None = None, *,
+    async def summarize_memory(self, messages: MessagesSpec | None = None, *,
                                user_name: str | Sequence[str] | None = None,
                                trajectories: Sequence[Trajectory | Mapping[str, Any]] | None = None,
                                task_name: str | None = None,
@@ -293,7 +299,7 @@ class ReMeClient:
                      tool_calls=tool_calls, tool_name=tool_name, now=now)
         return SummaryResult.model_validate_json((await self._call("POST", "/v1/summarize", json=body)).content)
 
-    async def retrieve_memory(self, query: str | None = None, *, user_name: str | None = None,
+    async def retrieve_memory(self, query: str | None = None, *, user_name: str | Sequence[str] | None = None,
                               task_name: str | None = None, tool_name: str | Sequence[str] | None = None,
                               top_k: int | None = None, rewrite: bool | None = None, rerank: bool | None = None,
                               time_window: WindowSpec = None, with_source: bool = False,
@@ -410,8 +416,7 @@ class ReMeClientSync:
     def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
         return self._run(self._client.history(memory_id, **kwargs))
 
-    def summarize_memory(self, messages: Sequence[Message | Mapping[str, Any]] | None = None,
-                         **kwargs: Any) -> SummaryResult:
+    def summarize_memory(self, messages: MessagesSpec | None = None, **kwargs: Any) -> SummaryResult:
         return self._run(self._client.summarize_memory(messages, **kwargs))
 
     def retrieve_memory(self, query: str | None = None, **kwargs: Any) -> RetrieveResult:

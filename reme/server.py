@@ -122,14 +122,30 @@ class FilterArgs(ScopeArgs):
     filters: dict[str, Any] | None = None
 
 
-class ListRequest(FilterArgs):
+class ReadArgs(_Strict):
+    """The target of a reading call: one name, or a list of names of one kind."""
+
+    user_name: str | list[str] | None = None
+    task_name: str | list[str] | None = None
+    tool_name: str | list[str] | None = None
+    memory_type: MemoryType | None = None
+    filters: dict[str, Any] | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for kind, names in (("user", self.user_name), ("task", self.task_name), ("tool", self.tool_name)):
+            out += [(kind, n) for n in ([names] if isinstance(names, str) else names or [])]
+        return out
+
+
+class ListRequest(ReadArgs):
     sort_key: str | None = None
     direction: Literal["asc", "desc"] = "desc"
     limit: int = 100
     cursor: str | None = None
 
 
-class SearchRequest(FilterArgs):
+class SearchRequest(ReadArgs):
     query: str
     top_k: int = 10
     mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
@@ -168,7 +184,7 @@ class SummarizeRequest(_Strict):
 
 class RetrieveRequest(_Strict):
     query: str | None = None
-    user_name: str | None = None
+    user_name: str | list[str] | None = None
     task_name: str | None = None
     tool_name: str | list[str] | None = None
     top_k: int | None = None
@@ -179,9 +195,10 @@ class RetrieveRequest(_Strict):
     now: datetime | None = None
 
     def targets(self) -> list[tuple[str, str]]:
+        users = [self.user_name] if isinstance(self.user_name, str) else self.user_name or []
         tools = [self.tool_name] if isinstance(self.tool_name, str) else self.tool_name or []
-        named = [(k, v) for k, v in (("user", self.user_name), ("task", self.task_name)) if v is not None]
-        return named + [("tool", t) for t in tools]
+        task = [("task", self.task_name)] if self.task_name is not None else []
+        return [("user", u) for u in users] + task + [("tool", t) for t in tools]
 
 
 class UsageRequest(ScopeArgs):
@@ -476,17 +493,20 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
     @app.post("/v1/memories/list", response_model=MemoryPage, tags=["memories"])
     async def list_memory(body: ListRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MemoryPage:
         caller.permit(body.targets())
+        batch(len(body.targets()), "targets")
         ceiling(body.limit, limits.max_limit, "limit")
         return await run(reme.list_memory(**body.model_dump()))
 
     @app.post("/v1/memories/count", response_model=Count, tags=["memories"])
-    async def count_memory(body: FilterArgs, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+    async def count_memory(body: ReadArgs, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
         caller.permit(body.targets())
+        batch(len(body.targets()), "targets")
         return Count(count=await run(reme.count_memory(**body.model_dump())))
 
     @app.post("/v1/memories/search", response_model=list[SearchResult], tags=["memories"])
     async def search_memory(body: SearchRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[SearchResult]:
         caller.permit(body.targets())
+        batch(len(body.targets()), "targets")
         ceiling(body.top_k, limits.max_top_k, "top_k")
         args = body.model_dump()
         return await run(reme.search_memory(args.pop("query"), **args))

@@ -164,6 +164,23 @@ async def test_search_stays_in_its_scope_and_honours_filters(api: Any, uid: str)
 
 
 @module_loop
+async def test_several_users_are_searched_counted_and_retrieved_as_one_list(api: Any, uid: str) -> None:
+    a, b = uid + "-a", uid + "-b"
+    await api.add_memory("Ann bakes sourdough bread", user_name=a)
+    await api.add_memory("Ben bakes rye bread", user_name=b)
+    await api.add_memory("Cat bakes cakes", user_name=uid + "-c")
+    hits = await api.search_memory("bread", user_name=[a, b], top_k=5)
+    assert sorted(h.node.memory_target for h in hits) == [a, b]
+    assert await api.count_memory(user_name=(a, b)) == 2
+    page = await api.list_memory(user_name=[a, b], limit=5)
+    assert sorted(n.memory_target for n in page) == [a, b]
+    found = await api.retrieve_memory("who bakes bread", user_name=[a, b], rewrite=False)
+    assert sorted(m.node.memory_target for m in found.memories) == [a, b]
+    with pytest.raises(InvalidInputError):
+        await api.count_memory(user_name=[])
+
+
+@module_loop
 async def test_list_sorts_and_pages_with_a_cursor_and_count_filters(api: Any, uid: str) -> None:
     for i in range(5):
         await api.add_memory(f"Fact number {i}", user_name=uid, score=i / 10)
@@ -290,6 +307,8 @@ def test_the_client_mirrors_the_facade_method_for_method() -> None:
         for pname, p in facade_sig.parameters.items():
             assert client_sig.parameters[pname].default == p.default, (name, pname)
             assert client_sig.parameters[pname].kind == p.kind, (name, pname)
+            assert client_sig.parameters[pname].annotation == p.annotation, (name, pname)
+        assert client_sig.return_annotation == facade_sig.return_annotation, name
         assert hasattr(ReMeClientSync, name), name
 
 
@@ -334,6 +353,7 @@ async def test_a_403_touches_nothing(guarded: Served, tmp_path: Path) -> None:
             alice.search_memory("jazz"),
             alice.list_memory(),
             alice.count_memory(tool_name="web"),
+            alice.search_memory("jazz", user_name=["alice", "bob"]),
             alice.delete_all(user_name="alice"),  # not destructive
             alice.prune("trip"),
             alice.record_usage([bob.memory_id], True),
