@@ -312,6 +312,18 @@ def test_the_client_mirrors_the_facade_method_for_method() -> None:
         assert hasattr(ReMeClientSync, name), name
 
 
+def test_importing_the_client_loads_no_engine() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, reme.client; print(sorted({m.split('.')[0] for m in sys.modules} & {'qdrant_edge', "
+            "'qdrant_client', 'openai', 'jinja2', 'tenacity', 'fastapi'} | {'reme.reme', 'reme.store'} & "
+            "set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 def test_the_sync_client_works(service: Served, uid: str) -> None:
     with ReMeClientSync(service.url) as client:
         assert client.health() and client.version()
