@@ -233,9 +233,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             stats, seconds = await run_mix(clients, users, args.duration, ledger)
             results["service"] = summary("service", stats, seconds)
             results["service"]["verify"] = await verify(clients[0], ledger)
-            results["overhead"] = {
-                "throughput_ratio": round(results["facade"]["ops_per_s"] / max(results["service"]["ops_per_s"], 1e-9), 2),
-                "p50_ratio": round(results["service"]["p50"] / max(results["facade"]["p50"], 1e-9), 2)}
+            facade, service = results["facade"], results["service"]
+            results["overhead"] = {"throughput_ratio": round(facade["ops_per_s"] / max(service["ops_per_s"], 1e-9), 2),
+                                   "p50_ratio": round(service["p50"] / max(facade["p50"], 1e-9), 2)}
 
             # 3. SIGKILL mid-load, restart on the same directory, read every acknowledged write back
             async def kill() -> None:

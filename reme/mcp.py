@@ -183,8 +183,9 @@ class MemoryTools:
         return {"text": r.text, "memories": [_brief(m.node) for m in r.memories]}
 
     async def _add_memory(self, a: dict[str, Any]) -> Any:
-        node = await self.reme.add_memory(a.get("content"), when_to_use=a.get("when_to_use") or "",  # type: ignore[arg-type]
-                                          tags=a.get("tags"), author="mcp", **self._target(a))
+        content: Any = a.get("content")  # the facade checks it: a non-string is an InvalidInputError
+        node = await self.reme.add_memory(content, when_to_use=a.get("when_to_use") or "", tags=a.get("tags"),
+                                          author="mcp", **self._target(a))
         return _brief(node)
 
     async def _search_memory(self, a: dict[str, Any]) -> Any:

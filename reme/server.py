@@ -43,8 +43,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message as ASGIMessage, Receive, Scope as ASGIScope, Send
 
 from reme.access import Caller, Limits, ServerConfig, TokenConfig, find_token, uvicorn_server_class
-from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError,
-                         InvalidInputError, LLMError, NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError, RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
+from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
+                         NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
+                         RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
@@ -249,20 +250,26 @@ def _details(exc: ReMeError) -> dict[str, Any] | None:
 
 
 # -- the ASGI guard: body size, nesting depth, UTF-8, one log line a request ---------------------
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = re.compile(rb"[\[\]{}]")
-_ESCAPES = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)",
-                      re.S)
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_ESCAPES = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                      rb"|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.S)
 """A JSON escape: a surrogate pair, a lone surrogate (group 1: not a character, it cannot be
 stored or hashed), or any other escape (consumed, so an escaped backslash is never misread)."""
 
 
-def nesting_depth(body: bytes) -> int:
-    depth = deepest = 0
-    for m in _BRACKETS.finditer(_STRINGS.sub(b"", body)):
-        depth += 1 if m.group() in (b"[", b"{") else -1
-        deepest = max(deepest, depth)
-    return deepest
+def nested_deeper_than(body: bytes, limit: int) -> bool:
+    """Whether the JSON in `body` nests deeper than `limit` (brackets inside strings do not count).
+    A body with no more than `limit` opening brackets is answered without walking them."""
+    brackets = _STRINGS.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
+    depth = 0
+    for c in brackets:
+        depth += 1 if c in b"[{" else -1
+        if depth > limit:
+            return True
+    return False
 
 
 class Guard:
@@ -337,7 +344,7 @@ class Guard:
             if lone is not None:
                 return b"", error_response(400, "InvalidInputError", f"the body holds a lone UTF-16 surrogate "
                                            f"({lone.group().decode()}), which is not a character")
-            if nesting_depth(body) > self.limits.max_depth:  # JSON and JSONL alike
+            if nested_deeper_than(body, self.limits.max_depth):  # JSON and JSONL alike
                 return b"", error_response(400, "InvalidInputError",
                                            f"the body is nested deeper than {self.limits.max_depth} levels")
         return body, None
