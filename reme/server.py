@@ -612,6 +612,8 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
+        log.info(json.dumps({"event": "start", "url": f"http://{config.host}:{config.port}",
+                             "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}))
         app = create_app(reme, config)
         server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
                                                log_level="warning", lifespan="on",

@@ -29,7 +29,7 @@ from reme.errors import (AuthenticationError, NotReadyError, PayloadTooLargeErro
                          RequestTimeoutError, ServiceError)
 from reme.server import STATUS, status_of
 
-from openai_server import OpenAITestServer
+from openai_server import OpenAITestServer, prompt_of
 from service_process import DIM, Served, llm_env
 
 EXTRACT = "Read the conversation below"
@@ -392,7 +392,8 @@ async def test_requests_are_logged_by_token_name_never_by_secret(guarded: Served
     async with ReMeClient(guarded.url, token=READER) as reader:
         await reader.search_memory("secret content 42", user_name="carol", top_k=3)
     lines = [json.loads(line) for line in guarded.output().splitlines() if line.startswith("{")]
-    mine = [line for line in lines if line["token"] == "reader"]
+    assert lines[0]["event"] == "start" and lines[0]["tokens"] == ["admin", "alice-app", "reader"]
+    mine = [line for line in lines if line.get("token") == "reader"]
     assert mine and mine[-1]["path"] == "/v1/memories/search" and mine[-1]["status"] == 200
     assert set(mine[-1]) == {"method", "path", "status", "ms", "token"}
     text = guarded.output()
@@ -545,6 +546,19 @@ def test_refuses_to_serve_beyond_loopback_without_tokens(tmp_path: Path) -> None
     served = Served(tmp_path / "wd", args=["--host", "0.0.0.0"])
     assert served.wait_exit(30) == 4
     assert "refusing to serve on 0.0.0.0 without tokens" in served.output()
+
+
+@module_loop
+async def test_a_client_timeout_is_a_service_error_and_a_write_is_never_resent(
+        service: Served, llm: OpenAITestServer, uid: str) -> None:
+    llm.script([EXTRACT, uid], {"memories": []}, times=1)
+    llm.hang_next(1.5)
+    async with ReMeClient(service.url, timeout=0.5, retries=3, backoff=0.01) as client:
+        with pytest.raises(ServiceError) as caught:
+            await client.summarize_memory([{"role": "user", "content": f"{uid} is slow"}], user_name=uid)
+    assert "ReadTimeout" in str(caught.value) and caught.value.status_code is None
+    await asyncio.sleep(1.5)
+    assert sum(uid in prompt_of(body) for body in llm.chat_requests) == 1
 
 
 @module_loop
