@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from reme.errors import ConfigError, PermissionDeniedError, describe
 
@@ -31,6 +31,13 @@ class TokenConfig(_Strict):
     tasks: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
     destructive: bool = False
+
+    @field_validator("secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value().strip()) < 16:
+            raise ValueError("a token secret needs at least 16 characters")
+        return value
 
     def names(self, kind: str) -> list[str]:
         return {"user": self.users, "task": self.tasks, "tool": self.tools}[kind]
@@ -62,6 +69,17 @@ class ServerConfig(_Strict):
     tokens: list[TokenConfig] = Field(default_factory=list)
     limits: Limits = Field(default_factory=Limits)
 
+    @model_validator(mode="after")
+    def _safe(self) -> "ServerConfig":
+        if len({t.name for t in self.tokens}) != len(self.tokens):
+            raise ValueError("token names must be unique")
+        if len({t.secret.get_secret_value() for t in self.tokens}) != len(self.tokens):
+            raise ValueError("token secrets must be unique")
+        if not self.tokens and self.host not in LOOPBACK:
+            raise ValueError(f"refusing to serve on {self.host} without tokens: configure server.tokens, "
+                             "or bind to 127.0.0.1")
+        return self
+
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides: Any) -> "ServerConfig":
         """From a JSON/TOML file (its `server` section, or the whole file), then `overrides`."""
@@ -75,6 +93,8 @@ class ServerConfig(_Strict):
                     raw: Any = tomllib.loads(text)
                 else:
                     raw = json.loads(text)
+            except ImportError:
+                raise ConfigError("TOML server configs need Python 3.11+; use JSON") from None
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"server config {path}: {exc}") from None
             if not isinstance(raw, dict):
@@ -82,15 +102,9 @@ class ServerConfig(_Strict):
             data = dict(raw.get("server", raw))
         data.update({k: v for k, v in overrides.items() if v is not None})
         try:
-            config = cls.model_validate(data)
+            return cls.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(f"invalid server config: {describe(exc)}") from None
-        if len({t.name for t in config.tokens}) != len(config.tokens):
-            raise ConfigError("invalid server config: token names must be unique")
-        if not config.tokens and config.host not in LOOPBACK:
-            raise ConfigError(f"refusing to serve on {config.host} without tokens: configure server.tokens, "
-                              "or bind to 127.0.0.1")
-        return config
 
 
 # -- the caller ----------------------------------------------------------------------------------

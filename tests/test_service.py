@@ -590,3 +590,34 @@ def test_any_json_body_is_answered_with_success_or_a_typed_4xx(service: Served, 
         assert 400 <= r.status_code < 500, r.text
         error = r.json()["error"]
         assert error["type"] in ("InvalidInputError", "InvalidFilterError") and error["message"]
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"host": "0.0.0.0"}, "refusing to serve on 0.0.0.0 without tokens"),
+    ({"tokens": [{"name": "a", "secret": "short"}]}, "at least 16 characters"),
+    ({"tokens": [{"name": "a", "secret": "x" * 16}, {"name": "a", "secret": "y" * 16}]}, "names must be unique"),
+    ({"tokens": [{"name": "a", "secret": "x" * 16}, {"name": "b", "secret": "x" * 16}]}, "secrets must be unique"),
+    ({"tokens": [{"name": "a", "secret": "x" * 16, "admin": True}]}, "admin"),
+    ({"limits": {"timeout_s": 0}}, "timeout_s"),
+])
+def test_server_settings_are_checked_once_at_start_up(settings: dict[str, Any], message: str,
+                                                      tmp_path: Path) -> None:
+    from reme import ConfigError
+    from reme.access import ServerConfig
+
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps({"server": settings}))
+    with pytest.raises(ConfigError, match=message):
+        ServerConfig.load(path)
+
+
+def test_server_settings_read_toml_with_a_server_section(tmp_path: Path) -> None:
+    from reme.access import ServerConfig
+
+    path = tmp_path / "server.toml"
+    path.write_text('[server]\nport = 9000\n[[server.tokens]]\nname = "bot"\nsecret = "0123456789abcdef"\n'
+                    'users = ["*"]\n[server.limits]\nmax_top_k = 7\n')
+    config = ServerConfig.load(path, host="0.0.0.0")
+    assert (config.host, config.port, config.limits.max_top_k) == ("0.0.0.0", 9000, 7)
+    assert config.tokens[0].may_touch("user", "anyone") and not config.tokens[0].may_touch("task", "t")
+    assert "0123456789abcdef" not in repr(config)
