@@ -515,8 +515,9 @@ def test_openapi_covers_every_endpoint_and_error_shape(service: Served) -> None:
 
 # -- lifecycle ------------------------------------------------------------------------------------
 @module_loop
-async def test_sigterm_lets_an_inflight_write_finish_then_closes_the_store(
-        tmp_path: Path, llm: OpenAITestServer) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_signal_lets_an_inflight_write_finish_then_closes_the_store(
+        tmp_path: Path, llm: OpenAITestServer, sig: int) -> None:
     served = Served(tmp_path / "wd", env=llm_env(llm.base_url)).wait_ready()
     llm.script([EXTRACT, "graceful"], {"memories": [{"content": "Ivy finished gracefully", "kind": "fact",
                                                      "sources": [0], "importance": 0.5, "time": None}]}, times=1)
@@ -525,7 +526,7 @@ async def test_sigterm_lets_an_inflight_write_finish_then_closes_the_store(
         pending = asyncio.create_task(client.summarize_memory([{"role": "user", "content": "graceful"}],
                                                               user_name="ivy"))
         await asyncio.sleep(0.7)
-        served.proc.send_signal(signal.SIGTERM)
+        served.proc.send_signal(sig)
         result = await pending
     assert [n.content for n in result.added] == ["Ivy finished gracefully"]
     assert served.wait_exit(20) == 0, served.output()
