@@ -1,13 +1,17 @@
-"""Who may do what through `reme serve` and `reme mcp`: bearer tokens scoped to targets, the
-request limits, and the settings file both read. Imports only the schema and the errors."""
+"""What `reme serve` and `reme mcp` share: bearer tokens scoped to targets, the request limits and
+the settings file both read, and the ASGI guard that enforces the limits and logs each request.
+Imports only the errors (uvicorn lazily), so it needs neither FastAPI nor mcp."""
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
 import os
+import re
+import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, MutableMapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
@@ -144,6 +148,120 @@ def find_token(tokens: Sequence[TokenConfig], presented: str) -> TokenConfig | N
         if hmac.compare_digest(given, token.secret.get_secret_value().encode("utf-8")):
             match = token
     return match
+
+
+# -- the ASGI guard: body size, nesting depth, UTF-8, one log line a request ---------------------
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_ESCAPES = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                      rb"|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.S)
+"""A JSON escape: a surrogate pair, a lone surrogate (group 1: not a character, it cannot be
+stored or hashed), or any other escape (consumed, so an escaped backslash is never misread)."""
+
+
+def nested_deeper_than(body: bytes, limit: int) -> bool:
+    """Whether the JSON in `body` nests deeper than `limit` (brackets inside strings do not count).
+    A body with no more than `limit` opening brackets is answered without walking them."""
+    brackets = _STRINGS.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
+    depth = 0
+    for c in brackets:
+        depth += 1 if c in b"[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+async def send_error(send: Send, status: int, type_: str, message: str, details: Any = None) -> None:
+    """The service's error body, `{"error": {"type", "message", "details"}}`, as a raw ASGI reply."""
+    body = json.dumps({"error": {"type": type_, "message": message, "details": details}}).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Guard:
+    """ASGI middleware for both services: reads the body once (refusing more than
+    `max_body_bytes`), rejects invalid UTF-8, lone surrogates and nesting deeper than `max_depth`
+    before any route runs, and logs one JSON line per request (method, path, status, ms and the
+    token's name, which the app leaves in `scope["state"]["token_name"]`; never a body or a secret)."""
+
+    def __init__(self, app: App, limits: Limits, log: logging.Logger) -> None:
+        self.app, self.limits, self.log = app, limits, log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 500
+        state = scope.setdefault("state", {})
+
+        async def send_logged(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            body, refusal = await self._read(scope, receive)
+            if refusal is not None:
+                await send_error(send_logged, *refusal)
+                return
+            replayed = False
+
+            async def replay() -> MutableMapping[str, Any]:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            await self.app(scope, replay, send_logged)
+        finally:
+            self.log.info(json.dumps({"method": scope["method"], "path": scope["path"], "status": status,
+                                      "ms": round((time.perf_counter() - started) * 1000, 1),
+                                      "token": state.get("token_name")}))
+
+    async def _read(self, scope: Scope, receive: Receive) -> tuple[bytes, tuple[int, str, str] | None]:
+        limit = self.limits.max_body_bytes
+        headers = dict(scope["headers"])
+        try:
+            declared = int(headers.get(b"content-length", b"0"))
+        except ValueError:
+            return b"", (400, "InvalidInputError", "Content-Length is not a number")
+        if declared > limit:
+            return b"", (413, "PayloadTooLargeError", f"the body is {declared} bytes; the limit is {limit}")
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return b"", (413, "PayloadTooLargeError", f"the body is over the limit of {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body:
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return b"", (400, "InvalidInputError", f"the body is not UTF-8 (byte {exc.start})")
+            lone = next((m for m in _ESCAPES.finditer(body) if m.group(1)), None)
+            if lone is not None:
+                return b"", (400, "InvalidInputError", f"the body holds a lone UTF-16 surrogate "
+                                                       f"({lone.group().decode()}), which is not a character")
+            if nested_deeper_than(body, self.limits.max_depth):  # JSON and JSONL alike
+                return b"", (400, "InvalidInputError", f"the body is nested deeper than {self.limits.max_depth} levels")
+        return body, None
 
 
 def uvicorn_server_class() -> Any:

@@ -19,13 +19,13 @@ import json
 import logging
 import os
 import sys
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from reme.access import LOOPBACK, Caller, ServerConfig, find_token, uvicorn_server_class
+from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, find_token, send_error,
+                         uvicorn_server_class)
 from reme.errors import ConfigError, InvalidInputError, ReMeError, RequestTimeoutError
 from reme.reme import ReMe
 from reme.schema import MemoryNode
@@ -268,31 +268,19 @@ async def run_stdio(tools: MemoryTools) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(tools: MemoryTools, config: ServerConfig) -> Callable[..., Awaitable[None]]:
+def http_app(tools: MemoryTools, config: ServerConfig) -> tuple[App, Any]:
     """An ASGI app serving MCP at /mcp (streamable HTTP, stateless: each request carries its own
-    bearer token, checked before the session sees it)."""
+    bearer token, checked before the session sees it), behind the same `Guard` as `reme serve`;
+    and its session manager, whose `run()` must be entered while it serves."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     manager = StreamableHTTPSessionManager(app=build_server(tools), stateless=True, json_response=True)
 
-    async def reply(send: Any, status: int, type_: str, message: str) -> None:
-        body = json.dumps({"error": {"type": type_, "message": message, "details": None}}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                scope["state"]["manager"] = manager
-                await send({"type": "lifespan.startup.complete"})
-                message = await receive()
-            if message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
             return
-        if scope["type"] != "http" or scope["path"].rstrip("/") != "/mcp":
-            await reply(send, 404, "NotFoundError", "MCP lives at /mcp")
+        if scope["path"].rstrip("/") != "/mcp":
+            await send_error(send, 404, "NotFoundError", "MCP lives at /mcp")
             return
         caller = Caller(None)
         if config.tokens:
@@ -300,21 +288,23 @@ def http_app(tools: MemoryTools, config: ServerConfig) -> Callable[..., Awaitabl
             scheme, _, presented = header.partition(" ")
             token = find_token(config.tokens, presented) if scheme.lower() == "bearer" and presented else None
             if token is None:
-                await reply(send, 401, "AuthenticationError", "a valid bearer token is required")
+                await send_error(send, 401, "AuthenticationError", "a valid bearer token is required")
                 return
+            scope["state"]["token_name"] = token.name
             caller = Caller(token)
-        _caller.set(caller)
+        _caller.set(caller)  # the stateless session runs in a task started from here: it sees this caller
         await manager.handle_request(scope, receive, send)
 
-    app.manager = manager  # type: ignore[attr-defined]
-    return app
+    return Guard(app, config.limits, log), manager
 
 
 def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_name: str | None = None,
           task_name: str | None = None, tool_name: str | None = None) -> int:
     """Open the store, then serve the tools over stdio (until stdin closes) or HTTP (until
     SIGTERM/SIGINT). Returns the exit code."""
+    # stdout is the MCP channel over stdio: logs go to stderr, one JSON line per HTTP request.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
+    log.setLevel(logging.INFO)
     caller = Caller(None)
     if transport == "stdio" and config.tokens:
         token = find_token(config.tokens, os.environ.get("REME_TOKEN", ""))
@@ -333,16 +323,10 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
                 return 0
             import uvicorn
 
-            app = http_app(tools, config)
-
-            @asynccontextmanager
-            async def running() -> AsyncIterator[None]:
-                async with app.manager.run():  # type: ignore[attr-defined]
-                    yield
-
+            app, manager = http_app(tools, config)
             server = uvicorn_server_class()(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                                      log_level="warning", lifespan="off"))
-            async with running():
+                                                           log_level="warning", lifespan="off"))
+            async with manager.run():
                 await server.serve()
             return 0 if server.started else 1
         finally:

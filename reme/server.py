@@ -27,9 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import tempfile
-import time
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -40,9 +38,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message as ASGIMessage, Receive, Scope as ASGIScope, Send
 
-from reme.access import Caller, Limits, ServerConfig, TokenConfig, find_token, uvicorn_server_class
+from reme.access import Caller, Guard, ServerConfig, TokenConfig, find_token, uvicorn_server_class
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
@@ -247,107 +244,6 @@ def error_response(status: int, type_: str, message: str, details: Any = None) -
 def _details(exc: ReMeError) -> dict[str, Any] | None:
     out = {k: v for k, v in vars(exc).items() if k in ("memory_id", "status_code") and v is not None}
     return out or None
-
-
-# -- the ASGI guard: body size, nesting depth, UTF-8, one log line a request ---------------------
-_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
-_ESCAPES = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-                      rb"|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.S)
-"""A JSON escape: a surrogate pair, a lone surrogate (group 1: not a character, it cannot be
-stored or hashed), or any other escape (consumed, so an escaped backslash is never misread)."""
-
-
-def nested_deeper_than(body: bytes, limit: int) -> bool:
-    """Whether the JSON in `body` nests deeper than `limit` (brackets inside strings do not count).
-    A body with no more than `limit` opening brackets is answered without walking them."""
-    brackets = _STRINGS.sub(b"", body).translate(None, _NOT_BRACKETS)
-    if brackets.count(b"[") + brackets.count(b"{") <= limit:
-        return False
-    depth = 0
-    for c in brackets:
-        depth += 1 if c in b"[{" else -1
-        if depth > limit:
-            return True
-    return False
-
-
-class Guard:
-    """Reads the body once (refusing more than `max_body_bytes`), rejects invalid UTF-8 and JSON
-    nested deeper than `max_depth` before any route runs, and logs one line per request."""
-
-    def __init__(self, app: ASGIApp, limits: Limits) -> None:
-        self.app, self.limits = app, limits
-
-    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started, status = time.perf_counter(), 500
-        state = scope.setdefault("state", {})
-
-        async def send_logged(message: ASGIMessage) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            body, refusal = await self._read(scope, receive)
-            if refusal is not None:
-                await refusal(scope, receive, send_logged)
-                return
-            replayed = False
-
-            async def replay() -> ASGIMessage:
-                nonlocal replayed
-                if not replayed:
-                    replayed = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                return await receive()
-
-            await self.app(scope, replay, send_logged)
-        finally:
-            log.info(json.dumps({"method": scope["method"], "path": scope["path"], "status": status,
-                                 "ms": round((time.perf_counter() - started) * 1000, 1),
-                                 "token": state.get("token_name")}))
-
-    async def _read(self, scope: ASGIScope, receive: Receive) -> tuple[bytes, JSONResponse | None]:
-        limit = self.limits.max_body_bytes
-        headers = dict(scope["headers"])
-        try:
-            declared = int(headers.get(b"content-length", b"0"))
-        except ValueError:
-            return b"", error_response(400, "InvalidInputError", "Content-Length is not a number")
-        if declared > limit:
-            return b"", error_response(413, "PayloadTooLargeError",
-                                       f"the body is {declared} bytes; the limit is {limit}")
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return b"", error_response(413, "PayloadTooLargeError", f"the body is over the limit of {limit} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        if body:
-            try:
-                body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return b"", error_response(400, "InvalidInputError", f"the body is not UTF-8 (byte {exc.start})")
-            lone = next((m for m in _ESCAPES.finditer(body) if m.group(1)), None)
-            if lone is not None:
-                return b"", error_response(400, "InvalidInputError", f"the body holds a lone UTF-16 surrogate "
-                                           f"({lone.group().decode()}), which is not a character")
-            if nested_deeper_than(body, self.limits.max_depth):  # JSON and JSONL alike
-                return b"", error_response(400, "InvalidInputError",
-                                           f"the body is nested deeper than {self.limits.max_depth} levels")
-        return body, None
 
 
 def authenticate(request: Request) -> Caller:
@@ -597,7 +493,7 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
         caller.permit([])
         return Optimized(optimized=await run(reme.optimize()))
 
-    app.add_middleware(Guard, limits=limits)
+    app.add_middleware(Guard, limits=limits, log=log)
     return app
 
 
@@ -627,4 +523,4 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
     return asyncio.run(main())
 
 
-__all__ = ["Caller", "Limits", "ServerConfig", "STATUS", "TokenConfig", "create_app", "serve", "status_of"]
+__all__ = ["STATUS", "create_app", "serve", "status_of"]

@@ -149,7 +149,8 @@ async def test_reme_mcp_over_http_needs_a_token_and_keeps_to_its_scope(tmp_path:
     from mcp.client.streamable_http import streamable_http_client
 
     tokens = [{"name": "alice-app", "secret": "alice-secret-0123456789", "users": ["alice"]}]
-    served = Served(tmp_path / "wd", command="mcp", server_config={"tokens": tokens},
+    served = Served(tmp_path / "wd", command="mcp", server_config={"tokens": tokens,
+                                                                   "limits": {"max_body_bytes": 4096}},
                     args=["--transport", "http", "--user", "alice"])
     try:
         with anyio.fail_after(60):
@@ -170,9 +171,15 @@ async def test_reme_mcp_over_http_needs_a_token_and_keeps_to_its_scope(tmp_path:
                         assert added["target"] == "user:alice"
                         refused = await call(session, "add_memory", content="x", user_name="bob")
                         assert refused["error"].startswith("PermissionDeniedError")
+            big = httpx.post(f"{served.url}/mcp", json={"x": "y" * 5000}, headers=headers)
+            assert big.status_code == 413 and big.json()["error"]["type"] == "PayloadTooLargeError"
     finally:
         assert served.stop() == 0, served.output()
-    assert "alice-secret" not in served.output()
+    assert "alice-secret" not in served.output() and "Alice likes tea" not in served.output()
+    lines = [json.loads(line) for line in served.output().splitlines() if line.startswith("{")]
+    assert any(line == {**line, "method": "POST", "path": "/mcp", "status": 200, "token": "alice-app"}
+               for line in lines)
+    assert any(line["status"] == 413 for line in lines)
 
 
 @pytest.mark.parametrize("argv,message", [
