@@ -126,13 +126,19 @@ async def test_summarize_messages_for_the_default_user(llm_reme: ReMe, server: O
     assert await llm_reme.count_memory(user_name="alice", memory_type="personal") == 1
 
 
-async def test_reme_mcp_over_stdio_with_the_mcp_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_token", [False, True])
+async def test_reme_mcp_over_stdio_with_the_mcp_client(tmp_path: Path, with_token: bool) -> None:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "reme.cli", "mcp", "-w", str(tmp_path / "wd"), "--user", "alice"],
-        cwd=str(ROOT), env={"REME_EMBEDDING__BACKEND": "hash", "REME_EMBEDDING__DIMENSIONS": str(DIM),
-                            "HF_HUB_OFFLINE": "1", "PYTHONPATH": pythonpath()})
+    args = ["-m", "reme.cli", "mcp", "-w", str(tmp_path / "wd"), "--user", "alice"]
+    env = {"REME_EMBEDDING__BACKEND": "hash", "REME_EMBEDDING__DIMENSIONS": str(DIM), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": pythonpath()}
+    if with_token:  # the token comes from $REME_TOKEN and holds the session to alice
+        settings = tmp_path / "server.json"
+        settings.write_text(json.dumps({"tokens": [{"name": "alice-app", "secret": "a" * 20, "users": ["alice"]}]}))
+        args += ["--server-config", str(settings)]
+        env["REME_TOKEN"] = "a" * 20
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT), env=env)
     with anyio.fail_after(60):
         async with stdio_client(params) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
@@ -141,8 +147,11 @@ async def test_reme_mcp_over_stdio_with_the_mcp_client(tmp_path: Path) -> None:
                 added = await call(session, "add_memory", content="Alice speaks Finnish")
                 hits = await call(session, "search_memory", query="Finnish")
                 assert [h["memory_id"] for h in hits] == [added["memory_id"]]
+                bob = await call(session, "add_memory", content="Bob speaks Dutch", user_name="bob")
+                assert ("error" in bob) == with_token
     async with ReMe(working_dir=tmp_path / "wd", embedding={"backend": "hash", "dimensions": DIM}) as reme:
         assert (await reme.get_memory(added["memory_id"], user_name="alice")).content == "Alice speaks Finnish"
+        assert await reme.count_memory(user_name="bob") == (0 if with_token else 1)
 
 
 async def test_reme_mcp_over_http_needs_a_token_and_keeps_to_its_scope(tmp_path: Path) -> None:

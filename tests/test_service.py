@@ -622,3 +622,11 @@ def test_server_settings_read_toml_with_a_server_section(tmp_path: Path) -> None
     assert (config.host, config.port, config.limits.max_top_k) == ("0.0.0.0", 9000, 7)
     assert config.tokens[0].may_touch("user", "anyone") and not config.tokens[0].may_touch("task", "t")
     assert "0123456789abcdef" not in repr(config)
+
+
+def test_the_service_and_client_variables_are_not_mistaken_for_engine_settings() -> None:
+    from reme.config import ReMeConfig
+
+    env = {"REME_URL": "http://127.0.0.1:1", "REME_TOKEN": "t" * 16, "REME_SERVER_CONFIG": "/nowhere.toml",
+           "REME_EMBEDDING__BACKEND": "hash"}
+    assert ReMeConfig.load(env=env).embedding.backend == "hash"
