@@ -3,17 +3,25 @@
     python -m benchmark.store_bench                      # 10k and 100k nodes, edge; qdrant local at 10k
     python -m benchmark.store_bench --sizes 1000000      # the 1M run
 
+    python -m benchmark.store_bench --write-path         # durability modes and event-loop stalls only
+
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
 an exact numpy brute-force search over the same vectors. `edge-raw` is qdrant-edge-py called
 directly with the same points: the ratio store/raw is what the store layer costs. Edge numbers are
 given before and after `optimize()` (exact search, then HNSW).
+
+The write-path table compares `sync="process"` with `sync="os"` (fsync before a write returns):
+upserts/s one record a call and 1,000 a call (a journaled multi-call write at batch_size 256),
+and the worst lateness of a 1 ms ticker coroutine (the event loop's longest stall) while one
+call adds 10k records and while `optimize()` runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import shutil
 import statistics
 import tempfile
@@ -156,6 +164,101 @@ def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list
     return {"backend": "edge-raw", "phase": "exact", "n": n, "upsert/s": rate, "filtered": pct(filt)}
 
 
+async def worst_stall(work: Callable[[], Awaitable[Any]]) -> float:
+    """Run `work` while a ticker sleeps 1 ms at a time; its worst lateness, in ms."""
+    stop = False
+    worst = 0.0
+
+    async def ticker() -> None:
+        nonlocal worst
+        while not stop:
+            t = time.perf_counter()
+            await asyncio.sleep(0.001)
+            worst = max(worst, time.perf_counter() - t - 0.001)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    try:
+        await work()
+    finally:
+        stop = True
+        await task
+    return worst * 1000
+
+
+def engine_gil(root: Path, n: int = 20_000) -> str:
+    """Does the engine release the GIL? A thread that wakes every 1 ms measures its longest wait
+    while the main thread is inside one engine call (an upsert of `n` points, a query loop)."""
+    import threading
+
+    vecs, _, _ = make_data(n)
+    shard = qe.EdgeShard.create(str(root / "gil"), qe.EdgeConfig(
+        vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)}))
+    points = [qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist()}, {"i": i}) for i in range(n)]
+    out = []
+
+    def watched(what: str, fn: Callable[[], Any]) -> None:
+        stop, gaps = threading.Event(), [0.0]
+
+        def tick() -> None:
+            last = time.perf_counter()
+            while not stop.is_set():
+                time.sleep(0.001)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        thread = threading.Thread(target=tick)
+        thread.start()
+        t = time.perf_counter()
+        fn()
+        took = time.perf_counter() - t
+        stop.set()
+        thread.join()
+        out.append(f"{what}: {took * 1000:.0f} ms in the engine, the other thread waited up to {max(gaps) * 1000:.0f} ms")
+
+    watched(f"upsert of {n:,} points in one call", lambda: shard.update(qe.UpdateOperation.upsert_points(points)))
+    query = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vecs[0].tolist(), using="dense"))
+    watched("one exact query", lambda: shard.query(query))
+    watched("optimize", shard.optimize)
+    shard.close()
+    return "\n".join(out)
+
+
+async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> str:
+    vecs, texts, targets = make_data(n)
+    records = [VectorRecord(node=MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL,
+                                            memory_target=targets[i], content=texts[i]), vector=vecs[i].tolist())
+               for i in range(n)]
+    rates: dict[str, tuple[float, float]] = {}
+    lines = [("| sync | upserts/s, 1 a call | upserts/s, 1,000 a call | loop stall, 10k in one call (ms) "
+              "| loop stall, optimize (ms) | optimize s |"), "|---|---|---|---|---|---|"]
+    for mode in ("process", "os"):
+        store = EdgeStore(root / mode, sync=mode)
+        await store.create_collection("one", DIM)
+        await store.create_collection("batch", DIM)
+        await store.create_collection("big", DIM)
+        t = time.perf_counter()
+        for r in records[:single]:
+            await store.upsert("one", [r])
+        one = single / (time.perf_counter() - t)
+        t = time.perf_counter()
+        for start in range(0, n, 1000):
+            await store.upsert("batch", records[start:start + 1000])
+        batch = n / (time.perf_counter() - t)
+        rates[mode] = (one, batch)
+
+        stall_add = await worst_stall(functools.partial(store.upsert, "big", records))
+        t = time.perf_counter()
+        stall_opt = await worst_stall(functools.partial(store.optimize, "big"))
+        opt_s = time.perf_counter() - t
+        await store.close()
+        lines.append(f"| {mode} | {one:,.0f} | {batch:,.0f} | {stall_add:.0f} | {stall_opt:.0f} | {opt_s:.1f} |")
+    lines.append(f"\nsync=os costs: 1 a call x{rates['process'][0] / rates['os'][0]:.1f} slower, "
+                 f"1,000 a call x{rates['process'][1] / rates['os'][1]:.1f} slower (process/os upserts/s)")
+    return "\n".join(lines)
+
+
 def fmt(rows: list[dict[str, Any]]) -> str:
     cols = ["backend", "phase", "n", "upsert/s", "dense", "filtered", "hybrid filtered", "list by target",
             "numpy dense", "numpy filtered", "recall@10", "optimize s", "reopen ms"]
@@ -182,7 +285,16 @@ async def main() -> None:
     parser.add_argument("--backends", default="edge,qdrant")
     parser.add_argument("--qdrant-max", type=int, default=10_000, help="largest size for qdrant local mode")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--write-path", action="store_true", help="only the durability and event-loop table")
     args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
+    try:
+        print(engine_gil(tmp), flush=True)
+        print(await bench_write_path(tmp), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.write_path:
+        return
     rows: list[dict[str, Any]] = []
     for n in [int(s) for s in args.sizes.split(",")]:
         vecs, texts, targets = make_data(n)

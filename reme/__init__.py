@@ -10,7 +10,8 @@ from reme.config import (EmbeddingConfig, LLMConfig, ProceduralConfig, PromptsCo
 from reme.errors import (AuthenticationError, CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError,
                          InvalidFilterError, InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, PromptError,
-                         ReMeError, RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
+                         PromptTooLargeError, ReMeError, RequestTimeoutError, ServiceError, StoreError,
+                         StoreLockedError, VectorSizeError)
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
                          Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
 
@@ -25,10 +26,10 @@ __all__ = [
     "ServiceError", "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
     "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
-    "ProceduralConfig", "PromptError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError", "ReMeSync",
-    "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError", "StoreLockedError",
-    "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage", "VectorSizeError",
-    "VectorStoreConfig", "filters",
+    "ProceduralConfig", "PromptError", "PromptTooLargeError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError",
+    "ReMeSync", "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError",
+    "StoreLockedError", "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage",
+    "VectorSizeError", "VectorStoreConfig", "filters",
 ]
 
 

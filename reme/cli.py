@@ -20,16 +20,16 @@ from typing import Any, Sequence
 from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMError, NotFoundError, ReMeError,
                          StoreError)
 from reme.reme import ReMe
-from reme.schema import MemoryNode
+from reme.schema import MemoryNode, parse_json
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFIG, EXIT_STORE, EXIT_MODEL = 0, 1, 2, 3, 4, 5, 6
 
 
 def _json_arg(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {exc.msg}") from None
+        return parse_json(text, "the argument")
+    except ValueError as exc:  # not JSON, nested too deep, a lone surrogate: a usage error (exit 2)
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _scope_args(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -295,10 +295,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args))
     except ReMeError as exc:
         code = next(c for t, c in codes if isinstance(exc, t))
-        print(f"reme {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _fail(args.command, exc)
         return code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
+        _fail(args.command, exc)
+        return EXIT_FAIL
+
+
+def _fail(command: str, exc: BaseException) -> None:
+    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show)."""
+    text = " ".join(str(exc).split())
+    print(f"reme {command}: {type(exc).__name__}: {text}".encode("utf-8", "backslashreplace").decode("utf-8"),
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN and infinity are no setting: a NaN timeout or weight would pass every `gt`/`le` check.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class VectorStoreConfig(_Section):
@@ -44,6 +45,10 @@ class VectorStoreConfig(_Section):
     bm25_avg_len: float = Field(default=32.0, gt=0)
     index_threshold: int = Field(default=20_000, ge=0)
     index_on_close: bool = True
+    sync: Literal["process", "os"] = "process"
+    """When a write is durable as its call returns. "process": it survives the process being killed
+    (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest
+    writes. "os": fsynced too (edge: `shard.flush()` and the journal files), slower."""
 
 
 class EmbeddingConfig(_Section):
@@ -72,6 +77,8 @@ class LLMConfig(_Section):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     max_concurrency: int = Field(default=8, ge=1)
+    max_prompt_chars: int = Field(default=400_000, ge=1)
+    """The longest prompt sent (characters over all messages); a longer one raises `PromptTooLargeError`."""
     json_mode: bool | None = None
     """Ask for `response_format=json_object`: None tries it and drops it if the endpoint refuses."""
     extra_body: dict[str, Any] = Field(default_factory=dict)

@@ -16,6 +16,7 @@ import openai
 from reme.config import DEFAULT_LOCAL_MODEL, DEFAULT_OPENAI_EMBEDDING_MODEL, EmbeddingConfig
 from reme.errors import ConfigError, EmbeddingError, InvalidInputError
 from reme.retry import Backoff, retrying
+from reme.schema import safe_text
 
 _PROBE = "dimension probe"
 
@@ -46,23 +47,41 @@ class BaseEmbedder(ABC):
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]: ...
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text. Every vector the backend returns is checked here (count, numbers,
+        finite, one size): a bad reply is an `EmbeddingError`, never a crash later in the store."""
         texts = list(texts)
         for text in texts:
             if not isinstance(text, str) or not text.strip():
                 raise InvalidInputError("cannot embed an empty text")
+            try:
+                safe_text(text)
+            except ValueError as exc:
+                raise InvalidInputError(f"cannot embed that text: {exc}") from None
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start:start + self.batch_size]
             vectors = await self._embed_batch(batch)
-            if len(vectors) != len(batch):
-                raise EmbeddingError(f"{self.name} returned {len(vectors)} vectors for {len(batch)} texts")
-            out.extend(vectors)
+            if not isinstance(vectors, list) or len(vectors) != len(batch):
+                count = len(vectors) if isinstance(vectors, list) else type(vectors).__name__
+                raise EmbeddingError(f"{self.name} returned {count} vectors for {len(batch)} texts")
+            out.extend(self._checked(v) for v in vectors)
         if out:
             sizes = {len(v) for v in out}
             if len(sizes) != 1 or (self._dim is not None and sizes != {self._dim}):
                 raise EmbeddingError(f"{self.name} returned vectors of sizes {sorted(sizes)}")
             self._dim = sizes.pop()
         return out
+
+    def _checked(self, vector: Any) -> list[float]:
+        if isinstance(vector, (str, bytes)) or not hasattr(vector, "__len__") or not len(vector):
+            raise EmbeddingError(f"{self.name} returned something that is not a vector: {str(vector)[:60]!r}")
+        try:
+            values = [float(x) for x in vector]
+        except (TypeError, ValueError, OverflowError):
+            raise EmbeddingError(f"{self.name} returned a vector that holds non-numbers") from None
+        if not all(math.isfinite(x) for x in values):
+            raise EmbeddingError(f"{self.name} returned a vector with NaN or infinite values")
+        return values
 
     async def dimension(self) -> int:
         if self._dim is None:
@@ -126,8 +145,14 @@ class OpenAIEmbedder(BaseEmbedder):
                     response = await self._client.embeddings.create(model=self.model, input=texts, **extra)
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding request to {self.model} failed: {exc}") from exc
-        rows = sorted(response.data, key=lambda d: d.index)
-        return [list(map(float, d.embedding)) for d in rows]
+        except (ValueError, RecursionError) as exc:  # a body that is not JSON, nested too deep, bad base64
+            raise EmbeddingError(f"{self.model} answered with a body that is not an embedding list "
+                                 f"({type(exc).__name__})") from None
+        try:
+            rows = sorted(response.data, key=lambda d: d.index)
+            return [d.embedding for d in rows]  # checked, one by one, in `embed`
+        except (AttributeError, TypeError):
+            raise EmbeddingError(f"{self.model} answered with a body that is not an embedding list") from None
 
     async def close(self) -> None:
         await self._client.close()

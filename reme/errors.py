@@ -88,6 +88,10 @@ class LLMOutputError(LLMError):
         self.raw = raw
 
 
+class PromptTooLargeError(InvalidInputError, LLMError):
+    """A prompt would be longer than `llm.max_prompt_chars`; nothing was sent (or written)."""
+
+
 class PromptError(ConfigError):
     """A prompt template is missing, does not parse, or uses a variable it was not given."""
 

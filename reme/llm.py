@@ -8,8 +8,8 @@ a concurrency bound, token accounting, and replies parsed into pydantic models.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import math
 import re
 import time
 from typing import Annotated, Any, Mapping, Sequence, TypeVar
@@ -18,16 +18,26 @@ import openai
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from reme.config import LLMConfig
-from reme.errors import ConfigError, LLMError, LLMOutputError, describe
+from reme.errors import ConfigError, LLMError, LLMOutputError, PromptTooLargeError, describe
 from reme.retry import Backoff, retrying
-from reme.schema import Usage
+from reme.schema import Usage, parse_json
 
 log = logging.getLogger("reme.llm")
 M = TypeVar("M", bound=BaseModel)
 
 # Lenient field types for reply models: models write null where a default was meant.
-Fraction = Annotated[float, BeforeValidator(lambda v: 0.5 if v is None else min(max(float(v), 0.0), 1.0))]
-"""A 0-1 number: null means 0.5, anything outside is clamped."""
+def _fraction(value: Any) -> float:
+    if value is None:
+        return 0.5
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):  # pydantic turns only ValueError into a validation error
+        raise ValueError(f"expected a number from 0 to 1, got {value!r}") from None
+    return 0.5 if math.isnan(number) else min(max(number, 0.0), 1.0)
+
+
+Fraction = Annotated[float, BeforeValidator(_fraction)]
+"""A 0-1 number: null (or NaN) means 0.5, anything outside is clamped."""
 Note = Annotated[str, BeforeValidator(lambda v: "" if v is None else v)]
 """Free text where null means empty."""
 IntList = Annotated[list[int], BeforeValidator(lambda v: [] if v is None else v)]
@@ -88,7 +98,12 @@ class ChatModel:
 
     async def chat(self, messages: Sequence[Mapping[str, Any]], *, usage: Usage | None = None,
                    json_mode: bool = False) -> str:
-        """The reply text for `messages`; tokens and seconds are added to `usage`."""
+        """The reply text for `messages`; tokens and seconds are added to `usage`. A prompt longer
+        than `llm.max_prompt_chars` is refused (`PromptTooLargeError`) before anything is sent."""
+        size = sum(len(str(m.get("content") or "")) for m in messages)
+        if size > self.config.max_prompt_chars:
+            raise PromptTooLargeError(f"the prompt for {self.model} is {size} characters; llm.max_prompt_chars is "
+                                      f"{self.config.max_prompt_chars}: send less at a time or raise the ceiling")
         kwargs: dict[str, Any] = dict(model=self.model, messages=list(messages), temperature=self.config.temperature)
         if self.config.max_tokens:
             kwargs["max_tokens"] = self.config.max_tokens
@@ -111,17 +126,25 @@ class ChatModel:
                 del kwargs["response_format"]
             except openai.OpenAIError as exc:
                 raise self._error(exc) from exc
+            except (ValueError, RecursionError) as exc:  # a 200 whose body is not JSON, or nested too deep
+                raise LLMError(f"{self.model} answered with a body that is not a chat completion "
+                               f"({type(exc).__name__})") from None
         if use_json:
             self._json_mode = True
         if usage is not None:
             usage.calls += 1
-            if response.usage is not None:
-                usage.prompt_tokens += response.usage.prompt_tokens or 0
-                usage.completion_tokens += response.usage.completion_tokens or 0
-                usage.total_tokens += response.usage.total_tokens or 0
-        content = response.choices[0].message.content if response.choices else None
+            counts = getattr(response, "usage", None)
+            for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+                value = getattr(counts, name, None)
+                if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 53:
+                    setattr(usage, name, getattr(usage, name) + value)
+        try:  # the client does not check a 200's body: HTML or `{"choices": 5}` arrive as they are
+            content = response.choices[0].message.content
+        except (AttributeError, TypeError, IndexError, KeyError):
+            content = None
         if not isinstance(content, str):
-            raise LLMError(f"{self.model} returned no message content")
+            raise LLMError(f"{self.model} returned no message content",
+                           response=response[:2000] if isinstance(response, str) else None)
         return content
 
     async def _create(self, kwargs: dict[str, Any], usage: Usage | None) -> Any:
@@ -158,7 +181,8 @@ class ChatModel:
         for attempt in range(2):
             raw = await self.chat(history, usage=usage, json_mode=True)
             try:
-                return response_model.model_validate(_wrap(json.loads(extract_json(raw)), response_model))
+                return response_model.model_validate(_wrap(parse_json(extract_json(raw), "the reply"),
+                                                           response_model))
             except (ValidationError, ValueError) as exc:
                 error = describe(exc) if isinstance(exc, ValidationError) else str(exc)
                 log.info("%s reply did not validate as %s (attempt %d): %s", self.model, response_model.__name__,

@@ -4,6 +4,7 @@ the memory API. `ReMeSync` mirrors it name for name without `async`."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 from datetime import datetime
@@ -22,9 +23,10 @@ from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, c
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
-from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, Scope,
-                         SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
-from reme.store import VectorStore, open_store
+from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
+                         MemoryVersion, Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
+                         ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
+from reme.store import DeleteWhere, DropCollection, VectorStore, open_store
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
 
@@ -80,17 +82,84 @@ def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[Mem
 
 
 def _canonical_id(memory_id: Any) -> str:
-    """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory."""
+    """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory.
+    Anything but a short, valid string is an InvalidInputError (another string is not found)."""
+    if not isinstance(memory_id, str) or len(memory_id) > MAX_NAME_CHARS:
+        raise InvalidInputError(f"a memory id is a UUID string, got {type(memory_id).__name__} "
+                                f"{str(memory_id)[:40]!r}")
+    _safe(memory_id, "memory id")
     try:
-        return str(uuid.UUID(str(memory_id)))
+        return str(uuid.UUID(memory_id))
     except ValueError:
-        return str(memory_id)
+        return memory_id
+
+
+def _safe(value: str, what: str) -> str:
+    try:
+        return safe_text(value, what)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+
+
+def _text_arg(value: Any, what: str, limit: int) -> str:
+    """A non-empty, valid text of at most `limit` characters (a query)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{what} must be a non-empty string")
+    if len(value) > limit:
+        raise InvalidInputError(f"{what} is {len(value)} characters; the limit is {limit}")
+    return _safe(value, what)
+
+
+def _list_arg(value: Any, what: str, limit: int = MAX_BATCH) -> list[Any]:
+    """A list from a list or tuple argument (None: empty). A bare string is refused, not split into letters."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"{what} must be a list, not {type(value).__name__}")
+    if len(value) > limit:
+        raise InvalidInputError(f"{what} holds {len(value)} items; the limit is {limit}")
+    return list(value)
+
+
+def _mapping_arg(value: Any, what: str) -> Any:
+    """A dict copy of a mapping argument; anything else is passed on for the model to refuse."""
+    if value is not None and not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a dict (a JSON object), not {type(value).__name__}")
+    return dict(value or {})
+
+
+def _now_arg(value: Any) -> datetime | None:
+    """`now=`: a datetime (naive means UTC) or None."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"now must be a datetime, not {type(value).__name__}")
+    return as_aware(value)
+
+
+def _window_arg(value: Any) -> TimeWindow | None:
+    """`time_window=`: a TimeWindow, a (start, end) pair of datetimes or None, or None."""
+    if value is None or isinstance(value, TimeWindow):
+        return value
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise InvalidInputError("time_window is a TimeWindow or a (start, end) pair of datetimes")
+    if not all(v is None or isinstance(v, datetime) for v in value):
+        raise InvalidInputError("time_window's start and end are datetimes (naive means UTC) or None")
+    return TimeWindow(start=value[0], end=value[1])
+
+
+def _path_arg(value: Any) -> Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidInputError(f"path must be a string or a Path, not {type(value).__name__}")
+    if "\x00" in str(os.fspath(value)):  # lone surrogates are fine here: POSIX names undecodable bytes so
+        raise InvalidInputError("path must not contain NUL characters")
+    return Path(value)
 
 
 def _memory_type(value: MemoryType | str) -> MemoryType:
     try:
         return MemoryType(value)
-    except ValueError:
+    except (ValueError, TypeError):
         raise InvalidInputError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}") from None
 
 
@@ -149,11 +218,13 @@ class ReMe:
         working_dir = Path(self.config.working_dir).expanduser()
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"working_dir {working_dir} cannot be created: {exc.strerror or exc}") from exc
+        except (OSError, ValueError) as exc:  # ValueError: a NUL or a lone surrogate in the path
+            raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
         if self._store is None:
             self._store = open_store(self.config.vector_store, working_dir)
         try:
+            await self._store.recover()  # finish or undo what a crash interrupted, before anything reads
             self._prompts = PromptLibrary(self.config.prompts.language, self.config.prompts.dir)
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
@@ -206,9 +277,9 @@ class ReMe:
         scope = self._require_scope(user_name, task_name, tool_name, "add_memory")
         mtype = scope_types(scope, memory_type)[0]
         fields: dict[str, Any] = dict(memory_type=mtype, target_kind=scope.kind, memory_target=scope.name,
-                                      content=content,
-                                      when_to_use=when_to_use, metadata=dict(metadata or {}), tags=list(tags or []),
-                                      score=score, author=author, ref_ids=list(ref_ids or []))
+                                      content=content, when_to_use=when_to_use,
+                                      metadata=_mapping_arg(metadata, "metadata"), tags=_list_arg(tags, "tags"),
+                                      score=score, author=author, ref_ids=_list_arg(ref_ids, "ref_ids"))
         if message_time is not None:
             fields["message_time"] = message_time
         try:
@@ -221,6 +292,9 @@ class ReMe:
         """Store several nodes in one batch; each result is the stored node (an existing one for duplicates).
         Each node lives in its own scope (`target_kind`, `memory_target`); a node whose `memory_id`
         is already stored is refused (`InvalidInputError`, nothing written): an add never replaces."""
+        nodes = _list_arg(nodes, "nodes")
+        if not all(isinstance(n, MemoryNode) for n in nodes):
+            raise InvalidInputError("add_memories takes a list of MemoryNode")
         written = await self.repo.apply([Change(new=node) for node in nodes])
         return [node for node, _ in written]
 
@@ -236,8 +310,9 @@ class ReMe:
                                          ref_ids=ref_ids).items() if v is not None}
         if not changes:
             raise InvalidInputError("update_memory needs at least one field to change")
+        memory_id = _canonical_id(memory_id)
         scope = scope_of(user_name, task_name, tool_name)
-        plain = {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v)
+        plain = {k: (_mapping_arg(v, k) if k == "metadata" else _list_arg(v, k) if k in ("tags", "ref_ids") else v)
                  for k, v in changes.items()}
 
         def revise(old: MemoryNode) -> MemoryNode:
@@ -261,6 +336,8 @@ class ReMe:
                          everything: bool = False) -> int:
         """Delete every memory of a scope (optionally of one type), with the versions kept of them;
         wiping all scopes needs `everything=True`. Returns how many memories were deleted."""
+        if not isinstance(everything, bool):
+            raise InvalidInputError("everything must be True or False")
         scope = scope_of(user_name, task_name, tool_name)
         if scope is None and not everything:
             raise InvalidInputError("delete_all needs user_name, task_name or tool_name, or everything=True")
@@ -269,12 +346,12 @@ class ReMe:
         async with repo.lock:
             if flt is None:
                 n = await self.store.count(self.collection)
-                for name in (self.collection, repo.versions):
-                    await self.store.delete_collection(name)
-                await repo.create()
+                await self.store.write([DropCollection(self.collection), DropCollection(repo.versions),
+                                        *await repo.create_ops()])
                 return n
-            await self.store.delete_by_filter(repo.versions, flt)
-            return await self.store.delete_by_filter(self.collection, flt)
+            n = await self.store.count(self.collection, flt)
+            await self.store.write([DeleteWhere(repo.versions, flt), DeleteWhere(self.collection, flt)])
+            return n
 
     # -- reading ---------------------------------------------------------------------------------
     async def get_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
@@ -297,10 +374,12 @@ class ReMe:
         "bob"]`) searches those targets' memories as one ranked list; each result's node says whose
         it is (`memory_target`).
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
-        if not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInputError("top_k must be a positive integer")
+        _text_arg(query, "query", MAX_QUERY_CHARS)
+        check_int(top_k, "top_k")
+        if mode not in ("dense", "keyword", "hybrid"):
+            raise InvalidInputError(f"search mode must be dense, keyword or hybrid, not {str(mode)[:40]!r}")
+        if score_threshold is not None:
+            score_threshold = check_number(score_threshold, "score_threshold")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters, primary=True)
         vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
         return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
@@ -312,6 +391,11 @@ class ReMe:
                           filters: FilterSpec = None, sort_key: str | None = None, direction: Direction = "desc",
                           limit: int = 100, cursor: str | None = None) -> MemoryPage:
         """A page of memories; sort by time_created, time_modified, message_time, score or version."""
+        check_int(limit, "limit")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidInputError("cursor must be a string (a page's next_cursor) or None")
+        if sort_key is not None and not isinstance(sort_key, str) or not isinstance(direction, str):
+            raise InvalidInputError("sort_key and direction are strings")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.list(self.collection, flt=flt, sort_key=sort_key, direction=direction,
                                      limit=limit, cursor=cursor)
@@ -328,6 +412,7 @@ class ReMe:
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
                             filters: FilterSpec = None, with_vectors: bool = False) -> int:
         """Write memories to a JSONL file (every field; vectors on request); returns how many."""
+        path = _path_arg(path)
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
@@ -346,11 +431,12 @@ class ReMe:
         (the pool's id kept as `metadata.original_memory_id`), so one pool can serve several tasks.
         With a target named for `jsonl`, every line must belong to it.
         """
+        path = _path_arg(path)
         if format == "jsonl":
             nodes = await self._read_export(path, scope_of(user_name, task_name, tool_name))
             return await self.repo.restore(nodes, source=str(path))
         if format != "reme-jsonl":
-            raise InvalidInputError(f"unknown import format {format!r}; use jsonl or reme-jsonl")
+            raise InvalidInputError(f"unknown import format {str(format)[:40]!r}; use jsonl or reme-jsonl")
         if user_name is not None or tool_name is not None:
             raise InvalidInputError("a reme-jsonl pool holds task memories: name task_name")
         scope = self._require_scope(None, task_name, None, "import_memory with format reme-jsonl")
@@ -401,6 +487,7 @@ class ReMe:
         Every LLM call runs before the first write: if one fails for good, `LLMError` is raised
         and nothing is written. `now` stands in for the current time.
         """
+        now = _now_arg(now)
         given = [k for k, v in (("messages", messages), ("trajectories", trajectories), ("tool_calls", tool_calls))
                  if v is not None]
         if len(given) != 1:
@@ -409,7 +496,7 @@ class ReMe:
         if messages is not None:
             if user_name is None or task_name is not None or tool_name is not None:
                 raise InvalidInputError("messages are summarized for user_name (one name or a list)")
-            names = [user_name] if isinstance(user_name, str) else list(user_name)
+            names = [user_name] if isinstance(user_name, str) else _list_arg(user_name, "user_name")
             if not names:
                 raise InvalidInputError("summarize_memory needs at least one user_name")
             users = sorted({self._require_scope(n, None, None, "summarize_memory").name for n in names})
@@ -472,40 +559,36 @@ class ReMe:
           `Experience N:` / `When:` / `What:` lines.
         - `tool_name` (one name or a list; no query needed): each tool's guideline and statistics.
         """
-        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
-            raise InvalidInputError("top_k must be a positive integer")
+        if top_k is not None:
+            check_int(top_k, "top_k")
+        now = _now_arg(now)
+        window = _window_arg(time_window)
         if tool_name is not None and not isinstance(tool_name, str):
             if user_name is not None or task_name is not None:
                 raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
-            names = [self._require_scope(None, None, n, "retrieve_memory").name for n in tool_name]
+            names = [self._require_scope(None, None, n, "retrieve_memory").name
+                     for n in _list_arg(tool_name, "tool_name")]
             if not names:
                 raise InvalidInputError("tool_name must name at least one tool")
             return await retrieve_tools(self.repo, list(dict.fromkeys(names)))
         if user_name is not None and not isinstance(user_name, str):
             if task_name is not None or tool_name is not None:
                 raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
-            users = [s.name for s in scopes_of(user_name, None, None) or []]
-            return await self._retrieve_personal(query, users, top_k, rewrite, time_window, with_source, now)
+            users = [s.name for s in scopes_of(_list_arg(user_name, "user_name"), None, None) or []]
+            return await self._retrieve_personal(query, users, top_k, rewrite, window, with_source, now)
         scope = self._require_scope(user_name, task_name, tool_name, "retrieve_memory")
         if scope.kind == "tool":
             return await retrieve_tools(self.repo, [scope.name])
         if scope.kind == "task":
-            if not isinstance(query, str) or not query.strip():
-                raise InvalidInputError("query must be a non-empty string")
+            query = _text_arg(query, "query", MAX_QUERY_CHARS)
             retriever = ProceduralRetriever(self.repo, self._llm, self._prompts_lib, self.config.procedural,
                                             self.config.retrieval)
             return await retriever.retrieve(query, scope.name, top_k=top_k or 5, rerank=rerank, rewrite=rewrite)
-        return await self._retrieve_personal(query, [scope.name], top_k, rewrite, time_window, with_source, now)
+        return await self._retrieve_personal(query, [scope.name], top_k, rewrite, window, with_source, now)
 
-    async def _retrieve_personal(self, query: str | None, users: list[str], top_k: int | None, rewrite: bool | None,
-                                 time_window: WindowSpec, with_source: bool, now: datetime | None) -> RetrieveResult:
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
-        window = time_window
-        if isinstance(window, tuple):
-            if len(window) != 2:
-                raise InvalidInputError("time_window is a (start, end) pair")
-            window = TimeWindow(start=window[0], end=window[1])
+    async def _retrieve_personal(self, query: Any, users: list[str], top_k: int | None, rewrite: bool | None,
+                                 window: TimeWindow | None, with_source: bool, now: datetime | None) -> RetrieveResult:
+        query = _text_arg(query, "query", MAX_QUERY_CHARS)
         personal = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
         return await personal.retrieve(query, users, top_k=top_k or 10, rewrite=rewrite, time_window=window,
                                        with_source=with_source, now=now)
@@ -515,8 +598,7 @@ class ReMe:
         """Count one use of each memory (`metadata.freq`) and, when it went well, one success
         (`metadata.utility`). Typically called after an agent used retrieved lessons. With a
         scope, another target's id is not found; an id not found means nothing is counted."""
-        if isinstance(memory_ids, str):
-            memory_ids = [memory_ids]
+        memory_ids = [memory_ids] if isinstance(memory_ids, str) else _list_arg(memory_ids, "memory_ids")
         ids = list(dict.fromkeys(_canonical_id(m) for m in memory_ids))
         return await self.repo.modify(ids, lambda old: counted(old, bool(success)),
                                       scope=scope_of(user_name, task_name, tool_name), keep_version=False)
@@ -525,8 +607,8 @@ class ReMe:
         """Delete the task's lessons used at least `min_freq` times that succeeded in less than
         `min_utility_ratio` of their uses; returns them (their last state stays in `history`)."""
         scope = self._require_scope(None, task_name, None, "prune")
-        if min_freq < 1 or not 0 <= min_utility_ratio <= 1:
-            raise InvalidInputError("min_freq must be >= 1 and min_utility_ratio within [0, 1]")
+        check_int(min_freq, "min_freq", high=INT64_MAX)
+        check_number(min_utility_ratio, "min_utility_ratio", low=0, high=1)
         doomed: list[MemoryNode] = []
         async for record in self.store.iter_records(self.collection, prune_filter(scope.name, min_freq)):
             if failing(record.node, min_freq, min_utility_ratio):
@@ -590,16 +672,35 @@ class ReMeSync:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._start()
+        try:
+            self._reme: ReMe = self._run(self._make(*args, **kwargs))
+        except BaseException:
+            self._stop()
+            raise
+
+    def _start(self) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="reme-sync", daemon=True)
         self._thread.start()
-        self._reme: ReMe = self._run(self._make(*args, **kwargs))
+
+    def _stop(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()
 
     @staticmethod
     async def _make(*args: Any, **kwargs: Any) -> ReMe:
         return ReMe(*args, **kwargs)
 
     def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
+        # After close() the loop is stopped: a call scheduled on it would wait forever.
+        if self._loop.is_closed() or not self._thread.is_alive():
+            if asyncio.iscoroutine(coro):
+                coro.close()
+            raise ReMeError("ReMeSync is closed: call open() (or use `with ReMeSync(...)`) again")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
 
     @property
@@ -607,16 +708,20 @@ class ReMeSync:
         return self._reme.config
 
     def open(self) -> "ReMeSync":
+        """Open the store; after `close()` this starts a fresh private loop and opens it again."""
+        if self._loop.is_closed():
+            self._start()
         self._run(self._reme.open())
         return self
 
     def close(self) -> None:
+        """Release the store and stop the private loop; a second close does nothing."""
+        if self._loop.is_closed():
+            return
         try:
             self._run(self._reme.close())
         finally:
-            if self._loop.is_running():
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._thread.join(timeout=10)
+            self._stop()
 
     def __enter__(self) -> "ReMeSync":
         return self.open()

@@ -5,6 +5,7 @@ timeouts and connection errors are retried with exponential backoff and jitter, 
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 
 import openai
@@ -33,8 +34,10 @@ def retry_after(exc: BaseException | None) -> float | None:
     except ValueError:
         try:
             seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
+    if not math.isfinite(seconds):  # "nan" and "inf" parse as floats; NaN would stall every timer
+        return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import unicodedata
@@ -12,15 +13,50 @@ from enum import Enum
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Iterator, Literal, NamedTuple, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from reme.errors import InvalidInputError, describe
 
 M = TypeVar("M", bound=BaseModel)
+
+# -- input limits: every input has one, enforced with InvalidInputError (README lists them) ------
 MAX_CONTENT_CHARS = 100_000
 """Longest `content` or `when_to_use` accepted; a whole conversation fits, a 1 MB blob does not."""
 MAX_TARGET_CHARS = 256
+"""Longest user, task or tool name."""
+MAX_NAME_CHARS = 256
+"""Longest `author`, tag, ref id, message role/name/id, tool name, metadata key."""
+MAX_TAGS = 100
+"""Most tags on one memory."""
+MAX_REF_IDS = 100
+"""Most `ref_ids` on one memory (a pipeline keeps the newest when it would pass this)."""
 MAX_METADATA_DEPTH = 8
+"""Deepest nesting of metadata (and of a trajectory's metadata, a tool call's input)."""
+MAX_METADATA_BYTES = 1_000_000
+"""Largest metadata, as JSON."""
+MAX_QUERY_CHARS = 10_000
+"""Longest search or retrieval query."""
+MAX_LIMIT = 10_000
+"""Largest `top_k` or `limit` of one call."""
+MAX_BATCH = 10_000
+"""Most nodes per `add_memories`, ids per `record_usage`, messages or tool calls per summary."""
+MAX_TRAJECTORIES = 100
+"""Most trajectories per summary (each is one LLM call)."""
+MAX_IMPORT_LINES = 1_000_000
+"""Most lines in one imported file."""
+MAX_SUMMARY_CANDIDATES = 200
+"""Most memories taken from one LLM extraction reply; the rest are dropped (and logged)."""
+MAX_JSON_DEPTH = 64
+"""Deepest JSON read from outside (import lines, LLM replies, command-line arguments)."""
+MAX_FILTER_DEPTH = 32
+"""Deepest nesting of `$and` / `$or` / `$not` in a filter."""
+MAX_FILTER_SIZE = 1_000
+"""Most conditions plus listed values in one filter."""
+MAX_CURSOR_CHARS = 1_000_000
+"""Longest paging cursor."""
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+"""Integers stored or compared (metadata, filter values) fit in signed 64 bits."""
 
 
 def utcnow() -> datetime:
@@ -75,10 +111,91 @@ def content_hash(memory_type: MemoryType | str, target: str, text: str, target_k
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def safe_text(value: str, what: str = "text") -> str:
+    """`value` if it can be stored and sent anywhere: valid UTF-8 (no lone surrogates), no NUL."""
+    if "\x00" in value:
+        raise ValueError(f"{what} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+    return value
+
+
+def check_int(value: Any, name: str, *, low: int = 1, high: int = MAX_LIMIT) -> int:
+    """`value` if it is an int (not a bool) within [low, high]; InvalidInputError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInputError(f"{name} must be an integer from {low} to {high}, got {_short(value)}")
+    return value
+
+
+def check_number(value: Any, name: str, *, low: float = -math.inf, high: float = math.inf) -> float:
+    """`value` as a float if it is a finite real number (not a bool) within [low, high];
+    InvalidInputError otherwise (ints too large for a float included)."""
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        number = math.nan
+    if not math.isfinite(number) or not low <= number <= high:
+        raise InvalidInputError(f"{name} must be a finite number from {low} to {high}, got {_short(value)}")
+    return number
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def json_depth_ok(value: Any, limit: int) -> bool:
+    """Whether `value` (plain JSON values) nests at most `limit` levels; iterative, no recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= limit:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def parse_json(text: str | bytes, what: str = "JSON") -> Any:
+    """JSON read from outside: parsed, nested at most `MAX_JSON_DEPTH`, strings valid Unicode.
+    ValueError (with a one-line reason) for anything else, never RecursionError."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} is not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not JSON ({exc.msg})") from None
+    if not json_depth_ok(value, MAX_JSON_DEPTH):
+        raise ValueError(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            safe_text(item, f"a string in {what}")
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return value
+
+
 def _check_json_safe(value: Any, path: str, depth: int = 0) -> None:
     if depth > MAX_METADATA_DEPTH:
         raise ValueError(f"metadata nested deeper than {MAX_METADATA_DEPTH} levels at {path}")
-    if value is None or isinstance(value, (bool, int, str)):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"metadata integer at {path} does not fit in 64 bits")
+        return
+    if isinstance(value, str):
+        safe_text(value, f"metadata value at {path}")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -90,8 +207,10 @@ def _check_json_safe(value: Any, path: str, depth: int = 0) -> None:
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            if not isinstance(key, str) or not key or "." in key:
-                raise ValueError(f"metadata key {key!r} at {path}: keys are non-empty strings without '.'")
+            if not isinstance(key, str) or not key or "." in key or len(key) > MAX_NAME_CHARS:
+                raise ValueError(f"metadata key {_short(key)} at {path}: keys are non-empty strings without '.', "
+                                 f"at most {MAX_NAME_CHARS} characters")
+            safe_text(key, f"metadata key at {path}")
             _check_json_safe(item, f"{path}.{key}", depth + 1)
         return
     raise ValueError(f"metadata value at {path} has type {type(value).__name__}; only JSON values are allowed")
@@ -103,8 +222,39 @@ def _finite(value: float) -> float:
     return value
 
 
-def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
-    _check_json_safe(value, "metadata")
+def _json_safe(value: dict[str, Any], depth: int = MAX_METADATA_DEPTH,
+               size: int = MAX_METADATA_BYTES) -> dict[str, Any]:
+    if not json_depth_ok(value, depth + 1):  # before the recursive walk: no RecursionError
+        raise ValueError(f"metadata nested deeper than {depth} levels")
+    _check_json_safe(value, "metadata", MAX_METADATA_DEPTH - depth)
+    length = len(json.dumps(value, ensure_ascii=False))
+    if length > size:
+        raise ValueError(f"metadata is {length} characters as JSON; the limit is {size}")
+    return value
+
+
+def _run_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    # A trajectory's metadata is kept one level down in its history node's metadata, with room to spare.
+    return _json_safe(value, MAX_METADATA_DEPTH - 1, MAX_METADATA_BYTES // 2)
+
+
+def _json_input(value: dict[str, Any] | str) -> dict[str, Any] | str:
+    return _json_safe(value) if isinstance(value, dict) else value
+
+
+def _text_limit(limit: int) -> AfterValidator:
+    def check(value: str) -> str:
+        safe_text(value)
+        if len(value) > limit:
+            raise ValueError(f"text is {len(value)} characters; the limit is {limit}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _no_bare_string(value: Any) -> Any:
+    if isinstance(value, (str, bytes)):
+        raise ValueError("must be a list of strings, not one string")
     return value
 
 
@@ -112,7 +262,12 @@ AwareDatetime = Annotated[datetime, AfterValidator(as_aware)]
 """A datetime with a timezone: naive ones are taken as UTC."""
 FiniteFloat = Annotated[float, AfterValidator(_finite)]
 JsonMetadata = Annotated[dict[str, Any], AfterValidator(_json_safe)]
-"""JSON values only (no NaN), nested at most 8 deep, keys without '.'."""
+"""JSON values only (no NaN, integers within 64 bits, valid Unicode), nested at most
+`MAX_METADATA_DEPTH` deep, at most `MAX_METADATA_BYTES` as JSON, keys without '.'."""
+Text = Annotated[str, _text_limit(MAX_CONTENT_CHARS)]
+"""The one text type of every str field: valid Unicode, no NUL, at most `MAX_CONTENT_CHARS`."""
+Name = Annotated[str, _text_limit(MAX_NAME_CHARS)]
+"""A short text (author, tag, id, role, name): valid Unicode, no NUL, at most `MAX_NAME_CHARS`."""
 
 
 class Scope(NamedTuple):
@@ -147,16 +302,17 @@ class MemoryNode(BaseModel):
     target_kind: TargetKind = Field(default=None)  # type: ignore[arg-type]
     """user, task or tool: with `memory_target`, the scope the memory lives in. Implied by
     personal (user), procedural (task) and tool (tool) memories; a history memory names it."""
-    memory_target: str
-    when_to_use: str = ""
-    content: str
+    memory_target: Name
+    when_to_use: Text = ""
+    content: Text
     message_time: AwareDatetime = Field(default_factory=utcnow)
     time_created: AwareDatetime = Field(default_factory=utcnow)
     time_modified: AwareDatetime = Field(default_factory=utcnow)
-    author: str = ""
+    author: Name = ""
     score: FiniteFloat = 0.0
-    tags: list[str] = Field(default_factory=list)
-    ref_ids: list[str] = Field(default_factory=list)
+    tags: Annotated[list[Name], BeforeValidator(_no_bare_string)] = Field(default_factory=list, max_length=MAX_TAGS)
+    ref_ids: Annotated[list[Name], BeforeValidator(_no_bare_string)] = Field(default_factory=list,
+                                                                             max_length=MAX_REF_IDS)
     metadata: JsonMetadata = Field(default_factory=dict)
     version: int = Field(default=1, ge=1)
 
@@ -208,30 +364,15 @@ class MemoryNode(BaseModel):
     def _content(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("content must not be empty")
-        if len(value) > MAX_CONTENT_CHARS:
-            raise ValueError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
-        if "\x00" in value:
-            raise ValueError("content must not contain NUL characters")
-        return value
-
-    @field_validator("when_to_use")
-    @classmethod
-    def _when(cls, value: str) -> str:
-        if len(value) > MAX_CONTENT_CHARS:
-            raise ValueError(f"when_to_use is longer than {MAX_CONTENT_CHARS} characters")
         return value
 
     @field_validator("tags", "ref_ids")
     @classmethod
     def _strings(cls, value: list[str]) -> list[str]:
-        out: list[str] = []
-        for item in value:
-            item = item.strip()
-            if not item:
-                raise ValueError("tags and ref_ids must be non-empty strings")
-            if item not in out:
-                out.append(item)
-        return out
+        out = [item.strip() for item in value]
+        if not all(out):
+            raise ValueError("tags and ref_ids must be non-empty strings")
+        return list(dict.fromkeys(out))  # linear: a set, not a scan of the list per item
 
     def revised(self, **changes: Any) -> "MemoryNode":
         """This memory with `changes` applied (validated), `version` + 1 and `time_modified` now:
@@ -288,11 +429,11 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    role: str = "user"
-    content: str
-    name: str | None = None
+    role: Name = "user"
+    content: Text
+    name: Name | None = None
     time: AwareDatetime | None = None
-    id: str | None = None
+    id: Name | None = None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -377,11 +518,13 @@ class RetrieveResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
-def parse_items(items: Any, model: type[M], what: str) -> list[M]:
+def parse_items(items: Any, model: type[M], what: str, limit: int = MAX_BATCH) -> list[M]:
     """A list of `model`s (or dicts for them) checked one by one: `InvalidInputError` names the
     first bad item, e.g. `tool_calls[2]: time_cost: ...`."""
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence) or not items:
         raise InvalidInputError(f"{what} must be a non-empty list of {model.__name__} models or dicts")
+    if len(items) > limit:
+        raise InvalidInputError(f"{what} holds {len(items)} items; the limit is {limit} per call")
     out: list[M] = []
     for i, item in enumerate(items):
         try:
@@ -397,10 +540,10 @@ class Trajectory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    messages: list[Message]
+    messages: list[Message] = Field(max_length=MAX_BATCH)
     score: FiniteFloat
-    query: str = ""
-    metadata: JsonMetadata = Field(default_factory=dict)
+    query: Text = ""
+    metadata: Annotated[dict[str, Any], AfterValidator(_run_metadata)] = Field(default_factory=dict)
 
     @property
     def task(self) -> str:
@@ -412,14 +555,14 @@ class ToolCallRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_name: str
-    input: dict[str, Any] | str = Field(default_factory=dict)
-    output: str = ""
+    tool_name: Name
+    input: Annotated[dict[str, Any] | Text, AfterValidator(_json_input)] = Field(default_factory=dict)
+    output: Text = ""
     success: bool = True
     time_cost: FiniteFloat = Field(default=0.0, ge=0)
     token_cost: int = Field(default=0, ge=0)
     create_time: AwareDatetime = Field(default_factory=utcnow)
-    error: str = ""
+    error: Text = ""
 
     @field_validator("tool_name")
     @classmethod

@@ -10,6 +10,10 @@ Each test scripts it:
 - `server.hang_next(seconds, times=1)`: the next requests wait that long before answering.
 - `server.reject_json_mode = True`: a request with `response_format` gets a 400, as some
   endpoints do.
+- `server.raw_next(body, status=200, content_type="text/html", times=1)`: the next requests get
+  exactly these bytes (HTML, an empty body, JSON nested too deep...).
+- `server.vectors = fn`: embedding requests are answered with `fn(texts)` as the list of
+  embeddings (one too few, strings, NaN...) instead of the hashing embedder's vectors.
 Embedding vectors come from the hashing embedder, so they are deterministic. Every request is
 recorded in `server.requests`; chat requests no rule matched are answered with HTTP 418.
 """
@@ -46,6 +50,8 @@ class OpenAITestServer:
         self._rules: list[_Rule] = []
         self._failures: list[tuple[int, str | None]] = []
         self._hangs: list[float] = []
+        self._raw: list[tuple[int, bytes, str]] = []
+        self.vectors: Callable[[list[str]], list[Any]] | None = None
         self._lock = threading.Lock()
         server = self
 
@@ -60,12 +66,15 @@ class OpenAITestServer:
                                             "auth": self.headers.get("Authorization")})
                     failure = server._failures.pop(0) if server._failures else None
                     hang = server._hangs.pop(0) if server._hangs else 0.0
+                    raw = server._raw.pop(0) if server._raw else None
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     if hang:
                         time.sleep(hang)
-                    if failure is not None:
+                    if raw is not None:
+                        self._send(raw[0], raw[1], {"Content-Type": raw[2]})
+                    elif failure is not None:
                         status, retry_after = failure
                         self._reply(status, {"error": {"message": f"injected {status}", "type": "test"}},
                                     {"Retry-After": retry_after} if retry_after else {})
@@ -81,8 +90,8 @@ class OpenAITestServer:
 
             def _embeddings(self, body: dict[str, Any]) -> None:
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                data = [{"object": "embedding", "index": i, "embedding": server.embedder.embed_one(t)}
-                        for i, t in enumerate(texts)]
+                vectors = server.vectors(texts) if server.vectors else [server.embedder.embed_one(t) for t in texts]
+                data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
                 self._reply(200, {"object": "list", "data": data, "model": body.get("model"),
                                   "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
 
@@ -112,12 +121,13 @@ class OpenAITestServer:
                               "total_tokens": prompt_tokens + completion_tokens}})
 
             def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                raw = json.dumps(payload).encode()
+                self._send(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})})
+
+            def _send(self, status: int, raw: bytes, headers: dict[str, str]) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
-                    for k, v in (headers or {}).items():
+                    for k, v in headers.items():
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(raw)
@@ -153,6 +163,12 @@ class OpenAITestServer:
     def fail_next(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
         with self._lock:
             self._failures.extend([(status, retry_after)] * times)
+
+    def raw_next(self, body: bytes | str, status: int = 200, content_type: str = "text/html",
+                 times: int = 1) -> None:
+        raw = body.encode() if isinstance(body, str) else body
+        with self._lock:
+            self._raw.extend([(status, raw, content_type)] * times)
 
     def hang_next(self, seconds: float, times: int = 1) -> None:
         with self._lock:

@@ -438,7 +438,8 @@ def test_every_reme_error_has_one_documented_status() -> None:
     expected = {"InvalidInputError": 422, "InvalidFilterError": 422, "VectorSizeError": 422,
                 "PayloadTooLargeError": 413, "MemoryNotFoundError": 404, "CollectionNotFoundError": 404,
                 "NotFoundError": 404, "ConflictError": 409, "StoreLockedError": 423, "StoreError": 500,
-                "EmbeddingError": 502, "LLMError": 502, "LLMOutputError": 502, "ConfigError": 500,
+                "EmbeddingError": 502, "LLMError": 502, "LLMOutputError": 502, "PromptTooLargeError": 422,
+                "ConfigError": 500,
                 "PromptError": 500, "AuthenticationError": 401, "PermissionDeniedError": 403,
                 "RequestTimeoutError": 408, "NotReadyError": 503, "ServiceError": 500, "ReMeError": 500}
     assert {c.__name__ for c in classes} == set(expected)

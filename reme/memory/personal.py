@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from reme.config import RetrievalConfig
-from reme.errors import InvalidInputError
+from reme.errors import InvalidInputError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, rank, render, window_filter
-from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Message, RetrieveResult, Scope, SearchResult,
-                         SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
+from reme.schema import (MAX_CONTENT_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, MemoryNode, MemoryType,
+                         Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow, Usage, normalize_text,
+                         parse_items, parse_iso, utcnow)
 from reme.store.filters import Filter
 
 log = logging.getLogger("reme.personal")
@@ -134,17 +135,26 @@ class Transcript:
                 span["id"] = message.id
             spans.append(span)
             start += len(line) + 1
-        return MemoryNode(memory_type=MemoryType.HISTORY, target_kind="user", memory_target=user_name, content=content,
-                          message_time=self.times[-1], metadata={"messages": spans})
+        try:
+            return MemoryNode(memory_type=MemoryType.HISTORY, target_kind="user", memory_target=user_name, content=content,
+                              message_time=self.times[-1], metadata={"messages": spans})
+        except ValidationError as exc:  # e.g. thousands of messages with long names and ids
+            raise InvalidInputError(f"the conversation cannot be stored as one history node: {describe(exc)}; "
+                                    "summarize fewer messages at a time") from None
 
 
-def excerpt(history: MemoryNode, turns: Sequence[int]) -> str:
-    """The lines of a history node for the given message indexes (all of it when none are known)."""
-    spans = history.metadata.get("messages") or []
-    picked = [spans[i] for i in sorted(set(turns)) if isinstance(i, int) and 0 <= i < len(spans)]
-    if not picked:
+def excerpt(history: MemoryNode, turns: Any) -> str:
+    """The lines of a history node for the given message indexes (all of it when none are known).
+    Both come from metadata a caller may have set to anything: what is not a list of indexes and
+    a list of `{start, end}` spans is ignored."""
+    spans = history.metadata.get("messages")
+    if not isinstance(spans, list) or not isinstance(turns, list):
         return history.content
-    return "\n".join(history.content[s["start"]:s["end"]] for s in picked)
+    indexes = sorted({i for i in turns if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(spans)})
+    picked = [(s.get("start"), s.get("end")) for s in (spans[i] for i in indexes) if isinstance(s, dict)]
+    lines = [history.content[a:b] for a, b in picked
+             if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool)]
+    return "\n".join(lines) if lines else history.content
 
 
 # -- summarizer ----------------------------------------------------------------------------------
@@ -196,7 +206,11 @@ class PersonalSummarizer:
                     user_name: str, now: datetime) -> list[MemoryNode]:
         out: list[MemoryNode] = []
         seen: set[str] = set()
-        for item in extraction.memories:
+        items = extraction.memories
+        if len(items) > MAX_SUMMARY_CANDIDATES:
+            log.warning("extraction returned %d memories; the first %d are kept", len(items), MAX_SUMMARY_CANDIDATES)
+            items = items[:MAX_SUMMARY_CANDIDATES]
+        for item in items:
             text = item.content.strip()
             if not text or normalize_text(text) in seen or len(text) > MAX_CONTENT_CHARS:
                 continue
@@ -209,11 +223,14 @@ class PersonalSummarizer:
                     when = said  # a bare date of the day it was said: the message's time is more precise
             except ValueError:
                 when = said
-            out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
-                                  message_time=when, time_created=now, time_modified=now, score=item.importance,
-                                  tags=[item.kind.strip().lower()] if item.kind.strip() else [],
-                                  ref_ids=[history.memory_id],
-                                  metadata={"source_turns": sources, "said_at": said.isoformat()}))
+            try:
+                out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
+                                      message_time=when, time_created=now, time_modified=now, score=item.importance,
+                                      tags=[item.kind.strip().lower()] if item.kind.strip() else [],
+                                      ref_ids=[history.memory_id],
+                                      metadata={"source_turns": sources, "said_at": said.isoformat()}))
+            except ValidationError as exc:  # e.g. a `kind` longer than a tag may be
+                log.warning("extracted memory %r dropped: %s", text[:80], describe(exc))
         return out
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
@@ -266,9 +283,14 @@ class PersonalSummarizer:
             if normalize_text(text) == normalize_text(old.content):
                 continue
             meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
-            new = old.revised(content=text, message_time=cand.message_time, score=max(old.score, cand.score),
-                              tags=list(dict.fromkeys(old.tags + cand.tags)),
-                              ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id])), metadata=meta)
+            try:  # the newest tags and sources are kept when the lists would pass their limits
+                new = old.revised(content=text, message_time=cand.message_time, score=max(old.score, cand.score),
+                                  tags=list(dict.fromkeys(old.tags + cand.tags))[-MAX_TAGS:],
+                                  ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:],
+                                  metadata=meta)
+            except ValidationError as exc:
+                log.warning("reconcile UPDATE of memory id %s dropped: %s", d.id, describe(exc))
+                continue
             changes.append(Change(new=new, old=old, reason=d.reason or f"updated by: {cand.content}"))
         for i, cand in enumerate(candidates):
             if i not in decided:

@@ -22,7 +22,6 @@ went well (`metadata.utility`); `prune` removes lessons that keep failing.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -38,8 +37,9 @@ from reme.llm import ChatModel, Fraction, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import fused_search
-from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
-                         Trajectory, Usage, parse_items, parse_iso, utcnow)
+from reme.schema import (MAX_CONTENT_CHARS, MAX_IMPORT_LINES, MAX_SUMMARY_CANDIDATES, MAX_TRAJECTORIES, FiniteFloat,
+                         MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult, Trajectory, Usage,
+                         parse_items, parse_iso, parse_json, utcnow)
 from reme.store.filters import Filter, Range
 
 log = logging.getLogger("reme.procedural")
@@ -62,7 +62,7 @@ class Lessons(BaseModel):
 
 class Rating(BaseModel):
     index: int
-    score: float
+    score: FiniteFloat
     reason: Note = ""
 
 
@@ -79,7 +79,7 @@ class Advice(BaseModel):
 
 
 def to_trajectories(items: Sequence[Trajectory | dict[str, Any]]) -> list[Trajectory]:
-    out = parse_items(items, Trajectory, "trajectories")
+    out = parse_items(items, Trajectory, "trajectories", MAX_TRAJECTORIES)
     for i, trajectory in enumerate(out):
         if not any(m.content.strip() for m in trajectory.messages):
             raise InvalidInputError(f"trajectories[{i}] holds no messages with text")
@@ -136,6 +136,10 @@ class ProceduralSummarizer:
         candidates: list[MemoryNode] = []
         for (kind, idx), lessons in zip(jobs, extracted):
             task = trajectories[idx[0]].task
+            if len(lessons) > MAX_SUMMARY_CANDIDATES:
+                log.warning("%s extraction returned %d lessons; the first %d are kept", kind, len(lessons),
+                            MAX_SUMMARY_CANDIDATES)
+                lessons = lessons[:MAX_SUMMARY_CANDIDATES]
             for lesson in lessons:
                 if not lesson.when_to_use.strip() or not lesson.content.strip():
                     continue
@@ -258,11 +262,21 @@ def render_experiences(memories: Sequence[RetrievedMemory]) -> str:
     return "\n".join(lines)
 
 
+def _count(value: Any) -> int:
+    """A use count read from metadata a caller may have set to anything: a non-negative whole
+    number, else 0 (`"often"`, `-3`, `[1]` and `1e300` count as no uses)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 53:
+        return 0
+    return value
+
+
 def counted(node: MemoryNode, success: bool) -> MemoryNode:
     """The node after one more use (and one more success when `success`)."""
     meta = dict(node.metadata)
-    meta["freq"] = int(meta.get("freq") or 0) + 1
-    meta["utility"] = int(meta.get("utility") or 0) + (1 if success else 0)
+    meta["freq"] = _count(meta.get("freq")) + 1
+    meta["utility"] = _count(meta.get("utility")) + (1 if success else 0)
     return node.model_copy(update={"metadata": meta, "time_modified": utcnow()})
 
 
@@ -271,8 +285,8 @@ def prune_filter(task_name: str, min_freq: int) -> Filter:
 
 
 def failing(node: MemoryNode, min_freq: int, min_utility_ratio: float) -> bool:
-    freq = int(node.metadata.get("freq") or 0)
-    return freq >= min_freq and int(node.metadata.get("utility") or 0) / freq < min_utility_ratio
+    freq = _count(node.metadata.get("freq"))
+    return freq >= min_freq and _count(node.metadata.get("utility")) / freq < min_utility_ratio
 
 
 # -- the original ReMe's JSONL pools -----------------------------------------------------------
@@ -287,21 +301,26 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
     before any is returned."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {p}: {exc.strerror or exc}") from None
+        lines = p.read_bytes().splitlines()  # bytes: invalid UTF-8 is a line's error, not a crash
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read {str(p)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(lines) > MAX_IMPORT_LINES:
+        raise InvalidInputError(f"{p}: more than {MAX_IMPORT_LINES} lines; split the file")
     nodes: list[MemoryNode] = []
     now = utcnow()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line, "the line")
             if not isinstance(row, dict):
                 raise ValueError("not a JSON object")
             if row.get("memory_type", "procedural") not in ("procedural", "task"):
                 raise ValueError(f"memory_type {row.get('memory_type')!r} is not a task memory")
-            meta = dict(row.get("metadata") or {})
+            meta = row.get("metadata") or {}
+            if not isinstance(meta, dict):
+                raise ValueError("metadata is not a JSON object")
+            meta = dict(meta)
             for key, value in row.items():
                 if key not in _KNOWN:
                     meta[key if key not in meta else f"original_{key}"] = value
@@ -314,7 +333,7 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
                 time_modified=parse_iso(row.get("time_modified") or now),
                 message_time=parse_iso(row.get("time_created") or now), tags=[category] if isinstance(category, str) else [],
                 metadata=meta))
-        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (ValueError, KeyError, TypeError, OverflowError, ValidationError) as exc:
             detail = describe(exc) if isinstance(exc, ValidationError) else (
                 f"missing field {exc}" if isinstance(exc, KeyError) else str(exc))
             raise InvalidInputError(f"{p} line {number}: {detail}; nothing was imported") from None

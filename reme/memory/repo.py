@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from reme.embedding import Embedder
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError
 from reme.schema import TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, utcnow
-from reme.store import VectorRecord, VectorStore
+from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.filters import And, Eq, Filter, In
 
 VERSIONS_SUFFIX = "-versions"
@@ -49,9 +49,12 @@ class MemoryRepo:
         return self.collection + VERSIONS_SUFFIX
 
     async def create(self) -> None:
+        await self.store.write(await self.create_ops())
+
+    async def create_ops(self) -> list[WriteOp]:
+        """Creating both collections (each a no-op when it exists with the embedder's size)."""
         dim = await self.embedder.dimension()
-        await self.store.create_collection(self.collection, dim)
-        await self.store.create_collection(self.versions, dim)
+        return [CreateCollection(self.collection, dim), CreateCollection(self.versions, dim)]
 
     def target_lock(self, kind: str, name: str) -> asyncio.Lock:
         """One lock per target, so two summaries of the same user never decide on stale memories."""
@@ -187,11 +190,9 @@ class MemoryRepo:
             else:
                 writes.append(VectorRecord(node=change.new, vector=change.vector or old_vector))
                 out.append((change.new, True))
-        # Versions first: a crash between the writes leaves an extra version, never a lost one.
-        await self.store.upsert(self.versions, versions)
-        await self.store.upsert(self.collection, writes)
-        if deletes:
-            await self.store.delete(self.collection, deletes)
+        # One write: after a crash, reopening shows all of it (versions, new states, deletions) or none.
+        await self.store.write([Upsert(self.versions, versions), Upsert(self.collection, writes),
+                                Delete(self.collection, deletes)])
         return out
 
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:

@@ -15,9 +15,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from reme.config import ToolConfig
 from reme.errors import InvalidInputError
@@ -80,9 +80,23 @@ class RawStats(BaseModel):
                          top_failures=[Failure(message=m, count=c) for m, c in self.failures[:top]])
 
 
+S = TypeVar("S", ToolStats, RawStats)
+
+
+def _read(model: type[S], value: Any) -> S:
+    """Statistics from metadata a caller may have overwritten (`metadata.stats = 5`): what does not
+    read as `model` counts as none, so the tool's next summary starts them afresh."""
+    try:
+        return model.model_validate(value) if isinstance(value, dict) else model()
+    except ValidationError:
+        return model()
+
+
 def p95(values: Sequence[float]) -> float:
-    """Nearest-rank 95th percentile."""
+    """Nearest-rank 95th percentile (0 for no values)."""
     ordered = sorted(values)
+    if not ordered:
+        return 0.0
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
@@ -123,7 +137,7 @@ class ToolSummarizer:
     async def plan(self, records: list[ToolCallRecord], tool_name: str, now: datetime | None = None) -> Plan:
         now = now or utcnow()
         old = await guideline_of(self.repo, tool_name)
-        raw = RawStats.model_validate(old.metadata.get("raw") or {}) if old else RawStats()
+        raw = _read(RawStats, old.metadata.get("raw")) if old else RawStats()
         raw = raw.add(records)
         stats = raw.stats(self.config.top_failures)
         recent = sorted(records, key=lambda r: (r.success, -r.create_time.timestamp()))[:self.config.recent_calls]
@@ -172,7 +186,7 @@ async def retrieve_tools(repo: MemoryRepo, tool_names: list[str]) -> RetrieveRes
         if node is None:
             continue
         memories.append(RetrievedMemory(node=node, score=1.0, rank=len(memories) + 1))
-        stats = ToolStats.model_validate(node.metadata.get("stats") or {})
+        stats = _read(ToolStats, node.metadata.get("stats"))
         lines = [f"Tool {name}: {stats.calls} calls, {100 * stats.success_rate:.0f}% succeeded, "
                  f"{stats.time_mean:.2f} s mean (p95 {stats.time_p95:.2f} s), "
                  f"{stats.tokens_mean:.0f} tokens mean (p95 {stats.tokens_p95:.0f})"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reme.config import VectorStoreConfig
-from reme.store.base import GetResult, SearchMode, VectorRecord, VectorStore
+from reme.store.base import (CreateCollection, Delete, DeleteWhere, DropCollection, GetResult, SearchMode, Upsert,
+                             VectorRecord, VectorStore, WriteOp)
 from reme.store.filters import Filter, parse_filter
 
 
@@ -16,12 +17,14 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
 
         return QdrantStore(url=config.url, api_key=config.api_key.get_secret_value() if config.api_key else None,
                            location=config.location, path=config.path, timeout=config.timeout,
-                           bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size)
+                           bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size, sync=config.sync)
     from reme.store.edge import EdgeStore
 
     return EdgeStore(Path(config.path) if config.path else working_dir / "store",
                      bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size,
-                     index_threshold=config.index_threshold, index_on_close=config.index_on_close)
+                     index_threshold=config.index_threshold, index_on_close=config.index_on_close,
+                     sync=config.sync)
 
 
-__all__ = ["Filter", "GetResult", "SearchMode", "VectorRecord", "VectorStore", "open_store", "parse_filter"]
+__all__ = ["CreateCollection", "Delete", "DeleteWhere", "DropCollection", "Filter", "GetResult", "SearchMode",
+           "Upsert", "VectorRecord", "VectorStore", "WriteOp", "open_store", "parse_filter"]

@@ -4,30 +4,46 @@ A store holds `MemoryNode`s in named collections, each node with a dense vector 
 caller) and a BM25 keyword vector (computed here from the node's text, the same way for every
 backend). Paging, updates and JSONL export/import are written once, on top of each backend's
 primitives.
+
+Every write goes through `VectorStore.write(ops)`: a list of typed operations (`Upsert`, `Delete`,
+`DeleteWhere`, `CreateCollection`, `DropCollection`) applied as one, all or nothing across a
+crash. Everything is checked before the first engine call, so a rejected batch writes nothing.
+When the batch takes more than one engine call, an intent record holding the complete writes
+(records with their vectors) is stored first, through the backend's journal, and removed after
+the last call; `recover()` (run when a store is opened) replays any record a crash left behind.
+Replaying the whole record over any prefix of it gives the state after it, because each step
+sets state (upsert, delete by id or filter, create if missing, drop if present).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import math
 import re
 import uuid
+import warnings
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from qdrant_edge import Bm25, Bm25Config
 
-from reme.errors import CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError
-from reme.schema import MemoryNode, MemoryPage, SearchResult
+from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError,
+                         describe)
+from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
+                         SearchResult, parse_iso, parse_json)
 from reme.store.filters import SORT_KEYS, Filter
 
 SearchMode = Literal["dense", "keyword", "hybrid"]
 Direction = Literal["asc", "desc"]
+SyncMode = Literal["process", "os"]
+T = TypeVar("T")
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 
 DENSE = "dense"
@@ -59,6 +75,114 @@ class SparseTerms(NamedTuple):
 
     indices: list[int]
     values: list[float]
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Insert or replace `records` (by `memory_id`) in `collection`."""
+
+    collection: str
+    records: Sequence[VectorRecord]
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Delete the nodes with these ids (ids not stored are ignored)."""
+
+    collection: str
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True)
+class DeleteWhere:
+    """Delete every node of `collection` that matches `filter`."""
+
+    collection: str
+    filter: Filter
+
+
+@dataclass(frozen=True)
+class CreateCollection:
+    """Create `collection` for vectors of size `dim`; nothing if it exists with that size."""
+
+    collection: str
+    dim: int
+
+
+@dataclass(frozen=True)
+class DropCollection:
+    """Delete `collection` and everything in it; nothing if it does not exist."""
+
+    collection: str
+
+
+WriteOp = Upsert | Delete | DeleteWhere | CreateCollection | DropCollection
+_FILTER = TypeAdapter(Filter)
+JOURNAL_FORMAT = 1
+
+
+INLINE_RECORDS = 64
+"""Above this many records, Python-side work of a write (checks, encoding) runs in a worker
+thread: the GIL then passes to the event loop every few milliseconds instead of after it all."""
+
+
+def encode_steps(steps: Sequence[WriteOp]) -> bytes:
+    """An intent record: the complete writes, vectors included (float32, as the engines store
+    them). One JSON line a step, and one a record after its upsert step's line, so that no single
+    encoder call holds the GIL for a whole batch."""
+    lines = [json.dumps({"format": JOURNAL_FORMAT, "steps": len(steps)})]
+    for step in steps:
+        if isinstance(step, Upsert):
+            lines.append(json.dumps({"op": "upsert", "collection": step.collection, "records": len(step.records)}))
+            lines += ['{"node": %s, "vector": "%s"}' % (r.node.model_dump_json(), base64.b64encode(
+                np.asarray(r.vector, dtype="<f4").tobytes()).decode()) for r in step.records]
+        elif isinstance(step, Delete):
+            lines.append(json.dumps({"op": "delete", "collection": step.collection, "ids": list(step.ids)}))
+        elif isinstance(step, DeleteWhere):
+            lines.append(json.dumps({"op": "delete_where", "collection": step.collection,
+                                     "filter": _FILTER.dump_python(step.filter, mode="json")}, ensure_ascii=False))
+        elif isinstance(step, CreateCollection):
+            lines.append(json.dumps({"op": "create", "collection": step.collection, "dim": step.dim}))
+        else:
+            lines.append(json.dumps({"op": "drop", "collection": step.collection}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def decode_steps(body: bytes) -> list[WriteOp]:
+    """The steps of an intent record; ValueError when it is not a whole one."""
+    lines = iter(body.decode().splitlines())
+    head = json.loads(next(lines))
+    if not isinstance(head, dict) or head.get("format") != JOURNAL_FORMAT:
+        raise ValueError("not a ReMe intent record of a known format")
+    steps: list[WriteOp] = []
+    for _ in range(int(head["steps"])):
+        raw = json.loads(next(lines))
+        op, name = raw["op"], raw["collection"]
+        if op == "upsert":
+            records = []
+            for _ in range(int(raw["records"])):
+                r = json.loads(next(lines))
+                vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(float).tolist()
+                records.append(VectorRecord.model_construct(node=MemoryNode.model_validate(r["node"]), vector=vector))
+            steps.append(Upsert(name, records))
+        elif op == "delete":
+            steps.append(Delete(name, [str(i) for i in raw["ids"]]))
+        elif op == "delete_where":
+            steps.append(DeleteWhere(name, _FILTER.validate_python(raw["filter"])))
+        elif op == "create":
+            steps.append(CreateCollection(name, int(raw["dim"])))
+        elif op == "drop":
+            steps.append(DropCollection(name))
+        else:
+            raise ValueError(f"unknown step {op!r}")
+    return steps
+
+
+async def off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
+    """`fn(*args)` in a worker thread when `size` is large, inline (no thread hop) when small."""
+    if size > INLINE_RECORDS:
+        return await asyncio.to_thread(fn, *args)
+    return fn(*args)
 
 
 MAX_TIE_FETCH = 4096
@@ -104,6 +228,8 @@ def sort_value(node: MemoryNode, key: str) -> str | float | int:
 
 
 class _Cursor(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     offset: str | None = None  # id order: the next id
     value: str | float | int | None = None  # sorted order: the last value returned
     seen: list[str] = []  # sorted order: ids already returned that carry `value`
@@ -115,44 +241,66 @@ def _encode_cursor(cursor: _Cursor) -> str:
     return base64.urlsafe_b64encode(cursor.model_dump_json(exclude_defaults=True).encode()).decode()
 
 
-def _decode_cursor(text: str) -> _Cursor:
+def _decode_cursor(text: Any) -> _Cursor:
+    """The cursor a listing returned, checked field by field: a forged one is an InvalidInputError
+    before anything reaches the engine."""
+    bad = InvalidInputError("cursor is not one this store returned")
+    if not isinstance(text, str) or len(text) > MAX_CURSOR_CHARS:
+        raise bad
     try:
-        return _Cursor.model_validate_json(base64.urlsafe_b64decode(text.encode()))
-    except (ValueError, ValidationError):
-        raise InvalidInputError("cursor is not one this store returned") from None
+        cursor = _Cursor.model_validate(parse_json(base64.urlsafe_b64decode(text.encode("ascii")), "cursor"))
+    except (ValueError, ValidationError):  # binascii.Error and UnicodeError are ValueErrors
+        raise bad from None
+    ids = ([cursor.offset] if cursor.offset is not None else []) + cursor.seen
+    if not all(is_uuid(i) for i in ids) or len(cursor.seen) > MAX_LIMIT + MAX_TIE_FETCH:
+        raise bad
+    if cursor.sort is not None and (cursor.sort not in SORT_KEYS or cursor.direction not in ("asc", "desc")):
+        raise bad
+    value = cursor.value
+    if isinstance(value, float) and not math.isfinite(value) or (
+            isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX):
+        raise bad
+    if isinstance(value, str):
+        try:
+            parse_iso(value)
+        except ValueError:
+            raise bad from None
+    return cursor
 
 
 class VectorStore(ABC):
     """Async storage of memory nodes with dense, keyword and hybrid search.
 
-    Every write is durable when its call returns. Backends implement the abstract primitives;
+    Every write is durable when its call returns: it survives the process being killed, and with
+    `sync="os"` an OS crash or power loss too. `write(ops)` applies several writes as one, all or
+    nothing across a crash. Backends implement the abstract primitives and a small journal;
     `list`, `update`, `export_jsonl` and `import_jsonl` are shared.
     """
 
     backend: str = ""
 
-    def __init__(self, *, bm25_avg_len: float = 32.0, batch_size: int = 256) -> None:
+    def __init__(self, *, bm25_avg_len: float = 32.0, batch_size: int = 256, sync: SyncMode = "process") -> None:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1")
+        if sync not in ("process", "os"):
+            raise InvalidInputError(f"sync must be process or os, not {sync!r}")
         self._bm25 = Bm25(Bm25Config(avg_len=bm25_avg_len))
         self.batch_size = batch_size
+        self.sync: SyncMode = sync
         self._dims: dict[str, int] = {}
+        self._write_lock = asyncio.Lock()
+        # Recover before the first write, and again after a batch failed half way in this process.
+        self._unfinished = True
 
     # -- collections -------------------------------------------------------------------------
     async def create_collection(self, name: str, dim: int) -> None:
         """Create `name` for vectors of size `dim`; a no-op if it exists with that size."""
-        existing = await self.collection_dim(name)
-        if existing is not None:
-            if existing != dim:
-                raise VectorSizeError(f"collection {name!r} exists with vectors of size {existing}, not {dim}")
-            return
-        if dim < 1:
-            raise VectorSizeError("vector size must be at least 1")
-        await self._create_collection(name, dim)
+        await self.write([CreateCollection(name, dim)])
 
     @abstractmethod
     async def _create_collection(self, name: str, dim: int) -> None:
-        """Create a collection known not to exist (dense vectors of `dim`, BM25, payload indexes)."""
+        """Create a collection that is not complete: a leftover of an interrupted create or drop
+        is removed first (dense vectors of `dim`, BM25, payload indexes)."""
 
     @abstractmethod
     async def collection_dim(self, name: str) -> int | None:
@@ -161,8 +309,13 @@ class VectorStore(ABC):
     @abstractmethod
     async def list_collections(self) -> list[str]: ...
 
+    async def delete_collection(self, name: str) -> None:
+        """Delete `name` and everything in it; a no-op if it does not exist."""
+        await self.write([DropCollection(name)])
+
     @abstractmethod
-    async def delete_collection(self, name: str) -> None: ...
+    async def _drop_collection(self, name: str) -> None:
+        """Delete a collection, leaving nothing a later create or `recover` would take for it."""
 
     # -- primitives ---------------------------------------------------------------------------
     @abstractmethod
@@ -191,12 +344,175 @@ class VectorStore(ABC):
                       order: tuple[str, Direction, Any] | None,
                       with_vectors: bool) -> tuple[list[VectorRecord], str | None]: ...
 
+    # -- journal (intent records of multi-step writes) ------------------------------------------
+    @abstractmethod
+    async def _journal_put(self, body: bytes) -> str:
+        """Store an intent record (durably when `sync` is "os"); returns its key. A record is
+        there whole or not at all."""
+
+    @abstractmethod
+    async def _journal_drop(self, key: str) -> None:
+        """Remove an applied record (durably when `sync` is "os": a stale record replayed later
+        would undo the writes made after it)."""
+
+    @abstractmethod
+    async def _journal_pending(self) -> list[tuple[str, bytes]]:
+        """The records `recover` may replay now, oldest first."""
+
+    async def _recover_collections(self) -> None:
+        """Complete or remove collections a crash left half created or half dropped."""
+        return None
+
+    async def _sync(self, collections: set[str]) -> None:
+        """With `sync="os"`: make the engine writes to `collections` reach the disk."""
+        return None
+
     async def optimize(self, name: str) -> bool:
         """Build search indexes now; True if anything was built. Backends that index by themselves no-op."""
         return False
 
     async def close(self) -> None:
         return None
+
+    # -- the write path --------------------------------------------------------------------------
+    async def write(self, ops: Sequence[WriteOp]) -> None:
+        """Apply `ops`, in order, as one: after a crash at any point, the store (once `recover`
+        has run, as opening does) holds all of them or none of them.
+
+        Everything is checked first (collections, vector sizes and values, duplicate ids), so an
+        invalid batch raises and writes nothing. A batch that needs one engine call is written
+        directly; a longer one is first stored as an intent record.
+        """
+        async with self._write_lock:
+            if self._unfinished:
+                await self._recover()
+            steps = await self._plan(ops)
+            if not steps:
+                return
+            touched = {step.collection for step in steps}
+            if len(steps) == 1:
+                await self._apply(steps[0], replay=False)
+                await self._sync(touched)
+                return
+            size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
+            key = await self._journal_put(await off_loop(encode_steps, steps, size=size))
+            self._unfinished = True
+            for step in steps:
+                await self._apply(step, replay=False)
+                if size > INLINE_RECORDS:
+                    # The engine holds the GIL: let other tasks run between the calls of a long batch
+                    # (they may then read part of it; a small batch stays unseen until it is whole).
+                    await asyncio.sleep(0)
+            await self._sync(touched)
+            await self._journal_drop(key)
+            self._unfinished = False
+
+    async def recover(self) -> int:
+        """Finish what a crash interrupted: half-created collections are removed and every
+        leftover intent record is applied. Returns how many records were applied. Opening a
+        `ReMe` calls this; call it after constructing a store yourself."""
+        async with self._write_lock:
+            return await self._recover()
+
+    async def _recover(self) -> int:
+        await self._recover_collections()
+        n = 0
+        for key, body in await self._journal_pending():
+            try:
+                steps = await asyncio.to_thread(decode_steps, body)
+            except (ValueError, KeyError, TypeError, StopIteration, ValidationError) as exc:
+                # Only a crash of the OS in sync="process" mode can leave a record unreadable.
+                warnings.warn(f"skipping an unreadable intent record {key}: {exc}", RuntimeWarning, stacklevel=2)
+                await self._journal_drop(key)
+                continue
+            for step in steps:
+                await self._apply(step, replay=True)
+            await self._sync({step.collection for step in steps})
+            await self._journal_drop(key)
+            n += 1
+        self._unfinished = False
+        return n
+
+    async def _plan(self, ops: Sequence[WriteOp]) -> list[WriteOp]:
+        """Check every op against the collections as the earlier ops leave them, and split upserts
+        into engine calls of `batch_size`. Raises before anything is written."""
+        dims: dict[str, int | None] = {}
+
+        async def dim_of(name: str) -> int | None:
+            if name not in dims:
+                dims[name] = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+            return dims[name]
+
+        async def require(name: str) -> int:
+            dim = await dim_of(name)
+            if dim is None:
+                raise CollectionNotFoundError(f"collection {name!r} does not exist")
+            return dim
+
+        steps: list[WriteOp] = []
+        for op in ops:
+            if isinstance(op, Upsert):
+                dim = await require(op.collection)
+                checked = await off_loop(self._check_records, op.collection, dim, op.records, size=len(op.records))
+                ids = [r.node.memory_id for r in checked]
+                if len(set(ids)) != len(ids):
+                    raise InvalidInputError("the same memory_id appears twice in one upsert")
+                steps += [Upsert(op.collection, checked[i:i + self.batch_size])
+                          for i in range(0, len(checked), self.batch_size)]
+            elif isinstance(op, Delete):
+                await require(op.collection)
+                ids = [str(i) for i in op.ids]
+                if not all(is_uuid(i) for i in ids):
+                    raise InvalidInputError("memory ids are UUIDs")
+                if ids:
+                    steps.append(Delete(op.collection, ids))
+            elif isinstance(op, DeleteWhere):
+                await require(op.collection)
+                steps.append(op)
+            elif isinstance(op, CreateCollection):
+                existing = await dim_of(op.collection)
+                if existing is not None:
+                    if existing != op.dim:
+                        raise VectorSizeError(f"collection {op.collection!r} exists with vectors of size "
+                                              f"{existing}, not {op.dim}")
+                    continue
+                if not isinstance(op.dim, int) or op.dim < 1:
+                    raise VectorSizeError("vector size must be at least 1")
+                dims[op.collection] = op.dim
+                steps.append(op)
+            elif isinstance(op, DropCollection):
+                if await dim_of(op.collection) is not None:
+                    dims[op.collection] = None
+                    steps.append(op)
+            else:
+                raise InvalidInputError(f"not a write operation: {op!r}")
+        return steps
+
+    async def _apply(self, step: WriteOp, *, replay: bool) -> None:
+        """One engine call. On replay, a step on a collection that is gone is skipped: only a
+        later drop of the same record can have removed it."""
+        if isinstance(step, CreateCollection):
+            if await self.collection_dim(step.collection) != step.dim:
+                await self._create_collection(step.collection, step.dim)
+            self._dims[step.collection] = step.dim
+            return
+        if isinstance(step, DropCollection):
+            self._dims.pop(step.collection, None)
+            await self._drop_collection(step.collection)
+            return
+        if replay and await self.collection_dim(step.collection) is None:
+            return
+        if isinstance(step, Upsert):
+            await self._upsert(step.collection, step.records)
+        elif isinstance(step, Delete):
+            await self._delete_ids(step.collection, list(step.ids))
+        else:
+            await self._delete_filter(step.collection, step.filter)
+
+    def _check_records(self, name: str, dim: int, records: Sequence[VectorRecord]) -> list[VectorRecord]:
+        # model_construct: the node is already validated and the vector was just checked.
+        return [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector))
+                for r in records]
 
     # -- shared ------------------------------------------------------------------------------
     async def _require_dim(self, name: str) -> int:
@@ -220,23 +536,15 @@ class VectorStore(ABC):
         values = vector.tolist() if isinstance(vector, np.ndarray) else list(vector)
         try:
             total = math.fsum(values)  # NaN or infinity anywhere makes the sum non-finite
-        except TypeError:
+        except (TypeError, OverflowError):
             raise InvalidInputError("a vector holds numbers only") from None
         if not math.isfinite(total):
             raise InvalidInputError("vector holds NaN or infinite values")
         return values
 
     async def upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
-        """Insert or replace nodes (by `memory_id`), in batches of `batch_size`."""
-        dim = await self._require_dim(name)
-        # model_construct: the node is already validated and the vector was just checked.
-        checked = [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector))
-                   for r in records]
-        ids = [r.node.memory_id for r in checked]
-        if len(set(ids)) != len(ids):
-            raise InvalidInputError("the same memory_id appears twice in one upsert")
-        for start in range(0, len(checked), self.batch_size):
-            await self._upsert(name, checked[start:start + self.batch_size])
+        """Insert or replace nodes (by `memory_id`), all or nothing (`write` of one `Upsert`)."""
+        await self.write([Upsert(name, records)])
 
     async def update(self, name: str, node: MemoryNode, vector: Sequence[float] | None = None) -> None:
         """Replace an existing node; keeps its stored vector when `vector` is None."""
@@ -251,8 +559,7 @@ class VectorStore(ABC):
         await self._require_dim(name)
         found = await self.get(name, ids)
         existing = [r.node.memory_id for r in found.found]
-        if existing:
-            await self._delete_ids(name, existing)
+        await self.write([Delete(name, existing)])
         return len(existing)
 
     async def delete_by_filter(self, name: str, flt: Filter) -> int:
@@ -260,7 +567,7 @@ class VectorStore(ABC):
         await self._require_dim(name)
         n = await self.count(name, flt)
         if n:
-            await self._delete_filter(name, flt)
+            await self.write([DeleteWhere(name, flt)])
         return n
 
     async def search(self, name: str, *, vector: Sequence[float] | None = None, text: str | None = None,
@@ -370,8 +677,9 @@ class VectorStore(ABC):
             try:
                 node = MemoryNode.model_validate(row)
             except ValidationError as exc:
-                raise InvalidInputError(f"{path}:{lineno}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
-            records.append(VectorRecord(node=node, vector=vector if vector and len(vector) == dim else None))
+                raise InvalidInputError(f"{path}:{lineno}: {describe(exc)}") from None
+            usable = isinstance(vector, list) and len(vector) == dim
+            records.append(VectorRecord.model_construct(node=node, vector=vector if usable else None))
         todo = [r for r in records if r.vector is None]
         if todo:
             if embed is None:
@@ -379,7 +687,7 @@ class VectorStore(ABC):
             vectors = await embed([r.node.retrieval_text for r in todo])
             for record, vec in zip(todo, vectors):
                 record.vector = vec
-        await self.upsert(name, records)
+        await self.upsert(name, records)  # one write: the whole file or nothing
         return len(records)
 
 
@@ -387,17 +695,21 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-empty line; a broken line is an InvalidInputError."""
     rows: list[tuple[int, dict[str, Any]]] = []
     try:
-        with Path(path).open(encoding="utf-8") as fh:
+        with Path(path).open("rb") as fh:  # bytes: invalid UTF-8 is a line's error, not a crash
             for lineno, line in enumerate(fh, 1):
+                if lineno > MAX_IMPORT_LINES:
+                    raise InvalidInputError(f"{path}: more than {MAX_IMPORT_LINES} lines; split the file")
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+                    obj = parse_json(line, "the line")
+                except ValueError as exc:
+                    raise InvalidInputError(f"{path}:{lineno}: {exc}") from None
                 if not isinstance(obj, dict):
                     raise InvalidInputError(f"{path}:{lineno}: expected a JSON object")
                 rows.append((lineno, obj))
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    except (OSError, ValueError) as exc:  # ValueError: a path with NUL or a lone surrogate
+        if isinstance(exc, InvalidInputError):
+            raise
+        raise InvalidInputError(f"cannot read {str(path)!r}: {exc}") from None
     return rows

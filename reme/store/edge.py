@@ -4,6 +4,20 @@ Each collection is an Edge shard under `<path>/<name>/`, with a write-ahead log,
 durable when `update` returns. The directory is locked for one process: a second one gets
 `StoreLockedError` instead of a corrupted store.
 
+Multi-step writes (see `VectorStore.write`) keep their intent records as files in
+`<path>/.journal/`, each written under a temporary name and renamed. A collection is complete when
+its `reme.json` exists, written last; a folder without it is what an interrupted create left, and
+a drop renames the folder away (`.trash-*`) before deleting it. `recover()` removes both kinds of
+leftover and replays the journal; the directory lock makes that safe.
+
+With `sync="os"` every write call fsyncs before it returns (`shard.flush()`: the WAL and the
+segments; the journal files, the marker files and their directories); with `sync="process"` (the
+default) the WAL is written through memory-mapped files, which survive the process, not the OS.
+
+Event loop: the engine holds the GIL in every call (update, query, flush, optimize: measured with
+a ticker thread), so a worker thread frees nothing for the event loop. A long write is split
+into calls of `batch_size` points, and `write` yields to the loop between them.
+
 Index building: Edge builds HNSW only in `optimize()`, which holds the GIL while it runs (about
 7 s for 20k vectors of size 384 on two cores), so it never runs on a write path. Search is exact
 until an index exists; `optimize()` builds it on demand, and `close()` does when at least
@@ -17,6 +31,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
@@ -24,14 +39,16 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy
 import qdrant_edge as qe
 
-from reme.errors import StoreError, StoreLockedError
+from reme.errors import InvalidInputError, StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
-                             SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, from_payload, is_uuid, to_payload)
+                             SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
+                             dense_of, from_payload, is_uuid, off_loop, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 T = TypeVar("T")
 _META = "reme.json"
+_JOURNAL = ".journal"  # a dot: no collection name starts with one
+_TRASH = ".trash-"
 
 
 class _EdgeFilters(FilterTranslator[Any]):
@@ -61,6 +78,25 @@ class _EdgeFilters(FilterTranslator[Any]):
 _FILTERS = _EdgeFilters()
 
 
+def _leftover(folder: Path) -> bool:
+    """A collection folder an interrupted create left: no marker, nothing but the engine's shard.
+    Anything else someone put in the store directory is not ours to delete."""
+    try:
+        check_collection_name(folder.name)
+    except InvalidInputError:
+        return False
+    return (folder.is_dir() and not (folder / _META).exists()
+            and {p.name for p in folder.iterdir()} <= {"shard", _META + ".tmp"})
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _sparse(terms: SparseTerms) -> qe.SparseVector:
     return qe.SparseVector(indices=terms.indices, values=terms.values)
 
@@ -71,8 +107,8 @@ class EdgeStore(VectorStore):
     backend = "edge"
 
     def __init__(self, path: str | Path, *, bm25_avg_len: float = 32.0, batch_size: int = 256,
-                 index_threshold: int = 20_000, index_on_close: bool = True) -> None:
-        super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size)
+                 index_threshold: int = 20_000, index_on_close: bool = True, sync: SyncMode = "process") -> None:
+        super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.path = Path(path)
         self.index_threshold = index_threshold
         self.index_on_close = index_on_close
@@ -115,6 +151,10 @@ class EdgeStore(VectorStore):
 
     async def _create_collection(self, name: str, dim: int) -> None:
         folder = self._dir(name)
+        if folder.exists():
+            if not _leftover(folder):
+                raise StoreError(f"{folder} exists and is not a ReMe collection; move it away or use another path")
+            await self._drop_collection(name)  # what an interrupted create left (no marker): start again
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
@@ -129,9 +169,9 @@ class EdgeStore(VectorStore):
         self._call("create index", shard.update, qe.UpdateOperation.create_field_index("version", qe.PayloadSchemaType.Integer))
         self._call("flush", shard.flush)
         # The metadata file marks the collection complete; it is written last, atomically.
-        tmp = folder / (_META + ".tmp")
-        tmp.write_text(json.dumps({"dim": dim, "format": 1}))
-        tmp.replace(folder / _META)
+        self._call("mark collection", self._put_file, folder / _META, json.dumps({"dim": dim, "format": 1}).encode())
+        if self.sync == "os":
+            self._call("sync", _fsync_dir, self.path)
         self._shards[name] = shard
         self._dims[name] = dim
 
@@ -144,15 +184,72 @@ class EdgeStore(VectorStore):
     async def list_collections(self) -> list[str]:
         return sorted(p.name for p in self.path.iterdir() if (p / _META).exists())
 
-    async def delete_collection(self, name: str) -> None:
+    async def _drop_collection(self, name: str) -> None:
         shard = self._shards.pop(name, None)
         if shard is not None:
             self._call("close", shard.close)
         self._dims.pop(name, None)
         folder = self._dir(name)
         if folder.exists():
-            (folder / _META).unlink(missing_ok=True)
-            shutil.rmtree(folder)
+            # One rename takes the whole collection away; the files go after it.
+            trash = self.path / f"{_TRASH}{uuid.uuid4().hex}"
+            self._call("drop collection", folder.rename, trash)
+            if self.sync == "os":
+                self._call("sync", _fsync_dir, self.path)
+            self._call("drop collection", shutil.rmtree, trash)
+
+    async def _recover_collections(self) -> None:
+        for entry in sorted(self.path.iterdir()):
+            if entry.name.startswith(_TRASH):
+                self._call("remove a dropped collection", shutil.rmtree, entry)
+            elif _leftover(entry):
+                self._call(f"remove the half-created collection {entry.name}", shutil.rmtree, entry)
+        journal = self.path / _JOURNAL
+        if journal.is_dir():
+            for tmp in journal.glob("*.tmp"):
+                self._call("journal", tmp.unlink)
+
+    # -- journal -------------------------------------------------------------------------------
+    def _put_file(self, target: Path, data: bytes) -> None:
+        """`target` holds `data` whole or does not change: written beside it, then renamed."""
+        tmp = target.with_name(target.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if self.sync == "os":
+                fh.flush()
+                os.fsync(fh.fileno())
+        tmp.replace(target)
+        if self.sync == "os":
+            _fsync_dir(target.parent)
+
+    async def _journal_put(self, body: bytes) -> str:
+        journal = self.path / _JOURNAL
+        if not journal.is_dir():
+            self._call("journal", journal.mkdir, 0o777, False, True)
+            if self.sync == "os":
+                self._call("sync", _fsync_dir, self.path)
+        key = f"{time.time_ns():020d}-{uuid.uuid4().hex}.json"
+        self._call("journal", self._put_file, journal / key, body)
+        return key
+
+    async def _journal_drop(self, key: str) -> None:
+        journal = self.path / _JOURNAL
+        self._call("journal", (journal / key).unlink, True)
+        if self.sync == "os":
+            self._call("sync", _fsync_dir, journal)
+
+    async def _journal_pending(self) -> list[tuple[str, bytes]]:
+        journal = self.path / _JOURNAL
+        if not journal.is_dir():
+            return []
+        return [(f.name, self._call("journal", f.read_bytes)) for f in sorted(journal.glob("*.json"))]
+
+    async def _sync(self, collections: set[str]) -> None:
+        if self.sync == "os":
+            for name in sorted(collections):
+                shard = self._shards.get(name)
+                if shard is not None:
+                    self._call("flush", shard.flush)
 
     def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)
@@ -162,14 +259,17 @@ class EdgeStore(VectorStore):
         return shard
 
     # -- primitives ---------------------------------------------------------------------------
-    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
-        points = [
+    def _points(self, records: Sequence[VectorRecord]) -> list[qe.Point]:
+        return [
             qe.Point(r.node.memory_id,
                      {DENSE: r.vector,  # type: ignore[dict-item]  # upsert checked it is present
                       SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))},
                      to_payload(r.node))
             for r in records
         ]
+
+    async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
+        points = await off_loop(self._points, records, size=len(records))
         self._call("upsert", self._shard(name).update, qe.UpdateOperation.upsert_points(points))
 
     async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
@@ -248,7 +348,8 @@ class EdgeStore(VectorStore):
         try:
             for name, shard in list(self._shards.items()):
                 if self.index_on_close and self.unindexed(name) >= self.index_threshold:
-                    self._call("optimize", shard.optimize)
+                    # A thread frees the loop only if the engine releases the GIL (0.9 does not).
+                    await asyncio.to_thread(self._call, "optimize", shard.optimize)
                 self._call("close", shard.close)
         finally:
             self._shards.clear()

@@ -13,6 +13,7 @@ wrong type raise `InvalidFilterError` before any store call.
 from __future__ import annotations
 
 import functools
+import math
 import uuid
 from abc import ABC, abstractmethod
 from datetime import datetime
@@ -21,7 +22,7 @@ from typing import Annotated, Any, Callable, Generic, Literal, Mapping, TypeVar,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from reme.errors import InvalidFilterError
-from reme.schema import MemoryType, as_aware
+from reme.schema import INT64_MAX, INT64_MIN, MAX_FILTER_DEPTH, MAX_FILTER_SIZE, MemoryType, as_aware, safe_text
 
 Scalar = Union[bool, int, float, str, datetime]
 Kind = Literal["keyword", "text", "datetime", "float", "int", "list", "metadata"]
@@ -47,6 +48,7 @@ SORT_KEYS = ("time_created", "time_modified", "message_time", "score", "version"
 
 
 def field_kind(name: str) -> Kind:
+    _text(name, "a filter field")
     if name.startswith("metadata.") and all(name.split(".")[1:]):
         return "metadata"
     if name in FIELD_KINDS:
@@ -66,8 +68,28 @@ def _parse_datetime(value: Any, name: str) -> datetime:
     raise InvalidFilterError(f"{name} compares with datetimes; got {value!r}")
 
 
+def _text(value: str, what: str) -> str:
+    try:
+        return safe_text(value, what)
+    except ValueError as exc:
+        raise InvalidFilterError(str(exc)) from None
+
+
+def _number(name: str, value: float) -> float:
+    """Numbers the engine can hold: finite floats, integers within signed 64 bits."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidFilterError(f"{name} compares with finite numbers; got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidFilterError(f"{name} compares with integers within 64 bits")
+    return value
+
+
 def _check_value(name: str, kind: Kind, value: Any) -> Scalar:
     """Return `value` in the type the field holds, or raise InvalidFilterError."""
+    if isinstance(value, (int, float)):
+        _number(name, value)
+    elif isinstance(value, str):
+        _text(value, f"the value {name} compares with")
     if kind == "metadata":
         if isinstance(value, (bool, int, float, str, datetime)):
             return as_aware(value) if isinstance(value, datetime) else value
@@ -79,7 +101,7 @@ def _check_value(name: str, kind: Kind, value: Any) -> Scalar:
             raise InvalidFilterError(f"{name} compares with numbers; got {value!r}")
         if kind == "int" and isinstance(value, float) and not value.is_integer():
             raise InvalidFilterError(f"{name} holds whole numbers; got {value!r}")
-        return int(value) if kind == "int" else float(value)
+        return _number(name, int(value)) if kind == "int" else float(value)
     if not isinstance(value, str):
         raise InvalidFilterError(f"{name} compares with strings; got {value!r}")
     if name == "target_kind" and value not in ("user", "task", "tool"):
@@ -184,6 +206,7 @@ class Contains(_Node):
             raise InvalidFilterError(f"contains does not apply to {self.field} (a {kind} field)")
         if not self.text.strip():
             raise InvalidFilterError("contains needs a non-empty text")
+        _text(self.text, "contains text")
         return self
 
 
@@ -201,6 +224,8 @@ class TagsAny(_Node):
             raise InvalidFilterError(f"{self.op} applies to list fields (tags, ref_ids, metadata.<key>), not {self.field}")
         if not self.values or not all(isinstance(v, str) and v for v in self.values):
             raise InvalidFilterError(f"{self.op} on {self.field} needs a non-empty list of non-empty strings")
+        for value in self.values:
+            _text(value, f"a value of {self.op} on {self.field}")
         return self
 
 
@@ -345,8 +370,52 @@ def parse_filter(spec: "Filter | Mapping[str, Any] | None") -> "Filter | None":
     op in eq, ne, in, not_in, gt, gte, lt, lte, contains, any, all; `{"$and": [...]}`,
     `{"$or": [...]}`, `{"$not": {...}}`. Several keys are ANDed.
     """
-    if spec is None or isinstance(spec, _Node):
+    if spec is None:
+        return None
+    check_filter_shape(spec)  # before recursing: depth and size are bounded here, once
+    if isinstance(spec, _Node):
         return spec
+    return _parse(spec)
+
+
+def check_filter_shape(spec: Any, max_depth: int = MAX_FILTER_DEPTH) -> None:
+    """InvalidFilterError when a filter (a dict or a model) nests `$and`/`$or`/`$not` deeper than
+    `MAX_FILTER_DEPTH` or holds more than `MAX_FILTER_SIZE` conditions and values. Iterative:
+    a deep filter must not exhaust Python's stack here, nor the engine's later."""
+    stack: list[tuple[Any, int]] = [(spec, 0)]
+    size = 0
+    while stack:
+        item, depth = stack.pop()
+        size += 1
+        if size > MAX_FILTER_SIZE:
+            raise InvalidFilterError(f"filter holds more than {MAX_FILTER_SIZE} conditions and values")
+        if depth > max_depth:
+            raise InvalidFilterError(f"filter is nested deeper than {MAX_FILTER_DEPTH} levels")
+        if isinstance(item, (And, Or)):
+            stack.extend((f, depth + 1) for f in item.filters)
+        elif isinstance(item, Not):
+            stack.append((item.filter, depth + 1))
+        elif isinstance(item, (In, TagsAny)):
+            size += len(item.values)
+        elif isinstance(item, Mapping):
+            for key, value in item.items():
+                if key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                    stack.extend((v, depth + 1) for v in value)
+                elif key == "$not":
+                    stack.append((value, depth + 1))
+                else:  # a field's condition: {op: value} or a list of values, counted, not nested
+                    size += _values_in(value)
+    if size > MAX_FILTER_SIZE:
+        raise InvalidFilterError(f"filter holds more than {MAX_FILTER_SIZE} conditions and values")
+
+
+def _values_in(spec: Any) -> int:
+    if isinstance(spec, Mapping):
+        return sum(len(v) if isinstance(v, (list, tuple)) else 1 for v in spec.values())
+    return len(spec) if isinstance(spec, (list, tuple)) else 1
+
+
+def _parse(spec: Any) -> "Filter | None":
     if not isinstance(spec, Mapping):
         raise InvalidFilterError(f"a filter is a dict or a filter model, not {type(spec).__name__}")
     try:
@@ -355,18 +424,20 @@ def parse_filter(spec: "Filter | Mapping[str, Any] | None") -> "Filter | None":
             if key in ("$and", "$or"):
                 if not isinstance(value, list):
                     raise InvalidFilterError(f"{key} takes a list of filters")
-                subs = [parse_filter(v) for v in value]
+                subs = [_parse(v) for v in value]
                 group = And if key == "$and" else Or
                 parts.append(group(filters=[s for s in subs if s is not None]))
             elif key == "$not":
-                sub = parse_filter(value)
+                sub = _parse(value)
                 if sub is None:
                     raise InvalidFilterError("$not takes a filter")
                 parts.append(Not(filter=sub))
             elif "op" == key:
                 raise InvalidFilterError("use the helpers or the dict form, not a raw model dump")
+            elif not isinstance(key, str):
+                raise InvalidFilterError(f"filter keys are field names (strings), not {type(key).__name__}")
             else:
-                parts.extend(_field_filter(str(key), value))
+                parts.extend(_field_filter(key, value))
     except ValidationError as exc:
         raise InvalidFilterError(_first_error(exc)) from None
     if not parts:
@@ -407,7 +478,12 @@ class FilterTranslator(ABC, Generic[C]):
 
     def build(self, flt: "Filter | None") -> C | None:
         """The backend's top-level filter for `flt` (None for no filter)."""
-        return None if flt is None else self.group(must=[self.translate(flt)])
+        if flt is None:
+            return None
+        # A model built with the helpers may not have gone through parse_filter; the slack leaves
+        # room for the scope conditions the facade and the pipelines wrap around a caller's filter.
+        check_filter_shape(flt, MAX_FILTER_DEPTH + 8)
+        return self.group(must=[self.translate(flt)])
 
     def translate(self, flt: "Filter") -> C:
         if isinstance(flt, And):

@@ -2,10 +2,21 @@
 
 `url` (+ `api_key`) reaches a server. `location=":memory:"` (or `path=`) is qdrant-client's local
 mode, which scans every point in Python: it exists here to test this backend without a server.
+
+Intent records of multi-step writes (see `VectorStore.write`) live in the `_reme_journal`
+collection (a name no ReMe collection can take), as payload: the record cut into parts, then a
+header point written last, which makes it count. A server is shared by several processes, and a
+record with a header may belong to a writer that is still applying it: replaying it alongside
+would race that writer, and a late replay would undo what it wrote next. So `recover()` replays
+the records this store wrote itself and those older than `journal_stale_after` seconds (far
+longer than any write takes), whose writer has surely died. Durability is the server's: a write
+returns once the server applied it (`wait=True`); its WAL settings decide about fsync.
 """
 
 from __future__ import annotations
 
+import time
+import uuid
 import warnings
 from typing import Any, Sequence
 
@@ -14,7 +25,7 @@ from qdrant_client.http.exceptions import ApiException
 
 from reme.errors import ConfigError, StoreError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
-                             SearchMode, SparseTerms, VectorRecord, VectorStore, check_collection_name,
+                             SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
                              dense_of, from_payload, is_uuid, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
@@ -41,6 +52,8 @@ class _QdrantFilters(FilterTranslator[Any]):
 
 
 _FILTERS = _QdrantFilters()
+JOURNAL = "_reme_journal"
+_PART = 4_000_000  # characters of a record a journal point holds
 
 
 def _sparse(terms: SparseTerms) -> models.SparseVector:
@@ -54,8 +67,11 @@ class QdrantStore(VectorStore):
 
     def __init__(self, *, url: str | None = None, api_key: str | None = None, location: str | None = None,
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
-                 batch_size: int = 256) -> None:
-        super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size)
+                 batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0) -> None:
+        super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
+        self.journal_stale_after = journal_stale_after
+        self._own: set[str] = set()  # records this store wrote: replayable at once
+        self._journal_ready = False
         if sum(x is not None for x in (url, location, path)) != 1:
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
         self.local = url is None
@@ -73,6 +89,7 @@ class QdrantStore(VectorStore):
 
     # -- collections -------------------------------------------------------------------------
     async def _create_collection(self, name: str, dim: int) -> None:
+        # One server call creates it; a crash before its payload indexes leaves it usable, if slower.
         await self._call("create collection", self._client.create_collection(
             name,
             vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
@@ -99,12 +116,94 @@ class QdrantStore(VectorStore):
 
     async def list_collections(self) -> list[str]:
         response = await self._call("list collections", self._client.get_collections())
-        return sorted(c.name for c in response.collections)
+        return sorted(c.name for c in response.collections if c.name != JOURNAL)
 
-    async def delete_collection(self, name: str) -> None:
+    async def _drop_collection(self, name: str) -> None:
         check_collection_name(name)
         self._dims.pop(name, None)
         await self._call("delete collection", self._client.delete_collection(name))
+
+    # -- journal -------------------------------------------------------------------------------
+    async def _journal(self) -> str:
+        if not self._journal_ready:
+            if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
+                try:
+                    # A 1-d placeholder vector: every server version takes such points.
+                    await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
+                        size=1, distance=models.Distance.DOT))
+                except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
+                    if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
+                        raise
+            self._journal_ready = True
+        return JOURNAL
+
+    async def _journal_put(self, body: bytes) -> str:
+        journal = await self._journal()
+        key = str(uuid.uuid4())
+        text = body.decode()
+        parts = [text[i:i + _PART] for i in range(0, len(text), _PART)] or [""]
+        now = time.time()
+        for i, part in enumerate(parts):  # the parts first: a header makes the record count
+            point = models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
+                                       payload={"record": key, "part": i, "body": part, "created": now})
+            await self._call("journal", self._client.upsert(journal, [point], wait=True))
+        header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
+                                                                "header": True})
+        await self._call("journal", self._client.upsert(journal, [header], wait=True))
+        self._own.add(key)
+        return key
+
+    async def _journal_drop(self, key: str) -> None:
+        journal = await self._journal()
+        await self._call("journal", self._client.delete(journal, models.PointIdsList(points=[key]), wait=True))
+        selector = models.FilterSelector(filter=models.Filter(must=[
+            models.FieldCondition(key="record", match=models.MatchValue(value=key))]))
+        await self._call("journal", self._client.delete(journal, selector, wait=True))
+        self._own.discard(key)
+
+    async def _journal_pending(self) -> list[tuple[str, bytes]]:
+        if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
+            return []
+        journal = await self._journal()
+        cutoff = time.time() - self.journal_stale_after
+        headers: list[Any] = []
+        offset: Any = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # local mode warns that it has no payload indexes
+            while True:
+                page, offset = await self._call("journal", self._client.scroll(
+                    journal, scroll_filter=models.Filter(must=[
+                        models.FieldCondition(key="header", match=models.MatchValue(value=True))]),
+                    limit=256, offset=offset, with_payload=True))
+                headers += page
+                if offset is None:
+                    break
+        await self._drop_orphan_parts(journal, {str((h.payload or {})["record"]) for h in headers}, cutoff)
+        out: list[tuple[str, float, bytes]] = []
+        for header in headers:
+            payload = header.payload or {}
+            key, created = str(payload["record"]), float(payload["created"])
+            if key not in self._own and created > cutoff:
+                continue  # its writer may still be at work
+            ids = [str(uuid.uuid5(uuid.UUID(key), str(i))) for i in range(int(payload["parts"]))]
+            parts = await self._call("journal", self._client.retrieve(journal, ids, with_payload=True))
+            by_part = {int((p.payload or {})["part"]): str((p.payload or {})["body"]) for p in parts}
+            body = "".join(by_part.get(i, "\0") for i in range(len(ids)))  # a lost part: unreadable
+            out.append((key, created, body.encode()))
+        out.sort(key=lambda r: r[1])
+        return [(key, body) for key, _, body in out]
+
+    async def _drop_orphan_parts(self, journal: str, records: set[str], cutoff: float) -> None:
+        """Parts whose header never came: their writer died before its first engine write."""
+        stale = models.Filter(must=[models.FieldCondition(key="created", range=models.Range(lt=cutoff))],
+                              must_not=[models.FieldCondition(key="header", match=models.MatchValue(value=True))])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # local mode warns that it has no payload indexes
+            parts, _ = await self._call("journal", self._client.scroll(journal, scroll_filter=stale, limit=10_000,
+                                                                       with_payload=["record"]))
+        orphans = [p.id for p in parts if str((p.payload or {}).get("record")) not in records]
+        if orphans:
+            await self._call("journal", self._client.delete(journal, models.PointIdsList(points=orphans), wait=True))
 
     # -- primitives ---------------------------------------------------------------------------
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
