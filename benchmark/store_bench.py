@@ -35,6 +35,7 @@ import qdrant_edge as qe
 
 from reme.schema import MemoryNode, MemoryType
 from reme.store import VectorRecord, VectorStore
+from reme.store.base import to_payload
 from reme.store.edge import EdgeStore
 from reme.store.filters import eq
 from reme.store.qdrant import QdrantStore
@@ -138,18 +139,31 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
     return rows
 
 
-def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list[str], queries: int) -> dict[str, Any]:
+async def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list[str], queries: int,
+                         same_work: bool = False) -> dict[str, Any]:
+    """qdrant-edge-py called directly. Plain: a shard with one payload index and two payload
+    fields. `same_work`: the shard the store creates (every payload index) and the payload the store
+    writes, so store/raw is the cost of the store layer alone, not of what it stores."""
     bm25 = qe.Bm25(qe.Bm25Config(avg_len=32))
-    shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
-        vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)},
-        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}))
-    shard.update(qe.UpdateOperation.create_field_index("memory_target", qe.KeywordIndexParams(is_tenant=True)))
     n = len(texts)
+    owner: EdgeStore | None = None
+    if same_work:
+        owner = EdgeStore(path)
+        await owner.create_collection("raw", DIM)
+        shard = owner._shard("raw")
+        payloads = [to_payload(MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL,
+                                          memory_target=targets[i], content=texts[i])) for i in range(n)]
+    else:
+        shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
+            vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)},
+            sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}))
+        shard.update(qe.UpdateOperation.create_field_index("memory_target", qe.KeywordIndexParams(is_tenant=True)))
+        payloads = [{"memory_target": targets[i], "content": texts[i]} for i in range(n)]
     t = time.perf_counter()
     for start in range(0, n, 1000):
         shard.update(qe.UpdateOperation.upsert_points([
             qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist(), "bm25": bm25.embed_document(texts[i])},
-                     {"memory_target": targets[i], "content": texts[i]}) for i in range(start, min(n, start + 1000))]))
+                     payloads[i]) for i in range(start, min(n, start + 1000))]))
     rate = n / (time.perf_counter() - t)
     rng = np.random.default_rng(1)
     qidx = rng.integers(0, n, queries)
@@ -160,8 +174,25 @@ def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list
         shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(vecs[qidx[j]].tolist(), using="dense"),
                                     filter=f, with_payload=True))
         filt.append(time.perf_counter() - t)
-    shard.close()
-    return {"backend": "edge-raw", "phase": "exact", "n": n, "upsert/s": rate, "filtered": pct(filt)}
+    if owner is not None:
+        await owner.close()
+    else:
+        shard.close()
+    return {"backend": "edge-raw, same work" if same_work else "edge-raw", "phase": "exact", "n": n,
+            "upsert/s": rate, "filtered": pct(filt)}
+
+
+def ratios(rows: list[dict[str, Any]], n: int) -> str:
+    """The store layer's cost at one size: store/raw for a filtered search (p50) and raw/store
+    for upserts, against both raw baselines."""
+    store = next((r for r in rows if r["backend"] == "edge" and r["phase"] == "exact" and r["n"] == n), None)
+    if store is None:
+        return ""
+    out = []
+    for raw in [r for r in rows if r["backend"].startswith("edge-raw") and r["n"] == n]:
+        out.append(f"n={n:,} vs {raw['backend']}: filtered search x{store['filtered'][0] / raw['filtered'][0]:.2f}, "
+                   f"upsert x{raw['upsert/s'] / store['upsert/s']:.2f} (store/raw time)")
+    return "\n".join(out)
 
 
 async def worst_stall(work: Callable[[], Awaitable[Any]]) -> float:
@@ -286,13 +317,15 @@ async def main() -> None:
     parser.add_argument("--qdrant-max", type=int, default=10_000, help="largest size for qdrant local mode")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--write-path", action="store_true", help="only the durability and event-loop table")
+    parser.add_argument("--no-write-path", action="store_true", help="skip the durability and event-loop table")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
-    try:
-        print(engine_gil(tmp), flush=True)
-        print(await bench_write_path(tmp), flush=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if not args.no_write_path:
+        tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
+        try:
+            print(engine_gil(tmp), flush=True)
+            print(await bench_write_path(tmp), flush=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     if args.write_path:
         return
     rows: list[dict[str, Any]] = []
@@ -300,7 +333,8 @@ async def main() -> None:
         vecs, texts, targets = make_data(n)
         tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
         try:
-            rows.append(bench_raw_edge(tmp / "raw", vecs, texts, targets, args.queries))
+            rows.append(await bench_raw_edge(tmp / "raw", vecs, texts, targets, args.queries))
+            rows.append(await bench_raw_edge(tmp / "raw-same", vecs, texts, targets, args.queries, same_work=True))
             for backend in args.backends.split(","):
                 if backend == "edge":
                     async def reopen() -> VectorStore:
@@ -313,6 +347,7 @@ async def main() -> None:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         print(fmt(rows), flush=True)
+        print(ratios(rows, n), flush=True)
     print("\nlatencies in ms as p50 / p95; recall@10 of dense search against exact numpy search")
 
 

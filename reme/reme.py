@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from reme.config import ReMeConfig
 from reme.embedding import Embedder, create_embedder
-from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, describe
+from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, VectorSizeError, describe
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
@@ -26,7 +26,8 @@ from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
                          MemoryVersion, Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
-from reme.store import DeleteWhere, DropCollection, VectorStore, open_store
+from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
+from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
 
@@ -40,34 +41,38 @@ def _invalid(exc: ValidationError) -> InvalidInputError:
     return InvalidInputError(describe(exc))
 
 
-def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None) -> Scope | None:
-    """The scope a call names (at most one of the three), or None for an unscoped call."""
+def _named(user_name: Any, task_name: Any, tool_name: Any) -> tuple[str, Any] | None:
+    """(kind, what was given for it) for the one kind of target a call names, or None."""
     given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
     if len(given) > 1:
         raise InvalidInputError("name one target: user_name, task_name or tool_name, not several")
-    if not given:
-        return None
-    kind, name = given[0]
+    return given[0] if given else None
+
+
+def _scope(kind: str, name: Any) -> Scope:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInputError(f"{kind}_name must be a non-empty string")
     return Scope(kind, name.strip())
 
 
+def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None) -> Scope | None:
+    """The scope a call names (at most one of the three), or None for an unscoped call."""
+    named = _named(user_name, task_name, tool_name)
+    return _scope(*named) if named else None
+
+
 def scopes_of(user_name: str | Sequence[str] | None, task_name: str | Sequence[str] | None,
               tool_name: str | Sequence[str] | None) -> list[Scope] | None:
     """The scopes a reading call names: one target, or a list of targets of one kind (None: unscoped)."""
-    given = [(k, v) for k, v in (("user", user_name), ("task", task_name), ("tool", tool_name)) if v is not None]
-    if len(given) > 1:
-        raise InvalidInputError("name one kind of target: user_name, task_name or tool_name, not several")
-    if not given:
+    named = _named(user_name, task_name, tool_name)
+    if named is None:
         return None
-    kind, names = given[0]
+    kind, names = named
     if isinstance(names, str):
-        names = [names]
+        return [_scope(kind, names)]
     if not isinstance(names, Sequence) or not names:
         raise InvalidInputError(f"{kind}_name must be a name or a non-empty list of names")
-    scopes = [scope_of(**{f"{k}_name": n if k == kind else None for k in ("user", "task", "tool")}) for n in names]
-    return list(dict.fromkeys(s for s in scopes if s is not None))
+    return list(dict.fromkeys(_scope(kind, n) for n in names))
 
 
 def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[MemoryType, ...]:
@@ -416,6 +421,30 @@ class ReMe:
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
+    async def backup(self, path: str | Path) -> int:
+        """Write the whole store (every memory and every version, vectors included) to one JSONL
+        file, a fraction of the store's size on disk; returns how many records. `restore` loads it."""
+        return await backups.dump(self.store, {"memories": self.collection, "versions": self.repo.versions},
+                                 _path_arg(path))
+
+    async def restore(self, path: str | Path) -> int:
+        """Load a file written by `backup` into this store, which must hold no memories yet (a new
+        working directory, or after `delete_all(everything=True)`); all or nothing, as one write.
+        Returns how many records were restored."""
+        dim, records = backups.load(_path_arg(path), {"memories", "versions"})
+        async with self.repo.lock:
+            held = await self.store.count(self.collection) + await self.store.count(self.repo.versions)
+            if held:
+                raise InvalidInputError(f"restore needs an empty store; this one holds {held} records "
+                                        "(use a new working_dir, or delete_all(everything=True) first)")
+            if dim != await self.store.collection_dim(self.collection):
+                raise VectorSizeError(f"the backup holds vectors of size {dim}, this store "
+                                      f"{await self.store.collection_dim(self.collection)}: restore it with the "
+                                      "embedder it was made with")
+            await self.store.write([Upsert(self.collection, records["memories"]),
+                                    Upsert(self.repo.versions, records["versions"])])
+        return sum(len(r) for r in records.values())
+
     async def import_memory(self, path: str | Path, *, format: str = "jsonl", user_name: str | None = None,
                             task_name: str | None = None, tool_name: str | None = None) -> int:
         """Load memories from a file, as one batch: every line is validated first, so a bad line
@@ -758,6 +787,12 @@ class ReMeSync:
 
     def export_memory(self, path: str | Path, **kwargs: Any) -> int:
         return self._run(self._reme.export_memory(path, **kwargs))
+
+    def backup(self, path: str | Path) -> int:
+        return self._run(self._reme.backup(path))
+
+    def restore(self, path: str | Path) -> int:
+        return self._run(self._reme.restore(path))
 
     def import_memory(self, path: str | Path, **kwargs: Any) -> int:
         return self._run(self._reme.import_memory(path, **kwargs))

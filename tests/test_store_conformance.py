@@ -328,3 +328,22 @@ async def test_equal_scores_are_ordered_by_id_across_stores(tmp_path: Path, mode
         tops.append([h.node.memory_id for h in hits])
         await s.close()
     assert tops[0] == tops[1] == [n.memory_id for n in nodes[:5]]
+
+
+async def test_a_read_gives_back_the_node_that_was_written_field_for_field(store: VectorStore) -> None:
+    """Reads rebuild nodes from payloads without validating them again: every field, type and
+    timezone must still come back as written, through get, list and search."""
+    plus2 = timezone(timedelta(hours=2))
+    written = node("Alice moved to Berlin", memory_type=MemoryType.HISTORY, target_kind="task", when_to_use="moves",
+                   message_time=datetime(2024, 5, 3, 10, 0, tzinfo=plus2), author="alice", score=0.25,
+                   tags=["move", "city"], ref_ids=["r1"], metadata={"a": {"b": [1, 2.5, None, True, "x"]}}, version=3)
+    await put(store, written)
+    (got,) = (await store.get("mem", [written.memory_id])).found
+    listed = (await store.list("mem")).nodes[0]
+    (hit,) = await store.search("mem", text="Berlin", mode="keyword")
+    for read in (got.node, listed, hit.node):
+        assert read == written and read.model_dump() == written.model_dump()
+        assert read.memory_type is MemoryType.HISTORY and read.target_kind == "task"
+        assert read.message_time.utcoffset() == timedelta(hours=2)
+        assert read.model_dump_json() == written.model_dump_json()
+        assert read.revised(content="Alice moved to Paris").version == 4  # a rebuilt node validates as usual

@@ -37,7 +37,7 @@ from qdrant_edge import Bm25, Bm25Config
 from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError,
                          describe)
 from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
-                         SearchResult, parse_iso, parse_json)
+                         MemoryType, SearchResult, parse_iso, parse_json)
 from reme.store.filters import SORT_KEYS, Filter
 
 SearchMode = Literal["dense", "keyword", "hybrid"]
@@ -195,9 +195,49 @@ def to_payload(node: MemoryNode) -> dict[str, Any]:
     return payload
 
 
+_NODE_FIELDS = tuple(MemoryNode.model_fields)
+_TIME_FIELDS = ("message_time", "time_created", "time_modified")
+
+
 def from_payload(payload: dict[str, Any]) -> MemoryNode:
-    fields = {k: v for k, v in payload.items() if k in MemoryNode.model_fields}
-    return MemoryNode.model_validate(fields)
+    """The node a payload holds. Payloads are what `to_payload` wrote from a validated node, so
+    they are not validated again (validating was most of a search's cost): only the types JSON
+    cannot carry are restored. A payload without that shape goes through full validation."""
+    try:
+        fields = {k: payload[k] for k in _NODE_FIELDS}
+        fields["memory_type"] = MemoryType(fields["memory_type"])
+        for key in _TIME_FIELDS:
+            fields[key] = _iso_time(fields[key])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return MemoryNode.model_validate({k: v for k, v in payload.items() if k in MemoryNode.model_fields})
+    return _construct(MemoryNode, fields)
+
+
+def record_of(payload: dict[str, Any], vector: list[float] | None) -> VectorRecord:
+    """A stored point as a record (see `from_payload`)."""
+    return _construct(VectorRecord, {"node": from_payload(payload), "vector": vector})
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _construct(cls: type[M], fields: dict[str, Any]) -> M:
+    """`cls.model_construct(**fields)` for a complete set of trusted fields, without its per-call
+    bookkeeping (defaults, aliases): a search builds one node and one result per hit."""
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
+def _iso_time(value: Any) -> datetime:
+    # Python 3.10's fromisoformat does not read a trailing Z.
+    when = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    if when.tzinfo is None:
+        raise ValueError("a stored time without a timezone")
+    return when
 
 
 def check_collection_name(name: str) -> str:
@@ -600,7 +640,7 @@ class VectorStore(ABC):
             if len(hits) < want or hits[limit - 1][1] != hits[-1][1] or want >= MAX_TIE_FETCH:
                 break
             want *= 4
-        return [SearchResult(node=from_payload(payload), similarity=score, rank=i + 1)
+        return [_construct(SearchResult, {"node": from_payload(payload), "similarity": score, "rank": i + 1})
                 for i, (payload, score) in enumerate(hits[:limit])]
 
     async def list(self, name: str, *, flt: Filter | None = None, sort_key: str | None = None,

@@ -42,7 +42,7 @@ import qdrant_edge as qe
 from reme.errors import InvalidInputError, StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, from_payload, is_uuid, off_loop, to_payload)
+                             dense_of, record_of, is_uuid, off_loop, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 T = TypeVar("T")
@@ -277,8 +277,8 @@ class EdgeStore(VectorStore):
         wanted = [str(i) for i in ids]
         valid = [i for i in wanted if is_uuid(i)]
         found = self._call("get", self._shard(name).retrieve, valid, True, [DENSE] if with_vectors else False)
-        by_id = {str(r.id): VectorRecord(node=from_payload(r.payload or {}),
-                                         vector=dense_of(r.vector) if with_vectors else None) for r in found}
+        by_id = {str(r.id): record_of(r.payload or {}, dense_of(r.vector) if with_vectors else None)
+                 for r in found}
         return GetResult(found=[by_id[i] for i in dict.fromkeys(wanted) if i in by_id],
                          missing=[i for i in dict.fromkeys(wanted) if i not in by_id])
 
@@ -325,7 +325,7 @@ class EdgeStore(VectorStore):
         request = qe.ScrollRequest(offset=offset, limit=limit, filter=_FILTERS.build(flt), with_payload=True,
                                    with_vector=[DENSE] if with_vectors else False, order_by=order_by)
         records, nxt = self._call("list", self._shard(name).scroll, request)
-        out = [VectorRecord(node=from_payload(r.payload or {}), vector=dense_of(r.vector) if with_vectors else None)
+        out = [record_of(r.payload or {}, dense_of(r.vector) if with_vectors else None)
                for r in records]
         return out, (str(nxt) if nxt is not None else None)
 

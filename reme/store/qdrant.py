@@ -26,7 +26,7 @@ from qdrant_client.http.exceptions import ApiException
 from reme.errors import ConfigError, StoreError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, from_payload, is_uuid, to_payload)
+                             dense_of, record_of, is_uuid, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
 
@@ -221,8 +221,8 @@ class QdrantStore(VectorStore):
         valid = [i for i in wanted if is_uuid(i)]
         found = await self._call("get", self._client.retrieve(name, valid, with_payload=True,
                                                               with_vectors=[DENSE] if with_vectors else False))
-        by_id = {str(r.id): VectorRecord(node=from_payload(r.payload or {}),
-                                         vector=dense_of(r.vector) if with_vectors else None) for r in found}
+        by_id = {str(r.id): record_of(r.payload or {}, dense_of(r.vector) if with_vectors else None)
+                 for r in found}
         return GetResult(found=[by_id[i] for i in wanted if i in by_id], missing=[i for i in wanted if i not in by_id])
 
     async def _delete_ids(self, name: str, ids: list[str]) -> None:
@@ -269,7 +269,7 @@ class QdrantStore(VectorStore):
             records, nxt = await self._call("list", self._client.scroll(
                 name, scroll_filter=_FILTERS.build(flt), limit=limit, offset=offset, order_by=order_by,
                 with_payload=True, with_vectors=[DENSE] if with_vectors else False))
-        out = [VectorRecord(node=from_payload(r.payload or {}), vector=dense_of(r.vector) if with_vectors else None)
+        out = [record_of(r.payload or {}, dense_of(r.vector) if with_vectors else None)
                for r in records]
         return out, (str(nxt) if nxt is not None else None)
 

@@ -1,0 +1,105 @@
+"""Backups: every record of a store's collections (memories and their versions), vectors
+included, in one compact JSONL file, and back.
+
+The first line is a header (`{"format": "reme-backup", "version": 1, "dim": ..., "collections":
+{...}}`); every other line is one record: the collection's role (`memories` or `versions`), the
+node's fields, and its vector as base64 of little-endian float32 (what the engine stores), so a
+backup is a fraction of the store's size on disk and restores exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from pydantic import ValidationError
+
+from reme.errors import InvalidInputError, describe
+from reme.schema import MemoryNode, parse_json
+from reme.store.base import VectorRecord, VectorStore
+
+FORMAT = "reme-backup"
+VERSION = 1
+
+
+def encode_vector(vector: list[float]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: Any, dim: int, where: str) -> list[float]:
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{where}: the vector is not base64") from None
+    if len(raw) != 4 * dim:
+        raise InvalidInputError(f"{where}: the vector has {len(raw) // 4} values, the backup says {dim}")
+    return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
+
+
+async def dump(store: VectorStore, collections: Mapping[str, str], path: Path) -> int:
+    """Write every record of `collections` (role -> collection name) to `path`, atomically (a
+    temporary file renamed into place); returns how many records."""
+    dim = await store.collection_dim(next(iter(collections.values())))
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"format": FORMAT, "version": VERSION, "dim": dim,
+                                 "collections": dict(collections)}) + "\n")
+            for role, name in collections.items():
+                async for record in store.iter_records(name, with_vectors=True):
+                    assert record.vector is not None  # asked for
+                    row = {"role": role, "node": record.node.model_dump(mode="json"),
+                           "vector": encode_vector(record.vector)}
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    n += 1
+        tmp.replace(path)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the backup {path}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)  # gone after the rename; a half-written file otherwise
+    return n
+
+
+def load(path: Path, roles: set[str]) -> tuple[int, dict[str, list[VectorRecord]]]:
+    """The vector size and the records (by role) of a backup file; any flaw is an
+    `InvalidInputError` naming the line, before anything is written."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read the backup {path}: {exc.strerror or exc}") from None
+    header = _line(lines[0], path, 1) if lines else {}
+    if header.get("format") != FORMAT or header.get("version") != VERSION:
+        raise InvalidInputError(f"{path} is not a ReMe backup (format {FORMAT!r}, version {VERSION})")
+    dim = header.get("dim")
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+        raise InvalidInputError(f"{path}:1: the vector size is not a positive integer")
+    records: dict[str, list[VectorRecord]] = {role: [] for role in roles}
+    for number, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        row = _line(line, path, number)
+        where = f"{path}:{number}"
+        if row.get("role") not in roles:
+            raise InvalidInputError(f"{where}: role must be one of {sorted(roles)}")
+        try:
+            node = MemoryNode.model_validate(row.get("node"))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{where}: {describe(exc)}") from None
+        records[row["role"]].append(VectorRecord(node=node, vector=decode_vector(row.get("vector"), dim, where)))
+    return dim, records
+
+
+def _line(line: bytes, path: Path, number: int) -> dict[str, Any]:
+    try:
+        row = parse_json(line.decode("utf-8"), "the line")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{path}:{number}: the line is not valid UTF-8") from None
+    except ValueError as exc:
+        raise InvalidInputError(f"{path}:{number}: {exc}") from None
+    if not isinstance(row, dict):
+        raise InvalidInputError(f"{path}:{number}: expected a JSON object")
+    return row
