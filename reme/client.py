@@ -251,18 +251,33 @@ class ReMeClient:
         """Stream the service's export into the local file `path`; returns how many memories."""
         body = _body(memory_type=memory_type, filters=filters, with_vectors=with_vectors,
                      **_scope(user_name, task_name, tool_name))
+        return await self._download("/v1/memories/export", body, path)
+
+    async def backup(self, path: str | Path) -> int:
+        """Stream the service's whole store (every memory and version, vectors included) into the
+        local file `path`; returns how many records. `restore` loads it (here or in process)."""
+        return await self._download("/v1/backup", None, path)
+
+    async def restore(self, path: str | Path) -> int:
+        """Send a file written by `backup` to the service, whose store must hold no memories yet."""
+        return await self._upload("/v1/restore", {}, path)
+
+    async def _download(self, route: str, body: Any, path: str | Path) -> int:
+        """Stream a JSONL answer into `path` (via a temporary file: a failure leaves no half file);
+        the count comes from the X-ReMe-Count header. Retried like a reading call."""
         target = Path(path)
         tmp = target.with_name(target.name + ".tmp")
         attempt = 0
         while True:
             try:
-                async with self._http.stream("POST", "/v1/memories/export", json=body) as response:
+                async with self._http.stream("POST", route, json=body) as response:
                     if response.status_code >= 400:
                         await response.aread()
                         try:
-                            raise error_from(response.status_code, response.json())
+                            error_body = response.json()
                         except ValueError:
-                            raise ServiceError(f"HTTP {response.status_code}", status_code=response.status_code)
+                            error_body = response.text
+                        raise error_from(response.status_code, error_body)
                     with tmp.open("wb") as fh:
                         async for chunk in response.aiter_bytes():
                             fh.write(chunk)
@@ -270,23 +285,26 @@ class ReMeClient:
                 break
             except httpx.TransportError as exc:
                 if attempt >= self.retries:
-                    raise ServiceError(f"export from {self.base_url} failed: {type(exc).__name__}: {exc}") from exc
+                    raise ServiceError(f"POST {self.base_url}{route} failed: {type(exc).__name__}: {exc}") from exc
                 await asyncio.sleep(self.backoff * 2 ** attempt)
                 attempt += 1
         os.replace(tmp, target)
         return count
 
-    async def import_memory(self, path: str | Path, *, format: str = "jsonl", user_name: str | None = None,
-                            task_name: str | None = None, tool_name: str | None = None) -> int:
-        """Send the local JSONL file `path` to the service; see `ReMe.import_memory`."""
+    async def _upload(self, route: str, params: Mapping[str, str], path: str | Path) -> int:
         try:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
-        params = {"format": format, **_scope(user_name, task_name, tool_name)}
-        response = await self._call("POST", "/v1/memories/import", params=params, content=data,
+        response = await self._call("POST", route, params=params, content=data,
                                     headers={"Content-Type": "application/x-ndjson"})
         return int(response.json()["count"])
+
+    async def import_memory(self, path: str | Path, *, format: str = "jsonl", user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None) -> int:
+        """Send the local JSONL file `path` to the service; see `ReMe.import_memory`."""
+        return await self._upload("/v1/memories/import", {"format": format, **_scope(user_name, task_name, tool_name)},
+                                  path)
 
     # -- pipelines ---------------------------------------------------------------------------------
     async def summarize_memory(self, messages: MessagesSpec | None = None, *,
@@ -409,6 +427,12 @@ class ReMeClientSync:
 
     def import_memory(self, path: str | Path, **kwargs: Any) -> int:
         return self._run(self._client.import_memory(path, **kwargs))
+
+    def backup(self, path: str | Path) -> int:
+        return self._run(self._client.backup(path))
+
+    def restore(self, path: str | Path) -> int:
+        return self._run(self._client.restore(path))
 
     def optimize(self) -> bool:
         return self._run(self._client.optimize())

@@ -31,7 +31,7 @@ import tempfile
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Iterator, Literal, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -324,6 +324,36 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
         if isinstance(value, int) and value > top:
             raise InvalidInputError(f"{what} is {value}; the limit is {top}")
 
+    async def spooled(write: Callable[[Path], Awaitable[int]]) -> StreamingResponse:
+        """Stream what a facade method writes to a file (export, backup): written to a spool file
+        first (so its errors are still a typed status), then sent line by line and deleted."""
+        folder = tempfile.TemporaryDirectory(prefix="reme-spool-")
+        path = Path(folder.name) / "out.jsonl"
+        try:
+            n = await run(write(path))
+        except BaseException:
+            folder.cleanup()
+            raise
+
+        def lines() -> Iterator[bytes]:
+            try:
+                with path.open("rb") as fh:
+                    yield from fh
+            finally:
+                folder.cleanup()
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson", headers={"X-ReMe-Count": str(n)})
+
+    async def unspooled(body: bytes, read: Callable[[Path], Awaitable[int]]) -> int:
+        """Hand a JSONL body to a facade method that reads a file (import, restore)."""
+        with tempfile.TemporaryDirectory(prefix="reme-spool-") as folder:
+            path = Path(folder) / "body.jsonl"
+            path.write_bytes(body)
+            try:
+                return await run(read(path))
+            except InvalidInputError as exc:  # name the body, not the spool file
+                raise type(exc)(str(exc).replace(str(path), "body")) from None
+
     @app.exception_handler(ReMeError)
     async def on_reme_error(request: Request, exc: ReMeError) -> JSONResponse:
         return error_response(status_of(exc), type(exc).__name__, str(exc), _details(exc))
@@ -432,22 +462,7 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
                                "description": "one memory a line, as `export_memory` writes them"}})
     async def export_memory(body: ExportRequest, caller: Caller = Auth, reme: ReMe = Facade) -> StreamingResponse:
         caller.permit(body.targets())
-        folder = tempfile.TemporaryDirectory(prefix="reme-export-")
-        path = Path(folder.name) / "export.jsonl"
-        try:
-            n = await run(reme.export_memory(path, **body.model_dump()))
-        except BaseException:
-            folder.cleanup()
-            raise
-
-        def lines() -> Iterator[bytes]:
-            try:
-                with path.open("rb") as fh:
-                    yield from fh
-            finally:
-                folder.cleanup()
-
-        return StreamingResponse(lines(), media_type="application/x-ndjson", headers={"X-ReMe-Count": str(n)})
+        return await spooled(lambda path: reme.export_memory(path, **body.model_dump()))
 
     @app.post("/v1/memories/import", response_model=Count, tags=["files"],
               openapi_extra={"requestBody": {"required": True, "content": {"application/x-ndjson": {
@@ -456,15 +471,23 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
                             scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                             reme: ReMe = Facade) -> Count:
         caller.permit(scope.targets(), destructive="import")
-        body = await request.body()
-        with tempfile.TemporaryDirectory(prefix="reme-import-") as folder:
-            path = Path(folder) / "body.jsonl"
-            path.write_bytes(body)
-            try:
-                n = await run(reme.import_memory(path, format=format, **scope.model_dump()))
-            except InvalidInputError as exc:  # name the body, not the spool file
-                raise type(exc)(str(exc).replace(str(path), "body")) from None
+        n = await unspooled(await request.body(),
+                            lambda path: reme.import_memory(path, format=format, **scope.model_dump()))
         return Count(count=n)
+
+    @app.post("/v1/backup", tags=["files"], response_class=StreamingResponse,
+              responses={200: {"content": {"application/x-ndjson": {}},
+                               "description": "every memory and version with its vector, as `backup` writes them"}})
+    async def backup(caller: Caller = Auth, reme: ReMe = Facade) -> StreamingResponse:
+        caller.permit([])  # the whole store: a token with `*` for every kind
+        return await spooled(lambda path: reme.backup(path))
+
+    @app.post("/v1/restore", response_model=Count, tags=["files"],
+              openapi_extra={"requestBody": {"required": True, "content": {"application/x-ndjson": {
+                  "schema": {"type": "string", "description": "a file written by backup"}}}}})
+    async def restore(request: Request, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit([], destructive="restore")
+        return Count(count=await unspooled(await request.body(), lambda path: reme.restore(path)))
 
     # -- pipelines --
     @app.post("/v1/summarize", response_model=SummaryResult, tags=["pipelines"])

@@ -226,6 +226,35 @@ async def test_export_then_import_restores_a_scope(api: Any, uid: str, tmp_path:
 
 
 @module_loop
+async def test_backup_holds_every_record_and_restore_needs_an_empty_store(api: Any, uid: str, tmp_path: Path) -> None:
+    node = await api.add_memory("Iris keeps bees", user_name=uid)
+    await api.update_memory(node.memory_id, content="Iris keeps bees and goats", user_name=uid)
+    path = tmp_path / "backup.jsonl"
+    n = await api.backup(path)
+    text = path.read_text()
+    assert n == len(text.splitlines()) - 1  # a header line, then one line a record
+    assert sum(node.memory_id in line for line in text.splitlines()) == 2  # the memory and its old version
+    with pytest.raises(InvalidInputError, match="empty store"):
+        await api.restore(path)
+
+
+@module_loop
+async def test_a_backup_restores_into_a_fresh_service(service: Served, tmp_path: Path) -> None:
+    async with ReMeClient(service.url) as source:
+        node = await source.add_memory("Jack restores backups", user_name="jack-restore")
+        n = await source.backup(tmp_path / "b.jsonl")
+        expected = await source.count_memory()
+    fresh = Served(tmp_path / "fresh").wait_ready()
+    try:
+        async with ReMeClient(fresh.url) as target:
+            assert await target.restore(tmp_path / "b.jsonl") == n
+            assert await target.count_memory() == expected
+            assert await target.get_memory(node.memory_id, user_name="jack-restore") == node
+    finally:
+        assert fresh.stop() == 0, fresh.output()
+
+
+@module_loop
 async def test_record_usage_then_prune_failing_lessons(api: Any, uid: str) -> None:
     good = await api.add_memory("Check the API docs first", task_name=uid)
     bad = await api.add_memory("Guess the endpoint name", task_name=uid)
@@ -372,6 +401,7 @@ async def test_a_403_touches_nothing(guarded: Served, tmp_path: Path) -> None:
             alice.summarize_memory([{"role": "user", "content": "hi"}], user_name=["alice", "bob"]),
             alice.retrieve_memory("jazz", user_name="bob"),
             alice.optimize(),
+            alice.backup(tmp_path / "all.jsonl"),
         ]
         for call in refused:
             with pytest.raises(PermissionDeniedError) as caught:
@@ -381,6 +411,9 @@ async def test_a_403_touches_nothing(guarded: Served, tmp_path: Path) -> None:
         path.write_text(json.dumps(mine.model_dump(mode="json")) + "\n")
         with pytest.raises(PermissionDeniedError):
             await alice.import_memory(path, user_name="alice")
+        with pytest.raises(PermissionDeniedError):
+            await alice.restore(path)
+        assert not (tmp_path / "all.jsonl").exists()
         assert await admin.count_memory() == before
         assert await admin.get_memory(bob.memory_id) == bob
         assert await alice.get_memory(mine.memory_id, user_name="alice") == mine
@@ -504,7 +537,8 @@ def test_openapi_covers_every_endpoint_and_error_shape(service: Served) -> None:
                 ("post", "/v1/memories/count"), ("post", "/v1/memories/search"), ("post", "/v1/memories/delete_all"),
                 ("post", "/v1/memories/usage"), ("post", "/v1/memories/export"), ("post", "/v1/memories/import"),
                 ("post", "/v1/summarize"), ("post", "/v1/retrieve"), ("post", "/v1/prune"),
-                ("post", "/v1/optimize"), ("get", "/v1/health"), ("get", "/v1/version")}
+                ("post", "/v1/optimize"), ("post", "/v1/backup"), ("post", "/v1/restore"), ("get", "/v1/health"),
+                ("get", "/v1/version")}
     assert {(m, p) for p, ops in paths.items() for m in ops} == expected
     for path, ops in paths.items():
         for op in ops.values():
