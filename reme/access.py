@@ -26,8 +26,9 @@ class _Strict(BaseModel):
 
 
 class TokenConfig(_Strict):
-    """A bearer token: its name (logged), its secret (never logged), the targets it may touch
-    (names per kind, `*` for any) and whether it may call destructive operations."""
+    """A bearer token: its name (logged), its secret (never logged; 16+ characters), the targets
+    it may touch (names per kind, `*` for any; `*` for all three also allows unscoped calls) and
+    whether it may call destructive operations (delete_all, import, prune, restore)."""
 
     name: str = Field(min_length=1)
     secret: SecretStr

@@ -17,7 +17,7 @@ Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-co
     users = ["*"]          # any user; or a list of names
     tasks = ["triage"]
     tools = []
-    destructive = false    # delete_all, import and prune need true
+    destructive = false    # delete_all, import, prune and restore need true
     [server.limits]
     max_body_bytes = 10485760
 """
