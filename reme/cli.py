@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import shutil
 import os
@@ -105,6 +106,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="jsonl", choices=["jsonl", "reme-jsonl"],
                    help="jsonl: written by `reme export`; reme-jsonl: a task-memory pool of the original ReMe")
     p.add_argument("--task-name", "--task", dest="task_name", help="the task a reme-jsonl pool belongs to")
+
+    p = sub.add_parser("serve", parents=[common], help="serve the memory API over HTTP (extra: server)")
+    p.add_argument("--host", help="address to bind (default 127.0.0.1; others need tokens)")
+    p.add_argument("--port", type=int, help="port (default 8000)")
+    p.add_argument("--server-config", help="JSON/TOML file with tokens and limits (default: $REME_SERVER_CONFIG)")
+
+    p = sub.add_parser("mcp", parents=[common], help="serve memory tools over MCP (extra: mcp)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", help="address for --transport http (default 127.0.0.1; others need tokens)")
+    p.add_argument("--port", type=int, help="port for --transport http (default 8000)")
+    p.add_argument("--server-config", help="JSON/TOML file with tokens and limits (default: $REME_SERVER_CONFIG)")
+    _scope_args(p)
 
     p = sub.add_parser("demo", parents=[common], help="a guided tour on a fresh working directory")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (when no --working-dir is given)")
@@ -246,6 +259,27 @@ def _bench(argv: list[str]) -> int:
     return int(locomo_main(argv[1:]))
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """`reme serve` / `reme mcp`: the facade behind HTTP or MCP, until SIGTERM or SIGINT."""
+    embedding: dict[str, Any] = {}
+    if args.embedding:
+        embedding["backend"] = args.embedding
+    if args.embedding_model:
+        embedding["model"] = args.embedding_model
+    reme = ReMe(working_dir=args.working_dir, embedding=embedding or None, config_file=args.config)
+    from reme.access import ServerConfig
+
+    config = ServerConfig.load(args.server_config, host=args.host, port=args.port)
+    module = "server" if args.command == "serve" else "mcp"
+    try:
+        service = importlib.import_module(f"reme.{module}")
+    except ImportError as exc:
+        raise ConfigError(f"reme {args.command} needs the `{module}` extra: pip install 'reme[{module}]' ({exc})")
+    if args.command == "serve":
+        return int(service.serve(config, reme))
+    return int(service.serve(config, reme, transport=args.transport, **_scope(args)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
@@ -256,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         (StoreError, EXIT_STORE), (EmbeddingError, EXIT_MODEL), (LLMError, EXIT_MODEL), (ReMeError, EXIT_FAIL),
     ]
     try:
+        if args.command in ("serve", "mcp"):
+            return _serve(args)
         return asyncio.run(_run(args))
     except ReMeError as exc:
         code = next(c for t, c in codes if isinstance(exc, t))

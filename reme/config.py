@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from reme.errors import ConfigError, describe
 
+NOT_SETTINGS = {"REME_CONFIG", "REME_SERVER_CONFIG", "REME_URL", "REME_TOKEN"}
+"""`REME_*` variables that are not engine settings: the config file's path, and those of the
+service (`reme serve`/`reme mcp` settings file) and its client (URL and token)."""
 DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 
@@ -192,7 +195,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
                 "prompts": PromptsConfig, "retrieval": RetrievalConfig, "procedural": ProceduralConfig,
                 "tool": ToolConfig}
     for key, value in env.items():
-        if not key.startswith("REME_") or key == "REME_CONFIG":
+        if not key.startswith("REME_") or key in NOT_SETTINGS:
             continue
         name = key[5:].lower()
         if "__" in name:

@@ -94,3 +94,32 @@ class PromptTooLargeError(InvalidInputError, LLMError):
 
 class PromptError(ConfigError):
     """A prompt template is missing, does not parse, or uses a variable it was not given."""
+
+
+class ServiceError(ReMeError):
+    """The memory service (`reme serve`) refused a request or could not be reached.
+    `status_code` is the HTTP status, None when no answer came (connection failure)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class AuthenticationError(ServiceError):
+    """No bearer token, or one the service does not know (HTTP 401)."""
+
+
+class PermissionDeniedError(ServiceError):
+    """The token may not touch that target, or may not call that operation (HTTP 403)."""
+
+
+class RequestTimeoutError(ServiceError):
+    """The service gave up waiting for the operation (HTTP 408); a write may still complete."""
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """The request body is larger than the service accepts (HTTP 413)."""
+
+
+class NotReadyError(ReMeError):
+    """The memory store is not open (yet or any more): retry later (HTTP 503)."""

@@ -9,4 +9,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 .venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e ".[local,dev,bench]"
+.venv/bin/python -m pip install --quiet -e ".[local,dev,bench,server,mcp]"

@@ -1,0 +1,297 @@
+"""The HTTP service under load: concurrent clients against `reme serve` on loopback, the same mix
+against the in-process facade beside it, then a SIGKILL of the server mid-load and a restart.
+
+Each client owns one user (so its updates and deletes never race another client's) and runs a
+mix: 70% reads (retrieve_memory and search_memory, half each), 20% add_memory, 10% writes to its
+own memories (update_memory and delete_memory, half each). Every acknowledged write is kept:
+afterwards each id is read back (`get_memory`) and must hold the content last acknowledged (or a
+write that was in flight when the server was killed), and an acknowledged delete must be gone.
+
+    python -m benchmark.service_bench --clients 50 --duration 60
+    python -m benchmark.service_bench --clients 4 --duration 2 --kill-after 1   # a smoke run
+
+The embedder is the hashing one by default, so the numbers are the service's, not a model's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from reme import MemoryNode, ReMe
+from reme.client import ReMeClient
+from reme.errors import MemoryNotFoundError, ReMeError, ServiceError
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("tea coffee hiking jazz Lisbon Kyoto chess pottery sailing tango bread cycling piano garden novel "
+         "museum ramen violin marathon yoga").split()
+
+
+def sentence(rng: random.Random, user: str) -> str:
+    return f"{user} likes {' and '.join(rng.sample(WORDS, 3))} ({rng.randrange(10**9)})"
+
+
+@dataclass
+class Ledger:
+    """What the server acknowledged: the content each id must hold (None: deleted), and writes
+    that were in flight (their outcome unknown) per id."""
+
+    expected: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> (user, content)
+    pending: dict[str, set[str | None]] = field(default_factory=dict)
+    last_op: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    ops: int = 0
+
+    def record(self, op: str, seconds: float) -> None:
+        self.latencies.setdefault(op, []).append(seconds)
+        self.ops += 1
+
+    def error(self, op: str, exc: BaseException) -> None:
+        key = f"{op}: {type(exc).__name__}"
+        self.errors[key] = self.errors.get(key, 0) + 1
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0}
+    q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
+    return {"p50": q[49] * 1000, "p95": q[94] * 1000, "p99": q[98] * 1000}
+
+
+async def worker(api: Any, user: str, seed: int, until: float, stats: Stats, ledger: Ledger,
+                 stop_on_service_error: bool) -> None:
+    rng = random.Random(seed)
+    mine = [i for i, (u, c) in ledger.expected.items() if u == user and c is not None]
+    while time.perf_counter() < until:
+        r = rng.random()
+        op = ("retrieve" if r < 0.35 else "search" if r < 0.70 else "add" if r < 0.90
+              else "update" if r < 0.95 else "delete")
+        if op in ("update", "delete") and not mine:
+            op = "add"
+        target: str | None = None
+        content: str | None = None
+        start = time.perf_counter()
+        try:
+            if op == "retrieve":
+                await api.retrieve_memory(rng.choice(WORDS), user_name=user, top_k=5, rewrite=False)
+            elif op == "search":
+                await api.search_memory(rng.choice(WORDS), user_name=user, top_k=5)
+            elif op == "add":
+                content = sentence(rng, user)
+                node = MemoryNode(memory_type="personal", memory_target=user, content=content)
+                ledger.pending.setdefault(node.memory_id, set()).add(content)
+                (stored,) = await api.add_memories([node])
+                target = stored.memory_id  # an equal text already stored answers with its own id
+                mine.append(target)
+            elif op == "update":
+                target, content = rng.choice(mine), sentence(rng, user)
+                ledger.pending.setdefault(target, set()).add(content)
+                await api.update_memory(target, content=content, user_name=user)
+            else:
+                target = mine.pop(rng.randrange(len(mine)))
+                ledger.pending.setdefault(target, set()).add(None)
+                await api.delete_memory(target, user_name=user)
+        except ServiceError as exc:
+            if stop_on_service_error:  # the server is gone: this write's outcome stays unknown
+                return
+            stats.error(op, exc)
+            continue
+        except ReMeError as exc:
+            stats.error(op, exc)
+            continue
+        stats.record(op, time.perf_counter() - start)
+        if target is not None:
+            ledger.expected[target] = (user, content)
+            ledger.pending.get(target, set()).discard(content)
+            ledger.last_op[target] = op
+
+
+async def seed(api: Any, users: list[str], per_user: int, ledger: Ledger) -> None:
+    rng = random.Random(0)
+    for user in users:
+        nodes = [MemoryNode(memory_type="personal", memory_target=user, content=sentence(rng, user))
+                 for _ in range(per_user)]
+        for node in await api.add_memories(nodes):
+            ledger.expected[node.memory_id] = (user, node.content)
+
+
+async def run_mix(apis: list[Any], users: list[str], duration: float, ledger: Ledger, *, phase: int = 0,
+                  stop_on_service_error: bool = False, kill: Any = None) -> tuple[Stats, float]:
+    stats = Stats()
+    start = time.perf_counter()
+    until = start + duration
+    tasks = [asyncio.create_task(worker(api, user, phase * 100_000 + i, until, stats, ledger, stop_on_service_error))
+             for i, (api, user) in enumerate(zip(apis, users))]
+    if kill is not None:
+        await kill()
+    await asyncio.gather(*tasks)
+    return stats, time.perf_counter() - start
+
+
+async def verify(api: Any, ledger: Ledger) -> dict[str, Any]:
+    """Read every acknowledged write back by id."""
+    out: dict[str, Any] = {"checked": 0, "missing": 0, "wrong": 0, "resurrected": 0, "examples": []}
+    for memory_id, (user, content) in ledger.expected.items():
+        out["checked"] += 1
+        allowed = {content} | ledger.pending.get(memory_id, set())
+        try:
+            node = await api.get_memory(memory_id, user_name=user)
+        except MemoryNotFoundError:
+            if None not in allowed:
+                out["missing"] += 1
+                out["examples"].append(f"{memory_id} ({ledger.last_op.get(memory_id, 'seed')}) missing")
+            continue
+        if node.content not in allowed:
+            out["wrong" if content is not None else "resurrected"] += 1
+            out["examples"].append(f"{memory_id} ({ledger.last_op.get(memory_id, 'seed')}) holds other content")
+    out["examples"] = out["examples"][:5]
+    return out
+
+
+def summary(name: str, stats: Stats, seconds: float) -> dict[str, Any]:
+    every = [x for v in stats.latencies.values() for x in v]
+    return {"name": name, "ops": stats.ops, "seconds": round(seconds, 2), "ops_per_s": round(stats.ops / seconds, 1),
+            **{k: round(v, 2) for k, v in percentiles(every).items()},
+            "per_op": {op: {"n": len(v), **{k: round(x, 2) for k, x in percentiles(v).items()}}
+                       for op, v in sorted(stats.latencies.items())},
+            "errors": stats.errors}
+
+
+class Server:
+    def __init__(self, working_dir: Path, embedding: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("REME_")},
+               "REME_EMBEDDING__BACKEND": embedding, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        self.log = open(working_dir.parent / f"serve-{self.port}.log", "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "reme.cli", "serve", "-w", str(working_dir), "--port",
+                                      str(self.port)], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    async def ready(self, timeout: float = 60) -> "Server":
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient() as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"reme serve exited with {self.proc.returncode}")
+                try:
+                    if (await http.get(f"{self.url}/v1/health", timeout=1)).status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise RuntimeError("reme serve did not start")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(30)
+        self.log.close()
+        return code
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    users = [f"user-{i}" for i in range(args.clients)]
+    results: dict[str, Any] = {"clients": args.clients, "duration_s": args.duration, "embedding": args.embedding}
+    with tempfile.TemporaryDirectory(prefix="reme-service-bench-") as tmp:
+        # 1. the in-process facade: the baseline
+        ledger = Ledger()
+        async with ReMe(working_dir=Path(tmp) / "facade", embedding={"backend": args.embedding}) as reme:
+            await seed(reme, users, args.seed, ledger)
+            stats, seconds = await run_mix([reme] * len(users), users, args.duration, ledger)
+            results["facade"] = summary("facade", stats, seconds)
+            results["facade"]["verify"] = await verify(reme, ledger)
+
+        # 2. the service, the same mix
+        wd = Path(tmp) / "service"
+        server = await Server(wd, args.embedding).ready()
+        ledger = Ledger()
+        clients = [ReMeClient(server.url, retries=3, backoff=0.05) for _ in users]
+        try:
+            await seed(clients[0], users, args.seed, ledger)
+            stats, seconds = await run_mix(clients, users, args.duration, ledger)
+            results["service"] = summary("service", stats, seconds)
+            results["service"]["verify"] = await verify(clients[0], ledger)
+            facade, service = results["facade"], results["service"]
+            results["overhead"] = {"throughput_ratio": round(facade["ops_per_s"] / max(service["ops_per_s"], 1e-9), 2),
+                                   "p50_ratio": round(service["p50"] / max(facade["p50"], 1e-9), 2)}
+
+            # 3. SIGKILL mid-load, restart on the same directory, read every acknowledged write back
+            async def kill() -> None:
+                await asyncio.sleep(args.kill_after)
+                server.proc.send_signal(signal.SIGKILL)
+
+            stats, seconds = await run_mix(clients, users, args.kill_after + 5, ledger, phase=1,
+                                           stop_on_service_error=True, kill=kill)
+            server.stop()
+        finally:
+            for c in clients:
+                await c.close()
+        restarted = await Server(wd, args.embedding).ready()
+        try:
+            async with ReMeClient(restarted.url) as client:
+                results["after_kill"] = {"ops_acknowledged_in_kill_phase": stats.ops, **await verify(client, ledger)}
+        finally:
+            results["after_kill"]["restart_exit"] = restarted.stop()
+    return results
+
+
+def report(r: dict[str, Any]) -> str:
+    rows = ["| | ops/s | p50 ms | p95 ms | p99 ms | errors | acknowledged writes checked (missing/wrong) |",
+            "|---|---:|---:|---:|---:|---:|---|"]
+    for key in ("facade", "service"):
+        s = r[key]
+        v = s["verify"]
+        rows.append(f"| {key} | {s['ops_per_s']} | {s['p50']:.1f} | {s['p95']:.1f} | {s['p99']:.1f} | "
+                    f"{sum(s['errors'].values())} | {v['checked']} ({v['missing']}/{v['wrong'] + v['resurrected']}) |")
+    k = r["after_kill"]
+    rows.append(f"\n{r['clients']} clients, {r['duration_s']} s each; service/facade: throughput "
+                f"{r['overhead']['throughput_ratio']}x lower, p50 {r['overhead']['p50_ratio']}x higher.")
+    rows.append(f"SIGKILL mid-load then restart: {k['checked']} acknowledged writes checked by id, "
+                f"{k['missing']} missing, {k['wrong']} wrong, {k['resurrected']} deletes undone.")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of load per phase")
+    p.add_argument("--seed", type=int, default=20, help="memories stored per user before the load")
+    p.add_argument("--kill-after", type=float, default=5.0, help="seconds of load before the SIGKILL")
+    p.add_argument("--embedding", default="hash", choices=["hash", "local", "openai"])
+    p.add_argument("--json", help="write the results to this file")
+    args = p.parse_args(argv)
+    results = asyncio.run(main_async(args))
+    print(report(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    ok = all(results[k]["verify"]["missing"] + results[k]["verify"]["wrong"] + results[k]["verify"]["resurrected"] == 0
+             for k in ("facade", "service"))
+    k = results["after_kill"]
+    ok = ok and k["missing"] + k["wrong"] + k["resurrected"] == 0 and not results["service"]["errors"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

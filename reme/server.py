@@ -1,0 +1,550 @@
+"""`reme serve`: the facade over HTTP (FastAPI + uvicorn, the `server` extra).
+
+Routes are thin: parse a request model, check the caller's token against the target it names,
+call one facade method, return its model. Authentication is a dependency; every `ReMeError` maps
+to one HTTP status in one exception handler (`STATUS`), with the body
+`{"error": {"type": "MemoryNotFoundError", "message": "...", "details": {...}}}`.
+
+Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-config FILE` or
+`$REME_SERVER_CONFIG`), either the whole file or its `server` section:
+
+    [server]
+    host = "0.0.0.0"
+    port = 8000
+    [[server.tokens]]
+    name = "support-bot"
+    secret = "s3cr3t-value"
+    users = ["*"]          # any user; or a list of names
+    tasks = ["triage"]
+    tools = []
+    destructive = false    # delete_all, import, prune and restore need true
+    [server.limits]
+    max_body_bytes = 10485760
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import tempfile
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, TypeVar
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from reme.access import Caller, Guard, ServerConfig, TokenConfig, find_token, uvicorn_server_class
+from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
+                         NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
+                         RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
+from reme.reme import ReMe
+from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
+                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
+
+T = TypeVar("T")
+log = logging.getLogger("reme.server")
+
+STATUS: list[tuple[type[ReMeError], int]] = [
+    # Most specific first: VectorSizeError is both a StoreError and an InvalidInputError.
+    (PayloadTooLargeError, 413), (VectorSizeError, 422), (InvalidInputError, 422),
+    (AuthenticationError, 401), (PermissionDeniedError, 403), (RequestTimeoutError, 408),
+    (NotFoundError, 404), (ConflictError, 409), (StoreLockedError, 423), (StoreError, 500),
+    (EmbeddingError, 502), (LLMError, 502), (ConfigError, 500), (NotReadyError, 503), (ServiceError, 500),
+    (ReMeError, 500),
+]
+"""Each ReMeError subclass and its HTTP status (the first entry the error is an instance of)."""
+DOCUMENTED: dict[int, str] = {
+    400: "malformed body (not JSON, invalid UTF-8, nested too deep)", 401: "no or an unknown bearer token",
+    403: "the token may not touch that target or call that operation", 404: "not found in the caller's scope",
+    408: "the operation took longer than limits.timeout_s", 409: "a concurrent change; read again and retry",
+    413: "body larger than limits.max_body_bytes",
+    422: "invalid input (InvalidInputError and its subclasses: InvalidFilterError, PromptTooLargeError, ...)",
+    423: "the working directory is held by another process", 500: "store or configuration failure",
+    502: "the LLM or embedding endpoint failed", 503: "the store is not open",
+}
+
+
+def status_of(exc: ReMeError) -> int:
+    return next(code for cls, code in STATUS if isinstance(exc, cls))
+
+
+# -- request and response models -----------------------------------------------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScopeArgs(_Strict):
+    user_name: str | None = None
+    task_name: str | None = None
+    tool_name: str | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in (("user", self.user_name), ("task", self.task_name), ("tool", self.tool_name))
+                if isinstance(v, str)]
+
+
+class AddRequest(ScopeArgs):
+    content: str
+    memory_type: MemoryType | None = None
+    when_to_use: str = ""
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    score: float = 0.0
+    message_time: datetime | None = None
+    author: str = ""
+    ref_ids: list[str] | None = None
+
+
+class AddBatchRequest(_Strict):
+    nodes: list[MemoryNode]
+
+
+class UpdateRequest(ScopeArgs):
+    content: str | None = None
+    when_to_use: str | None = None
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    score: float | None = None
+    message_time: datetime | None = None
+    author: str | None = None
+    ref_ids: list[str] | None = None
+
+
+class FilterArgs(ScopeArgs):
+    memory_type: MemoryType | None = None
+    filters: dict[str, Any] | None = None
+
+
+class ReadArgs(_Strict):
+    """The target of a reading call: one name, or a list of names of one kind."""
+
+    user_name: str | list[str] | None = None
+    task_name: str | list[str] | None = None
+    tool_name: str | list[str] | None = None
+    memory_type: MemoryType | None = None
+    filters: dict[str, Any] | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for kind, names in (("user", self.user_name), ("task", self.task_name), ("tool", self.tool_name)):
+            out += [(kind, n) for n in ([names] if isinstance(names, str) else names or [])]
+        return out
+
+
+class ListRequest(ReadArgs):
+    sort_key: str | None = None
+    direction: Literal["asc", "desc"] = "desc"
+    limit: int = 100
+    cursor: str | None = None
+
+
+class SearchRequest(ReadArgs):
+    query: str
+    top_k: int = 10
+    mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
+    score_threshold: float | None = None
+
+
+class ExportRequest(FilterArgs):
+    with_vectors: bool = False
+
+
+class DeleteAllRequest(ScopeArgs):
+    memory_type: MemoryType | None = None
+    everything: bool = False
+
+
+class SummarizeRequest(_Strict):
+    messages: list[Message] | None = None
+    user_name: str | list[str] | None = None
+    trajectories: list[Trajectory] | None = None
+    task_name: str | None = None
+    tool_calls: list[ToolCallRecord] | None = None
+    tool_name: str | None = None
+    now: datetime | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        """Every target the summary writes to (a nameless one when none is named: only a token
+        with `*` for every kind gets that far, and the facade then says what is missing)."""
+        users = [self.user_name] if isinstance(self.user_name, str) else self.user_name or []
+        out = [("user", u) for u in users] + ([("task", self.task_name)] if self.task_name is not None else [])
+        if self.tool_name is not None:
+            out.append(("tool", self.tool_name))
+        elif self.tool_calls:
+            out += [("tool", r.tool_name) for r in self.tool_calls]
+        return out
+
+
+class RetrieveRequest(_Strict):
+    query: str | None = None
+    user_name: str | list[str] | None = None
+    task_name: str | None = None
+    tool_name: str | list[str] | None = None
+    top_k: int | None = None
+    rewrite: bool | None = None
+    rerank: bool | None = None
+    time_window: TimeWindow | None = None
+    with_source: bool = False
+    now: datetime | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        users = [self.user_name] if isinstance(self.user_name, str) else self.user_name or []
+        tools = [self.tool_name] if isinstance(self.tool_name, str) else self.tool_name or []
+        task = [("task", self.task_name)] if self.task_name is not None else []
+        return [("user", u) for u in users] + task + [("tool", t) for t in tools]
+
+
+class UsageRequest(ScopeArgs):
+    memory_ids: list[str]
+    success: bool
+
+
+class PruneRequest(_Strict):
+    task_name: str
+    min_freq: int = 3
+    min_utility_ratio: float = 0.3
+
+
+class Count(BaseModel):
+    count: int
+
+
+class Optimized(BaseModel):
+    optimized: bool
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Version(BaseModel):
+    version: str
+
+
+class ErrorInfo(BaseModel):
+    type: str = Field(description="the ReMeError subclass, e.g. MemoryNotFoundError")
+    message: str
+    details: Any = None
+
+
+class ErrorBody(BaseModel):
+    error: ErrorInfo
+
+
+def error_response(status: int, type_: str, message: str, details: Any = None) -> JSONResponse:
+    body = ErrorBody(error=ErrorInfo(type=type_, message=message, details=details))
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+def _details(exc: ReMeError) -> dict[str, Any] | None:
+    out = {k: v for k, v in vars(exc).items() if k in ("memory_id", "status_code") and v is not None}
+    return out or None
+
+
+def authenticate(request: Request) -> Caller:
+    """The dependency every memory route declares: a known bearer token, or 401."""
+    tokens: list[TokenConfig] = request.app.state.config.tokens
+    if not tokens:
+        return Caller(None)
+    header = request.headers.get("authorization", "")
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer" or not presented:
+        raise AuthenticationError("a bearer token is required (Authorization: Bearer <token>)", status_code=401)
+    match = find_token(tokens, presented)
+    if match is None:
+        raise AuthenticationError("unknown bearer token", status_code=401)
+    request.state.token_name = match.name
+    return Caller(match)
+
+
+def facade(request: Request) -> ReMe:
+    reme: ReMe | None = request.app.state.reme
+    if reme is None or request.app.state.closing:
+        raise NotReadyError("the memory store is not open")
+    return reme
+
+
+Auth = Depends(authenticate)
+Facade = Depends(facade)
+
+
+def scope_query(user_name: str | None = Query(None), task_name: str | None = Query(None),
+                tool_name: str | None = Query(None)) -> ScopeArgs:
+    return ScopeArgs(user_name=user_name, task_name=task_name, tool_name=tool_name)
+
+
+# -- the application -----------------------------------------------------------------------------
+def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
+               reme_factory: Any = None) -> FastAPI:
+    """The FastAPI app over `reme` (opened by the lifespan when not open yet, closed at shutdown).
+    `reme_factory` builds the facade at start-up instead (used by `serve`)."""
+    config = config or ServerConfig()
+    limits = config.limits
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if app.state.reme is None and reme_factory is not None:
+            app.state.reme = reme_factory()
+        await app.state.reme.open()
+        try:
+            yield
+        finally:
+            app.state.closing = True
+            await app.state.reme.close()
+
+    from reme import __version__
+
+    errors = {code: {"model": ErrorBody, "description": text} for code, text in DOCUMENTED.items()}
+    app = FastAPI(title="ReMe", version=__version__, lifespan=lifespan, responses=errors,  # type: ignore[arg-type]
+                  description="Typed long-term memory for AI agents, over HTTP. Every error body is "
+                              '`{"error": {"type", "message", "details"}}`.')
+    app.state.reme, app.state.config, app.state.closing = reme, config, False
+
+    async def run(coro: Awaitable[T]) -> T:
+        """The facade call, bounded by `limits.timeout_s`. It is shielded: a write that is under
+        way completes (all or nothing) even when the caller is told it took too long."""
+        task = asyncio.ensure_future(coro)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), limits.timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(f"the operation took longer than {limits.timeout_s} s; a write may still "
+                                      "complete", status_code=408) from None
+
+    def batch(n: int, what: str) -> None:
+        if n > limits.max_batch:
+            raise InvalidInputError(f"{what}: {n} items; the limit is {limits.max_batch}")
+
+    def ceiling(value: int | None, top: int, what: str) -> None:
+        if isinstance(value, int) and value > top:
+            raise InvalidInputError(f"{what} is {value}; the limit is {top}")
+
+    async def spooled(write: Callable[[Path], Awaitable[int]]) -> StreamingResponse:
+        """Stream what a facade method writes to a file (export, backup): written to a spool file
+        first (so its errors are still a typed status), then sent line by line and deleted."""
+        folder = tempfile.TemporaryDirectory(prefix="reme-spool-")
+        path = Path(folder.name) / "out.jsonl"
+        try:
+            n = await run(write(path))
+        except BaseException:
+            folder.cleanup()
+            raise
+
+        def lines() -> Iterator[bytes]:
+            try:
+                with path.open("rb") as fh:
+                    yield from fh
+            finally:
+                folder.cleanup()
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson", headers={"X-ReMe-Count": str(n)})
+
+    async def unspooled(body: bytes, read: Callable[[Path], Awaitable[int]]) -> int:
+        """Hand a JSONL body to a facade method that reads a file (import, restore)."""
+        with tempfile.TemporaryDirectory(prefix="reme-spool-") as folder:
+            path = Path(folder) / "body.jsonl"
+            path.write_bytes(body)
+            try:
+                return await run(read(path))
+            except InvalidInputError as exc:  # name the body, not the spool file
+                raise type(exc)(str(exc).replace(str(path), "body")) from None
+
+    @app.exception_handler(ReMeError)
+    async def on_reme_error(request: Request, exc: ReMeError) -> JSONResponse:
+        return error_response(status_of(exc), type(exc).__name__, str(exc), _details(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        details = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
+                    "type": str(e.get("type", ""))} for e in errs]
+        if any(e.get("type") == "json_invalid" for e in errs):
+            return error_response(400, "InvalidInputError", "the body is not valid JSON", details)
+        message = "; ".join(f"{'.'.join(d['loc'][1:]) or 'body'}: {d['msg']}" for d in details)
+        return error_response(422, "InvalidInputError", message, details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        type_ = "NotFoundError" if exc.status_code == 404 else "InvalidInputError"
+        return error_response(exc.status_code, type_, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def on_bug(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unexpected %s on %s %s", type(exc).__name__, request.method, request.url.path)
+        return error_response(500, "ReMeError", f"unexpected {type(exc).__name__}")
+
+    # -- meta --
+    @app.get("/v1/health", response_model=Health, tags=["meta"])
+    async def health() -> Health:
+        return Health()
+
+    @app.get("/v1/version", response_model=Version, tags=["meta"])
+    async def version() -> Version:
+        return Version(version=__version__)
+
+    # -- memories --
+    @app.post("/v1/memories", response_model=MemoryNode, tags=["memories"])
+    async def add_memory(body: AddRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MemoryNode:
+        caller.permit(body.targets())
+        return await run(reme.add_memory(**body.model_dump(exclude_unset=True)))
+
+    @app.post("/v1/memories/batch", response_model=list[MemoryNode], tags=["memories"])
+    async def add_memories(body: AddBatchRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[MemoryNode]:
+        caller.permit([n.scope for n in body.nodes])
+        batch(len(body.nodes), "nodes")
+        return await run(reme.add_memories(body.nodes))
+
+    @app.get("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    async def get_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
+                         reme: ReMe = Facade) -> MemoryNode:
+        caller.permit(scope.targets())
+        return await run(reme.get_memory(memory_id, **scope.model_dump()))
+
+    @app.patch("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    async def update_memory(memory_id: str, body: UpdateRequest, caller: Caller = Auth,
+                            reme: ReMe = Facade) -> MemoryNode:
+        caller.permit(body.targets())
+        return await run(reme.update_memory(memory_id, **body.model_dump()))
+
+    @app.delete("/v1/memories/{memory_id}", status_code=204, response_class=Response, tags=["memories"])
+    async def delete_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
+                            reme: ReMe = Facade) -> Response:
+        caller.permit(scope.targets())
+        await run(reme.delete_memory(memory_id, **scope.model_dump()))
+        return Response(status_code=204)
+
+    @app.get("/v1/memories/{memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
+    async def history(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
+                      reme: ReMe = Facade) -> list[MemoryVersion]:
+        caller.permit(scope.targets())
+        return await run(reme.history(memory_id, **scope.model_dump()))
+
+    @app.post("/v1/memories/list", response_model=MemoryPage, tags=["memories"])
+    async def list_memory(body: ListRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MemoryPage:
+        caller.permit(body.targets())
+        batch(len(body.targets()), "targets")
+        ceiling(body.limit, limits.max_limit, "limit")
+        return await run(reme.list_memory(**body.model_dump()))
+
+    @app.post("/v1/memories/count", response_model=Count, tags=["memories"])
+    async def count_memory(body: ReadArgs, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit(body.targets())
+        batch(len(body.targets()), "targets")
+        return Count(count=await run(reme.count_memory(**body.model_dump())))
+
+    @app.post("/v1/memories/search", response_model=list[SearchResult], tags=["memories"])
+    async def search_memory(body: SearchRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[SearchResult]:
+        caller.permit(body.targets())
+        batch(len(body.targets()), "targets")
+        ceiling(body.top_k, limits.max_top_k, "top_k")
+        args = body.model_dump()
+        return await run(reme.search_memory(args.pop("query"), **args))
+
+    @app.post("/v1/memories/delete_all", response_model=Count, tags=["memories"])
+    async def delete_all(body: DeleteAllRequest, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit(body.targets(), destructive="delete_all")
+        return Count(count=await run(reme.delete_all(**body.model_dump())))
+
+    @app.post("/v1/memories/usage", response_model=list[MemoryNode], tags=["memories"])
+    async def record_usage(body: UsageRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[MemoryNode]:
+        caller.permit(body.targets())
+        batch(len(body.memory_ids), "memory_ids")
+        args = body.model_dump()
+        return await run(reme.record_usage(args.pop("memory_ids"), args.pop("success"), **args))
+
+    @app.post("/v1/memories/export", tags=["files"], response_class=StreamingResponse,
+              responses={200: {"content": {"application/x-ndjson": {}},
+                               "description": "one memory a line, as `export_memory` writes them"}})
+    async def export_memory(body: ExportRequest, caller: Caller = Auth, reme: ReMe = Facade) -> StreamingResponse:
+        caller.permit(body.targets())
+        return await spooled(lambda path: reme.export_memory(path, **body.model_dump()))
+
+    @app.post("/v1/memories/import", response_model=Count, tags=["files"],
+              openapi_extra={"requestBody": {"required": True, "content": {"application/x-ndjson": {
+                  "schema": {"type": "string", "description": "JSONL: one memory a line"}}}}})
+    async def import_memory(request: Request, format: Literal["jsonl", "reme-jsonl"] = Query("jsonl"),
+                            scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
+                            reme: ReMe = Facade) -> Count:
+        caller.permit(scope.targets(), destructive="import")
+        n = await unspooled(await request.body(),
+                            lambda path: reme.import_memory(path, format=format, **scope.model_dump()))
+        return Count(count=n)
+
+    @app.post("/v1/backup", tags=["files"], response_class=StreamingResponse,
+              responses={200: {"content": {"application/x-ndjson": {}},
+                               "description": "every memory and version with its vector, as `backup` writes them"}})
+    async def backup(caller: Caller = Auth, reme: ReMe = Facade) -> StreamingResponse:
+        caller.permit([])  # the whole store: a token with `*` for every kind
+        return await spooled(lambda path: reme.backup(path))
+
+    @app.post("/v1/restore", response_model=Count, tags=["files"],
+              openapi_extra={"requestBody": {"required": True, "content": {"application/x-ndjson": {
+                  "schema": {"type": "string", "description": "a file written by backup"}}}}})
+    async def restore(request: Request, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit([], destructive="restore")
+        return Count(count=await unspooled(await request.body(), lambda path: reme.restore(path)))
+
+    # -- pipelines --
+    @app.post("/v1/summarize", response_model=SummaryResult, tags=["pipelines"])
+    async def summarize_memory(body: SummarizeRequest, caller: Caller = Auth, reme: ReMe = Facade) -> SummaryResult:
+        caller.permit(body.targets())
+        batch(len(body.messages or body.trajectories or body.tool_calls or []), "items to summarize")
+        args = body.model_dump(exclude_unset=True, exclude={"messages", "trajectories", "tool_calls"})
+        return await run(reme.summarize_memory(body.messages, trajectories=body.trajectories,
+                                               tool_calls=body.tool_calls, **args))
+
+    @app.post("/v1/retrieve", response_model=RetrieveResult, tags=["pipelines"])
+    async def retrieve_memory(body: RetrieveRequest, caller: Caller = Auth, reme: ReMe = Facade) -> RetrieveResult:
+        caller.permit(body.targets())
+        ceiling(body.top_k, limits.max_top_k, "top_k")
+        batch(len(body.targets()), "targets")
+        args = body.model_dump(exclude_unset=True, exclude={"time_window"})
+        return await run(reme.retrieve_memory(args.pop("query", None), time_window=body.time_window, **args))
+
+    @app.post("/v1/prune", response_model=list[MemoryNode], tags=["pipelines"])
+    async def prune(body: PruneRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[MemoryNode]:
+        caller.permit([("task", body.task_name)], destructive="prune")
+        args = body.model_dump()
+        return await run(reme.prune(args.pop("task_name"), **args))
+
+    @app.post("/v1/optimize", response_model=Optimized, tags=["pipelines"])
+    async def optimize(caller: Caller = Auth, reme: ReMe = Facade) -> Optimized:
+        caller.permit([])
+        return Optimized(optimized=await run(reme.optimize()))
+
+    app.add_middleware(Guard, limits=limits, log=log)
+    return app
+
+
+def serve(config: ServerConfig, reme: ReMe) -> int:
+    """Open the store (failing fast when it is held elsewhere), then serve until SIGTERM/SIGINT:
+    in-flight requests finish, then the store is closed. Returns the exit code."""
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines name upstream URLs, one per LLM call
+    _Server = uvicorn_server_class()
+
+    async def main() -> int:
+        await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
+        log.info(json.dumps({"event": "start", "url": f"http://{config.host}:{config.port}",
+                             "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}))
+        app = create_app(reme, config)
+        server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
+                                               log_level="warning", lifespan="on",
+                                               timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
+        try:
+            await server.serve()
+        finally:
+            await reme.close()
+        return 0 if server.started else 1
+
+    return asyncio.run(main())
+
+
+__all__ = ["STATUS", "create_app", "serve", "status_of"]

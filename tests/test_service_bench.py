@@ -1,0 +1,17 @@
+"""The service benchmark's smoke run: tiny, but every phase (facade, service, SIGKILL and restart)
+runs and every acknowledged write is read back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmark.service_bench import main
+
+
+def test_service_bench_smoke_run_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    assert main(["--clients", "3", "--duration", "1", "--kill-after", "0.5", "--seed", "3", "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["service"]["ops"] > 0 and results["facade"]["ops"] > 0
+    assert results["after_kill"]["checked"] >= 3 * 3 and results["after_kill"]["missing"] == 0
