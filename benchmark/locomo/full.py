@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from benchmark.locomo.data import Conversation, Question
 from benchmark.locomo.metrics import KS, aggregate, bleu1, evidence_scores, percentile, token_f1
@@ -40,8 +40,9 @@ class Verdict(BaseModel):
 def llm_config(args: argparse.Namespace, model: str | None) -> LLMConfig:
     if not model:
         raise ConfigError("full mode needs --model (and --base-url / --api-key, or OPENAI_BASE_URL / OPENAI_API_KEY)")
+    key = args.api_key or os.environ.get("OPENAI_API_KEY")
     return LLMConfig(model=model, base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
-                     api_key=args.api_key or os.environ.get("OPENAI_API_KEY"), max_concurrency=8)
+                     api_key=SecretStr(key) if key else None, max_concurrency=8)
 
 
 def batches(conv: Conversation, size: int) -> list[list[dict[str, Any]]]:

@@ -12,7 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 from benchmark.locomo.data import CATEGORIES, SCORED, Conversation, DataError, load, resolve_data
 from benchmark.locomo.metrics import KS, aggregate, evidence_scores, percentile
@@ -181,7 +181,7 @@ def start_run(args: argparse.Namespace, convs: list[Conversation], data: Path,
     return settings, checkpoint, working_dir
 
 
-RETRIEVERS = ("default", "keyword", "dense")
+RETRIEVERS: tuple[Literal["default", "keyword", "dense"], ...] = ("default", "keyword", "dense")
 
 
 async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], data: Path) -> dict[str, Any]:
@@ -271,7 +271,10 @@ async def cross_validate(reme: ReMe, corpus: Corpus, work: Sequence[tuple[Conver
         oof_rows += [{"category": work[i][1].category, **scores[best][i]} for i in held]
         folds.append({"held_out": sample_id, "chosen": CV_GRID[best], "train_recall@10": round(mean(best, train), 2)})
     best_all = max(range(len(CV_GRID)), key=lambda s: (round(mean(s, everything), 6), -s))
-    rows = lambda s: [{"category": q.category, **scores[s][i]} for i, (_, q) in enumerate(work)]  # noqa: E731
+
+    def rows(setting: int) -> list[dict[str, Any]]:
+        return [{"category": q.category, **scores[setting][i]} for i, (_, q) in enumerate(work)]
+
     default_index = next((i for i, s in enumerate(CV_GRID) if s == defaults), None)
     return {"grid": CV_GRID, "folds": folds, "best_in_sample": CV_GRID[best_all],
             "in_sample_best": aggregate(rows(best_all), RETRIEVAL_KEYS),
