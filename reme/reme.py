@@ -14,13 +14,13 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence, TypeV
 from pydantic import ValidationError
 
 from reme.config import ReMeConfig
-from reme.embedding import Embedder, create_embedder
-from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, describe
+from reme.embedding import NO_LOCAL_BACKEND, Embedder, LazyEmbedder, create_embedder, local_backend_installed
+from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, VectorSizeError, describe
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
-from reme.memory.repo import Change, MemoryRepo, scope_filter
+from reme.memory.repo import VERSIONS_SUFFIX, Change, MemoryRepo, scope_filter
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
@@ -233,9 +233,15 @@ class ReMe:
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
             if self._embedder is None:
-                self._embedder = create_embedder(self.config.embedding)
+                # Made on first use: reading commands never load a model (seconds for a local one).
+                if self.config.embedding.backend == "local" and not local_backend_installed():
+                    raise ConfigError(NO_LOCAL_BACKEND)  # said up front, not on the first search
+                embedding = self.config.embedding
+                self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
+                                              self._check_vector_size)
             self._repo = MemoryRepo(self._store, self._embedder, self.collection)
-            await self._repo.create()
+            if not isinstance(self._embedder, LazyEmbedder) or None in await self._stored_dims():
+                await self._repo.create()  # a new store needs the size now; an existing one has it on disk
         except BaseException:
             await self._store.close()
             self._store = None
@@ -245,6 +251,19 @@ class ReMe:
             raise
         self._opened = True
         return self
+
+    async def _stored_dims(self) -> list[int | None]:
+        assert self._store is not None
+        return [await self._store.collection_dim(name) for name in (self.collection, self.collection + VERSIONS_SUFFIX)]
+
+    async def _check_vector_size(self, dim: int) -> None:
+        """The embedder's size against the stored collections', when it is first loaded."""
+        for name, stored in zip((self.collection, self.collection + VERSIONS_SUFFIX), await self._stored_dims()):
+            if stored is not None and stored != dim:
+                raise VectorSizeError(f"collection {name!r} holds vectors of size {stored}, but the "
+                                      f"{self.config.embedding.backend} embedder makes size {dim}: use the "
+                                      "embedder it was made with, another vector_store.collection, or export "
+                                      "and import into a new one")
 
     async def close(self) -> None:
         """Release the store (and its directory lock). Writes were already durable."""
@@ -350,8 +369,9 @@ class ReMe:
         async with repo.lock:
             if flt is None:
                 n = await self.store.count(self.collection)
+                dim = await self.store.collection_dim(self.collection)  # recreated as it was: no model needed
                 await self.store.write([DropCollection(self.collection), DropCollection(repo.versions),
-                                        *await repo.create_ops()])
+                                        *await repo.create_ops(dim)])
                 return n
             n = await self.store.count(self.collection, flt)
             await self.store.write([DeleteWhere(repo.versions, flt), DeleteWhere(self.collection, flt)])
@@ -450,7 +470,7 @@ class ReMe:
     async def _read_export(self, path: str | Path, scope: Scope | None) -> list[tuple[MemoryNode, list[float] | None]]:
         """The nodes of an export file with their vectors (None where a line has none of this
         store's size); an invalid line, or one outside `scope`, is an `InvalidInputError` naming it."""
-        dim = await self.embedder.dimension()
+        dim = await self.store.collection_dim(self.collection) or await self.embedder.dimension()
         out: list[tuple[MemoryNode, list[float] | None]] = []
         for lineno, row in read_jsonl(path):
             vector = row.pop("vector", None)

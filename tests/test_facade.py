@@ -170,9 +170,12 @@ async def test_an_unwritable_working_dir_is_a_config_error(tmp_path: Path) -> No
 async def test_reopening_with_an_embedder_of_another_size_is_refused(reme_factory: Callable[..., ReMe]) -> None:
     async with reme_factory() as reme:
         await reme.add_memory("kept", user_name="alice")
-    with pytest.raises(VectorSizeError):
-        async with reme_factory(embedding={"backend": "hash", "dimensions": DIM * 2}):
-            pass
+    async with reme_factory(embedding={"backend": "hash", "dimensions": DIM * 2}) as other:
+        assert await other.count_memory() == 1  # reading needs no embedder: the size is checked on first use
+        with pytest.raises(VectorSizeError):
+            await other.add_memory("refused", user_name="alice")
+        with pytest.raises(VectorSizeError):
+            await other.search_memory("kept", user_name="alice")
     async with reme_factory() as reme:
         assert await reme.count_memory() == 1
 
