@@ -444,6 +444,11 @@ class Message(BaseModel):
         return "" if value is None else value
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 call`, `2 calls`: a count with its noun, for messages."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 class Usage(BaseModel):
     """Tokens and time spent in LLM calls; summed over a pipeline run."""
 
