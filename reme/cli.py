@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--embedding", choices=["local", "openai", "hash"], help="embedding backend")
     common.add_argument("--embedding-model", help="embedding model name or path")
     common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--wait", type=float, metavar="SECONDS",
+                        help="wait up to SECONDS for a working directory another process has open (default 0)")
 
     parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
                                      epilog=BENCH_HELP if _benchmarks_here() else None,
@@ -186,7 +188,8 @@ async def _run(args: argparse.Namespace) -> int:
     if scratch:
         working_dir = tempfile.mkdtemp(prefix="reme-demo-")
     try:
-        config = ReMeConfig.load(args.config, working_dir=working_dir, embedding=embedding or None)
+        config = ReMeConfig.load(args.config, working_dir=working_dir, embedding=embedding or None,
+                                 vector_store={"lock_timeout": args.wait} if args.wait is not None else None)
         if args.command in READ_COMMANDS:
             _require_store(config)
         async with ReMe(config) as reme:

@@ -42,6 +42,9 @@ class VectorStoreConfig(_Section):
     bm25_avg_len: float = Field(default=32.0, gt=0)
     index_threshold: int = Field(default=20_000, ge=0)
     index_on_close: bool = True
+    lock_timeout: float = Field(default=0.0, ge=0)
+    """Seconds to wait for a working directory another process has open (edge) before
+    `StoreLockedError`; 0 fails at once. To share one store between processes, serve it."""
     sync: Literal["process", "os"] = "process"
     """When a write is durable as its call returns. "process": it survives the process being killed
     (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest

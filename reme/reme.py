@@ -226,7 +226,10 @@ class ReMe:
             raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
         if self._store is None:
-            self._store = open_store(self.config.vector_store, working_dir)
+            if self.config.vector_store.lock_timeout:  # waiting for the directory lock: off the event loop
+                self._store = await asyncio.to_thread(open_store, self.config.vector_store, working_dir)
+            else:
+                self._store = open_store(self.config.vector_store, working_dir)
         try:
             await self._store.recover()  # finish or undo what a crash interrupted, before anything reads
             self._prompts = PromptLibrary(self.config.prompts.language, self.config.prompts.dir)

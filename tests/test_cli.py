@@ -233,3 +233,28 @@ def test_bench_outside_a_checkout_says_where_it_lives(tmp_path: Path) -> None:
     help_text = reme(tmp_path / "wd", "--help", cwd=tmp_path).stdout
     assert "bench" not in help_text
     assert "reme bench locomo" in reme(tmp_path / "wd", "--help").stdout  # from the checkout's root
+
+
+def test_a_busy_working_directory_can_be_waited_for(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    reme(wd, "add", "held", "--user", "alice")
+    holder = ("import sys, time\nfrom reme import ReMeSync\n"
+              "with ReMeSync(working_dir=sys.argv[1], embedding={'backend': 'hash'}):\n"
+              "    print('ready', flush=True)\n    time.sleep(float(sys.argv[2]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd), "1.5"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        busy = reme(wd, "count", check=5)
+        assert busy.stderr.startswith("reme count: StoreLockedError") and busy.stderr.count("\n") == 1
+        assert "--wait SECONDS" in busy.stderr and "reme serve" in busy.stderr
+        assert reme(wd, "count", "--wait", "30").stdout == "1\n"  # the holder lets go after 1.5 s
+    finally:
+        proc.wait(timeout=60)
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        timed_out = reme(wd, "count", "--wait", "0.3", check=5)
+        assert "after waiting 0.3 s" in timed_out.stderr
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
