@@ -240,7 +240,7 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
             out(_dump([h.model_dump(mode="json") for h in hits]))
         else:
             for hit in hits:
-                out(f"{hit.rank}. ({hit.similarity:.3f}) {_line(hit.node)}")
+                out(f"{hit.rank}. ({hit.score_kind} {hit.similarity:.3f}) {_line(hit.node)}")
             if not hits:
                 out("no memories match")
     elif cmd == "update":

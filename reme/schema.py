@@ -396,12 +396,23 @@ class MemoryNode(BaseModel):
         return content_hash(self.memory_type, self.memory_target, self.content, self.target_kind)
 
 
+ScoreKind = Literal["cosine", "bm25", "rrf", "fused"]
+
+
 class SearchResult(BaseModel):
-    """A stored node with how it matched a query; `similarity` never touches the node's `score`."""
+    """A stored node with how it matched a query; `similarity` never touches the node's `score`.
+
+    `score_kind` says what `similarity` is, and it orders one result list only:
+    `cosine` (dense search: -1 to 1), `bm25` (keyword search: 0 and up, unbounded),
+    `rrf` (hybrid search: reciprocal-rank fusion in the engine, the sum of 1 / (60 + position),
+    positions from 0, over the dense and the keyword list: at most 2/60 = 0.033, however close
+    the match), `fused` (the retrievers'
+    score fusion: max-normalized cosine and BM25 combined, 0 to 1)."""
 
     node: MemoryNode
     similarity: float
     rank: int
+    score_kind: ScoreKind = "cosine"
 
 
 class MemoryPage(BaseModel):

@@ -265,3 +265,15 @@ def test_environment_reaches_the_facade(tmp_path: Path, monkeypatch: pytest.Monk
         reme.add_memory("x", user_name="a")
         assert reme.config.embedding.backend == "hash"
     assert (tmp_path / "envwd" / "store" / "reme").is_dir()  # the edge collection under REME_WORKING_DIR
+
+
+async def test_search_results_say_what_their_score_is(reme_factory: Callable[..., ReMe]) -> None:
+    async with reme_factory() as reme:
+        await reme.add_memory("Alice prefers window seats", user_name="alice")
+        await reme.add_memory("Alice is vegetarian", user_name="alice")
+        kinds = {mode: {h.score_kind for h in await reme.search_memory("window seats", user_name="alice", mode=mode)}
+                 for mode in ("dense", "keyword", "hybrid")}
+        assert kinds == {"dense": {"cosine"}, "keyword": {"bm25"}, "hybrid": {"rrf"}}
+        hybrid = await reme.search_memory("window seats", user_name="alice")
+        assert hybrid[0].similarity <= 2 / 60 + 1e-6  # reciprocal-rank fusion: ranks, not closeness
+        assert [h.similarity for h in hybrid] == sorted((h.similarity for h in hybrid), reverse=True)

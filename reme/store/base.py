@@ -37,7 +37,7 @@ from qdrant_edge import Bm25, Bm25Config
 from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError,
                          describe)
 from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
-                         SearchResult, parse_iso, parse_json)
+                         ScoreKind, SearchResult, parse_iso, parse_json)
 from reme.store.filters import SORT_KEYS, Filter
 
 SearchMode = Literal["dense", "keyword", "hybrid"]
@@ -600,7 +600,8 @@ class VectorStore(ABC):
             if len(hits) < want or hits[limit - 1][1] != hits[-1][1] or want >= MAX_TIE_FETCH:
                 break
             want *= 4
-        return [SearchResult(node=from_payload(payload), similarity=score, rank=i + 1)
+        kind: ScoreKind = "cosine" if mode == "dense" else "bm25" if mode == "keyword" else "rrf"
+        return [SearchResult(node=from_payload(payload), similarity=score, rank=i + 1, score_kind=kind)
                 for i, (payload, score) in enumerate(hits[:limit])]
 
     async def list(self, name: str, *, flt: Filter | None = None, sort_key: str | None = None,
