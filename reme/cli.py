@@ -14,6 +14,8 @@ import shutil
 import os
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--embedding", choices=["local", "openai", "hash"], help="embedding backend")
     common.add_argument("--embedding-model", help="embedding model name or path")
     common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     common.add_argument("--wait", type=float, metavar="SECONDS",
                         help="wait up to SECONDS for a working directory another process has open (default 0)")
 
@@ -192,11 +195,47 @@ async def _run(args: argparse.Namespace) -> int:
                                  vector_store={"lock_timeout": args.wait} if args.wait is not None else None)
         if args.command in READ_COMMANDS:
             _require_store(config)
-        async with ReMe(config) as reme:
-            return await _dispatch(reme, args)
+        with _Progress(args.command, enabled=not (args.quiet or args.json)) as progress:
+            async with ReMe(config, progress=progress.phase) as reme:
+                progress.phase("working")
+                return await _dispatch(reme, args)
     finally:
         if scratch and not args.keep:
             shutil.rmtree(working_dir, ignore_errors=True)
+
+
+PROGRESS_AFTER_S = 2.0
+"""A command still running after this many seconds says what it is doing on stderr, every as often."""
+
+
+class _Progress:
+    """One line on stderr every PROGRESS_AFTER_S seconds while a command runs longer than that:
+    what it is doing (as the facade reports it) and for how long. Off with --quiet or --json."""
+
+    def __init__(self, command: str, *, enabled: bool) -> None:
+        self.command, self.enabled = command, enabled
+        self.what = "opening the store"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="reme-progress", daemon=True)
+        self._started = time.monotonic()
+
+    def phase(self, what: str) -> None:
+        self.what = what
+
+    def _tick(self) -> None:
+        while not self._done.wait(PROGRESS_AFTER_S):
+            print(f"reme {self.command}: {self.what} ({time.monotonic() - self._started:.0f} s)",
+                  file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 def _require_store(config: ReMeConfig) -> None:

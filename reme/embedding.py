@@ -266,9 +266,15 @@ class LazyEmbedder:
     embed (list, get, export, delete) never load a model. `on_load` sees the vector size first and
     may refuse it (the facade checks it against the stored collections)."""
 
+    PROGRESS_CHUNK = 64
+    """Texts embedded between two progress reports."""
+
     def __init__(self, factory: Callable[[], Embedder], name: str,
-                 on_load: Callable[[int], Awaitable[None]] | None = None) -> None:
+                 on_load: Callable[[int], Awaitable[None]] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.name = name
+        self.progress = progress
+        """Told what slow work is under way (loading the model, embedding N of M texts)."""
         self._factory = factory
         self._on_load = on_load
         self._inner: Embedder | None = None
@@ -282,6 +288,7 @@ class LazyEmbedder:
         """The embedder itself, made now if it was not yet."""
         async with self._lock:
             if self._inner is None:
+                self._report(f"loading the {self.name} embedding model")
                 inner = await asyncio.to_thread(self._factory)  # loading a model takes seconds
                 try:
                     if self._on_load is not None:
@@ -293,10 +300,22 @@ class LazyEmbedder:
             return self._inner
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return await (await self.get()).embed(texts)
+        inner = await self.get()
+        if len(texts) <= self.PROGRESS_CHUNK:
+            return await inner.embed(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.PROGRESS_CHUNK):
+            self._report(f"embedding {start:,} of {len(texts):,} texts")
+            out.extend(await inner.embed(texts[start:start + self.PROGRESS_CHUNK]))
+        self._report(f"embedded {len(texts):,} texts")
+        return out
 
     async def dimension(self) -> int:
         return await (await self.get()).dimension()
+
+    def _report(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress(what)
 
     async def close(self) -> None:
         if self._inner is not None:

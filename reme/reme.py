@@ -182,7 +182,8 @@ class ReMe:
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
                  retrieval: Any = None, procedural: Any = None, tool: Any = None,
                  config_file: str | Path | None = None, embedder: Embedder | None = None,
-                 store: VectorStore | None = None, chat_model: ChatModel | None = None) -> None:
+                 store: VectorStore | None = None, chat_model: ChatModel | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
                                                 embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval,
                                                 procedural=procedural, tool=tool)
@@ -194,6 +195,9 @@ class ReMe:
         self._owns_store, self._owns_embedder, self._owns_llm = store is None, embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
+        self.progress = progress
+        """Told, in a few words, what slow work is under way (loading the embedding model, embedding
+        N of M texts); the CLI shows it on stderr."""
 
     @property
     def collection(self) -> str:
@@ -241,7 +245,7 @@ class ReMe:
                     raise ConfigError(NO_LOCAL_BACKEND)  # said up front, not on the first search
                 embedding = self.config.embedding
                 self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
-                                              self._check_vector_size)
+                                              self._check_vector_size, self.progress)
             self._repo = MemoryRepo(self._store, self._embedder, self.collection)
             if not isinstance(self._embedder, LazyEmbedder) or None in await self._stored_dims():
                 await self._repo.create()  # a new store needs the size now; an existing one has it on disk

@@ -258,3 +258,22 @@ def test_a_busy_working_directory_can_be_waited_for(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(timeout=60)
+
+
+def test_long_commands_say_what_they_are_doing_unless_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import reme.cli
+
+    monkeypatch.setattr(reme.cli, "PROGRESS_AFTER_S", 0.01)
+    monkeypatch.setenv("REME_EMBEDDING__BACKEND", "hash")
+    pool = tmp_path / "pool.jsonl"
+    wd = tmp_path / "wd"
+    lines = [json.dumps({"content": f"lesson number {i}", "memory_type": "procedural", "target_kind": "task",
+                         "memory_target": "t"}) for i in range(600)]
+    pool.write_text("\n".join(lines) + "\n")
+    assert reme.cli.main(["import", str(pool), "-w", str(wd)]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^reme import: .+ \(\d+ s\)$", err, re.M), err
+    for quiet in (["--quiet"], ["--json"]):
+        assert reme.cli.main(["import", str(pool), "-w", str(tmp_path / quiet[0])] + quiet) == 0
+        assert capsys.readouterr().err == ""
