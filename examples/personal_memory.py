@@ -30,7 +30,7 @@ async def main() -> None:
         result = await reme.summarize_memory(conversation, user_name="alice")
         for node in result.added + result.updated:
             print("remembered:", node.content)
-        print(f"{result.usage.calls} LLM calls, {result.usage.total_tokens} tokens")
+        print("LLM calls:", result.usage.calls, "tokens:", result.usage.total_tokens)
 
         ctx = await reme.retrieve_memory("Which seat should I book for Alice?", user_name="alice", top_k=5)
         print("What you know about Alice:\n" + ctx.text)

@@ -404,7 +404,7 @@ async def demo(reme: ReMe, *, as_json: bool = False) -> None:
     say("deleted", user="bob", content=nodes["bob"][2].content, remaining=await reme.count_memory(user_name="bob"))
     for user, query in (("alice", "which seat should I book?"), ("bob", "food allergies")):
         hits = await reme.search_memory(query, user_name=user, top_k=2)
-        say("searched", user=user, query=query, top=[f"{h.node.content} ({h.similarity:.3f})" for h in hits])
+        say("searched", user=user, query=query, top=[f"{h.node.content} ({h.score_kind} {h.similarity:.3f})" for h in hits])
     if as_json:
         print(_dump(steps))
 

@@ -288,7 +288,7 @@ class LazyEmbedder:
         """The embedder itself, made now if it was not yet."""
         async with self._lock:
             if self._inner is None:
-                self._report(f"loading the {self.name} embedding model")
+                self._report(f"loading the embedding model ({self.name})")
                 inner = await asyncio.to_thread(self._factory)  # loading a model takes seconds
                 try:
                     if self._on_load is not None:
