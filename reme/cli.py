@@ -196,7 +196,7 @@ async def _run(args: argparse.Namespace) -> int:
                                  vector_store={"lock_timeout": args.wait} if args.wait is not None else None)
         if args.command in READ_COMMANDS:
             _require_store(config)
-        with _Progress(args.command, enabled=not (args.quiet or args.json)) as progress:
+        with _Progress(args.command, enabled=not (args.quiet or args.json) and _interactive()) as progress:
             async with ReMe(config, progress=progress.phase) as reme:
                 progress.phase("working")
                 return await _dispatch(reme, args)
@@ -209,9 +209,15 @@ PROGRESS_AFTER_S = 2.0
 """A command still running after this many seconds says what it is doing on stderr, every as often."""
 
 
+def _interactive() -> bool:
+    """Progress lines go to a terminal only: a script reading stderr gets one line per error."""
+    return sys.stderr.isatty()
+
+
 class _Progress:
     """One line on stderr every PROGRESS_AFTER_S seconds while a command runs longer than that:
-    what it is doing (as the facade reports it) and for how long. Off with --quiet or --json."""
+    what it is doing (as the facade reports it) and for how long. Off with --quiet or --json, and
+    when stderr is not a terminal."""
 
     def __init__(self, command: str, *, enabled: bool) -> None:
         self.command, self.enabled = command, enabled

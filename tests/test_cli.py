@@ -265,6 +265,7 @@ def test_long_commands_say_what_they_are_doing_unless_quiet(tmp_path: Path, monk
     import reme.cli
 
     monkeypatch.setattr(reme.cli, "PROGRESS_AFTER_S", 0.01)
+    monkeypatch.setattr(reme.cli, "_interactive", lambda: True)  # stderr is a terminal
     monkeypatch.setenv("REME_EMBEDDING__BACKEND", "hash")
     pool = tmp_path / "pool.jsonl"
     wd = tmp_path / "wd"
@@ -277,3 +278,6 @@ def test_long_commands_say_what_they_are_doing_unless_quiet(tmp_path: Path, monk
     for quiet in (["--quiet"], ["--json"]):
         assert reme.cli.main(["import", str(pool), "-w", str(tmp_path / quiet[0])] + quiet) == 0
         assert capsys.readouterr().err == ""
+    monkeypatch.setattr(reme.cli, "_interactive", lambda: False)  # a script reading stderr: errors only
+    assert reme.cli.main(["import", str(pool), "-w", str(tmp_path / "script")]) == 0
+    assert capsys.readouterr().err == ""
