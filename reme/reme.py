@@ -14,13 +14,13 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence, TypeV
 from pydantic import ValidationError
 
 from reme.config import ReMeConfig
-from reme.embedding import Embedder, create_embedder
+from reme.embedding import NO_LOCAL_BACKEND, Embedder, LazyEmbedder, create_embedder, local_backend_installed
 from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, VectorSizeError, describe
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
-from reme.memory.repo import Change, MemoryRepo, scope_filter
+from reme.memory.repo import VERSIONS_SUFFIX, Change, MemoryRepo, scope_filter
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
@@ -183,7 +183,8 @@ class ReMe:
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
                  retrieval: Any = None, procedural: Any = None, tool: Any = None,
                  config_file: str | Path | None = None, embedder: Embedder | None = None,
-                 store: VectorStore | None = None, chat_model: ChatModel | None = None) -> None:
+                 store: VectorStore | None = None, chat_model: ChatModel | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
                                                 embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval,
                                                 procedural=procedural, tool=tool)
@@ -195,6 +196,9 @@ class ReMe:
         self._owns_store, self._owns_embedder, self._owns_llm = store is None, embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
+        self.progress = progress
+        """Told, in a few words, what slow work is under way (loading the embedding model, embedding
+        N of M texts); the CLI shows it on stderr."""
 
     @property
     def collection(self) -> str:
@@ -227,16 +231,25 @@ class ReMe:
             raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
         if self._store is None:
-            self._store = open_store(self.config.vector_store, working_dir)
+            if self.config.vector_store.lock_timeout:  # waiting for the directory lock: off the event loop
+                self._store = await asyncio.to_thread(open_store, self.config.vector_store, working_dir)
+            else:
+                self._store = open_store(self.config.vector_store, working_dir)
         try:
             await self._store.recover()  # finish or undo what a crash interrupted, before anything reads
             self._prompts = PromptLibrary(self.config.prompts.language, self.config.prompts.dir)
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
             if self._embedder is None:
-                self._embedder = create_embedder(self.config.embedding)
+                # Made on first use: reading commands never load a model (seconds for a local one).
+                if self.config.embedding.backend == "local" and not local_backend_installed():
+                    raise ConfigError(NO_LOCAL_BACKEND)  # said up front, not on the first search
+                embedding = self.config.embedding
+                self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
+                                              self._check_vector_size, self.progress)
             self._repo = MemoryRepo(self._store, self._embedder, self.collection)
-            await self._repo.create()
+            if not isinstance(self._embedder, LazyEmbedder) or None in await self._stored_dims():
+                await self._repo.create()  # a new store needs the size now; an existing one has it on disk
         except BaseException:
             await self._store.close()
             self._store = None
@@ -246,6 +259,19 @@ class ReMe:
             raise
         self._opened = True
         return self
+
+    async def _stored_dims(self) -> list[int | None]:
+        assert self._store is not None
+        return [await self._store.collection_dim(name) for name in (self.collection, self.collection + VERSIONS_SUFFIX)]
+
+    async def _check_vector_size(self, dim: int) -> None:
+        """The embedder's size against the stored collections', when it is first loaded."""
+        for name, stored in zip((self.collection, self.collection + VERSIONS_SUFFIX), await self._stored_dims()):
+            if stored is not None and stored != dim:
+                raise VectorSizeError(f"collection {name!r} holds vectors of size {stored}, but the "
+                                      f"{self.config.embedding.backend} embedder makes size {dim}: use the "
+                                      "embedder it was made with, another vector_store.collection, or export "
+                                      "and import into a new one")
 
     async def close(self) -> None:
         """Release the store (and its directory lock). Writes were already durable."""
@@ -351,8 +377,9 @@ class ReMe:
         async with repo.lock:
             if flt is None:
                 n = await self.store.count(self.collection)
+                dim = await self.store.collection_dim(self.collection)  # recreated as it was: no model needed
                 await self.store.write([DropCollection(self.collection), DropCollection(repo.versions),
-                                        *await repo.create_ops()])
+                                        *await repo.create_ops(dim)])
                 return n
             n = await self.store.count(self.collection, flt)
             await self.store.write([DeleteWhere(repo.versions, flt), DeleteWhere(self.collection, flt)])
@@ -418,6 +445,8 @@ class ReMe:
                             filters: FilterSpec = None, with_vectors: bool = False) -> int:
         """Write memories to a JSONL file (every field; vectors on request); returns how many."""
         path = _path_arg(path)
+        if not path.parent.is_dir():
+            raise InvalidInputError(f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 
@@ -475,7 +504,7 @@ class ReMe:
     async def _read_export(self, path: str | Path, scope: Scope | None) -> list[tuple[MemoryNode, list[float] | None]]:
         """The nodes of an export file with their vectors (None where a line has none of this
         store's size); an invalid line, or one outside `scope`, is an `InvalidInputError` naming it."""
-        dim = await self.embedder.dimension()
+        dim = await self.store.collection_dim(self.collection) or await self.embedder.dimension()
         out: list[tuple[MemoryNode, list[float] | None]] = []
         for lineno, row in read_jsonl(path):
             vector = row.pop("vector", None)

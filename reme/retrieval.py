@@ -48,7 +48,8 @@ def score_fuse(dense: Sequence[SearchResult], keyword: Sequence[SearchResult],
     scores = {mid: dense_weight * d.get(mid, floor_d) + (1 - dense_weight) * k.get(mid, floor_k) for mid in nodes}
     order = {mid: i for i, mid in enumerate(nodes)}
     ranked = sorted(nodes, key=lambda mid: (-scores[mid], order[mid]))
-    return [SearchResult(node=nodes[mid], similarity=scores[mid], rank=i + 1) for i, mid in enumerate(ranked)]
+    return [SearchResult(node=nodes[mid], similarity=scores[mid], rank=i + 1, score_kind="fused")
+            for i, mid in enumerate(ranked)]
 
 
 async def fused_search(store: VectorStore, collection: str, query: str, vector: list[float], flt: Filter,

@@ -396,12 +396,23 @@ class MemoryNode(BaseModel):
         return content_hash(self.memory_type, self.memory_target, self.content, self.target_kind)
 
 
+ScoreKind = Literal["cosine", "bm25", "rrf", "fused"]
+
+
 class SearchResult(BaseModel):
-    """A stored node with how it matched a query; `similarity` never touches the node's `score`."""
+    """A stored node with how it matched a query; `similarity` never touches the node's `score`.
+
+    `score_kind` says what `similarity` is, and it orders one result list only:
+    `cosine` (dense search: -1 to 1), `bm25` (keyword search: 0 and up, unbounded),
+    `rrf` (hybrid search: reciprocal-rank fusion in the engine, the sum of 1 / (60 + position),
+    positions from 0, over the dense and the keyword list: at most 2/60 = 0.033, however close
+    the match), `fused` (the retrievers'
+    score fusion: max-normalized cosine and BM25 combined, 0 to 1)."""
 
     node: MemoryNode
     similarity: float
     rank: int
+    score_kind: ScoreKind = "cosine"
 
 
 class MemoryPage(BaseModel):
@@ -442,6 +453,11 @@ class Message(BaseModel):
         if isinstance(value, list):
             return "\n".join(p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text")
         return "" if value is None else value
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 call`, `2 calls`: a count with its noun, for messages."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
 class Usage(BaseModel):

@@ -396,6 +396,8 @@ def cli(wd: Path, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
     ["get", "\udcff"], ["import", "/nonexistent/file.jsonl"],
 ])
 def test_cli_maps_every_rejection_to_a_documented_exit_code(tmp_path: Path, args: list[Any]) -> None:
+    # A store to read: on a missing one, a reading command stops first (exit 3, nothing created).
+    assert cli(tmp_path / "wd", "add", "seed", "--user", "seed").returncode == 0
     proc = cli(tmp_path / "wd", *[a.encode("utf-8", "surrogateescape") if isinstance(a, str) else a for a in args])
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 2, err

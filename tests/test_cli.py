@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +13,20 @@ import pytest
 
 from reme.cli import build_parser
 
-COMMANDS = ["add", "get", "list", "search", "update", "delete", "export", "import", "demo"]
+from openai_server import OpenAITestServer
+
+COMMANDS = ["add", "get", "list", "search", "update", "delete", "export", "import", "demo", "history", "count",
+            "delete-all", "summarize", "retrieve"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def reme(wd: Path, *args: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "REME_EMBEDDING__BACKEND": "hash", "REME_WORKING_DIR": str(wd)}
+def reme(wd: Path, *args: str, check: int | None = 0, env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REME_EMBEDDING__BACKEND": "hash", "REME_WORKING_DIR": str(wd), **(env or {})}
+    if cwd is not None:  # the package from this checkout, run from elsewhere
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-m", "reme.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=120, cwd=cwd)
     if check is not None:
         assert proc.returncode == check, proc.stderr
     return proc
@@ -81,7 +89,7 @@ def test_exit_codes_scripts_can_rely_on(tmp_path: Path) -> None:
     reme(wd, "list", "--config", str(bad_config), check=4)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    reme(blocker / "wd", "list", check=4)
+    reme(blocker / "wd", "add", "x", "--user", "a", check=4)
 
 
 def test_demo_runs_and_reports_each_step(tmp_path: Path) -> None:
@@ -92,3 +100,184 @@ def test_demo_runs_and_reports_each_step(tmp_path: Path) -> None:
     assert next(s for s in steps if s["action"] == "added a duplicate")["same_id"] is True
     searched = [s for s in steps if s["action"] == "searched"]
     assert all(s["top"] for s in searched)
+
+
+def test_help_lists_every_command_on_one_line_each() -> None:
+    out = subprocess.run([sys.executable, "-m", "reme.cli", "--help"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "80"}, check=True).stdout
+    lines = out.splitlines()
+    for command in COMMANDS:
+        (line,) = [ln for ln in lines if ln.split()[:1] == [command]]
+        assert len(line.split()) > 1, f"{command} has no help on its line"
+
+
+def test_reading_commands_never_load_the_embedding_model(tmp_path: Path) -> None:
+    wd, dump = tmp_path / "wd", tmp_path / "dump.jsonl"
+    memory_id = reme(wd, "add", "Alice prefers window seats", "--user", "alice").stdout.strip()
+    no_model = ["--embedding", "local", "--embedding-model", str(tmp_path / "no-such-model-folder")]
+    assert "Alice prefers window seats" in reme(wd, "list", *no_model).stdout
+    assert "Alice prefers window seats" in reme(wd, "get", memory_id, *no_model).stdout
+    assert reme(wd, "count", *no_model).stdout.strip() == "1"
+    reme(wd, "export", str(dump), *no_model)
+    failed = reme(wd, "search", "seat", "--user", "alice", *no_model, check=4)
+    assert failed.stderr.startswith("reme search: ConfigError") and "no-such-model-folder" in failed.stderr
+
+
+@pytest.mark.parametrize("command", [["list"], ["get", "00000000-0000-4000-8000-000000000000"], ["search", "x"],
+                                     ["export", "out.jsonl"], ["count"], ["retrieve", "x", "--user", "a"],
+                                     ["history", "00000000-0000-4000-8000-000000000000"]])
+def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path: Path, command: list[str]) -> None:
+    typo = tmp_path / "typo"
+    proc = reme(typo, *command, check=3, cwd=tmp_path)
+    assert proc.stderr.count("\n") == 1 and str(typo / "store") in proc.stderr
+    assert not typo.exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_empty_results_say_so_and_json_stays_json(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    reme(wd, "add", "Alice prefers window seats", "--user", "alice")
+    assert reme(wd, "list", "--user", "bob").stdout == "no memories\n"
+    assert reme(wd, "search", "seats", "--user", "bob").stdout == "no memories match\n"
+    assert json.loads(reme(wd, "list", "--user", "bob", "--json").stdout) == {"memories": [], "next_cursor": None}
+    assert json.loads(reme(wd, "search", "seats", "--user", "bob", "--json").stdout) == []
+
+
+def test_export_to_a_missing_folder_names_the_path_given(tmp_path: Path) -> None:
+    wd, target = tmp_path / "wd", tmp_path / "missing" / "dir" / "x.jsonl"
+    reme(wd, "add", "one fact", "--user", "alice")
+    proc = reme(wd, "export", str(target), check=2)
+    assert proc.stderr.startswith("reme export: InvalidInputError") and str(target) in proc.stderr
+    assert ".tmp" not in proc.stderr
+    assert reme(wd, "export", str(tmp_path / "one.jsonl")).stdout.startswith("exported 1 memory to")
+
+
+def test_history_and_count(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    memory_id = reme(wd, "add", "Alice prefers window seats", "--user", "alice").stdout.strip()
+    reme(wd, "add", "Bob prefers aisle seats", "--user", "bob")
+    assert reme(wd, "history", memory_id).stdout == "no earlier versions\n"
+    reme(wd, "update", memory_id, "--content", "Alice prefers aisle seats")
+    (version,) = json.loads(reme(wd, "history", memory_id, "--json").stdout)
+    assert version["event"] == "UPDATE" and version["node"]["content"] == "Alice prefers window seats"
+    assert "UPDATE" in reme(wd, "history", memory_id, "--user", "alice").stdout
+    reme(wd, "history", memory_id, "--user", "bob", check=3)
+    assert reme(wd, "count").stdout == "2\n"
+    assert json.loads(reme(wd, "count", "--user", "alice", "--json").stdout) == {"count": 1}
+    assert reme(wd, "count", "--filter", '{"content": {"contains": "aisle"}}').stdout == "2\n"
+
+
+def test_delete_all_needs_a_scope_and_a_confirmation(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    for user, text in (("alice", "one"), ("alice", "two"), ("bob", "three")):
+        reme(wd, "add", text, "--user", user)
+    refused = reme(wd, "delete-all", "--user", "alice", check=2)
+    assert "would delete 2 memories of user 'alice'" in refused.stderr and "--yes" in refused.stderr
+    reme(wd, "delete-all", "--yes", check=2)  # no scope
+    reme(wd, "delete-all", "--user", "alice", "--everything", "--yes", check=2)
+    assert reme(wd, "count").stdout == "3\n"
+    assert reme(wd, "delete-all", "--user", "alice", "--yes").stdout == "deleted 2 memories\n"
+    assert reme(wd, "count").stdout == "1\n"
+    assert json.loads(reme(wd, "delete-all", "--everything", "--yes", "--json").stdout) == {"deleted": 1}
+    assert reme(wd, "count").stdout == "0\n"
+
+
+@pytest.fixture
+def llm_env(server: OpenAITestServer) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k", "REME_LLM__MODEL": "test-model",
+            "REME_LLM__MAX_RETRIES": "0"}
+
+
+def test_summarize_and_retrieve_personal_memory(tmp_path: Path, server: OpenAITestServer,
+                                                llm_env: dict[str, str]) -> None:
+    wd, chat = tmp_path / "wd", tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "name": "Alice", "content": "I always take the window seat.",
+                                 "time": "2024-05-03T10:00:00Z"}]))
+    server.script("Read the conversation below", {"memories": [
+        {"content": "Alice prefers the window seat", "kind": "preference", "sources": [0], "importance": 0.5,
+         "time": None}]})
+    out = reme(wd, "summarize", str(chat), "--user", "alice", env=llm_env).stdout
+    assert "added  " in out and "Alice prefers the window seat" in out
+    assert re.fullmatch(r"1 added, 0 updated, 0 deleted \(1 LLM call, \d+ tokens\)", out.splitlines()[-1])
+    server.script("You prepare a search", {"queries": ["window seat"], "start": None, "end": None})
+    text = reme(wd, "retrieve", "Where does Alice sit?", "--user", "alice", env=llm_env).stdout
+    assert "Alice prefers the window seat" in text
+    result = json.loads(reme(wd, "retrieve", "seat", "--user", "alice", "--no-rewrite", "--json").stdout)
+    assert result["memories"][0]["node"]["content"] == "Alice prefers the window seat"
+    no_llm = reme(wd, "summarize", str(chat), "--user", "alice", check=4)
+    assert "needs an LLM" in no_llm.stderr
+
+
+def test_summarize_and_retrieve_task_and_tool_memory(tmp_path: Path, server: OpenAITestServer,
+                                                     llm_env: dict[str, str]) -> None:
+    wd, runs, calls = tmp_path / "wd", tmp_path / "runs.json", tmp_path / "calls.json"
+    runs.write_text(json.dumps({"trajectories": [{"messages": [{"role": "user", "content": "Rate songs 5 stars"},
+                                                               {"role": "assistant", "content": "review_song"}],
+                                                  "score": 1.0}]}))
+    server.script("completed the task below successfully", {"memories": [
+        {"when_to_use": "When rating songs", "content": "Call spotify.review_song per song", "confidence": 0.8}]})
+    server.script("Rate each candidate lesson", {"results": [{"index": 0, "score": 0.9}]})
+    assert "1 added" in reme(wd, "summarize", str(runs), "--task", "appworld", env=llm_env).stdout
+    assert "spotify.review_song" in reme(wd, "retrieve", "Rate albums", "--task", "appworld").stdout
+
+    calls.write_text(json.dumps([{"tool_name": "web_search", "input": {"q": "x"}, "output": "ok", "time_cost": 1.0}]))
+    server.script("Write the usage guideline", {"guideline": "Search the web."})
+    reme(wd, "summarize", str(calls), "--tool", "web_search", env=llm_env)
+    guide = reme(wd, "retrieve", "--tool", "web_search").stdout
+    assert guide.startswith("Tool web_search: 1 call, 100% succeeded") and "Search the web." in guide
+    reme(wd, "summarize", str(tmp_path / "missing.json"), "--tool", "web_search", env=llm_env, check=2)
+
+
+def test_bench_outside_a_checkout_says_where_it_lives(tmp_path: Path) -> None:
+    proc = reme(tmp_path / "wd", "bench", "locomo", check=4, cwd=tmp_path)
+    assert "not part of the installed package" in proc.stderr and "source checkout" in proc.stderr
+    help_text = reme(tmp_path / "wd", "--help", cwd=tmp_path).stdout
+    assert "bench" not in help_text
+    assert "reme bench locomo" in reme(tmp_path / "wd", "--help").stdout  # from the checkout's root
+
+
+def test_a_busy_working_directory_can_be_waited_for(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    reme(wd, "add", "held", "--user", "alice")
+    holder = ("import sys, time\nfrom reme import ReMeSync\n"
+              "with ReMeSync(working_dir=sys.argv[1], embedding={'backend': 'hash'}):\n"
+              "    print('ready', flush=True)\n    time.sleep(float(sys.argv[2]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd), "1.5"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        busy = reme(wd, "count", check=5)
+        assert busy.stderr.startswith("reme count: StoreLockedError") and busy.stderr.count("\n") == 1
+        assert "--wait SECONDS" in busy.stderr and "reme serve" in busy.stderr
+        assert reme(wd, "count", "--wait", "30").stdout == "1\n"  # the holder lets go after 1.5 s
+    finally:
+        proc.wait(timeout=60)
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        timed_out = reme(wd, "count", "--wait", "0.3", check=5)
+        assert "after waiting 0.3 s" in timed_out.stderr
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
+def test_long_commands_say_what_they_are_doing_unless_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import reme.cli
+
+    monkeypatch.setattr(reme.cli, "PROGRESS_AFTER_S", 0.01)
+    monkeypatch.setattr(reme.cli, "_interactive", lambda: True)  # stderr is a terminal
+    monkeypatch.setenv("REME_EMBEDDING__BACKEND", "hash")
+    pool = tmp_path / "pool.jsonl"
+    wd = tmp_path / "wd"
+    lines = [json.dumps({"content": f"lesson number {i}", "memory_type": "procedural", "target_kind": "task",
+                         "memory_target": "t"}) for i in range(600)]
+    pool.write_text("\n".join(lines) + "\n")
+    assert reme.cli.main(["import", str(pool), "-w", str(wd)]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^reme import: .+ \(\d+ s\)$", err, re.M), err
+    for quiet in (["--quiet"], ["--json"]):
+        assert reme.cli.main(["import", str(pool), "-w", str(tmp_path / quiet[0])] + quiet) == 0
+        assert capsys.readouterr().err == ""
+    monkeypatch.setattr(reme.cli, "_interactive", lambda: False)  # a script reading stderr: errors only
+    assert reme.cli.main(["import", str(pool), "-w", str(tmp_path / "script")]) == 0
+    assert capsys.readouterr().err == ""

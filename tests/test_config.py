@@ -59,3 +59,10 @@ def test_openai_variables_fill_the_llm_and_the_openai_embedder() -> None:
 def test_bad_settings_are_config_errors(env: dict[str, str], kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         ReMeConfig.load(env=env, **kwargs)
+
+
+def test_lock_timeout_defaults_to_failing_at_once() -> None:
+    from reme.config import ReMeConfig
+
+    assert ReMeConfig.load(env={}).vector_store.lock_timeout == 0
+    assert ReMeConfig.load(env={"REME_VECTOR_STORE__LOCK_TIMEOUT": "2.5"}).vector_store.lock_timeout == 2.5

@@ -10,9 +10,10 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from reme import EmbeddingError, InvalidInputError, ReMe
+from reme import ConfigError, EmbeddingError, InvalidInputError, ReMe
 from reme.config import EmbeddingConfig
-from reme.embedding import HashEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder
+from reme.embedding import (HashEmbedder, LazyEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder,
+                            resolve_local_model)
 
 from openai_server import OpenAITestServer
 
@@ -94,3 +95,84 @@ async def test_facade_with_an_openai_compatible_embedder(server: OpenAITestServe
                                                      "api_key": "sk-test"}) as reme:
         node = await reme.add_memory("Alice prefers window seats", user_name="alice")
         assert (await reme.search_memory("window seats", user_name="alice"))[0].node.memory_id == node.memory_id
+
+
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record (and refuse) every connection attempt made in this process."""
+    import socket
+
+    attempts: list[object] = []
+
+    def refuse(self: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    return attempts
+
+
+def test_a_model_name_not_on_this_machine_fails_at_once_saying_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts = _no_network(monkeypatch)
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as error:
+        LocalEmbedder("nobody-here/no-such-embedding-model")
+    assert time.monotonic() - started < 1.0 and attempts == []
+    message = str(error.value)
+    assert "\n" not in message
+    for hint in ("pip install 'reme-memory[local]'", "embedding.model", "embedding.backend = \"openai\"",
+                 "embedding.download = true"):
+        assert hint in message
+
+
+def test_a_model_folder_that_does_not_exist_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "models" / "minilm"
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="does not exist"):
+        create_embedder(EmbeddingConfig(backend="local", model=str(missing)))
+    assert time.monotonic() - started < 1.0
+
+
+def test_without_a_model_setting_the_packaged_model_is_used_without_the_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts = _no_network(monkeypatch)
+    assert resolve_local_model(None) == (_model_path(), True)
+    assert resolve_local_model("sentence-transformers/all-MiniLM-L6-v2") == (_model_path(), True)
+    assert resolve_local_model("all-MiniLM-L6-v2") == (_model_path(), True)
+    assert attempts == []
+
+
+def test_downloads_are_an_explicit_choice() -> None:
+    assert EmbeddingConfig().download is False
+    assert resolve_local_model("nobody-here/no-such-embedding-model", download=True) == (
+        "nobody-here/no-such-embedding-model", False)
+
+
+async def test_a_core_only_install_names_the_extra_when_the_store_opens(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("reme.reme.local_backend_installed", lambda: False)
+    monkeypatch.setattr("reme.embedding.local_backend_installed", lambda: False)
+    with pytest.raises(ConfigError, match=r"pip install 'reme-memory\[local\]'"):
+        async with ReMe(working_dir=tmp_path, embedding={"backend": "local"}):
+            pass
+    with pytest.raises(ConfigError, match=r"pip install 'reme-memory\[local\]'"):
+        LocalEmbedder()
+
+
+async def test_the_embedder_is_made_on_first_use_and_checked_against_the_store(tmp_path: Path) -> None:
+    async with ReMe(working_dir=tmp_path, embedding={"backend": "hash", "dimensions": 32}) as reme:
+        node = await reme.add_memory("Alice prefers window seats", user_name="alice")
+    made: list[int] = []
+
+    def factory() -> HashEmbedder:
+        made.append(1)
+        return HashEmbedder(dim=32)
+
+    async with ReMe(working_dir=tmp_path, embedding={"backend": "hash", "dimensions": 32}) as reme:
+        assert isinstance(reme.embedder, LazyEmbedder) and not reme.embedder.loaded
+        reme.embedder._factory = factory  # type: ignore[union-attr]
+        assert (await reme.get_memory(node.memory_id)).content == node.content
+        assert len(await reme.list_memory(user_name="alice")) == 1
+        assert await reme.export_memory(tmp_path / "out.jsonl") == 1
+        assert await reme.delete_all(everything=True) == 1
+        assert made == []
+        assert await reme.search_memory("window", user_name="alice") == []
+        assert made == [1] and await reme.embedder.dimension() == 32

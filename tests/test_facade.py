@@ -170,9 +170,12 @@ async def test_an_unwritable_working_dir_is_a_config_error(tmp_path: Path) -> No
 async def test_reopening_with_an_embedder_of_another_size_is_refused(reme_factory: Callable[..., ReMe]) -> None:
     async with reme_factory() as reme:
         await reme.add_memory("kept", user_name="alice")
-    with pytest.raises(VectorSizeError):
-        async with reme_factory(embedding={"backend": "hash", "dimensions": DIM * 2}):
-            pass
+    async with reme_factory(embedding={"backend": "hash", "dimensions": DIM * 2}) as other:
+        assert await other.count_memory() == 1  # reading needs no embedder: the size is checked on first use
+        with pytest.raises(VectorSizeError):
+            await other.add_memory("refused", user_name="alice")
+        with pytest.raises(VectorSizeError):
+            await other.search_memory("kept", user_name="alice")
     async with reme_factory() as reme:
         assert await reme.count_memory() == 1
 
@@ -262,3 +265,15 @@ def test_environment_reaches_the_facade(tmp_path: Path, monkeypatch: pytest.Monk
         reme.add_memory("x", user_name="a")
         assert reme.config.embedding.backend == "hash"
     assert (tmp_path / "envwd" / "store" / "reme").is_dir()  # the edge collection under REME_WORKING_DIR
+
+
+async def test_search_results_say_what_their_score_is(reme_factory: Callable[..., ReMe]) -> None:
+    async with reme_factory() as reme:
+        await reme.add_memory("Alice prefers window seats", user_name="alice")
+        await reme.add_memory("Alice is vegetarian", user_name="alice")
+        kinds = {mode: {h.score_kind for h in await reme.search_memory("window seats", user_name="alice", mode=mode)}
+                 for mode in ("dense", "keyword", "hybrid")}
+        assert kinds == {"dense": {"cosine"}, "keyword": {"bm25"}, "hybrid": {"rrf"}}
+        hybrid = await reme.search_memory("window seats", user_name="alice")
+        assert hybrid[0].similarity <= 2 / 60 + 1e-6  # reciprocal-rank fusion: ranks, not closeness
+        assert [h.similarity for h in hybrid] == sorted((h.similarity for h in hybrid), reverse=True)

@@ -51,9 +51,9 @@ class MemoryRepo:
     async def create(self) -> None:
         await self.store.write(await self.create_ops())
 
-    async def create_ops(self) -> list[WriteOp]:
-        """Creating both collections (each a no-op when it exists with the embedder's size)."""
-        dim = await self.embedder.dimension()
+    async def create_ops(self, dim: int | None = None) -> list[WriteOp]:
+        """Creating both collections (each a no-op when it exists with that size; by default the embedder's)."""
+        dim = dim or await self.embedder.dimension()
         return [CreateCollection(self.collection, dim), CreateCollection(self.versions, dim)]
 
     def target_lock(self, kind: str, name: str) -> asyncio.Lock:

@@ -25,7 +25,7 @@ from reme.llm import ChatModel
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
-                         ToolCallRecord, Usage, parse_items, utcnow)
+                         ToolCallRecord, Usage, parse_items, plural, utcnow)
 from reme.store.filters import Eq, Filter
 
 GUIDELINE_TAG = "guideline"
@@ -162,7 +162,7 @@ class ToolSummarizer:
         else:
             new = old.revised(content=text[:MAX_CONTENT_CHARS], message_time=now, metadata=meta,
                               ref_ids=(old.ref_ids + [history.memory_id])[-20:])
-            change = Change(new=new, old=old, reason=f"{len(records)} more calls")
+            change = Change(new=new, old=old, reason=f"{plural(len(records), 'more call')}")
         return Plan(tool_name=tool_name, change=change, history=history, usage=plan_usage)
 
     async def commit(self, plan: Plan) -> SummaryResult:
@@ -187,7 +187,7 @@ async def retrieve_tools(repo: MemoryRepo, tool_names: list[str]) -> RetrieveRes
             continue
         memories.append(RetrievedMemory(node=node, score=1.0, rank=len(memories) + 1))
         stats = _read(ToolStats, node.metadata.get("stats"))
-        lines = [f"Tool {name}: {stats.calls} calls, {100 * stats.success_rate:.0f}% succeeded, "
+        lines = [f"Tool {name}: {plural(stats.calls, 'call')}, {100 * stats.success_rate:.0f}% succeeded, "
                  f"{stats.time_mean:.2f} s mean (p95 {stats.time_p95:.2f} s), "
                  f"{stats.tokens_mean:.0f} tokens mean (p95 {stats.tokens_p95:.0f})"]
         if stats.top_failures:

@@ -37,7 +37,7 @@ from qdrant_edge import Bm25, Bm25Config
 from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError,
                          describe)
 from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
-                         MemoryType, SearchResult, parse_iso, parse_json)
+                         MemoryType, ScoreKind, SearchResult, parse_iso, parse_json)
 from reme.store.filters import SORT_KEYS, Filter
 
 SearchMode = Literal["dense", "keyword", "hybrid"]
@@ -658,7 +658,9 @@ class VectorStore(ABC):
         todo = [h.id for h in top if h.payload is None]
         fetched = await self._payloads(name, todo) if todo else {}
         payloads = [h.payload if h.payload is not None else fetched.get(h.id) for h in top]
-        return [_construct(SearchResult, {"node": from_payload(payload), "similarity": h.score, "rank": i + 1})
+        kind: ScoreKind = "cosine" if mode == "dense" else "bm25" if mode == "keyword" else "rrf"
+        return [_construct(SearchResult, {"node": from_payload(payload), "similarity": h.score, "rank": i + 1,
+                                          "score_kind": kind})
                 for i, (h, payload) in enumerate((h, p) for h, p in zip(top, payloads) if p is not None)]
 
     async def list(self, name: str, *, flt: Filter | None = None, sort_key: str | None = None,

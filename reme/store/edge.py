@@ -107,30 +107,39 @@ class EdgeStore(VectorStore):
     backend = "edge"
 
     def __init__(self, path: str | Path, *, bm25_avg_len: float = 32.0, batch_size: int = 256,
-                 index_threshold: int = 20_000, index_on_close: bool = True, sync: SyncMode = "process") -> None:
+                 index_threshold: int = 20_000, index_on_close: bool = True, sync: SyncMode = "process",
+                 lock_timeout: float = 0.0) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.path = Path(path)
         self.index_threshold = index_threshold
         self.index_on_close = index_on_close
         self._shards: dict[str, qe.EdgeShard] = {}
-        self._lock_fh = self._lock(self.path)
+        self._lock_fh = self._lock(self.path, lock_timeout)
 
     @staticmethod
-    def _lock(path: Path) -> Any:
+    def _lock(path: Path, timeout: float = 0.0) -> Any:
         try:
             path.mkdir(parents=True, exist_ok=True)
             fh = open(path / ".lock", "a+")
         except OSError as exc:
             raise StoreError(f"cannot use {path} as the store directory: {exc.strerror or exc}") from exc
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            owner = fh.read().strip() or "unknown"
-            fh.close()
-            raise StoreLockedError(
-                f"{path} is open in another process (pid {owner}); close it there first or use another working_dir"
-            ) from None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() < deadline:
+                    time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                    continue
+                fh.seek(0)
+                owner = fh.read().strip() or "unknown"
+                fh.close()
+                waited = f" after waiting {timeout:g} s" if timeout else ""
+                raise StoreLockedError(
+                    f"{path} is open in another process (pid {owner}){waited}; one process at a time opens a "
+                    "working directory: wait for it (--wait SECONDS, vector_store.lock_timeout), or share the "
+                    "store through one process (`reme serve`)") from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

@@ -1,0 +1,128 @@
+"""The documentation runs as written: every ```python and ```bash block of README.md and every
+script in examples/, each in a fresh directory, as a user would run it, configured only through
+the environment (hash embeddings, the scripted LLM server on 127.0.0.1 as OPENAI_BASE_URL).
+
+A block that is deliberately not runnable carries `no-run` after its language (```bash no-run):
+visible in the README's source, and listed by `test_few_blocks_are_marked_no_run`. Blocks without
+`no-run` in any other language than python or bash are refused, so a new block cannot slip by
+unexecuted. One block is excluded here by name instead: the set-up block (`./scripts/demo.sh`,
+`./scripts/test.sh`), because it creates a virtual environment and runs this very test suite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from openai_server import OpenAITestServer
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+RUNNABLE = {"python", "bash"}
+SETUP_BLOCK = "./scripts/test.sh"  # the set-up block: it would install .venv and run the suite itself
+
+
+def blocks(text: str) -> list[tuple[str, set[str], str, int]]:
+    """(language, flags, code, line) of every fenced block."""
+    out = []
+    for match in FENCE.finditer(text):
+        info = match.group(1).split()
+        line = text.count("\n", 0, match.start()) + 1
+        out.append((info[0] if info else "", set(info[1:]), match.group(2), line))
+    return out
+
+
+README_BLOCKS = blocks(README.read_text(encoding="utf-8"))
+
+
+def _runnable(language: str) -> list[Any]:
+    return [pytest.param(code, id=f"README.md:{line}") for lang, flags, code, line in README_BLOCKS
+            if lang == language and "no-run" not in flags and SETUP_BLOCK not in code]
+
+
+# Replies for every prompt the documented calls send: personal extract, reconcile and rewrite;
+# procedural success, failure, comparison and validation; the tool guideline.
+def script(server: OpenAITestServer) -> None:
+    server.script("Read the conversation below", lambda body: {"memories": [
+        {"content": "Alice moved to Berlin in late April 2024", "kind": "event", "sources": [0],
+         "importance": 0.8, "time": "2024-04-26"},
+        {"content": "Alice prefers the window seat on trains", "kind": "preference", "sources": [0],
+         "importance": 0.5, "time": None}]})
+    server.script("long-term memory consistent", {"decisions": []})
+    server.script("You prepare a search", {"queries": ["Alice seat preference"], "start": None, "end": None})
+    lesson = {"when_to_use": "When rating songs in a Spotify library",
+              "content": "Log in with spotify.login first, then call spotify.review_song per song",
+              "confidence": 0.8}
+    for prompt in ("completed the task below successfully", "failed the task below", "Compare them"):
+        server.script(prompt, {"memories": [lesson]})
+    server.script("Rate each candidate lesson", {"results": [{"index": i, "score": 0.9} for i in range(10)]})
+    server.script("Write the usage guideline", {"guideline": "Use short queries; retry once on a timeout."})
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[OpenAITestServer]:
+    with OpenAITestServer() as server:
+        script(server)
+        yield server
+
+
+@pytest.fixture
+def user_env(llm: OpenAITestServer, tmp_path: Path) -> dict[str, str]:
+    """What a user exports: no REME_WORKING_DIR (the default .reme in the current directory)."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "reme").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m reme.cli "$@"\n')
+    (shims / "reme").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_", "OPENAI_"))}
+    env.update({"REME_EMBEDDING__BACKEND": "hash", "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test",
+                "REME_LLM__MODEL": "test-model", "REME_LLM__MAX_RETRIES": "0", "HF_HUB_OFFLINE": "1",
+                "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+                "PATH": os.pathsep.join([str(shims), env.get("PATH", "")])})
+    return env
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> str:
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_every_block_is_runnable_or_marked() -> None:
+    unknown = [(lang, line) for lang, flags, _, line in README_BLOCKS if lang not in RUNNABLE and "no-run" not in flags]
+    assert unknown == [], "a README block in a language this test cannot run: mark it `no-run` or make it python/bash"
+    assert len(_runnable("python")) >= 4 and len(_runnable("bash")) >= 1
+
+
+def test_few_blocks_are_marked_no_run() -> None:
+    marked = [(lang, line) for lang, flags, _, line in README_BLOCKS if "no-run" in flags]
+    assert len(marked) <= 2, f"blocks not run by the tests: {marked}"  # today: the pip install block only
+
+
+@pytest.mark.parametrize("code", _runnable("python"))
+def test_readme_python_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
+    run([sys.executable, "snippet.py"], user_env, tmp_path)
+
+
+@pytest.mark.parametrize("code", _runnable("bash"))
+def test_readme_shell_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
+    out = run(["bash", "-euo", "pipefail", "-c", code], user_env, tmp_path)
+    assert out.strip()
+
+
+@pytest.mark.parametrize("script_path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs(script_path: Path, user_env: dict[str, str], tmp_path: Path) -> None:
+    out = run([sys.executable, str(script_path)], user_env, tmp_path)
+    assert out.strip()
+
+
+def test_there_are_examples_of_each_kind() -> None:
+    assert {p.name for p in EXAMPLES} >= {"personal_memory.py", "task_memory.py", "tool_memory.py", "sync_api.py"}
