@@ -80,7 +80,9 @@ def user_env(llm: OpenAITestServer, tmp_path: Path) -> dict[str, str]:
     shims = tmp_path / "bin"
     shims.mkdir()
     (shims / "reme").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m reme.cli "$@"\n')
-    (shims / "reme").chmod(0o755)
+    (shims / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # the environment ReMe is in
+    for shim in shims.iterdir():
+        shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_", "OPENAI_"))}
     env.update({"REME_EMBEDDING__BACKEND": "hash", "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test",
                 "REME_LLM__MODEL": "test-model", "REME_LLM__MAX_RETRIES": "0", "HF_HUB_OFFLINE": "1",
@@ -103,7 +105,7 @@ def test_every_block_is_runnable_or_marked() -> None:
 
 def test_few_blocks_are_marked_no_run() -> None:
     marked = [(lang, line) for lang, flags, _, line in README_BLOCKS if "no-run" in flags]
-    assert len(marked) <= 2, f"blocks not run by the tests: {marked}"  # today: the pip install block only
+    assert len(marked) <= 2, f"blocks not run by the tests: {marked}"  # today: pip install, the MCP client entry
 
 
 @pytest.mark.parametrize("code", _runnable("python"))
