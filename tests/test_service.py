@@ -515,6 +515,29 @@ def test_malformed_requests_are_typed_4xx_and_the_server_stays_up(
     assert httpx.get(f"{service.url}/v1/health").status_code == 200
 
 
+def test_slow_clients_hold_up_nobody(service: Served) -> None:
+    """Clients that send half a request line, or headers and part of a declared body, and then
+    stall: the server stays up, serves everyone else at once, and none of them writes anything."""
+    before = httpx.post(f"{service.url}/v1/memories/count", json={}).json()["count"]
+    stalled = []
+    try:
+        for i in range(20):
+            conn = socket.create_connection(("127.0.0.1", service.port))
+            conn.sendall(b"POST /v1/memo" if i % 2 else
+                         b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{\"content\": \"stalled")
+            stalled.append(conn)
+        with httpx.Client(timeout=5) as client:
+            added = client.post(f"{service.url}/v1/memories", json={"content": "not held up", "user_name": "slow"})
+            assert added.status_code == 200, added.text
+            assert client.post(f"{service.url}/v1/memories/count", json={}).json()["count"] == before + 1
+    finally:
+        for conn in stalled:
+            conn.close()
+    assert service.proc.poll() is None
+    assert httpx.post(f"{service.url}/v1/memories/count", json={}).json()["count"] == before + 1
+
+
 def test_a_deep_metadata_or_a_nan_is_refused_without_harm(service: Served) -> None:
     deep: Any = 1
     for _ in range(12):
