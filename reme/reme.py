@@ -445,8 +445,6 @@ class ReMe:
                             filters: FilterSpec = None, with_vectors: bool = False) -> int:
         """Write memories to a JSONL file (every field; vectors on request); returns how many."""
         path = _path_arg(path)
-        if not path.parent.is_dir():
-            raise InvalidInputError(f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
         return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
 

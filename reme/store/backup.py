@@ -10,16 +10,15 @@ backup is a fraction of the store's size on disk and restores exactly.
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, AsyncIterator, Mapping
 
 import numpy as np
 from pydantic import ValidationError
 
 from reme.errors import InvalidInputError, describe
 from reme.schema import MemoryNode, parse_json
-from reme.store.base import VectorRecord, VectorStore
+from reme.store.base import VectorRecord, VectorStore, write_jsonl
 
 FORMAT = "reme-backup"
 VERSION = 1
@@ -43,25 +42,16 @@ async def dump(store: VectorStore, collections: Mapping[str, str], path: Path) -
     """Write every record of `collections` (role -> collection name) to `path`, atomically (a
     temporary file renamed into place); returns how many records."""
     dim = await store.collection_dim(next(iter(collections.values())))
-    tmp = path.with_name(path.name + ".tmp")
-    n = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"format": FORMAT, "version": VERSION, "dim": dim,
-                                 "collections": dict(collections)}) + "\n")
-            for role, name in collections.items():
-                async for record in store.iter_records(name, with_vectors=True):
-                    assert record.vector is not None  # asked for
-                    row = {"role": role, "node": record.node.model_dump(mode="json"),
-                           "vector": encode_vector(record.vector)}
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    n += 1
-        tmp.replace(path)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write the backup {path}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)  # gone after the rename; a half-written file otherwise
-    return n
+
+    async def rows() -> AsyncIterator[dict[str, Any]]:
+        yield {"format": FORMAT, "version": VERSION, "dim": dim, "collections": dict(collections)}
+        for role, name in collections.items():
+            async for record in store.iter_records(name, with_vectors=True):
+                assert record.vector is not None  # asked for
+                yield {"role": role, "node": record.node.model_dump(mode="json"),
+                       "vector": encode_vector(record.vector)}
+
+    return await write_jsonl(path, rows()) - 1  # the header is not a record
 
 
 def load(path: Path, roles: set[str]) -> tuple[int, dict[str, list[VectorRecord]]]:

@@ -708,23 +708,15 @@ class VectorStore(ABC):
                            with_vectors: bool = False) -> int:
         """Write matching nodes to `path`, one JSON object a line (node fields, plus `vector`)."""
         await self._require_dim(name)
-        target = Path(path)
-        tmp = target.with_name(target.name + ".tmp")
-        n = 0
-        try:
-            with tmp.open("w", encoding="utf-8") as fh:
-                async for record in self.iter_records(name, flt, with_vectors=with_vectors):
-                    row = record.node.model_dump(mode="json")
-                    if with_vectors:
-                        row["vector"] = record.vector
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    n += 1
-            tmp.replace(target)
-        except OSError as exc:
-            raise StoreError(f"cannot write {target}: {exc}") from exc
-        finally:
-            tmp.unlink(missing_ok=True)  # gone after a successful replace; a half-written file otherwise
-        return n
+
+        async def rows() -> AsyncIterator[dict[str, Any]]:
+            async for record in self.iter_records(name, flt, with_vectors=with_vectors):
+                row = record.node.model_dump(mode="json")
+                if with_vectors:
+                    row["vector"] = record.vector
+                yield row
+
+        return await write_jsonl(Path(path), rows())
 
     async def import_jsonl(self, name: str, path: str | Path, *, embed: EmbedFn | None = None) -> int:
         """Load a file written by `export_jsonl`. Every line is checked before anything is written;
@@ -749,6 +741,25 @@ class VectorStore(ABC):
                 record.vector = vec
         await self.upsert(name, records)  # one write: the whole file or nothing
         return len(records)
+
+
+async def write_jsonl(path: Path, rows: AsyncIterator[dict[str, Any]]) -> int:
+    """Write `rows` to `path`, one JSON object a line, atomically: into a temporary file beside it,
+    renamed into place when complete (a half-written file never stays). Returns how many rows.
+    A path that cannot be written is the caller's: `InvalidInputError` naming it."""
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            async for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+        tmp.replace(path)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)  # gone after the rename; a half-written file otherwise
+    return n
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
