@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from reme import errors
 from reme.errors import InvalidInputError, ReMeError, ServiceError
+from reme.sync import LoopThread
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
 
@@ -360,28 +360,32 @@ class ReMeClientSync:
     """
 
     def __init__(self, base_url: str | None = None, **kwargs: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="reme-client-sync", daemon=True)
-        self._thread.start()
-        self._client: ReMeClient = self._run(self._make(base_url, **kwargs))
+        self._loop = LoopThread("ReMeClientSync")
+        try:
+            self._client: ReMeClient = self._run(self._make(base_url, **kwargs))
+        except BaseException:
+            self._loop.stop()
+            raise
 
     @staticmethod
     async def _make(base_url: str | None, **kwargs: Any) -> ReMeClient:
         return ReMeClient(base_url, **kwargs)
 
     def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
+        return self._loop.run(coro)
 
     def open(self) -> "ReMeClientSync":
         return self
 
     def close(self) -> None:
+        """Close the connections and stop the private loop; a second close does nothing, a call
+        after it raises `ReMeError`."""
+        if self._loop.closed:
+            return
         try:
             self._run(self._client.close())
         finally:
-            if self._loop.is_running():
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._thread.join(timeout=10)
+            self._loop.stop()
 
     def __enter__(self) -> "ReMeClientSync":
         return self.open()

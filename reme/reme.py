@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +29,7 @@ from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_st
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
+from reme.sync import LoopThread
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -728,36 +728,19 @@ class ReMeSync:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._start()
+        self._loop = LoopThread("ReMeSync")
         try:
             self._reme: ReMe = self._run(self._make(*args, **kwargs))
         except BaseException:
-            self._stop()
+            self._loop.stop()
             raise
-
-    def _start(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="reme-sync", daemon=True)
-        self._thread.start()
-
-    def _stop(self) -> None:
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-        if not self._loop.is_running() and not self._loop.is_closed():
-            self._loop.close()
 
     @staticmethod
     async def _make(*args: Any, **kwargs: Any) -> ReMe:
         return ReMe(*args, **kwargs)
 
     def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
-        # After close() the loop is stopped: a call scheduled on it would wait forever.
-        if self._loop.is_closed() or not self._thread.is_alive():
-            if asyncio.iscoroutine(coro):
-                coro.close()
-            raise ReMeError("ReMeSync is closed: call open() (or use `with ReMeSync(...)`) again")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
+        return self._loop.run(coro)
 
     @property
     def config(self) -> ReMeConfig:
@@ -765,19 +748,19 @@ class ReMeSync:
 
     def open(self) -> "ReMeSync":
         """Open the store; after `close()` this starts a fresh private loop and opens it again."""
-        if self._loop.is_closed():
-            self._start()
+        if self._loop.closed:
+            self._loop.start()
         self._run(self._reme.open())
         return self
 
     def close(self) -> None:
         """Release the store and stop the private loop; a second close does nothing."""
-        if self._loop.is_closed():
+        if self._loop.closed:
             return
         try:
             self._run(self._reme.close())
         finally:
-            self._stop()
+            self._loop.stop()
 
     def __enter__(self) -> "ReMeSync":
         return self.open()

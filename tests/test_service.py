@@ -360,6 +360,9 @@ def test_the_sync_client_works(service: Served, uid: str) -> None:
         assert client.get_memory(node.memory_id).content == "Sync works"
         with pytest.raises(MemoryNotFoundError):
             client.get_memory(str(uuid.uuid4()))
+    client.close()  # a second close does nothing
+    with pytest.raises(ReMeError, match="closed"):  # a call after close raises, it never waits forever
+        client.count_memory()
 
 
 # -- tokens ---------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from qdrant_edge import Bm25, Bm25Config
 
-from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, StoreError, VectorSizeError,
+from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, VectorSizeError,
                          describe)
 from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
                          MemoryType, ScoreKind, SearchResult, parse_iso, parse_json)
