@@ -26,12 +26,12 @@ from mcp.server.lowlevel import Server
 
 from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, find_token, send_error,
                          uvicorn_server_class)
-from reme.errors import ConfigError, InvalidInputError, ReMeError, RequestTimeoutError
+from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError, RequestTimeoutError
 from reme.reme import ReMe
-from reme.schema import MemoryNode
+from reme.schema import MemoryNode, check_int
 
 log = logging.getLogger("reme.mcp")
-_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("reme_mcp_caller")
+_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("reme_mcp_caller")
 
 _TARGET = {
     "user_name": {"type": "string", "description": "The user the memories are about (default: the configured user)."},
@@ -123,8 +123,9 @@ class MemoryTools:
     def __init__(self, reme: ReMe, config: ServerConfig | None = None, *, caller: Caller | None = None,
                  user_name: str | None = None, task_name: str | None = None, tool_name: str | None = None) -> None:
         self.reme, self.config = reme, config or ServerConfig()
-        self.caller = caller or Caller(None)
-        """Who calls when the transport says nothing (stdio); over HTTP each request's token."""
+        self.caller = caller if caller is not None or self.config.tokens else Caller(None)
+        """Who calls when the transport says nothing (stdio); over HTTP each request's token. With
+        tokens configured and no caller given, a call that arrives without one is refused."""
         self.default = {k: v for k, v in (("user_name", user_name), ("task_name", task_name),
                                           ("tool_name", tool_name)) if v}
         if len(self.default) > 1:
@@ -143,13 +144,15 @@ class MemoryTools:
         (key, name), = named.items()
         if not isinstance(name, str):
             raise InvalidInputError(f"{key} must be a string")
-        _caller.get(self.caller).permit([(key.split("_")[0], name)])
+        caller = _caller.get(self.caller)
+        if caller is None:  # fail closed: never fall back to "anyone" when tokens exist
+            raise AuthenticationError("a valid bearer token is required")
+        caller.permit([(key.split("_")[0], name)])
         return {key: name}
 
-    def _ceiling(self, value: Any, top: int, what: str) -> Any:
-        if isinstance(value, int) and value > top:
-            raise InvalidInputError(f"{what} is {value}; the limit is {top}")
-        return value
+    @staticmethod
+    def _ceiling(value: Any, top: int, what: str) -> Any:
+        return value if value is None else check_int(value, what, high=top)
 
     async def call(self, name: str, args: dict[str, Any]) -> str:
         handler = getattr(self, f"_{name}", None)
@@ -305,7 +308,7 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
     # stdout is the MCP channel over stdio: logs go to stderr, one JSON line per HTTP request.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
     log.setLevel(logging.INFO)
-    caller = Caller(None)
+    caller: Caller | None = Caller(None) if not config.tokens else None  # over HTTP: each request's token
     if transport == "stdio" and config.tokens:
         token = find_token(config.tokens, os.environ.get("REME_TOKEN", ""))
         if token is None:

@@ -45,7 +45,7 @@ from reme.errors import (AuthenticationError, ConfigError, ConflictError, Embedd
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
+                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory, check_int)
 
 T = TypeVar("T")
 log = logging.getLogger("reme.server")
@@ -321,8 +321,8 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
             raise InvalidInputError(f"{what}: {n} items; the limit is {limits.max_batch}")
 
     def ceiling(value: int | None, top: int, what: str) -> None:
-        if isinstance(value, int) and value > top:
-            raise InvalidInputError(f"{what} is {value}; the limit is {top}")
+        if value is not None:
+            check_int(value, what, high=top)
 
     async def spooled(write: Callable[[Path], Awaitable[int]]) -> StreamingResponse:
         """Stream what a facade method writes to a file (export, backup): written to a spool file

@@ -112,6 +112,18 @@ async def test_a_tokens_scope_limits_the_tools_and_a_refusal_writes_nothing(reme
                        body)
 
 
+async def test_with_tokens_a_call_that_brings_none_is_refused_never_let_through(reme: ReMe) -> None:
+    """Over HTTP each request carries its token in the context; a call that arrives without one
+    (no caller set by the transport) must fail closed, not fall back to an unrestricted caller."""
+    token = TokenConfig(name="alice-app", secret="s" * 20, users=["alice"])
+
+    async def body(session: ClientSession) -> None:
+        assert (await call(session, "add_memory", content="anyone?"))["error"].startswith("AuthenticationError")
+        assert await reme.count_memory() == 0
+
+    await with_session(MemoryTools(reme, ServerConfig(tokens=[token]), user_name="alice"), body)
+
+
 async def test_summarize_messages_for_the_default_user(llm_reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, {"memories": [{"content": "Alice moved to Berlin", "kind": "event", "sources": [0],
                                           "importance": 0.9, "time": "2024-04-26"}]})
