@@ -193,19 +193,24 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-async def _run(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace, working_dir: str | None) -> ReMeConfig:
+    """The settings a command runs with: the config file and environment, then its flags."""
     embedding: dict[str, Any] = {}
     if args.embedding:
         embedding["backend"] = args.embedding
     if args.embedding_model:
         embedding["model"] = args.embedding_model
+    return ReMeConfig.load(args.config, working_dir=working_dir, embedding=embedding or None,
+                           vector_store={"lock_timeout": args.wait} if args.wait is not None else None)
+
+
+async def _run(args: argparse.Namespace) -> int:
     working_dir = args.working_dir
     scratch = args.command == "demo" and working_dir is None
     if scratch:
         working_dir = tempfile.mkdtemp(prefix="reme-demo-")
     try:
-        config = ReMeConfig.load(args.config, working_dir=working_dir, embedding=embedding or None,
-                                 vector_store={"lock_timeout": args.wait} if args.wait is not None else None)
+        config = _config(args, working_dir)
         if args.command in READ_COMMANDS:
             _require_store(config)
         with _Progress(args.command, enabled=not (args.quiet or args.json) and _interactive()) as progress:
@@ -451,12 +456,7 @@ def _bench(argv: list[str]) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     """`reme serve` / `reme mcp`: the facade behind HTTP or MCP, until SIGTERM or SIGINT."""
-    embedding: dict[str, Any] = {}
-    if args.embedding:
-        embedding["backend"] = args.embedding
-    if args.embedding_model:
-        embedding["model"] = args.embedding_model
-    reme = ReMe(working_dir=args.working_dir, embedding=embedding or None, config_file=args.config)
+    reme = ReMe(_config(args, args.working_dir))
     from reme.access import ServerConfig
 
     config = ServerConfig.load(args.server_config, host=args.host, port=args.port)
@@ -464,7 +464,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         service = importlib.import_module(f"reme.{module}")
     except ImportError as exc:
-        raise ConfigError(f"reme {args.command} needs the `{module}` extra: pip install 'reme[{module}]' ({exc})")
+        raise ConfigError(f"reme {args.command} needs the `{module}` extra: pip install 'reme-memory[{module}]' ({exc})")
     if args.command == "serve":
         return int(service.serve(config, reme))
     return int(service.serve(config, reme, transport=args.transport, **_scope(args)))

@@ -267,7 +267,8 @@ class LazyEmbedder:
     may refuse it (the facade checks it against the stored collections)."""
 
     PROGRESS_CHUNK = 64
-    """Texts embedded between two progress reports."""
+    """Texts embedded between two progress reports, at least: the embedder's own batch size when
+    larger, so reporting progress never splits a batch into more requests."""
 
     def __init__(self, factory: Callable[[], Embedder], name: str,
                  on_load: Callable[[int], Awaitable[None]] | None = None,
@@ -282,6 +283,7 @@ class LazyEmbedder:
 
     @property
     def loaded(self) -> bool:
+        """Whether the model has been made (reading commands never make it)."""
         return self._inner is not None
 
     async def get(self) -> Embedder:
@@ -301,12 +303,13 @@ class LazyEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         inner = await self.get()
-        if len(texts) <= self.PROGRESS_CHUNK:
+        chunk = max(self.PROGRESS_CHUNK, int(getattr(inner, "batch_size", 0) or 0))
+        if len(texts) <= chunk:
             return await inner.embed(texts)
         out: list[list[float]] = []
-        for start in range(0, len(texts), self.PROGRESS_CHUNK):
+        for start in range(0, len(texts), chunk):
             self._report(f"embedding {start:,} of {len(texts):,} texts")
-            out.extend(await inner.embed(texts[start:start + self.PROGRESS_CHUNK]))
+            out.extend(await inner.embed(texts[start:start + chunk]))
         self._report(f"embedded {len(texts):,} texts")
         return out
 
