@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable, MutableMapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from reme.config import read_config_file
 from reme.errors import ConfigError, PermissionDeniedError, describe
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
@@ -91,19 +92,7 @@ class ServerConfig(_Strict):
         data: dict[str, Any] = {}
         path = path or os.environ.get("REME_SERVER_CONFIG")
         if path:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-                if str(path).endswith(".toml"):
-                    import tomllib
-                    raw: Any = tomllib.loads(text)
-                else:
-                    raw = json.loads(text)
-            except ImportError:
-                raise ConfigError("TOML server configs need Python 3.11+; use JSON") from None
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"server config {path}: {exc}") from None
-            if not isinstance(raw, dict):
-                raise ConfigError(f"server config {path} must hold an object")
+            raw = read_config_file(Path(path))
             data = dict(raw.get("server", raw))
         data.update({k: v for k, v in overrides.items() if v is not None})
         try:

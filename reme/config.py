@@ -164,7 +164,7 @@ class ReMeConfig(_Section):
         merged: dict[str, Any] = {}
         path = config_file or env.get("REME_CONFIG")
         if path:
-            _deep_merge(merged, _read_file(Path(path)))
+            _deep_merge(merged, read_config_file(Path(path)))
         _deep_merge(merged, _from_env(env))
         _deep_merge(merged, {k: _plain(v) for k, v in kwargs.items() if v is not None})
         for section in ("llm", "embedding"):
@@ -219,7 +219,8 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A JSON or TOML (by its suffix) settings file holding an object; ConfigError otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
