@@ -9,6 +9,8 @@ import base64
 import contextlib
 import io
 import json
+import os
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import timezone
 from pathlib import Path
@@ -122,6 +124,8 @@ class Harness:
 
     def __init__(self, path: Path) -> None:
         self.loop = asyncio.new_event_loop()
+        self.outcomes: Counter[tuple[str, bool]] = Counter()
+        """(test, accepted) -> calls: both halves of "succeeds or rejects cleanly" must occur."""
         self.reme = ReMe(working_dir=path, embedding={"backend": "hash", "dimensions": DIM})
         self.run(self.reme.open())
         self.ids = [self.run(self.reme.add_memory(f"Alice fact {i} about seats", user_name="alice",
@@ -142,12 +146,15 @@ class Harness:
     def check(self, make: Callable[[], Awaitable[Any]]) -> bool:
         """Success (True) or a ReMeError after which nothing changed (False); anything else fails."""
         before = self.run(self.dump())
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
         try:
             self.run(make())
             event("accepted")
+            self.outcomes[test, True] += 1
             return True
         except ReMeError as exc:
             event(f"rejected: {type(exc).__name__}")
+            self.outcomes[test, False] += 1
             assert self.run(self.dump()) == before, "a rejected call changed the store"
             return False
 
@@ -313,3 +320,12 @@ def test_cli_exits_with_a_documented_code_and_one_line(tmp_path_factory: pytest.
     assert "Traceback" not in err.getvalue()
     if code and not err.getvalue().startswith("usage:"):
         assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+
+
+def test_every_property_saw_both_successes_and_rejections(h: Harness) -> None:
+    """Runs after the properties above (file order): a property whose inputs were all rejected (or
+    all accepted) would pass while testing only half of its claim."""
+    tests = {test for test, _ in h.outcomes}
+    assert len(tests) >= 8, sorted(tests)
+    one_sided = sorted(t for t in tests if not (h.outcomes[t, True] and h.outcomes[t, False]))
+    assert one_sided == [], f"properties that never saw both outcomes: {one_sided}"
