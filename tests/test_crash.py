@@ -404,9 +404,14 @@ async def test_sync_os_fsyncs_before_a_write_returns(tmp_path: Path, monkeypatch
     monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
     async with ReMe(working_dir=tmp_path / "wd", embedding=EMBEDDING,
                     vector_store={"sync": sync, "batch_size": 2}) as reme:
+        # Python's fsync: the journal files and directories ("os" only); the engine's flush is its own.
+        # Each write that needs a journal fsyncs before it returns, not some later one.
         fsyncs.clear()
         nodes = await reme.add_memories([_node(f"fact {i}") for i in range(5)])  # journaled: 3 engine calls
-        await reme.update_memory(nodes[0].memory_id, content="changed")
+        assert (len(fsyncs) > 0) == (sync == "os")
+        fsyncs.clear()
+        await reme.update_memory(nodes[0].memory_id, content="changed")  # a version and the new state
+        assert (len(fsyncs) > 0) == (sync == "os")
+        fsyncs.clear()
         assert await reme.delete_all(user_name="alice") == 5
-        # Python's fsync: the journal files and directories ("os" only); the engine's flush is its own.
         assert (len(fsyncs) > 0) == (sync == "os")
