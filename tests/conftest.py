@@ -90,6 +90,15 @@ async def llm_reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
         yield r
 
 
+async def dump_store(reme: ReMe) -> dict[str, dict[str, str]]:
+    """Every record of the main and the versions collection, vectors included, as JSON by id:
+    what "the store is unchanged" compares."""
+    out: dict[str, dict[str, str]] = {}
+    for name in (reme.collection, reme.repo.versions):
+        out[name] = {r.node.memory_id: r.model_dump_json() async for r in reme.store.iter_records(name, with_vectors=True)}
+    return out
+
+
 def shared_data(relative: str) -> Path:
     """A path under the shared data; a test that needs it fails (never skips) when it is missing."""
     path = SHARED_DATA / relative

@@ -9,15 +9,7 @@ import pytest
 
 from reme import InvalidInputError, ReMe, VectorSizeError
 
-from conftest import DIM
-
-
-async def dump(reme: ReMe) -> dict[str, list[tuple[str, list[float] | None]]]:
-    out = {}
-    for name in (reme.collection, reme.repo.versions):
-        out[name] = sorted([(r.node.model_dump_json(), [round(x, 6) for x in r.vector or []])
-                            async for r in reme.store.iter_records(name, with_vectors=True)])
-    return out
+from conftest import DIM, dump_store
 
 
 async def test_a_backup_restores_every_memory_version_and_vector(reme_factory: Callable[..., ReMe],
@@ -28,13 +20,13 @@ async def test_a_backup_restores_every_memory_version_and_vector(reme_factory: C
         await reme.add_memory("the conversation", task_name="t", memory_type="history")
         gone = await reme.add_memory("Bob is vegetarian", user_name="bob")
         await reme.delete_memory(gone.memory_id)
-        before = await dump(reme)
+        before = await dump_store(reme)
         assert await reme.backup(tmp_path / "backup.jsonl") == 4  # 2 memories, 2 versions
     size = (tmp_path / "backup.jsonl").stat().st_size
     assert size < 10_000  # vectors as float32 base64, not JSON floats
     async with reme_factory(working_dir=tmp_path / "b") as reme:
         assert await reme.restore(tmp_path / "backup.jsonl") == 4
-        assert await dump(reme) == before
+        assert await dump_store(reme) == before
         assert [v.event for v in await reme.history(node.memory_id)] == ["UPDATE"]
         assert [v.event for v in await reme.history(gone.memory_id)] == ["DELETE"]
         hits = await reme.search_memory("Berlin", user_name="alice", mode="dense")

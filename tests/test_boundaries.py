@@ -19,7 +19,7 @@ from typing import Any
 
 import openai
 import pytest
-from conftest import DIM
+from conftest import DIM, dump_store
 from openai_server import OpenAITestServer, prompt_of
 
 from reme import (
@@ -54,21 +54,12 @@ GUIDE = "Write the usage guideline"
 HASH = {"backend": "hash", "dimensions": DIM}
 
 
-async def dump(reme: ReMe) -> list[str]:
-    """Every record of the main and the versions collection, with vectors: what 'unchanged' compares."""
-    rows = []
-    for name in (reme.collection, reme.repo.versions):
-        async for record in reme.store.iter_records(name, with_vectors=True):
-            rows.append(f"{name} {record.model_dump_json()}")
-    return sorted(rows)
-
-
 async def rejected(reme: ReMe, error: type[ReMeError], call: Callable[[], Any]) -> ReMeError:
     """`call()` raises `error` (within 30 s) and the store is as it was before."""
-    before = await dump(reme)
+    before = await dump_store(reme)
     with pytest.raises(error) as info:
         await asyncio.wait_for(call(), 30)
-    assert await dump(reme) == before
+    assert await dump_store(reme) == before
     return info.value
 
 

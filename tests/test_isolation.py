@@ -13,6 +13,7 @@ import pytest
 from reme import InvalidInputError, MemoryNotFoundError, ReMe
 from reme.schema import MemoryNode, Scope
 
+from conftest import dump_store
 from openai_server import OpenAITestServer, prompt_of
 
 NAME = "bob"
@@ -25,18 +26,9 @@ def secret(kind: str) -> str:
     return f"{kind}-secret-marker"
 
 
-async def dump(reme: ReMe) -> dict[str, dict[str, str]]:
-    """Every record of both collections, by id, as JSON."""
-    out: dict[str, dict[str, str]] = {}
-    for name in (reme.collection, reme.repo.versions):
-        out[name] = {r.node.memory_id: r.node.model_dump_json()
-                     async for r in reme.store.iter_records(name)}
-    return out
-
-
 def outside(snapshot: dict[str, dict[str, str]], scope: Scope) -> dict[str, dict[str, str]]:
     return {name: {i: js for i, js in records.items()
-                   if (json.loads(js)["target_kind"], json.loads(js)["memory_target"]) != tuple(scope)}
+                   if (json.loads(js)["node"]["target_kind"], json.loads(js)["node"]["memory_target"]) != tuple(scope)}
             for name, records in snapshot.items()}
 
 
@@ -153,10 +145,10 @@ async def test_no_method_under_a_scope_touches_a_same_named_target_of_another_ki
     script(server)
     async with make_reme() as reme:
         seeded = await seed(reme, scope)
-        before = outside(await dump(reme), scope)
+        before = outside(await dump_store(reme), scope)
         others = [n for k, nodes in seeded.items() if k != kind for n in nodes]
         await exercise(reme, scope, others, tmp_path)
-        assert outside(await dump(reme), scope) == before
+        assert outside(await dump_store(reme), scope) == before
     for request in server.chat_requests:  # no prompt showed another kind's memories
         prompt = prompt_of(request)
         assert not any(secret(k) in prompt for k in KINDS if k != kind)

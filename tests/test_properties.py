@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DIM
+from conftest import DIM, dump_store
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -136,16 +136,9 @@ class Harness:
     def run(self, coro: Awaitable[Any]) -> Any:
         return self.loop.run_until_complete(asyncio.wait_for(coro, TIMEOUT))
 
-    async def dump(self) -> list[str]:
-        rows = []
-        for name in (self.reme.collection, self.reme.repo.versions):
-            async for record in self.reme.store.iter_records(name, with_vectors=True):
-                rows.append(f"{name} {record.model_dump_json()}")
-        return sorted(rows)
-
     def check(self, make: Callable[[], Awaitable[Any]]) -> bool:
         """Success (True) or a ReMeError after which nothing changed (False); anything else fails."""
-        before = self.run(self.dump())
+        before = self.run(dump_store(self.reme))
         test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
         try:
             self.run(make())
@@ -155,7 +148,7 @@ class Harness:
         except ReMeError as exc:
             event(f"rejected: {type(exc).__name__}")
             self.outcomes[test, False] += 1
-            assert self.run(self.dump()) == before, "a rejected call changed the store"
+            assert self.run(dump_store(self.reme)) == before, "a rejected call changed the store"
             return False
 
     def close(self) -> None:
