@@ -111,6 +111,9 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+TOOL_NAMES = frozenset(t["name"] for t in TOOLS)
+
+
 def _brief(node: MemoryNode) -> dict[str, Any]:
     return {"memory_id": node.memory_id, "content": node.content, "memory_type": node.memory_type.value,
             "target": f"{node.target_kind}:{node.memory_target}"}
@@ -156,7 +159,7 @@ class MemoryTools:
 
     async def call(self, name: str, args: dict[str, Any]) -> str:
         handler = getattr(self, f"_{name}", None)
-        if name not in {t["name"] for t in TOOLS} or handler is None:
+        if name not in TOOL_NAMES or handler is None:
             raise InvalidInputError(f"unknown tool {name!r}")
         timeout = self.config.limits.timeout_s
         task = asyncio.ensure_future(handler(dict(args)))
@@ -167,13 +170,14 @@ class MemoryTools:
         return json.dumps(result, ensure_ascii=False, default=str)
 
     async def _retrieve_personal_memory(self, a: dict[str, Any]) -> Any:
-        top_k = self._ceiling(a.get("top_k"), self.config.limits.max_top_k, "top_k")
-        r = await self.reme.retrieve_memory(a.get("query"), top_k=top_k, **self._target(a, "user_name"))
-        return {"text": r.text, "memories": [{**_brief(m.node), "score": round(m.score, 4)} for m in r.memories]}
+        return await self._retrieve(a, "user_name")
 
     async def _retrieve_task_memory(self, a: dict[str, Any]) -> Any:
+        return await self._retrieve(a, "task_name")
+
+    async def _retrieve(self, a: dict[str, Any], kind: str) -> Any:
         top_k = self._ceiling(a.get("top_k"), self.config.limits.max_top_k, "top_k")
-        r = await self.reme.retrieve_memory(a.get("query"), top_k=top_k, **self._target(a, "task_name"))
+        r = await self.reme.retrieve_memory(a.get("query"), top_k=top_k, **self._target(a, kind))
         return {"text": r.text, "memories": [{**_brief(m.node), "score": round(m.score, 4)} for m in r.memories]}
 
     async def _retrieve_tool_memory(self, a: dict[str, Any]) -> Any:

@@ -282,7 +282,7 @@ class Scope(NamedTuple):
         return KIND_TYPES[self.kind]
 
     def holds(self, node: "MemoryNode") -> bool:
-        return node.target_kind == self.kind and node.memory_target == self.name
+        return node.scope == self
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name!r}"
@@ -337,9 +337,9 @@ class MemoryNode(BaseModel):
         return self
 
     @property
-    def scope(self) -> tuple[str, str]:
+    def scope(self) -> Scope:
         """(target_kind, memory_target): the wall the memory lives behind."""
-        return self.target_kind, self.memory_target
+        return Scope(self.target_kind, self.memory_target)
 
     @field_validator("memory_id")
     @classmethod

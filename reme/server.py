@@ -280,17 +280,13 @@ def scope_query(user_name: str | None = Query(None), task_name: str | None = Que
 
 
 # -- the application -----------------------------------------------------------------------------
-def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
-               reme_factory: Any = None) -> FastAPI:
-    """The FastAPI app over `reme` (opened by the lifespan when not open yet, closed at shutdown).
-    `reme_factory` builds the facade at start-up instead (used by `serve`)."""
+def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
+    """The FastAPI app over `reme` (opened by the lifespan when not open yet, closed at shutdown)."""
     config = config or ServerConfig()
     limits = config.limits
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if app.state.reme is None and reme_factory is not None:
-            app.state.reme = reme_factory()
         await app.state.reme.open()
         try:
             yield
@@ -348,7 +344,7 @@ def create_app(reme: ReMe | None = None, config: ServerConfig | None = None, *,
         """Hand a JSONL body to a facade method that reads a file (import, restore)."""
         with tempfile.TemporaryDirectory(prefix="reme-spool-") as folder:
             path = Path(folder) / "body.jsonl"
-            path.write_bytes(body)
+            await asyncio.to_thread(path.write_bytes, body)  # up to max_body_bytes: off the event loop
             try:
                 return await run(read(path))
             except InvalidInputError as exc:  # name the body, not the spool file

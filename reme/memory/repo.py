@@ -66,7 +66,7 @@ class MemoryRepo:
         found: dict[str, MemoryNode] = {}
         groups: dict[tuple[Scope, MemoryType], set[str]] = {}
         for node in nodes:
-            groups.setdefault((Scope(*node.scope), node.memory_type), set()).add(node.content_hash)
+            groups.setdefault((node.scope, node.memory_type), set()).add(node.content_hash)
         for (scope, mtype), hashes in groups.items():
             flt = scope_filter(scope, (mtype,), In(field="content_hash", values=sorted(hashes)))
             page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
