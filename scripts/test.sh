@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Set up, then run the whole test suite. Extra arguments go to pytest.
+# Set up, then run the whole test suite: the main suite in .venv (extra arguments go to pytest),
+# then each framework suite in its own environment (scripts/envs.sh). REME_ENVS="langgraph autogen"
+# runs only those framework suites, REME_ENVS=none none of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export HF_HUB_OFFLINE=1
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@"
+if [ "${REME_ENVS:-}" != "none" ]; then
+  # shellcheck disable=SC2086 # a list of names
+  scripts/envs.sh ${REME_ENVS:-}
+fi

@@ -14,6 +14,10 @@ Each test scripts it:
   exactly these bytes (HTML, an empty body, JSON nested too deep...).
 - `server.vectors = fn`: embedding requests are answered with `fn(texts)` as the list of
   embeddings (one too few, strings, NaN...) instead of the hashing embedder's vectors.
+- A reply may be a `Message(content, tool_calls=[{"name": ..., "arguments": {...}}])`: an
+  assistant turn with tool calls, as agent frameworks expect. `stream: true` requests are answered
+  as server-sent events (content and tool-call deltas, usage when `stream_options.include_usage`).
+  `script("", reply, times=1)` rules added in order behave as a queue of agent turns.
 Embedding vectors come from the hashing embedder, so they are deterministic. Every request is
 recorded in `server.requests`; chat requests no rule matched are answered with HTTP 418.
 """
@@ -28,11 +32,24 @@ from typing import Any, Callable, Sequence
 
 from reme.embedding import HashEmbedder
 
-Reply = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
+class Message:
+    """An assistant turn: text and/or tool calls ({"name": str, "arguments": dict | str})."""
+
+    def __init__(self, content: str | None = None, tool_calls: Sequence[dict[str, Any]] = ()) -> None:
+        self.content, self.tool_calls = content, list(tool_calls)
+
+
+Reply = str | dict[str, Any] | Message | Callable[[dict[str, Any]], "str | dict[str, Any] | Message"]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
 
 
 def prompt_of(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+    return "\n".join(_text(m.get("content")) for m in body.get("messages", []))
 
 
 class _Rule:
@@ -46,6 +63,7 @@ class OpenAITestServer:
         self.requests: list[dict[str, Any]] = []
         self.reject_json_mode = False
         self.in_flight = 0
+        self.calls = 0
         self.max_in_flight = 0
         self._rules: list[_Rule] = []
         self._failures: list[tuple[int, str | None]] = []
@@ -110,15 +128,54 @@ class OpenAITestServer:
                     self._reply(rule.status, {"error": {"message": f"scripted {rule.status}", "type": "test"}})
                     return
                 reply = rule.reply(body) if callable(rule.reply) else rule.reply
-                text = reply if isinstance(reply, str) else json.dumps(reply)
+                message = reply if isinstance(reply, Message) else Message(
+                    reply if isinstance(reply, str) else json.dumps(reply))
+                with server._lock:
+                    server.calls += 1
+                    n = server.calls
+                calls = [{"id": f"call_{n}_{i}", "type": "function",
+                          "function": {"name": tc["name"], "arguments": tc["arguments"] if isinstance(
+                              tc.get("arguments"), str) else json.dumps(tc.get("arguments", {}))}}
+                         for i, tc in enumerate(message.tool_calls)]
+                text = message.content or ""
                 prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
-                self._reply(200, {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                              "total_tokens": prompt_tokens + completion_tokens}})
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                         "total_tokens": prompt_tokens + completion_tokens}
+                finish = "tool_calls" if calls else "stop"
+                head = {"id": f"chatcmpl-test-{n}", "created": int(time.time()), "model": body.get("model")}
+                if body.get("stream"):
+                    self._stream(head, message.content, calls, finish,
+                                 usage if (body.get("stream_options") or {}).get("include_usage") else None)
+                    return
+                msg: dict[str, Any] = {"role": "assistant", "content": message.content}
+                if calls:
+                    msg["tool_calls"] = calls
+                self._reply(200, {**head, "object": "chat.completion",
+                                  "choices": [{"index": 0, "finish_reason": finish, "message": msg}], "usage": usage})
+
+            def _stream(self, head: dict[str, Any], content: str | None, calls: list[dict[str, Any]],
+                        finish: str, usage: dict[str, int] | None) -> None:
+                chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+                if content:
+                    chunks.append({"content": content})
+                for i, call in enumerate(calls):
+                    chunks.append({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                   "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                    chunks.append({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]})
+                events = [{**head, "object": "chat.completion.chunk",
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in chunks]
+                events.append({**head, "object": "chat.completion.chunk",
+                               "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+                if usage is not None:
+                    events.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+                raw = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+                self._send(200, raw.encode(), {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                if self.path.rstrip("/").endswith("/models"):
+                    self._reply(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+                else:
+                    self._reply(404, {"error": {"message": f"no route {self.path}"}})
 
             def _reply(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 self._send(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})})

@@ -11,41 +11,25 @@ unexecuted. One block is excluded here by name instead: the set-up block (`./scr
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
+from docs_support import ENVTESTS, env_of, readme_blocks, run, user_environment
 from openai_server import OpenAITestServer
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 RUNNABLE = {"python", "bash"}
 SETUP_BLOCK = "./scripts/test.sh"  # the set-up block: it would install .venv and run the suite itself
-
-
-def blocks(text: str) -> list[tuple[str, set[str], str, int]]:
-    """(language, flags, code, line) of every fenced block."""
-    out = []
-    for match in FENCE.finditer(text):
-        info = match.group(1).split()
-        line = text.count("\n", 0, match.start()) + 1
-        out.append((info[0] if info else "", set(info[1:]), match.group(2), line))
-    return out
-
-
-README_BLOCKS = blocks(README.read_text(encoding="utf-8"))
+README_BLOCKS = readme_blocks()
 
 
 def _runnable(language: str) -> list[Any]:
     return [pytest.param(code, id=f"README.md:{line}") for lang, flags, code, line in README_BLOCKS
-            if lang == language and "no-run" not in flags and SETUP_BLOCK not in code]
+            if lang == language and "no-run" not in flags and not env_of(flags) and SETUP_BLOCK not in code]
 
 
 # Replies for every prompt the documented calls send: personal extract, reconcile and rewrite;
@@ -77,30 +61,22 @@ def llm() -> Iterator[OpenAITestServer]:
 @pytest.fixture
 def user_env(llm: OpenAITestServer, tmp_path: Path) -> dict[str, str]:
     """What a user exports: no REME_WORKING_DIR (the default .reme in the current directory)."""
-    shims = tmp_path / "bin"
-    shims.mkdir()
-    (shims / "reme").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m reme.cli "$@"\n')
-    (shims / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # the environment ReMe is in
-    for shim in shims.iterdir():
-        shim.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REME_", "OPENAI_"))}
-    env.update({"REME_EMBEDDING__BACKEND": "hash", "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test",
-                "REME_LLM__MODEL": "test-model", "REME_LLM__MAX_RETRIES": "0", "HF_HUB_OFFLINE": "1",
-                "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-                "PATH": os.pathsep.join([str(shims), env.get("PATH", "")])})
-    return env
-
-
-def run(args: list[str], env: dict[str, str], cwd: Path) -> str:
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+    return user_environment(llm.base_url, tmp_path)
 
 
 def test_every_block_is_runnable_or_marked() -> None:
     unknown = [(lang, line) for lang, flags, _, line in README_BLOCKS if lang not in RUNNABLE and "no-run" not in flags]
     assert unknown == [], "a README block in a language this test cannot run: mark it `no-run` or make it python/bash"
     assert len(_runnable("python")) >= 4 and len(_runnable("bash")) >= 1
+
+
+def test_environment_blocks_are_run_in_their_environment() -> None:
+    """A block marked `env=NAME` (```python env=langgraph) needs a framework this environment lacks:
+    envtests/NAME/ runs it in that framework's own virtual environment (scripts/envs.sh)."""
+    for lang, flags, _, line in README_BLOCKS:
+        env = env_of(flags)
+        if env:
+            assert (ENVTESTS / env / "test_readme.py").is_file(), f"README.md:{line}: no envtests/{env}/test_readme.py"
 
 
 def test_few_blocks_are_marked_no_run() -> None:

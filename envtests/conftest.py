@@ -1,0 +1,26 @@
+"""Shared by the framework suites (envtests/NAME/, each run in .venvs/NAME by scripts/envs.sh):
+the scripted OpenAI-compatible server and the documentation helpers live in tests/."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from docs_support import env_of, readme_blocks  # noqa: E402
+from openai_server import OpenAITestServer  # noqa: E402
+
+
+def readme_code(env: str) -> list[tuple[str, str, int]]:
+    """(language, code, line) of the README blocks marked `env=<env>`."""
+    return [(lang, code, line) for lang, flags, code, line in readme_blocks() if env_of(flags) == env]
+
+
+@pytest.fixture
+def llm() -> Iterator[OpenAITestServer]:
+    with OpenAITestServer() as server:
+        yield server
