@@ -109,13 +109,23 @@ class RetrievalConfig(_Section):
     `"rrf"`: the store's hybrid search, fused by RRF in the engine). The queries' lists are fused
     by RRF (k=`rrf_k`), and each memory's score is multiplied by `1 + recency_weight *
     0.5 ** (age_days / half_life_days) + importance_weight * clamp(node.score, 0, 1)`; age is
-    measured from `message_time`."""
+    measured from `message_time`.
+
+    Before the queries' lists are fused, each list's memories are scored in their conversation
+    (`reme.retrieval.in_context`): a memory gains `before_weight` x the score of the memory
+    distilled from the turn just before its own (the question it answers, often),
+    `after_weight` x the score of the one from the turn just after, and `source_weight` x the
+    best score among the memories of its conversation (the history node it cites). All three at
+    0 turn this off."""
 
     rewrite: bool = True
     max_queries: int = Field(default=3, ge=1, le=10)
     fusion: Literal["score", "rrf"] = "score"
-    dense_weight: float = Field(default=0.5, ge=0, le=1)
-    candidates: int = Field(default=20, ge=1)
+    dense_weight: float = Field(default=0.6, ge=0, le=1)
+    candidates: int = Field(default=40, ge=1)
+    before_weight: float = Field(default=0.15, ge=0)
+    after_weight: float = Field(default=0.1, ge=0)
+    source_weight: float = Field(default=0.1, ge=0)
     rrf_k: int = Field(default=60, ge=1)
     recency_weight: float = Field(default=0.1, ge=0)
     half_life_days: float = Field(default=90.0, gt=0)

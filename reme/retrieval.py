@@ -52,6 +52,55 @@ def score_fuse(dense: Sequence[SearchResult], keyword: Sequence[SearchResult],
             for i, mid in enumerate(ranked)]
 
 
+def turn_span(node: MemoryNode) -> tuple[int, int] | None:
+    """The first and last turn of its source conversation a memory was distilled from
+    (`metadata.source_turns`), or None when it names none. Metadata is whatever a caller stored:
+    anything but non-negative integers is ignored."""
+    turns = node.metadata.get("source_turns")
+    if not isinstance(turns, list):
+        return None
+    valid = [t for t in turns if isinstance(t, int) and not isinstance(t, bool) and t >= 0]
+    return (min(valid), max(valid)) if valid else None
+
+
+def in_context(results: Sequence[SearchResult], config: RetrievalConfig) -> list[SearchResult]:
+    """A conversation is a sequence: the answer to a question is often the turn after the one
+    that matches it, and evidence clusters in a conversation. Among one query's results, memories
+    citing the same source (the history node in `ref_ids[0]`) are one conversation, ordered by
+    `metadata.source_turns`. Each memory gains `before_weight` x the best score of a result
+    ending on the turn just before its first, `after_weight` x that of one starting on the turn
+    just after its last, and `source_weight` x the best score of its conversation (its own when
+    it cites none). Only scores within the list are used: no extra reads."""
+    if not results or config.before_weight == config.after_weight == config.source_weight == 0:
+        return list(results)
+    best: dict[str, float] = {}
+    ends: dict[tuple[str, int], float] = {}
+    starts: dict[tuple[str, int], float] = {}
+    for r in results:
+        source = r.node.ref_ids[0] if r.node.ref_ids else None
+        span = turn_span(r.node)
+        if source is None:
+            continue
+        best[source] = max(best.get(source, 0.0), r.similarity)
+        if span is not None:
+            ends[(source, span[1])] = max(ends.get((source, span[1]), 0.0), r.similarity)
+            starts[(source, span[0])] = max(starts.get((source, span[0]), 0.0), r.similarity)
+
+    def score(r: SearchResult) -> float:
+        source = r.node.ref_ids[0] if r.node.ref_ids else None
+        if source is None:
+            return r.similarity * (1 + config.source_weight)
+        span = turn_span(r.node)
+        near = 0.0
+        if span is not None:
+            near = max(config.before_weight * ends.get((source, span[0] - 1), 0.0),
+                       config.after_weight * starts.get((source, span[1] + 1), 0.0))
+        return r.similarity + near + config.source_weight * best[source]
+
+    scored = sorted(((score(r), i, r) for i, r in enumerate(results)), key=lambda t: (-t[0], t[1]))
+    return [r.model_copy(update={"similarity": s, "rank": rank + 1}) for rank, (s, _, r) in enumerate(scored)]
+
+
 async def fused_search(store: VectorStore, collection: str, query: str, vector: list[float], flt: Filter,
                        limit: int, config: RetrievalConfig) -> list[SearchResult]:
     """One query's ranked list: dense and keyword searches combined by `score_fuse`, or the

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from reme import ConfigError, InvalidInputError, LLMError, MemoryNotFoundError, ReMe, ReMeSync
+from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.errors import LLMOutputError
 from reme.schema import Message, TimeWindow
 
@@ -386,3 +386,41 @@ async def test_sync_facade_summarizes_and_retrieves(tmp_path: Path, server: Open
         assert ctx.memories[0].node.memory_id == result.added[0].memory_id
         assert reme.history(result.added[0].memory_id) == []
     assert json.loads(result.model_dump_json())["usage"]["calls"] == 1
+
+
+# -- conversation context ------------------------------------------------------------------------
+async def add_conversation(reme: ReMe) -> dict[str, str]:
+    """Turns stored as memories citing their conversation (a history node), and one memory
+    without a source: the answer shares no word with a question about it, the turn before it does."""
+    history = MemoryNode(memory_type=MemoryType.HISTORY, target_kind="user", memory_target="alice", content="(chat)",
+                         message_time=T0)
+    said = ["Bob: what have you been researching lately?", "Alice: adoption agencies, mostly."]
+    turns = [MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice", content=text, message_time=T0,
+                        ref_ids=[history.memory_id], metadata={"source_turns": [i]}) for i, text in enumerate(said)]
+    loose = [MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice", content=text, message_time=T0)
+             for text in ["Alice went to Oslo lately", "Alice says lately the weather in Oslo has been grey and wet "
+                          "for weeks, with rain and wind nearly every single day of the month"]]
+    await reme.add_memories([history, *turns, *loose])
+    return {"question": turns[0].memory_id, "answer": turns[1].memory_id, "oslo": loose[0].memory_id}
+
+
+CONTEXT_ONLY = {"dense_weight": 0.0, "before_weight": 1.0, "after_weight": 0.0, "source_weight": 0.0}
+
+
+async def test_the_turn_after_a_matching_turn_is_retrieved_through_it(make_reme: Callable[..., ReMe],
+                                                                       server: OpenAITestServer) -> None:
+    async with make_reme(llm={}, retrieval={**CONTEXT_ONLY, "before_weight": 0.0}) as reme:
+        ids = await add_conversation(reme)
+        ctx = await reme.retrieve_memory("researching lately", user_name="alice", top_k=4)
+        ranked = [m.node.memory_id for m in ctx.memories]
+        assert ranked.index(ids["oslo"]) < ranked.index(ids["answer"])  # the answer matches nothing by itself
+    async with make_reme(retrieval=CONTEXT_ONLY, working_dir=Path(str(reme.config.working_dir)) / "ctx") as reme:
+        ids = await add_conversation(reme)
+        ctx = await reme.retrieve_memory("researching lately", user_name="alice", top_k=4, rewrite=False)
+        ranked = [m.node.memory_id for m in ctx.memories]
+        assert ranked.index(ids["answer"]) < ranked.index(ids["oslo"])
+        server.script(REWRITE, {"queries": ["what Alice researched"], "start": None, "end": None})
+        ctx = await reme.retrieve_memory("researching lately", user_name="alice", top_k=4)
+        assert len(ctx.queries) == 2 and ctx.usage.calls == 1  # each rewritten query's list is scored in context
+        ranked = [m.node.memory_id for m in ctx.memories]
+        assert ranked.index(ids["answer"]) < ranked.index(ids["oslo"])

@@ -70,13 +70,32 @@ def embedding_config(args: argparse.Namespace) -> dict[str, Any]:
     return shared_embedding_config(args.embedding, args.embedding_model)
 
 
+def session_history(conv: Conversation, number: int, user: str, key: str) -> tuple[MemoryNode, dict[str, int]]:
+    """Session `number` as `summarize_memory` stores a conversation: a history node of `user`
+    (one `[time] speaker: text` line per turn, the dia_id kept as the message id; its id derived
+    from `key`, so runs are reproducible), and each dia_id's turn index in it."""
+    when, turns = conv.sessions[number - 1]
+    messages = [Message(role="user", name=t.speaker, content=t.content.split(": ", 1)[1], time=t.time, id=t.dia_id)
+                for t in turns]
+    history = Transcript.of(messages, when).history_node(user).model_copy(
+        update={"memory_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{key}"))})
+    return history, {t.dia_id: i for i, t in enumerate(turns)}
+
+
 def turn_nodes(conv: Conversation) -> list[MemoryNode]:
-    """One personal memory per turn in the conversation's own scope; ids are derived from the
-    dia_id so that runs are reproducible."""
-    return [MemoryNode(memory_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{t.dia_id}")),
-                       memory_type=MemoryType.PERSONAL, memory_target=conv.sample_id, content=t.content,
-                       message_time=t.time, author=t.speaker, metadata={"dia_id": t.dia_id})
-            for t in conv.turns]
+    """One personal memory per turn in the conversation's own scope, citing its session (a history
+    node, as a summarizer's memories do) with its turn index as `source_turns`; ids are derived
+    from the dia_id so that runs are reproducible."""
+    nodes: list[MemoryNode] = []
+    for number, (when, turns) in enumerate(conv.sessions, 1):
+        history, index = session_history(conv, number, conv.sample_id, f"{conv.sample_id}/{number}")
+        nodes.append(history)
+        nodes += [MemoryNode(memory_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{t.dia_id}")),
+                             memory_type=MemoryType.PERSONAL, memory_target=conv.sample_id, content=t.content,
+                             message_time=t.time, author=t.speaker, ref_ids=[history.memory_id],
+                             metadata={"dia_id": t.dia_id, "source_turns": [index[t.dia_id]]})
+                  for t in turns]
+    return nodes
 
 
 def dia_ids_by_hash(conv: Conversation) -> dict[str, list[str]]:
@@ -106,15 +125,10 @@ def observation_nodes(conv: Conversation) -> list[MemoryNode]:
     speaker, a history node of the session (as `summarize_memory` stores it) and one personal
     memory per observed fact, citing it with the turns the fact came from as `source_turns`."""
     nodes: list[MemoryNode] = []
-    for number, (when, turns) in enumerate(conv.sessions, 1):
-        messages = [Message(role="user", name=t.speaker, content=t.content.split(": ", 1)[1], time=t.time,
-                            id=t.dia_id) for t in turns]
-        index = {t.dia_id: i for i, t in enumerate(turns)}
-        transcript = Transcript.of(messages, when)
+    for number, (when, _) in enumerate(conv.sessions, 1):
         for speaker, facts in conv.observations.get(number, {}).items():
             user = speaker_user(conv, speaker)
-            history = transcript.history_node(user).model_copy(update={"memory_id": str(uuid.uuid5(
-                uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{number}/{speaker}"))})
+            history, index = session_history(conv, number, user, f"{conv.sample_id}/{number}/{speaker}")
             nodes.append(history)
             for i, (fact, cited) in enumerate(facts):
                 nodes.append(MemoryNode(
@@ -189,7 +203,9 @@ async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], da
     rows: dict[str, list[dict[str, Any]]] = {r: [] for r in RETRIEVERS}
     latency: dict[str, list[float]] = {r: [] for r in RETRIEVERS}
     corpus = Corpus(args.memories, convs)
-    embedder = CachedEmbedder(create_embedder(EmbeddingConfig(**embedding_config(args))))
+    config = embedding_config(args)
+    cache = Path(args.embedding_cache) if args.embedding_cache else None
+    embedder = CachedEmbedder(create_embedder(EmbeddingConfig(**config)), config, cache)
     async with ReMe(working_dir=working_dir, embedder=embedder, llm={}) as reme:
         await ingest(reme, corpus, convs, checkpoint)
         work = [(c, q) for c in convs for q in c.questions[:args.questions] if q.evidence]
@@ -236,7 +252,10 @@ async def score_question(reme: ReMe, corpus: Corpus, conv: Conversation, q: Any)
     return out
 
 
-CV_GRID = [{"dense_weight": w, "candidates": c} for w in (0.3, 0.4, 0.5, 0.6, 0.7) for c in (10, 20, 40)]
+CONTEXT = [(0.0, 0.0, 0.0), (0.15, 0.1, 0.1), (0.15, 0.1, 0.2), (0.3, 0.2, 0.2)]
+"""(before_weight, after_weight, source_weight): off, the defaults, a stronger conversation, stronger neighbours."""
+CV_GRID = [{"dense_weight": w, "candidates": c, "before_weight": b, "after_weight": a, "source_weight": s}
+           for w in (0.5, 0.6, 0.7) for c in (20, 40) for b, a, s in CONTEXT]
 """The retrieval settings cross-validation chooses among."""
 CV_KEY = "recall@10"
 
@@ -284,16 +303,33 @@ async def cross_validate(reme: ReMe, corpus: Corpus, work: Sequence[tuple[Conver
 
 class CachedEmbedder:
     """An embedder that remembers the vectors of texts it has embedded: cross-validation asks for
-    the same questions once per setting."""
+    the same questions once per setting. With `path` (`--embedding-cache`), the vectors are also
+    kept in that JSON-lines file, whose first line names the embedder, so later runs embed only
+    texts they have not seen (a file written by another embedder is refused)."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.name = inner, inner.name
+    def __init__(self, inner: Any, config: dict[str, Any], path: Path | None = None) -> None:
+        self.inner, self.name, self.path = inner, inner.name, path
         self._cache: dict[str, list[float]] = {}
+        if path is None:
+            return
+        if path.exists():
+            lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            if lines and lines[0].get("embedding") != config:
+                raise SystemExit(f"--embedding-cache: {path} holds vectors of another embedder "
+                                 f"({lines[0].get('embedding')}); pass another file")
+            self._cache = {row["text"]: row["vector"] for row in lines[1:]}
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"embedding": config}) + "\n", encoding="utf-8")
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if todo:
-            self._cache.update(zip(todo, await self.inner.embed(todo)))
+            vectors = [[float(x) for x in v] for v in await self.inner.embed(todo)]
+            self._cache.update(zip(todo, vectors))
+            if self.path is not None:
+                with self.path.open("a", encoding="utf-8") as f:
+                    f.writelines(json.dumps({"text": t, "vector": v}) + "\n" for t, v in zip(todo, vectors))
         return [self._cache[t] for t in texts]
 
     async def dimension(self) -> int:
@@ -349,6 +385,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", type=int, default=None, help="use only the first N questions of each")
     p.add_argument("--embedding", choices=["local", "openai", "hash"], default="local")
     p.add_argument("--embedding-model", help="a sentence-transformers name or path, or an OpenAI model")
+    p.add_argument("--embedding-cache", help="retrieval mode: a JSON-lines file that keeps the vectors between runs")
     full = p.add_argument_group("full mode")
     full.add_argument("--model", help="the answering (and summarizing) model")
     full.add_argument("--judge-model", help="the grading model (default: --model)")

@@ -31,7 +31,7 @@ from reme.errors import InvalidInputError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.prompts import PromptLibrary
-from reme.retrieval import day_window, fused_search, rank, render, window_filter
+from reme.retrieval import day_window, fused_search, in_context, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, MemoryNode, MemoryType,
                          Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow, Usage, normalize_text,
                          parse_items, parse_iso, utcnow)
@@ -364,9 +364,10 @@ class PersonalRetriever:
 
     async def _search(self, queries: list[str], vectors: list[list[float]], flt: Filter,
                       limit: int) -> list[list[SearchResult]]:
-        return list(await asyncio.gather(*(
+        lists = await asyncio.gather(*(
             fused_search(self.repo.store, self.repo.collection, q, v, flt, limit, self.config)
-            for q, v in zip(queries, vectors))))
+            for q, v in zip(queries, vectors)))
+        return [in_context(results, self.config) for results in lists]
 
     async def _attach_sources(self, memories: list[Any]) -> None:
         """Each memory's source lines, from the history node it cites: a reference resolves inside
