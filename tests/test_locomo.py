@@ -86,6 +86,32 @@ def test_observation_nodes_follow_the_summarizer_layout() -> None:
     assert histories[first.ref_ids[0]].memory_target == first.memory_target  # cites its own speaker's copy
 
 
+def test_turns_cite_their_session_in_order() -> None:
+    from benchmark.locomo.run import turn_nodes
+
+    conv = load(DEV, 1)[0]
+    nodes = turn_nodes(conv)
+    histories = {n.memory_id: n for n in nodes if n.memory_type.value == "history"}
+    turns = [n for n in nodes if n.memory_type.value == "personal"]
+    assert len(histories) == len(conv.sessions) and len(turns) == len(conv.turns)
+    for node in turns:  # the neighbours of a turn are found through its session and its index there
+        spans = histories[node.ref_ids[0]].metadata["messages"]
+        assert spans[node.metadata["source_turns"][0]]["id"] == node.metadata["dia_id"]
+    second = next(n for n in turns if n.metadata["dia_id"] == "D1:2")
+    assert second.metadata["source_turns"] == [1] and second.memory_target == "conv-26"
+
+
+def test_embedding_cache_is_reused_and_refuses_another_embedder(tmp_path: Path) -> None:
+    cache = tmp_path / "vectors.jsonl"
+    first = run_cli(tmp_path, "--conversations", "1", "--questions", "10", "--embedding-cache", str(cache))
+    size = cache.stat().st_size
+    again = run_cli(tmp_path, "--conversations", "1", "--questions", "10", "--embedding-cache", str(cache))
+    assert again["retrievers"] == first["retrievers"] and cache.stat().st_size == size  # nothing embedded again
+    with pytest.raises(SystemExit, match="another embedder"):
+        run_cli(tmp_path, "--conversations", "1", "--questions", "10", "--embedding-cache", str(cache),
+                "--embedding-model", "other")
+
+
 def test_cross_validation_reports_out_of_fold_beside_in_sample(tmp_path: Path) -> None:
     report = run_cli(tmp_path, "--conversations", "2", "--questions", "15", "--cv")
     cv = report["cross_validation"]

@@ -12,8 +12,9 @@ Summarizer, per user:
 All LLM calls happen before the first write: a failed call leaves the store as it was.
 
 Retriever: an optional LLM rewrite into focused queries and a time window
-(`prompts/personal/rewrite`), hybrid search per query in the user's memories, RRF fusion,
-recency and importance weighting (`reme.retrieval`), optional source excerpts.
+(`prompts/personal/rewrite`), hybrid search per query in the user's memories, each result scored
+in its conversation (`reme.retrieval.in_context`), RRF fusion of the queries' lists, recency and
+importance weighting (`reme.retrieval`), optional source excerpts.
 """
 
 from __future__ import annotations
