@@ -146,6 +146,9 @@ class ProceduralConfig(_Section):
     rerank: bool = False
     rewrite: bool = False
     candidates: int = Field(default=20, ge=1)
+    dense_weight: float = Field(default=0.5, ge=0, le=1)
+    """Lessons are matched on their `when_to_use`: the dense share of the fused score is this, not
+    `retrieval.dense_weight` (0.6 there would cost AppWorld's hit@5 3 points)."""
 
 
 class ToolConfig(_Section):

@@ -233,7 +233,8 @@ class ProceduralRetriever:
         rewrite = self.config.rewrite if rewrite is None else rewrite
         (vector,) = await self.repo.embedder.embed([query])
         hits = await fused_search(self.repo.store, self.repo.collection, query, vector, task_filter(task_name),
-                                  max(self.config.candidates, top_k), self.retrieval)
+                                  max(self.config.candidates, top_k),
+                                  self.retrieval.model_copy(update={"dense_weight": self.config.dense_weight}))
         nodes = [h.node for h in hits]
         scores = {h.node.memory_id: h.similarity for h in hits}
         if rerank and self.llm is not None and nodes:
