@@ -12,7 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from benchmark.locomo.data import CATEGORIES, SCORED, Conversation, DataError, load, resolve_data
 from benchmark.locomo.metrics import KS, aggregate, evidence_scores, percentile
@@ -38,6 +38,20 @@ def progress(items: Iterable[Any], total: int, desc: str) -> Iterator[Any]:
                     disable=None)
 
 
+def jsonl_rows(path: Path, header: dict[str, Any], keep: bool, refusal: Callable[[dict[str, Any]], str]) -> list[Any]:
+    """The rows of a JSON-lines file whose first line records what they depend on: with `keep`
+    and the file there, the rows after that line (SystemExit with `refusal(first line)` when it
+    is not `header`); else the file starts anew with `header` and there are none."""
+    if keep and path.exists():
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if lines and lines[0] != header:
+            raise SystemExit(refusal(lines[0]))
+        return lines[1:]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    return []
+
+
 class Checkpoint:
     """Finished work of a run, one JSON line per unit in `<output>.partial.jsonl`, so `--resume`
     skips it. The first line records what the results depend on; resuming with other settings
@@ -45,16 +59,10 @@ class Checkpoint:
 
     def __init__(self, path: Path, settings: dict[str, Any], resume: bool) -> None:
         self.path = path
-        self.done: dict[str, Any] = {}
-        if resume and path.exists():
-            lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            if lines and lines[0].get("settings") != settings:
-                raise SystemExit(f"--resume: {path} was started with other settings:\n  {lines[0].get('settings')}\n"
-                                 f"now:\n  {settings}\nrun without --resume to start over")
-            self.done = {row["key"]: row["value"] for row in lines[1:]}
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"settings": settings}) + "\n", encoding="utf-8")
+        rows = jsonl_rows(path, {"settings": settings}, resume, lambda old: (
+            f"--resume: {path} was started with other settings:\n  {old.get('settings')}\n"
+            f"now:\n  {settings}\nrun without --resume to start over"))
+        self.done: dict[str, Any] = {row["key"]: row["value"] for row in rows}
 
     def add(self, key: str, value: Any) -> None:
         self.done[key] = value
@@ -309,18 +317,10 @@ class CachedEmbedder:
 
     def __init__(self, inner: Any, config: dict[str, Any], path: Path | None = None) -> None:
         self.inner, self.name, self.path = inner, inner.name, path
-        self._cache: dict[str, list[float]] = {}
-        if path is None:
-            return
-        if path.exists():
-            lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            if lines and lines[0].get("embedding") != config:
-                raise SystemExit(f"--embedding-cache: {path} holds vectors of another embedder "
-                                 f"({lines[0].get('embedding')}); pass another file")
-            self._cache = {row["text"]: row["vector"] for row in lines[1:]}
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"embedding": config}) + "\n", encoding="utf-8")
+        rows = [] if path is None else jsonl_rows(path, {"embedding": config}, True, lambda old: (
+            f"--embedding-cache: {path} holds vectors of another embedder ({old.get('embedding')}); "
+            "pass another file"))
+        self._cache: dict[str, list[float]] = {row["text"]: row["vector"] for row in rows}
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
