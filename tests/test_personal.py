@@ -390,16 +390,17 @@ async def test_sync_facade_summarizes_and_retrieves(tmp_path: Path, server: Open
 
 # -- conversation context ------------------------------------------------------------------------
 async def add_conversation(reme: ReMe) -> dict[str, str]:
-    """Turns stored as memories citing their conversation (a history node), and one memory
-    without a source: the answer shares no word with a question about it, the turn before it does."""
+    """Turns stored as memories citing their conversation (a history node), and two memories
+    citing none: the answer shares no word with a question about it, the turn before it does, and
+    the memories without a source match one word (the long one, weakly)."""
     history = MemoryNode(memory_type=MemoryType.HISTORY, target_kind="user", memory_target="alice", content="(chat)",
                          message_time=T0)
     said = ["Bob: what have you been researching lately?", "Alice: adoption agencies, mostly."]
     turns = [MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice", content=text, message_time=T0,
                         ref_ids=[history.memory_id], metadata={"source_turns": [i]}) for i, text in enumerate(said)]
     loose = [MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice", content=text, message_time=T0)
-             for text in ["Alice went to Oslo lately", "Alice says lately the weather in Oslo has been grey and wet "
-                          "for weeks, with rain and wind nearly every single day of the month"]]
+             for text in ["Alice went to Oslo lately", ("Alice says lately the weather in Oslo has been grey and wet "
+                                                        "for weeks, with rain and wind nearly every single day")]]
     await reme.add_memories([history, *turns, *loose])
     return {"question": turns[0].memory_id, "answer": turns[1].memory_id, "oslo": loose[0].memory_id}
 
