@@ -14,21 +14,19 @@ from agentscope.message import UserMsg
 from agentscope.middleware import MiddlewareBase, ReMeMiddleware
 from agentscope.model import OpenAIChatModel
 from agentscope.tool import Toolkit
+from agent_loops import (EXTRACT, GREEN_TEA, LESSON, RECORD_THEN_SEARCH, SUCCESS, assert_each_turn_summarized_once,
+                         open_reme, prompts, run_steps, script_personal, script_task, turns)
+from openai_server import OpenAITestServer
 
-from openai_server import Message, OpenAITestServer, prompt_of
 from reme import LLMOutputError, OriginalReMeAPIError, ReMe
 from reme.integrations.agentscope import ReMeMemoryMiddleware
 
 SYS = "You are Friday, a helpful assistant."
-EXTRACT, RECONCILE, REWRITE = "Read the conversation below", "long-term memory consistent", "You prepare a search"
-SUCCESS, VALIDATE = "completed the task below successfully", "Rate each candidate"
 
 
 @pytest.fixture
 async def reme(llm: OpenAITestServer, tmp_path: Path) -> AsyncIterator[ReMe]:
-    async with ReMe(working_dir=tmp_path / "reme", embedding={"backend": "hash"},
-                    llm={"model": "test-model", "base_url": llm.base_url, "api_key": "sk-test",
-                         "max_retries": 0}) as memory:
+    async with open_reme(llm, tmp_path / "reme") as memory:
         yield memory
 
 
@@ -39,18 +37,7 @@ async def agent(llm: OpenAITestServer, mw: MiddlewareBase) -> Agent:
                  middlewares=[mw])
 
 
-def turns(llm: OpenAITestServer, *replies: str | Message) -> None:
-    for reply in replies:
-        llm.script(SYS, reply, times=1)
 
-
-def memories(*contents: str) -> dict[str, Any]:
-    return {"memories": [{"content": c, "kind": "fact", "sources": [0], "importance": 0.5, "time": None}
-                         for c in contents]}
-
-
-def prompts(llm: OpenAITestServer, marker: str) -> list[str]:
-    return [prompt_of(body) for body in llm.chat_requests if marker in prompt_of(body)]
 
 
 def agent_requests(llm: OpenAITestServer) -> list[dict[str, Any]]:
@@ -63,27 +50,16 @@ async def say(a: Agent, text: str) -> str:
 
 async def test_memories_are_retrieved_before_reasoning_and_each_turn_is_recorded_once(
         llm: OpenAITestServer, reme: ReMe) -> None:
-    llm.script(EXTRACT, lambda body: memories("Alice loves green tea") if "green tea" in prompt_of(body)
-               else {"memories": []})
-    llm.script(RECONCILE, {"decisions": []})
-    llm.script(REWRITE, {"queries": ["Alice drink preference green tea"]})
-    turns(llm, "Noted: green tea.", "Try a sencha: you love green tea.", "Berlin is lovely in May.",
-          "I know nothing about your drinks yet.")
+    script_personal(llm, "Alice loves green tea", "green tea", ["Alice drink preference green tea"])
+    turns(llm, SYS, *(reply for _, reply in GREEN_TEA), "I know nothing about your drinks yet.")
     friday = await agent(llm, ReMeMemoryMiddleware(reme, user_name="alice"))
 
-    assert await say(friday, "I moved to Berlin last week and I love green tea.") == "Noted: green tea."
-    assert await say(friday, "What should I drink this afternoon?") == "Try a sencha: you love green tea."
-    assert await say(friday, "Any plans for Berlin in May?") == "Berlin is lovely in May."
+    assert [await say(friday, said) for said, _ in GREEN_TEA] == [reply for _, reply in GREEN_TEA]
 
     second = json.dumps(agent_requests(llm)[1]["messages"])
     assert "Long-term memory" in second and "Alice loves green tea" in second
     assert second.index("What should I drink") < second.index("Alice loves green tea")  # shown after the input
-    extracts = prompts(llm, EXTRACT)
-    assert len(extracts) == 3
-    for said in ("I moved to Berlin last week", "Noted: green tea.", "What should I drink", "Try a sencha",
-                 "Any plans for Berlin", "Berlin is lovely in May."):
-        assert sum(said in p for p in extracts) == 1, said
-    assert not any("Long-term memory" in p for p in extracts)
+    assert_each_turn_summarized_once(llm, GREEN_TEA, "Long-term memory")
     stored = await reme.list_memory(user_name="alice", memory_type="personal")
     assert [n.content for n in stored] == ["Alice loves green tea"]
 
@@ -94,12 +70,7 @@ async def test_memories_are_retrieved_before_reasoning_and_each_turn_is_recorded
 
 
 async def test_agent_control_tools_are_allowed_without_a_confirmation(llm: OpenAITestServer, reme: ReMe) -> None:
-    turns(llm,
-          Message(tool_calls=[{"name": "record_to_memory", "arguments": {
-              "thinking": "a lasting preference", "content": ["Alice prefers aisle seats", "Alice is vegetarian"]}}]),
-          "I will remember that.",
-          Message(tool_calls=[{"name": "retrieve_from_memory", "arguments": {"keywords": ["seat"], "limit": 3}}]),
-          "You prefer the aisle.")
+    turns(llm, SYS, *(reply for _, reply in RECORD_THEN_SEARCH))
     mw = ReMeMemoryMiddleware(reme, user_name="alice", mode="agent_control")
     tools = await mw.list_tools()
     assert [t.name for t in tools] == ["record_to_memory", "retrieve_from_memory"]
@@ -107,8 +78,8 @@ async def test_agent_control_tools_are_allowed_without_a_confirmation(llm: OpenA
     friday = await agent(llm, mw)
 
     # without an ALLOW permission the reply would park, waiting for the user to confirm the tool call
-    assert await say(friday, "Remember: I prefer aisle seats and I am vegetarian.") == "I will remember that."
-    assert await say(friday, "Which seat should I book?") == "You prefer the aisle."
+    assert [await say(friday, said) for said, _ in RECORD_THEN_SEARCH if said] == ["I will remember that.",
+                                                                                  "You prefer the aisle."]
 
     offered = {t["function"]["name"]: t["function"] for t in agent_requests(llm)[0]["tools"]}
     assert set(offered["record_to_memory"]["parameters"]["properties"]) == {"thinking", "content"}
@@ -124,12 +95,8 @@ async def test_agent_control_tools_are_allowed_without_a_confirmation(llm: OpenA
 
 async def test_a_task_run_is_distilled_with_its_score_and_helps_the_next_run(
         llm: OpenAITestServer, reme: ReMe) -> None:
-    lesson = {"when_to_use": "When rating songs in a Spotify library",
-              "content": "Log in with spotify.login first, then call spotify.review_song per song",
-              "confidence": 0.9}
-    llm.script(SUCCESS, {"memories": [lesson]})
-    llm.script(VALIDATE, {"results": [{"index": 0, "score": 0.9}]})
-    turns(llm, "I called spotify.review_song for each liked song.", "Done: 12 songs rated.",
+    script_task(llm)
+    turns(llm, SYS, "I called spotify.review_song for each liked song.", "Done: 12 songs rated.",
           "I will log in first, then review each song.")
     mw = ReMeMemoryMiddleware(reme, task_name="spotify")
     runner = await agent(llm, mw)
@@ -138,18 +105,16 @@ async def test_a_task_run_is_distilled_with_its_score_and_helps_the_next_run(
     assert prompts(llm, SUCCESS) == []
     await mw.finish_run(runner, score=1.0)
 
-    run = prompts(llm, SUCCESS)
-    assert len(run) == 1
-    steps = run[0].split("Run:", 1)[1]
+    steps = run_steps(llm)
     assert all(steps.count(t) == 1 for t in ("Rate all my liked songs", "Are you done?", "Done: 12 songs"))
     nxt = await agent(llm, ReMeMemoryMiddleware(reme, task_name="spotify"))
     await say(nxt, "Rate all my liked songs 4 stars.")
-    assert "spotify.login first" in json.dumps(agent_requests(llm)[-1]["messages"])
+    assert LESSON["content"] in json.dumps(agent_requests(llm)[-1]["messages"])
 
 
 async def test_a_malformed_summary_fails_the_reply_and_nothing_is_stored(llm: OpenAITestServer, reme: ReMe) -> None:
     llm.script(EXTRACT, "Sure! Here are the memories: {memories: [Alice, green tea")
-    turns(llm, "Noted.")
+    turns(llm, SYS, "Noted.")
     friday = await agent(llm, ReMeMemoryMiddleware(reme, user_name="alice", rewrite=False))
     with pytest.raises(LLMOutputError) as failure:
         await say(friday, "I love green tea.")
@@ -161,7 +126,7 @@ async def test_agentscopes_own_reme_middleware_stops_the_reply_naming_ours(llm: 
                                                                           tmp_path: Path) -> None:
     """AgentScope's ReMeMiddleware does `from reme import ReMe` for the original package; it catches
     every Exception and logs it, so without this error the agent would run with no memory at all."""
-    turns(llm, "Hello!", "Hello again!")
+    turns(llm, SYS, "Hello!", "Hello again!")
     mw = ReMeMiddleware(workspace_dir=str(tmp_path / "as-reme"))
     friday = await agent(llm, mw)
     with pytest.raises(OriginalReMeAPIError, match="reme.integrations.agentscope.ReMeMemoryMiddleware"):

@@ -13,22 +13,20 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import InMemoryMemory, LongTermMemoryBase
 from agentscope.message import Msg
 from agentscope.model import OpenAIChatModel
-
+from agent_loops import (EXTRACT, GREEN_TEA, GUIDE, LESSON, RECORD_THEN_SEARCH, REWRITE, SUCCESS,
+                         assert_each_turn_summarized_once, memories, open_reme, prompts, run_steps, script_personal,
+                         script_task, turns)
 from openai_server import Message, OpenAITestServer, prompt_of
+
 from reme import LLMOutputError, ReMe
 from reme.integrations.agentscope1 import ReMePersonalMemory, ReMeTaskMemory, ReMeToolMemory
 
 SYS = "You are Friday, a helpful assistant."
-EXTRACT, RECONCILE, REWRITE = "Read the conversation below", "long-term memory consistent", "You prepare a search"
-SUCCESS, FAILURE, VALIDATE = "completed the task below successfully", "failed the task below", "Rate each candidate"
-GUIDE = "Write the usage guideline"
 
 
 @pytest.fixture
 async def reme(llm: OpenAITestServer, tmp_path: Path) -> AsyncIterator[ReMe]:
-    async with ReMe(working_dir=tmp_path / "reme", embedding={"backend": "hash"},
-                    llm={"model": "test-model", "base_url": llm.base_url, "api_key": "sk-test",
-                         "max_retries": 0}) as memory:
+    async with open_reme(llm, tmp_path / "reme") as memory:
         yield memory
 
 
@@ -40,19 +38,7 @@ def agent(llm: OpenAITestServer, ltm: LongTermMemoryBase, mode: str) -> ReActAge
                       memory=InMemoryMemory(), long_term_memory=ltm, long_term_memory_mode=mode)
 
 
-def turns(llm: OpenAITestServer, *replies: str | Message) -> None:
-    """The agent's model answers, in order (matched by the agent's system prompt)."""
-    for reply in replies:
-        llm.script(SYS, reply, times=1)
 
-
-def memories(*contents: str) -> dict[str, Any]:
-    return {"memories": [{"content": c, "kind": "fact", "sources": [0], "importance": 0.5, "time": None}
-                         for c in contents]}
-
-
-def prompts(llm: OpenAITestServer, marker: str) -> list[str]:
-    return [prompt_of(body) for body in llm.chat_requests if marker in prompt_of(body)]
 
 
 def agent_requests(llm: OpenAITestServer) -> list[dict[str, Any]]:
@@ -66,28 +52,18 @@ async def say(a: ReActAgent, text: str) -> str:
 
 async def test_static_mode_records_each_message_once_and_never_the_injected_memories(
         llm: OpenAITestServer, reme: ReMe) -> None:
-    llm.script(EXTRACT, lambda body: memories("Alice loves green tea") if "green tea" in prompt_of(body)
-               else {"memories": []})
-    llm.script(RECONCILE, {"decisions": []})
-    llm.script(REWRITE, {"queries": ["Alice drink preference green tea"]})
-    turns(llm, "Noted: green tea.", "Try a sencha: you love green tea.", "Berlin is lovely in May.")
+    script_personal(llm, "Alice loves green tea", "green tea", ["Alice drink preference green tea"])
+    turns(llm, SYS, *(reply for _, reply in GREEN_TEA), "I know nothing about your drinks yet.")
     ltm = ReMePersonalMemory(reme, user_name="alice")
     friday = agent(llm, ltm, "static_control")
 
-    assert await say(friday, "I moved to Berlin last week and I love green tea.") == "Noted: green tea."
-    assert await say(friday, "What should I drink this afternoon?") == "Try a sencha: you love green tea."
-    assert await say(friday, "Any plans for Berlin in May?") == "Berlin is lovely in May."
+    assert [await say(friday, said) for said, _ in GREEN_TEA] == [reply for _, reply in GREEN_TEA]
 
     # the model saw the retrieved memory in the second turn, in the block the agent injects
     second = json.dumps(agent_requests(llm)[1]["messages"])
     assert "<long_term_memory>" in second and "Alice loves green tea" in second
     # three summaries, each of that turn's new messages only: no old turn, no injected block
-    extracts = prompts(llm, EXTRACT)
-    assert len(extracts) == 3
-    for said in ("I moved to Berlin last week", "Noted: green tea.", "What should I drink", "Try a sencha",
-                 "Any plans for Berlin", "Berlin is lovely in May."):
-        assert sum(said in p for p in extracts) == 1, said
-    assert not any("long_term_memory" in p or "retrieved from long-term memory" in p for p in extracts)
+    assert_each_turn_summarized_once(llm, GREEN_TEA, "long_term_memory")
     stored = await reme.list_memory(user_name="alice", memory_type="personal")
     assert [n.content for n in stored] == ["Alice loves green tea"]
     assert len(ltm.recorded_ids) == 6 and ltm.state_dict()["recorded_ids"] == ltm.recorded_ids
@@ -95,16 +71,11 @@ async def test_static_mode_records_each_message_once_and_never_the_injected_memo
 
 async def test_agent_control_mode_gives_the_model_record_and_retrieve_tools(
         llm: OpenAITestServer, reme: ReMe) -> None:
-    turns(llm,
-          Message(tool_calls=[{"name": "record_to_memory", "arguments": {
-              "thinking": "a lasting preference", "content": ["Alice prefers aisle seats", "Alice is vegetarian"]}}]),
-          "I will remember that.",
-          Message(tool_calls=[{"name": "retrieve_from_memory", "arguments": {"keywords": ["seat"], "limit": 3}}]),
-          "You prefer the aisle.")
+    turns(llm, SYS, *(reply for _, reply in RECORD_THEN_SEARCH))
     friday = agent(llm, ReMePersonalMemory(reme, user_name="alice"), "agent_control")
 
-    assert await say(friday, "Remember: I prefer aisle seats and I am vegetarian.") == "I will remember that."
-    assert await say(friday, "Which seat should I book?") == "You prefer the aisle."
+    assert [await say(friday, said) for said, _ in RECORD_THEN_SEARCH if said] == ["I will remember that.",
+                                                                                  "You prefer the aisle."]
 
     tools = {t["function"]["name"]: t["function"] for t in agent_requests(llm)[0]["tools"]}
     assert set(tools) >= {"record_to_memory", "retrieve_from_memory"}
@@ -121,11 +92,8 @@ async def test_agent_control_mode_gives_the_model_record_and_retrieve_tools(
 
 
 async def test_both_modes_together_record_tool_turns_without_their_calls(llm: OpenAITestServer, reme: ReMe) -> None:
-    llm.script(EXTRACT, lambda body: memories("Alice has a cat named Mochi") if "Mochi" in prompt_of(body)
-               else {"memories": []})
-    llm.script(RECONCILE, {"decisions": []})
-    llm.script(REWRITE, {"queries": ["Alice cat"]})
-    turns(llm,
+    script_personal(llm, "Alice has a cat named Mochi", "Mochi", ["Alice cat"])
+    turns(llm, SYS,
           Message(tool_calls=[{"name": "record_to_memory", "arguments": {
               "thinking": "a pet", "content": ["Alice has a cat named Mochi"]}}]),
           "Mochi is a lovely name.",
@@ -149,7 +117,7 @@ async def test_a_malformed_summary_fails_the_reply_and_the_turn_is_recorded_late
     llm.script(EXTRACT, lambda body: "Sure! Here are the memories: {memories: [Alice, green tea" if broken["on"]
                else memories("Alice loves green tea"))
     llm.script(REWRITE, {"queries": ["Alice"]})
-    turns(llm, "Noted.", "Hello again.")
+    turns(llm, SYS, "Noted.", "Hello again.")
     ltm = ReMePersonalMemory(reme, user_name="alice")
     friday = agent(llm, ltm, "static_control")
 
@@ -167,12 +135,8 @@ async def test_a_malformed_summary_fails_the_reply_and_the_turn_is_recorded_late
 
 
 async def test_task_memory_learns_from_a_scored_run_and_helps_the_next(llm: OpenAITestServer, reme: ReMe) -> None:
-    lesson = {"when_to_use": "When rating songs in a Spotify library",
-              "content": "Log in with spotify.login first, then call spotify.review_song per song",
-              "confidence": 0.9}
-    llm.script(SUCCESS, {"memories": [lesson]})
-    llm.script(VALIDATE, {"results": [{"index": 0, "score": 0.9}]})
-    turns(llm, "I called spotify.review_song for each liked song.", "Done: 12 songs rated.",
+    script_task(llm)
+    turns(llm, SYS, "I called spotify.review_song for each liked song.", "Done: 12 songs rated.",
           "I will log in first, then review each song.")
     first = ReMeTaskMemory(reme, task_name="spotify")
     runner = agent(llm, first, "static_control")
@@ -181,14 +145,12 @@ async def test_task_memory_learns_from_a_scored_run_and_helps_the_next(llm: Open
     assert prompts(llm, SUCCESS) == []  # without a score the agent's calls only collect the run
     await first.record(await runner.memory.get_memory(), score=1.0)  # the outcome, known after the run
 
-    run = prompts(llm, SUCCESS)
-    assert len(run) == 1
-    steps = run[0].split("Run:", 1)[1]  # each message of the run once, whichever call collected it
+    steps = run_steps(llm)  # each message of the run once, whichever call collected it
     assert all(steps.count(t) == 1 for t in ("Rate all my liked songs", "Are you done?", "Done: 12 songs"))
     nxt = agent(llm, ReMeTaskMemory(reme, task_name="spotify"), "static_control")
     await say(nxt, "Rate all my liked songs 4 stars.")
     seen = json.dumps(agent_requests(llm)[-1]["messages"])
-    assert "<long_term_memory>" in seen and "spotify.login first" in seen
+    assert "<long_term_memory>" in seen and LESSON["content"] in seen
 
 
 async def test_tool_memory_turns_json_tool_call_records_into_guidelines(llm: OpenAITestServer, reme: ReMe) -> None:
@@ -196,7 +158,7 @@ async def test_tool_memory_turns_json_tool_call_records_into_guidelines(llm: Ope
           "output": "Found 10 results", "token_cost": 100, "success": True, "time_cost": 1.2}
     failed = {**ok, "create_time": "2024-01-01 10:05:00", "output": "timeout", "success": False, "time_cost": 9.0}
     llm.script(GUIDE, {"guideline": "Use short queries; retry once on a timeout."})
-    turns(llm,
+    turns(llm, SYS,
           Message(tool_calls=[{"name": "record_to_memory", "arguments": {
               "thinking": "one success, one timeout", "content": [json.dumps(ok), json.dumps(failed)]}}]),
           "Recorded.",
@@ -224,7 +186,7 @@ async def test_tool_memory_in_static_mode_records_the_records_among_the_messages
     record = {"tool_name": "calculator", "input": {"expr": "2+2"}, "output": "4", "success": True,
               "time_cost": 0.1, "token_cost": 5, "create_time": "2024-01-01 10:00:00"}
     llm.script(GUIDE, {"guideline": "Pass plain arithmetic expressions."})
-    turns(llm, "Logged.", "Pass plain expressions.")
+    turns(llm, SYS, "Logged.", "Pass plain expressions.")
     friday = agent(llm, ReMeToolMemory(reme, tool_names=["calculator"]), "static_control")
     await say(friday, json.dumps(record))
     await say(friday, "How do I use the calculator?")
