@@ -131,3 +131,24 @@ async def test_agentscopes_own_reme_middleware_stops_the_reply_naming_ours(llm: 
     friday = await agent(llm, mw)
     with pytest.raises(OriginalReMeAPIError, match="reme.integrations.agentscope.ReMeMemoryMiddleware"):
         await say(friday, "I love green tea.")
+
+
+async def test_a_user_and_a_task_memory_side_by_side(llm: OpenAITestServer, reme: ReMe) -> None:
+    script_personal(llm, "Alice loves green tea", "green tea", ["Alice green tea"])
+    script_task(llm)
+    await reme.add_memory(LESSON["content"], task_name="spotify", when_to_use=LESSON["when_to_use"])
+    await reme.add_memory("Alice rates only songs she liked this year", user_name="alice")
+    turns(llm, SYS, "Rated 12 songs; you love green tea, by the way.")
+    user, task = ReMeMemoryMiddleware(reme, user_name="alice"), ReMeMemoryMiddleware(reme, task_name="spotify")
+    model = OpenAIChatModel(credential=OpenAICredential(api_key="sk-test", base_url=llm.base_url),
+                            model="test-model", stream=False)
+    both = Agent(name="Friday", system_prompt=SYS, model=model, middlewares=[user, task])
+
+    await say(both, "Rate the songs I liked this year 5 stars; I love green tea.")
+    seen = json.dumps(agent_requests(llm)[-1]["messages"])
+    assert "Alice rates only songs she liked" in seen and LESSON["content"] in seen  # both hints, once each
+    assert seen.count("Long-term memory") == 2
+    await task.finish_run(both, score=1.0)
+    assert "Rate the songs I liked" in run_steps(llm) and "Long-term memory" not in run_steps(llm)
+    stored = await reme.list_memory(user_name="alice", memory_type="personal")
+    assert sorted(n.content for n in stored) == ["Alice loves green tea", "Alice rates only songs she liked this year"]

@@ -25,6 +25,7 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, ToolBase
 
+from reme.errors import InvalidInputError
 from reme.integrations._agent import AgentMemory, message
 from reme.reme import ReMe
 from reme.schema import Message
@@ -47,11 +48,14 @@ class ReMeMemoryMiddleware(MiddlewareBase):  # type: ignore[misc]  # agentscope 
     >>> agent = Agent(..., toolkit=Toolkit(tools=await mw.list_tools()), middlewares=[mw])
 
     The `ReMe` belongs to the caller (`async with ReMe(...) as reme:`). One middleware may serve
-    several agents and sessions: what it keeps between hooks is per `agent.state.session_id`.
+    several agents and sessions: what it keeps between hooks is per `agent.state.session_id`. For a
+    user and a task, give the agent two (the tools of only one of them: their names are the same).
     """
 
     def __init__(self, reme: ReMe, *, user_name: str | None = None, task_name: str | None = None,
                  mode: Mode = "static_control", top_k: int = 5, rewrite: bool | None = None) -> None:
+        if mode not in ("static_control", "agent_control", "both"):
+            raise InvalidInputError(f"mode must be static_control, agent_control or both, not {mode!r}")
         self.memory = AgentMemory(reme, user_name=user_name, task_name=task_name, rewrite=rewrite)
         self.mode, self.top_k = mode, top_k
         self._hints: dict[str, str] = {}  # session -> memories to show at its next reasoning step

@@ -53,8 +53,14 @@ class _ReMeLongTermMemory(LongTermMemoryBase):  # type: ignore[misc]  # agentsco
         self.register_state("recorded_ids")
 
     def _unrecorded(self, msgs: Sequence[Msg | None]) -> list[Msg]:
-        seen = set(self.recorded_ids)
-        return [m for m in _as_list(msgs) if m.id not in seen and m.name != INJECTED]
+        """The messages not recorded yet, each once (AgentScope before 1.0.21 hands over the input and
+        the reply twice: on their own and in the short-term memory), never the injected one."""
+        seen, new = set(self.recorded_ids), []
+        for m in _as_list(msgs):
+            if m.id not in seen and m.name != INJECTED:
+                seen.add(m.id)
+                new.append(m)
+        return new
 
     def _mark(self, msgs: list[Msg]) -> None:
         self.recorded_ids.extend(m.id for m in msgs)
