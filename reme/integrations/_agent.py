@@ -67,11 +67,8 @@ class AgentMemory:
         """The memories for `query`, as text ready for a prompt ('' when there are none)."""
         if not query.strip():
             return ""
-        rewrite = self.rewrite if rewrite is None else rewrite
-        if self.user_name is not None:
-            result = await self.reme.retrieve_memory(query, user_name=self.user_name, top_k=top_k, rewrite=rewrite)
-        else:
-            result = await self.reme.retrieve_memory(query, task_name=self.task_name, top_k=top_k, rewrite=rewrite)
+        result = await self.reme.retrieve_memory(query, user_name=self.user_name, task_name=self.task_name, top_k=top_k,
+                                                 rewrite=self.rewrite if rewrite is None else rewrite)
         return result.text
 
     async def search(self, keywords: Sequence[str], limit: int) -> str:
@@ -80,11 +77,11 @@ class AgentMemory:
         found = [f"Keyword {k!r}:\n{t}" for k, t in zip(keywords, texts) if t]
         return "\n\n".join(found) or f"No memories found for {', '.join(map(repr, keywords))}."
 
-    async def remember(self, contents: Sequence[str], when_to_use: str = "", author: str = "") -> list[MemoryNode]:
+    async def remember(self, contents: Sequence[str], when_to_use: str = "") -> list[MemoryNode]:
         """Store what the agent chose to remember as it is (no LLM call); content already stored
         for this target comes back as the stored memory, not a duplicate."""
         return [await self.reme.add_memory(c, user_name=self.user_name, task_name=self.task_name,
-                                           when_to_use=when_to_use, author=author) for c in contents]
+                                           when_to_use=when_to_use) for c in contents]
 
     async def summarize(self, messages: Sequence[Message], score: float | None = None) -> None:
         """A user's conversation into personal memories; a task's run (with its score) into lessons."""
