@@ -1,16 +1,22 @@
 """What the benchmark runs share, in the standard library only (the AppWorld harness runs in
 AppWorld's own environment, which cannot import pydantic 2 and so not `reme`): a progress bar,
-resumable checkpoints, concurrent jobs, and the Avg@k / Pass@k summary of agent benchmarks."""
+resumable checkpoints, concurrent jobs, the Avg@k / Pass@k summary and the command-line options
+of the agent benchmarks."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 
 def progress(items: Iterable[Any], total: int, desc: str) -> Iterator[Any]:
@@ -95,7 +101,47 @@ def markdown(title: str, rows: Sequence[Mapping[str, Any]], keys: Sequence[str])
 
 
 def write_report(output: Path, report: Mapping[str, Any], table: str) -> None:
-    """The report as JSON at `output` and its table as markdown beside it (`.md`)."""
+    """The report as JSON at `output`, its table as markdown beside it (`.md`) and on stdout."""
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     output.with_suffix(".md").write_text(table, encoding="utf-8")
+    print(table)
+
+
+def agent_arguments(p: argparse.ArgumentParser, output: str) -> None:
+    """The options every agent benchmark takes: the endpoint, the memory mode, runs and outputs."""
+    p.add_argument("--model", required=True, help="the agent's model at the endpoint")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
+    p.add_argument("--api-key", help="default: OPENAI_API_KEY, else EMPTY")
+    p.add_argument("--memory", nargs="+", default=["none"], metavar="MODE",
+                   help="none | pool FILE | learn (default: none)")
+    p.add_argument("--tasks", type=int, default=None, help="only the first N tasks of each split")
+    p.add_argument("--runs", type=int, default=4, help="runs per task, the k of Avg@k and Pass@k (default: 4)")
+    p.add_argument("--temperature", type=float, default=0.9, help="default 0.9, as the original experiments")
+    p.add_argument("--extra-body", type=json.loads, default=None,
+                   help='JSON added to every chat request, e.g. \'{"enable_thinking": false}\'')
+    p.add_argument("--top-k", type=int, default=5, help="lessons retrieved per task (default: 5)")
+    p.add_argument("--output", default=output, help="JSON report; the table goes beside it (.md)")
+    p.add_argument("--resume", action="store_true", help="continue from <output>.partial.jsonl")
+    p.add_argument("--max-retries", type=int, default=4, help="of each LLM call (default: 4)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM call (default: 120)")
+
+
+def parse_agent_args(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parsed arguments, `--memory` checked: `none`, `learn`, or `pool FILE` naming a file."""
+    args = p.parse_args(argv)
+    mode = args.memory
+    if mode[0] not in ("none", "pool", "learn") or len(mode) != (2 if mode[0] == "pool" else 1):
+        p.error("--memory takes none, learn, or pool FILE")
+    if mode[0] == "pool" and not Path(mode[1]).is_file():
+        p.error(f"--memory pool: no file {mode[1]}")
+    return args
+
+
+def chat_client(args: argparse.Namespace) -> AsyncOpenAI:
+    """The agent's client: `--base-url` / `--api-key`, else OPENAI_BASE_URL / OPENAI_API_KEY (or EMPTY)."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
+                       api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                       max_retries=args.max_retries, timeout=args.timeout)

@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from openai import AsyncOpenAI
-
 from benchmark.bfcl.agent import run_task, trajectory
 from benchmark.bfcl.data import BFCL_VERSION, DataError, Task, load_tasks, package_data, split_ids
 from benchmark.embedding import embedding_config
-from benchmark.runs import Checkpoint, at_k, file_digest, markdown, run_jobs, write_report
+from benchmark.runs import Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, \
+    parse_agent_args, run_jobs, write_report
 from reme import ReMe, ToolCallRecord
 
 TASK_NAME = "bfcl"
@@ -83,14 +80,12 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     working_dir = Path(args.working_dir or output.with_suffix(".store"))
     if not args.resume and working_dir.exists():
         shutil.rmtree(working_dir)
-    key = args.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
-    client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=args.max_retries, timeout=args.timeout)
-    extra_body = json.loads(args.extra_body) if args.extra_body else None
+    client = chat_client(args)
+    extra_body = args.extra_body
     reme = None if mode == "none" else ReMe(
         working_dir=working_dir, embedding=embedding_config(args.embedding, args.embedding_model),
-        llm={"model": args.memory_model or args.model, "base_url": base_url, "api_key": key,
-             "extra_body": extra_body or {}} if mode == "learn" else {})
+        llm={"model": args.memory_model or args.model, "base_url": str(client.base_url),
+             "api_key": client.api_key, "extra_body": extra_body or {}} if mode == "learn" else {})
     try:
         memory = None
         if reme is not None:
@@ -148,43 +143,23 @@ def table(result: dict[str, Any]) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmark.bfcl", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="the agent's model at the endpoint")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
-    p.add_argument("--api-key", help="default: OPENAI_API_KEY, else EMPTY")
-    p.add_argument("--memory", nargs="+", default=["none"], metavar="MODE",
-                   help="none | pool FILE | learn (default: none)")
+    agent_arguments(p, "results/bfcl.json")
     p.add_argument("--split", choices=["train", "val", "all"], default="val", help="the split evaluated (default: val)")
-    p.add_argument("--tasks", type=int, default=None, help="only the first N tasks of each split")
-    p.add_argument("--runs", type=int, default=4, help="runs per task, the k of Avg@k and Pass@k (default: 4)")
     p.add_argument("--concurrency", type=int, default=8, help="runs in flight (default: 8)")
-    p.add_argument("--temperature", type=float, default=0.9, help="default 0.9, as the original experiments")
-    p.add_argument("--extra-body", help='JSON added to every chat request, e.g. \'{"enable_thinking": false}\'')
-    p.add_argument("--top-k", type=int, default=5, help="lessons retrieved per task (default: 5)")
     p.add_argument("--memory-model", help="the model ReMe summarizes with in learn mode (default: --model)")
     p.add_argument("--embedding", choices=["local", "openai", "hash"], default="local")
     p.add_argument("--embedding-model", default=None)
     p.add_argument("--data", help=f"a BFCL data/ folder (default: the installed bfcl-eval=={BFCL_VERSION})")
-    p.add_argument("--output", default="results/bfcl.json", help="JSON report; the table goes beside it (.md)")
     p.add_argument("--working-dir", help="ReMe's store (default: beside the output, .store)")
-    p.add_argument("--resume", action="store_true", help="continue from <output>.partial.jsonl")
-    p.add_argument("--max-retries", type=int, default=4)
-    p.add_argument("--timeout", type=float, default=120.0)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    mode = args.memory
-    if mode[0] not in ("none", "pool", "learn") or len(mode) != (2 if mode[0] == "pool" else 1):
-        parser().error("--memory takes none, learn, or pool FILE")
-    if mode[0] == "pool" and not Path(mode[1]).is_file():
-        parser().error(f"--memory pool: no file {mode[1]}")
+    args = parse_agent_args(parser(), argv)
     try:
         result = asyncio.run(evaluate(args))
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    text = table(result)
-    write_report(Path(args.output), result, text)
-    print(text)
+    write_report(Path(args.output), result, table(result))
     return 0
