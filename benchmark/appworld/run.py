@@ -28,6 +28,18 @@ from benchmark.runs import Checkpoint, agent_arguments, at_k, chat_client, file_
 Runs = dict[str, list[dict[str, Any]]]
 
 
+class DataError(Exception):
+    """AppWorld's data is not where AppWorld looks for it."""
+
+
+def task_ids(world: Any, dataset: str) -> list[str]:
+    try:
+        return list(world.load_task_ids(dataset))
+    except Exception as exc:  # AppWorld raises a bare Exception for a missing data directory
+        raise DataError(f"no AppWorld {dataset} tasks ({exc}); get the data once with `appworld download data` "
+                        f"(online) and run from that directory, or set APPWORLD_ROOT to it") from None
+
+
 def scenario_of(task_id: str) -> str:
     """AppWorld's tasks come in scenarios of three: `<scenario>_<n>`."""
     return task_id.rsplit("_", 1)[0]
@@ -63,8 +75,8 @@ def trajectory(run: dict[str, Any]) -> dict[str, Any]:
 async def evaluate(args: argparse.Namespace, world: Any) -> dict[str, Any]:
     mode = args.memory[0]
     pool = Path(args.memory[1]) if mode == "pool" else None
-    tasks = list(world.load_task_ids(args.dataset))[:args.tasks]
-    train = list(world.load_task_ids(args.learn_dataset))[:args.tasks] if mode == "learn" else []
+    tasks = task_ids(world, args.dataset)[:args.tasks]
+    train = task_ids(world, args.learn_dataset)[:args.tasks] if mode == "learn" else []
     settings = {"model": args.model, "memory": mode, "pool": file_digest(pool) if pool else None,
                 "dataset": args.dataset, "learn_dataset": args.learn_dataset if train else None, "tasks": tasks,
                 "runs": args.runs, "temperature": args.temperature, "top_k": args.top_k,
@@ -152,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         result = asyncio.run(evaluate(args, world))
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except ServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 6
