@@ -15,7 +15,7 @@ import traceback
 from types import SimpleNamespace
 from typing import Any, Callable
 
-TASKS: dict[str, tuple[str, Callable[["AppWorld"], list[tuple[str, bool]]]]] = {
+TASKS: dict[str, tuple[str, Callable[[AppWorld], list[tuple[str, bool]]]]] = {
     "rate3_1": ("Rate all my liked songs 3 stars", lambda w: w.rated(3)),
     "rate_1": ("Rate all my liked songs 5 stars", lambda w: w.rated(5)),
     "rate_2": ("Rate all my liked songs 4 stars", lambda w: w.rated(4)),
@@ -66,7 +66,7 @@ class AppWorld:
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
-                exec(code, self._globals)  # noqa: S102 - test support: the scripted agent's code
+                exec(code, self._globals)
         except Exception:
             return out.getvalue() + "Execution failed. Traceback:\n" + traceback.format_exc(limit=1)
         return out.getvalue()
@@ -81,7 +81,7 @@ class AppWorld:
     def close(self) -> None:
         return None
 
-    def __enter__(self) -> "AppWorld":
+    def __enter__(self) -> AppWorld:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+import appworld_standin
 import httpx
 import pytest
-
-import appworld_standin
-from benchmark.appworld.run import main
 from openai_server import OpenAITestServer
 from service_process import ROOT, Served, llm_env
+
+from benchmark.appworld.run import main
 
 LESSON = "List the liked songs with show_liked_songs, then call review_song for each one"
 

@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 from benchmark.appworld.agent import WorldFactory, run_task
 from benchmark.appworld.memory import RemoteMemory, ServiceError
-from benchmark.runs import Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, \
-    parse_agent_args, run_jobs, write_report
+from benchmark.runs import (Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, parse_agent_args,
+                            run_jobs, write_report)
 
 Runs = dict[str, list[dict[str, Any]]]
 

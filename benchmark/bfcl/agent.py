@@ -21,11 +21,11 @@ from bfcl_eval.constants.default_prompts import MAXIMUM_STEP_LIMIT
 from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
-from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call, \
-    is_empty_execute_response
+from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (execute_multi_turn_func_call,
+                                                                     is_empty_execute_response)
 from bfcl_eval.model_handler.model_style import ModelStyle
-from bfcl_eval.model_handler.utils import convert_to_function_call, convert_to_tool, \
-    func_doc_language_specific_pre_processing
+from bfcl_eval.model_handler.utils import (convert_to_function_call, convert_to_tool,
+                                           func_doc_language_specific_pre_processing)
 from openai import AsyncOpenAI
 
 from benchmark.bfcl.data import CATEGORY, Task

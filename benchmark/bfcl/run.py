@@ -25,8 +25,8 @@ from typing import Any, Sequence
 from benchmark.bfcl.agent import run_task, trajectory
 from benchmark.bfcl.data import BFCL_VERSION, DataError, Task, load_tasks, package_data, split_ids
 from benchmark.embedding import embedding_config
-from benchmark.runs import Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, \
-    parse_agent_args, run_jobs, write_report
+from benchmark.runs import (Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, parse_agent_args,
+                            run_jobs, write_report)
 from reme import ReMe, ToolCallRecord
 
 TASK_NAME = "bfcl"

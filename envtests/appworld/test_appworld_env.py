@@ -11,10 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import appworld_standin
 import pydantic
 import pytest
-
-import appworld_standin
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,8 +30,8 @@ def appworld() -> object:
 def test_the_harness_runs_under_pydantic_1_without_reme() -> None:
     assert pydantic.VERSION.startswith("1.")
     with pytest.raises(ImportError):
-        import reme  # noqa: F401
-    import benchmark.appworld.run  # noqa: F401
+        import reme
+    import benchmark.appworld.run
 
 
 def params(function: object) -> list[str]:

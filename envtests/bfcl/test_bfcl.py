@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+from openai_server import Message, OpenAITestServer
 
 from benchmark.bfcl.data import load_tasks, package_data, split_ids
 from benchmark.bfcl.run import TASK_NAME, main
-from openai_server import Message, OpenAITestServer
 from reme import ReMe
 
 VAL = split_ids("val")[:3]  # multi_turn_base_0, _1, _2: file system, messages, tickets, tweets
