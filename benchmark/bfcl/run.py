@@ -124,7 +124,8 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(args: argparse.Namespace, settings: dict[str, Any], phases: dict[str, dict[str, list[dict[str, Any]]]],
            learned: dict[str, int] | None) -> dict[str, Any]:
-    slim = ("score", "success", "error_type", "prompt_tokens", "completion_tokens", "seconds", "steps", "memory_ids")
+    slim = ("score", "success", "error_type", "error_message", "prompt_tokens", "completion_tokens", "seconds",
+            "steps", "memory_ids")
     return {"benchmark": "BFCL-v3 multi_turn_base", "settings": settings, "learned": learned,
             "summary": {phase: at_k(runs) for phase, runs in phases.items()},
             "tasks": {phase: {task: [{k: r.get(k) for k in slim} for r in task_runs] for task, task_runs in runs.items()}
