@@ -145,3 +145,14 @@ def chat_client(args: argparse.Namespace) -> AsyncOpenAI:
     return AsyncOpenAI(base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
                        api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
                        max_retries=args.max_retries, timeout=args.timeout)
+
+
+async def ask(client: AsyncOpenAI, usage: dict[str, int], **request: Any) -> Any:
+    """One chat completion (`request`: the create arguments); its tokens are added to `usage`
+    (`prompt_tokens`, `completion_tokens`). An endpoint refusing the request raises openai's
+    `BadRequestError`."""
+    response = await client.chat.completions.create(**request)
+    if response.usage is not None:
+        usage["prompt_tokens"] += response.usage.prompt_tokens
+        usage["completion_tokens"] += response.usage.completion_tokens
+    return response

@@ -123,3 +123,12 @@ def test_the_harness_runs_without_reme_installed() -> None:
     """AppWorld's environment pins pydantic 1, so the harness must never import reme."""
     code = "import sys; sys.modules['reme'] = None; import benchmark.appworld.run"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_a_refused_request_ends_that_run_which_is_still_scored(server: OpenAITestServer, tmp_path: Path) -> None:
+    server.script("Rate all my liked songs 5 stars", status=400)  # e.g. past the model's context
+    server.script("", agent)
+    report = bench(server, tmp_path, "--dataset", "dev", "--tasks", "2", "--runs", "1")
+    refused, ok = report["tasks"]["dev"]["rate_1"][0], report["tasks"]["dev"]["rate_2"][0]
+    assert (refused["success"], refused["interactions"], refused["test_pass_rate"]) == (False, 0, 0.0)
+    assert "400" in refused["refused"] and ok["success"] and not ok["refused"]

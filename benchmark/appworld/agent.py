@@ -16,7 +16,9 @@ import re
 import time
 from typing import Any, Callable, ContextManager, Protocol
 
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError
+
+from benchmark.runs import ask
 
 
 class World(Protocol):
@@ -81,21 +83,25 @@ async def run_task(client: AsyncOpenAI, model: str, make_world: WorldFactory, ta
                    recall: Recall | None = None, temperature: float = 0.0, max_interactions: int = 30,
                    max_output: int = 2048, extra_body: dict[str, Any] | None = None) -> dict[str, Any]:
     """One run of a task: `success` (every test passed: task goal completion), `score` (the same
-    as 0 / 1), `test_pass_rate`, tokens, seconds, interactions, the conversation, and the ids of
-    the lessons `recall` (given the instruction: prompt text and ids) put into the prompt."""
+    as 0 / 1), `test_pass_rate`, tokens, seconds, interactions, the conversation, the ids of the
+    lessons `recall` (given the instruction: prompt text and ids) put into the prompt, and why
+    the endpoint refused a request (HTTP 400, e.g. past the context), which ends the run."""
     started = time.perf_counter()
-    prompt_tokens = completion_tokens = interactions = 0
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+    interactions = 0
     with make_world(task_id=task_id, experiment_name=experiment) as world:
         instruction = str(world.task.instruction)
         experience, memory_ids = await asyncio.to_thread(recall, instruction) if recall else ("", [])
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt(world, experience)}]
+        refused = ""
         while interactions < max_interactions and not world.task_completed():
-            response = await client.chat.completions.create(model=model, messages=messages,  # type: ignore[arg-type]
-                                                            temperature=temperature, extra_body=extra_body)
+            try:
+                response = await ask(client, usage, model=model, messages=messages, temperature=temperature,
+                                     extra_body=extra_body)
+            except BadRequestError as exc:  # e.g. the conversation outgrew the context: the run ends here
+                refused = str(exc)[:1000]
+                break
             interactions += 1
-            if response.usage is not None:
-                prompt_tokens += response.usage.prompt_tokens
-                completion_tokens += response.usage.completion_tokens
             reply = response.choices[0].message.content or ""
             output = world.execute(code_of(reply))
             messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": output[:max_output]}]
@@ -103,6 +109,6 @@ async def run_task(client: AsyncOpenAI, model: str, make_world: WorldFactory, ta
         passed, failed = len(tracker.passes), len(tracker.failures)
     success = failed == 0 and passed > 0
     return {"success": success, "score": float(success), "test_pass_rate": round(passed / max(1, passed + failed), 4),
-            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            **usage,
             "seconds": round(time.perf_counter() - started, 3), "interactions": interactions,
-            "instruction": instruction, "messages": messages, "memory_ids": memory_ids}
+            "instruction": instruction, "messages": messages, "memory_ids": memory_ids, "refused": refused}

@@ -119,7 +119,7 @@ async def evaluate(args: argparse.Namespace, world: Any) -> dict[str, Any]:
     finally:
         await client.close()
     slim = ("success", "score", "test_pass_rate", "prompt_tokens", "completion_tokens", "seconds", "interactions",
-            "memory_ids")
+            "memory_ids", "refused")
     return {"benchmark": "AppWorld", "settings": settings, "learned": checkpoint.done.get("learned"),
             "imported": checkpoint.done.get("import"),
             "summary": {phase: summary(runs) for phase, runs in phases.items()},

@@ -5,7 +5,8 @@ Per turn the user's message is added and the model is called until it answers wi
 calls (or with calls that do not decode); each step's calls are decoded with BFCL's
 `convert_to_function_call` and executed by `execute_multi_turn_func_call`, whose backend
 instances (file system, trading bot, ...) keep their state across the turns of one run. More
-than BFCL's `MAXIMUM_STEP_LIMIT` steps in a turn ends the run (scored as force-terminated).
+than BFCL's `MAXIMUM_STEP_LIMIT` steps in a turn ends the run (scored as force-terminated), and so
+does a request the endpoint refuses (HTTP 400, e.g. a conversation longer than the context).
 Scoring replays the decoded calls and the ground truth on fresh instances and compares state and
 results after every turn (`multi_turn_checker`), exactly as BFCL's evaluation does.
 """
@@ -26,9 +27,10 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (execute_mul
 from bfcl_eval.model_handler.model_style import ModelStyle
 from bfcl_eval.model_handler.utils import (convert_to_function_call, convert_to_tool,
                                            func_doc_language_specific_pre_processing)
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError
 
 from benchmark.bfcl.data import CATEGORY, Task
+from benchmark.runs import ask
 
 EXPERIENCE = "Task:\n{query}\n\nSome Related Experience to help you to complete the task:\n{experience}"
 """How the original ReMe's BFCL agent put retrieved experience into the task's first message."""
@@ -55,8 +57,9 @@ async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, exp
     messages: list[dict[str, Any]] = []
     turns: list[list[Any]] = []  # per turn, per step: what the model answered ({name: arguments} or text)
     calls: list[dict[str, Any]] = []
-    prompt_tokens = completion_tokens = steps = 0
-    forced = False
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+    steps = 0
+    forced, refused = False, ""
     for index, turn in enumerate(task.question):
         turn = copy.deepcopy(turn)
         if index == 0 and experience:
@@ -65,13 +68,13 @@ async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, exp
         messages += turn
         answers: list[Any] = []
         for step in range(MAXIMUM_STEP_LIMIT + 1):
-            response = await client.chat.completions.create(
-                model=model, messages=messages, tools=tools, temperature=temperature,  # type: ignore[arg-type]
-                extra_body=extra_body)
+            try:
+                response = await ask(client, usage, model=model, messages=messages, tools=tools,
+                                     temperature=temperature, extra_body=extra_body)
+            except BadRequestError as exc:  # e.g. the conversation outgrew the context: this run fails
+                refused = str(exc)[:1000]
+                break
             steps += 1
-            if response.usage is not None:
-                prompt_tokens += response.usage.prompt_tokens
-                completion_tokens += response.usage.completion_tokens
             message = response.choices[0].message
             tool_calls = [c for c in message.tool_calls or [] if c.type == "function"]
             said: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
@@ -99,12 +102,15 @@ async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, exp
         else:
             forced = True
         turns.append(answers)
-        if forced:
+        if forced or refused:
             break
-    verdict = check(task, turns, tag)
+    if refused:
+        forget(task, tag)
+        verdict = {"valid": False, "error_type": "multi_turn:inference_error", "error_message": refused}
+    else:
+        verdict = check(task, turns, tag)
     return {"score": 1.0 if verdict["valid"] else 0.0, "success": verdict["valid"], **verdict,
-            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "seconds": round(time.perf_counter() - started, 3), "steps": steps, "messages": messages, "calls": calls}
+            **usage, "seconds": round(time.perf_counter() - started, 3), "steps": steps, "messages": messages, "calls": calls}
 
 
 def check(task: Task, turns: list[list[Any]], tag: str) -> dict[str, Any]:

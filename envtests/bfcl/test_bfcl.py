@@ -41,17 +41,19 @@ def tool_call(source: str, classes: list[str]) -> dict[str, Any]:
 
 
 def replay(plans: dict[str, list[list[str]]]) -> Callable[[dict[str, Any]], Message]:
-    """A model that, in turn t of a task (known by its first request), makes the planned calls of
+    """A model that, in turn t of a task (known by its requests so far), makes the planned calls of
     turn t in one step, then says it is done."""
     tasks = {t.id: t for t in load_tasks(package_data(), list(plans))}
 
     def reply(body: dict[str, Any]) -> Message:
         messages = body["messages"]
-        first = next(m["content"] for m in messages if m["role"] == "user")
-        task = next(t for t in tasks.values() if t.query in first)
+        asked = [m["content"] for m in messages if m["role"] == "user"]
+        # The task whose requests these are (two tasks may open with the same request).
+        task = next(t for t in tasks.values() if t.query in asked[0] and
+                    asked[1:] == [turn[0]["content"] for turn in t.question[1:len(asked)]])
         if messages[-1]["role"] == "tool":
             return Message("Done.")
-        calls = plans[task.id][sum(m["role"] == "user" for m in messages) - 1]
+        calls = plans[task.id][len(asked) - 1]
         return Message(tool_calls=[tool_call(c, task.involved_classes) for c in calls]) if calls else Message("No.")
     return reply
 
@@ -155,3 +157,14 @@ def test_learn_mode_summarizes_train_runs_then_uses_the_lessons_on_val(llm: Open
     assert "cd into document, mkdir the folder" in val_first
     assert "Tool guidelines:" in val_first and "Change directory one level at a time." in val_first
     assert report["tasks"]["val"][VAL[0]][0]["memory_ids"]
+
+
+def test_a_refused_request_fails_that_run_and_the_benchmark_goes_on(llm: OpenAITestServer, tmp_path: Path) -> None:
+    second = load_tasks(package_data(), VAL[1:2])[0]
+    llm.script(second.query, status=400)  # e.g. a conversation longer than the model's context
+    llm.script("", replay(ground_truth(VAL[:2])))
+    report = bench(llm, tmp_path, "--tasks", "2", "--runs", "1")
+    ok, refused = report["tasks"]["val"][VAL[0]][0], report["tasks"]["val"][VAL[1]][0]
+    assert ok["success"] and (refused["success"], refused["error_type"]) == (False, "multi_turn:inference_error")
+    assert "400" in refused["error_message"] and report["summary"]["val"]["avg@1"] == 0.5
+    assert not [k for k in vars(multi_turn_utils) if k.startswith("reme_")]
