@@ -107,7 +107,7 @@ def test_learn_mode_summarizes_train_runs_in_reme_serve_then_uses_the_lessons(
     server.script("", agent)
     report = bench(server, tmp_path, "--memory", "learn", "--reme-url", served.url, "--task-name", "music",
                    "--dataset", "dev", "--runs", "1")
-    assert report["learned"] == 1 and report["summary"]["train"]["avg@1"] == 1.0
+    assert report["learned"] == 1 and report["summary"]["learn"]["avg@1"] == 1.0
     summarized = [b["messages"][0]["content"] for b in server.chat_requests
                   if "completed the task below successfully" in b["messages"][0]["content"]]
     assert len(summarized) == 1 and "Rate all my liked songs 3 stars" in summarized[0]

@@ -109,10 +109,9 @@ async def evaluate(args: argparse.Namespace, world: Any) -> dict[str, Any]:
         phases: dict[str, Runs] = {}
         if train and memory is not None:
             await run_jobs(jobs("learn", train, None), checkpoint, args.concurrency, f"{args.learn_dataset} runs")
-            phases[args.learn_dataset] = {t: [checkpoint.done[f"learn/{t}/{r}"] for r in range(args.runs)]
-                                          for t in train}
+            phases["learn"] = {t: [checkpoint.done[f"learn/{t}/{r}"] for r in range(args.runs)] for t in train}
             if "learned" not in checkpoint.done:
-                added = [memory.learn([trajectory(r) for r in runs]) for runs in phases[args.learn_dataset].values()]
+                added = [memory.learn([trajectory(r) for r in runs]) for runs in phases["learn"].values()]
                 checkpoint.add("learned", sum(added))
         await run_jobs(jobs("eval", tasks, memory), checkpoint, args.concurrency, f"{args.dataset} runs")
         phases[args.dataset] = {t: [checkpoint.done[f"eval/{t}/{r}"] for r in range(args.runs)] for t in tasks}
@@ -131,7 +130,9 @@ def table(result: dict[str, Any]) -> str:
     k = result["settings"]["runs"]
     keys = ["dataset", "memory", "tasks", "runs", f"avg@{k}", f"pass@{k}", f"sgc_avg@{k}", f"sgc_pass@{k}",
             "test_pass_rate", "prompt_tokens_per_run", "completion_tokens_per_run", "seconds_per_run"]
-    rows = [{"dataset": name, "memory": result["settings"]["memory"], **s} for name, s in result["summary"].items()]
+    names = {"learn": f"{result['settings']['learn_dataset']} (learned from)"}
+    rows = [{"dataset": names.get(phase, phase), "memory": "none" if phase == "learn" else result["settings"]["memory"],
+             **s} for phase, s in result["summary"].items()]
     return markdown(f"AppWorld, {result['settings']['model']}", rows, keys)
 
 

@@ -101,17 +101,17 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                                         temperature=args.temperature, extra_body=extra_body)
                 if use:
                     await use.record(ids, result["success"])
-                if phase != "train":  # only learning needs the conversation and the calls
+                if phase != "learn":  # only learning needs the conversation and the calls
                     del result["messages"], result["calls"]
                 return {**result, "memory_ids": ids}
             return {f"{phase}/{t.id}/{r}": (lambda t=t, r=r: one(t, r)) for t in phase_tasks for r in range(args.runs)}
 
         phases: dict[str, dict[str, list[dict[str, Any]]]] = {}
         if mode == "learn" and memory is not None:
-            await run_jobs(jobs("train", train, None), checkpoint, args.concurrency, "train runs")
-            phases["train"] = {t.id: [checkpoint.done[f"train/{t.id}/{r}"] for r in range(args.runs)] for t in train}
-            if "learn" not in checkpoint.done:
-                checkpoint.add("learn", await memory.learn(train, phases["train"]))
+            await run_jobs(jobs("learn", train, None), checkpoint, args.concurrency, "train runs (to learn from)")
+            phases["learn"] = {t.id: [checkpoint.done[f"learn/{t.id}/{r}"] for r in range(args.runs)] for t in train}
+            if "learned" not in checkpoint.done:
+                checkpoint.add("learned", await memory.learn(train, phases["learn"]))
         await run_jobs(jobs(args.split, tasks, memory), checkpoint, args.concurrency, f"{args.split} runs")
         phases[args.split] = {t.id: [checkpoint.done[f"{args.split}/{t.id}/{r}"] for r in range(args.runs)]
                               for t in tasks}
@@ -119,7 +119,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         await client.close()
         if reme is not None:
             await reme.close()
-    return report(args, settings, phases, checkpoint.done.get("learn"))
+    return report(args, settings, phases, checkpoint.done.get("learned"))
 
 
 def report(args: argparse.Namespace, settings: dict[str, Any], phases: dict[str, dict[str, list[dict[str, Any]]]],
@@ -134,9 +134,10 @@ def report(args: argparse.Namespace, settings: dict[str, Any], phases: dict[str,
 
 def table(result: dict[str, Any]) -> str:
     k = result["settings"]["runs"]
-    keys = ["phase", "memory", "tasks", "runs", f"avg@{k}", f"pass@{k}", "prompt_tokens_per_run",
+    keys = ["split", "memory", "tasks", "runs", f"avg@{k}", f"pass@{k}", "prompt_tokens_per_run",
             "completion_tokens_per_run", "seconds_per_run"]
-    rows = [{"phase": phase, "memory": result["settings"]["memory"], **summary}
+    rows = [{"split": "train (learned from)" if phase == "learn" else phase,
+             "memory": "none" if phase == "learn" else result["settings"]["memory"], **summary}
             for phase, summary in result["summary"].items()]
     return markdown(f"BFCL-v3 multi_turn_base, {result['settings']['model']}", rows, keys)
 

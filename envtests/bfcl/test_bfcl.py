@@ -148,7 +148,7 @@ def test_learn_mode_summarizes_train_runs_then_uses_the_lessons_on_val(llm: Open
     llm.script(SUMMARIZE[4], {"guideline": "Change directory one level at a time."})
     llm.script("", replay(ground_truth(train + VAL[:1])))
     report = bench(llm, tmp_path, "--memory", "learn", "--tasks", "1", "--runs", "1")
-    assert report["summary"]["train"]["avg@1"] == 1.0 and report["summary"]["val"]["avg@1"] == 1.0
+    assert report["summary"]["learn"]["avg@1"] == 1.0 and report["summary"]["val"]["avg@1"] == 1.0
     assert report["learned"]["lessons"] == 1 and report["learned"]["tools"] >= 2  # cd, mv, ...
     summaries = [b for b in llm.chat_requests if not b.get("tools")]
     assert any(SUMMARIZE[0] in m["content"] and "mv(" in m["content"] for b in summaries for m in b["messages"])
