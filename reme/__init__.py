@@ -9,9 +9,9 @@ from reme.config import (EmbeddingConfig, LLMConfig, ProceduralConfig, PromptsCo
                          ToolConfig, VectorStoreConfig)
 from reme.errors import (AuthenticationError, CollectionNotFoundError, ConfigError, ConflictError, EmbeddingError,
                          InvalidFilterError, InvalidInputError, LLMError, LLMOutputError, MemoryNotFoundError,
-                         NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, PromptError,
-                         PromptTooLargeError, ReMeError, RequestTimeoutError, ServiceError, StoreError,
-                         StoreLockedError, VectorSizeError)
+                         NotFoundError, NotReadyError, OriginalReMeAPIError, PayloadTooLargeError,
+                         PermissionDeniedError, PromptError, PromptTooLargeError, ReMeError, RequestTimeoutError,
+                         ServiceError, StoreError, StoreLockedError, VectorSizeError)
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
                          Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
 
@@ -26,6 +26,7 @@ __all__ = [
     "ServiceError", "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
     "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
+    "OriginalReMeAPIError",
     "ProceduralConfig", "PromptError", "PromptTooLargeError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError",
     "ReMeSync", "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError",
     "StoreLockedError", "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage",

@@ -123,3 +123,22 @@ class PayloadTooLargeError(InvalidInputError):
 
 class NotReadyError(ReMeError):
     """The memory store is not open (yet or any more): retry later (HTTP 503)."""
+
+
+class OriginalReMeAPIError(BaseException):
+    """Code written for the original ReMe package (`reme-ai`: `ReMe(workspace_dir=..., jobs=...,
+    components=...)`, `run_job`, `update_component`, `start`) called this one. Both install the
+    top-level package `reme`, so `from reme import ReMe` in such code, AgentScope 2.x's shipped
+    `agentscope.middleware.ReMeMiddleware` for one, finds this package.
+
+    Deliberately not an `Exception`: AgentScope's middleware catches every `Exception` from ReMe and
+    only logs a warning, which would leave the agent running without any memory. This error ends the
+    reply instead, naming what to use."""
+
+    def __init__(self, keywords: list[str]) -> None:
+        super().__init__(
+            f"ReMe(...) was called with the original ReMe package's arguments ({', '.join(keywords)}); "
+            "this is reme-memory, which installs the same top-level `reme` package with another API. "
+            "With AgentScope 2.x use reme.integrations.agentscope.ReMeMemoryMiddleware (extra "
+            "'agentscope'); with AgentScope 1.x, reme.integrations.agentscope1 (extra 'agentscope1'). "
+            "For AgentScope's own ReMeMiddleware, uninstall reme-memory and install reme-ai.")

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from reme.config import ReMeConfig
 from reme.embedding import NO_LOCAL_BACKEND, Embedder, LazyEmbedder, create_embedder, local_backend_installed
-from reme.errors import ConfigError, InvalidInputError, MemoryNotFoundError, ReMeError, VectorSizeError, describe
+from reme.errors import (ConfigError, InvalidInputError, MemoryNotFoundError, OriginalReMeAPIError, ReMeError,
+                         VectorSizeError, describe)
 from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
@@ -36,6 +37,13 @@ P = TypeVar("P")
 FilterSpec = Filter | Mapping[str, Any] | None
 MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
+
+# What the original ReMe (`reme-ai`) takes: its `ReMe`/`ReMeApp` settings, as AgentScope's shipped
+# middlewares pass them. Both packages are `import reme`, so code written for it may call this one.
+ORIGINAL_REME_KEYWORDS = frozenset({"workspace_dir", "enable_logo", "log_to_console", "service", "jobs", "components",
+                                    "llm_api_key", "llm_api_base", "embedding_api_key", "embedding_api_base",
+                                    "config_path"})
+
 
 def _invalid(exc: ValidationError) -> InvalidInputError:
     return InvalidInputError(describe(exc))
@@ -184,7 +192,12 @@ class ReMe:
                  retrieval: Any = None, procedural: Any = None, tool: Any = None,
                  config_file: str | Path | None = None, embedder: Embedder | None = None,
                  store: VectorStore | None = None, chat_model: ChatModel | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, **unknown: Any) -> None:
+        if unknown:
+            original = sorted(set(unknown) & ORIGINAL_REME_KEYWORDS)
+            if original:
+                raise OriginalReMeAPIError(original)
+            raise TypeError(f"ReMe() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
         self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
                                                 embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval,
                                                 procedural=procedural, tool=tool)

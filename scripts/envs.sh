@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the suites that need a framework of their own (envtests/NAME/), each in its own virtual
 # environment .venvs/NAME, created once and brought up to date from envtests/NAME/requirements.txt
-# (pip arguments, one per line, relative to the repository root). The frameworks cannot share one
+# (pip arguments, one per line, relative to the repository root), then envtests/NAME/no-deps.txt,
+# when there is one, with --no-deps. The frameworks cannot share one
 # environment (AgentScope 1.x and 2.x, AppWorld's pins), nor the main .venv.
 #   scripts/envs.sh               every suite
 #   scripts/envs.sh langgraph     the named ones; extra arguments after `--` go to pytest
@@ -23,6 +24,9 @@ for name in "${names[@]}"; do
   start=$(date +%s)
   [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet -r "envtests/$name/requirements.txt"
+  if [ -f "envtests/$name/no-deps.txt" ]; then  # packages whose own requirements the suite does not need
+    "$venv/bin/python" -m pip install --quiet --no-deps -r "envtests/$name/no-deps.txt"
+  fi
   echo "   environment ready in $(( $(date +%s) - start )) s"
   "$venv/bin/python" -m pytest -q "envtests/$name" "$@" || failed+=("$name")
   echo "   $name done in $(( $(date +%s) - start )) s"

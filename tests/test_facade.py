@@ -277,3 +277,16 @@ async def test_search_results_say_what_their_score_is(reme_factory: Callable[...
         hybrid = await reme.search_memory("window seats", user_name="alice")
         assert hybrid[0].similarity <= 2 / 60 + 1e-6  # reciprocal-rank fusion: ranks, not closeness
         assert [h.similarity for h in hybrid] == sorted((h.similarity for h in hybrid), reverse=True)
+
+
+def test_the_original_packages_constructor_is_refused_by_name(tmp_path: Path) -> None:
+    """Code written for the original ReMe (reme-ai), which also installs `reme`, gets an error naming
+    what to use here; not an Exception, so a framework catching every Exception cannot hide it."""
+    from reme import OriginalReMeAPIError
+
+    with pytest.raises(OriginalReMeAPIError, match="ReMeMemoryMiddleware") as refused:
+        ReMe(workspace_dir=str(tmp_path), enable_logo=False, jobs=[], components={})
+    assert not isinstance(refused.value, Exception) and "components, enable_logo, jobs, workspace_dir" in str(
+        refused.value)
+    with pytest.raises(TypeError, match="no_such_setting"):
+        ReMe(no_such_setting=1)

@@ -20,7 +20,8 @@ from pydantic import BaseModel, SecretStr
 
 from benchmark.locomo.data import Conversation, Question
 from benchmark.locomo.metrics import KS, aggregate, bleu1, evidence_scores, percentile, token_f1
-from benchmark.locomo.run import Checkpoint, dia_ids_of, embedding_config, progress, start_run
+from benchmark.locomo.run import dia_ids_of, embedding_config, start_run
+from benchmark.runs import Checkpoint, progress
 from reme import ConfigError, ReMe
 from reme.config import EmbeddingConfig, LLMConfig
 from reme.embedding import create_embedder

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import shutil
 import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from benchmark.locomo.data import CATEGORIES, SCORED, Conversation, DataError, load, resolve_data
 from benchmark.locomo.metrics import KS, aggregate, evidence_scores, percentile
 from benchmark.embedding import embedding_config as shared_embedding_config
+from benchmark.runs import Checkpoint, file_digest, jsonl_rows, progress
 from reme import MemoryNode, MemoryType, Message, ReMe, ReMeError
 from reme.config import EmbeddingConfig
 from reme.embedding import create_embedder
@@ -26,52 +26,6 @@ from reme.schema import content_hash
 RETRIEVAL_KEYS = [*(f"recall@{k}" for k in KS), "mrr"]
 DRAGON = {"recall@5": 58.8, "recall@10": 67.5}
 """The LoCoMo paper's DRAGON retriever over dialog turns (Table 3), the anchor to beat."""
-
-
-def progress(items: Iterable[Any], total: int, desc: str) -> Iterator[Any]:
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm comes with the local extra
-        yield from items
-        return
-    yield from tqdm(items, total=total, desc=desc, unit="q" if "question" in desc else "it", file=sys.stderr,
-                    disable=None)
-
-
-def jsonl_rows(path: Path, header: dict[str, Any], keep: bool, refusal: Callable[[dict[str, Any]], str]) -> list[Any]:
-    """The rows of a JSON-lines file whose first line records what they depend on: with `keep`
-    and the file there, the rows after that line (SystemExit with `refusal(first line)` when it
-    is not `header`); else the file starts anew with `header` and there are none."""
-    if keep and path.exists():
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if lines and lines[0] != header:
-            raise SystemExit(refusal(lines[0]))
-        return lines[1:]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(header) + "\n", encoding="utf-8")
-    return []
-
-
-class Checkpoint:
-    """Finished work of a run, one JSON line per unit in `<output>.partial.jsonl`, so `--resume`
-    skips it. The first line records what the results depend on; resuming with other settings
-    is refused."""
-
-    def __init__(self, path: Path, settings: dict[str, Any], resume: bool) -> None:
-        self.path = path
-        rows = jsonl_rows(path, {"settings": settings}, resume, lambda old: (
-            f"--resume: {path} was started with other settings:\n  {old.get('settings')}\n"
-            f"now:\n  {settings}\nrun without --resume to start over"))
-        self.done: dict[str, Any] = {row["key"]: row["value"] for row in rows}
-
-    def add(self, key: str, value: Any) -> None:
-        self.done[key] = value
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"key": key, "value": value}) + "\n")
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def embedding_config(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,0 +1,5 @@
+import sys
+
+from benchmark.appworld.run import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from benchmark.bfcl.run import main
+
+sys.exit(main())

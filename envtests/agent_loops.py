@@ -1,0 +1,97 @@
+"""Shared by the agent-framework suites: ReMe's prompts as the scripted server sees them, replies
+to them, and a ReMe whose summarizer is that server."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from conftest import readme_code
+from docs_support import run, user_environment
+from openai_server import Message, OpenAITestServer, prompt_of
+
+from reme import ReMe
+
+EXTRACT, RECONCILE, REWRITE = "Read the conversation below", "long-term memory consistent", "You prepare a search"
+SUCCESS, VALIDATE, GUIDE = "completed the task below successfully", "Rate each candidate lesson", \
+    "Write the usage guideline"
+LESSON = {"when_to_use": "When rating songs in a Spotify library",
+          "content": "Log in with spotify.login first, then call spotify.review_song per song", "confidence": 0.9}
+
+
+@asynccontextmanager
+async def open_reme(llm: OpenAITestServer, path: Path) -> AsyncIterator[ReMe]:
+    async with ReMe(working_dir=path, embedding={"backend": "hash"},
+                    llm={"model": "test-model", "base_url": llm.base_url, "api_key": "sk-test",
+                         "max_retries": 0}) as reme:
+        yield reme
+
+
+def memories(*contents: str) -> dict[str, Any]:
+    """A personal extraction reply."""
+    return {"memories": [{"content": c, "kind": "fact", "sources": [0], "importance": 0.5, "time": None}
+                         for c in contents]}
+
+
+def script_personal(llm: OpenAITestServer, fact: str, when: str, queries: list[str]) -> None:
+    """Extraction finds `fact` in a conversation that mentions `when`, nothing in others."""
+    llm.script(EXTRACT, lambda body: memories(fact) if when in prompt_of(body) else {"memories": []})
+    llm.script(RECONCILE, {"decisions": []})
+    llm.script(REWRITE, {"queries": queries})
+
+
+def script_task(llm: OpenAITestServer) -> None:
+    """A successful run yields LESSON, which validation keeps."""
+    llm.script(SUCCESS, {"memories": [LESSON]})
+    llm.script(VALIDATE, {"results": [{"index": 0, "score": 0.9}]})
+
+
+def turns(llm: OpenAITestServer, system_prompt: str, *replies: str | Message) -> None:
+    """The agent's model answers, in order (its requests carry its system prompt)."""
+    for reply in replies:
+        llm.script(system_prompt, reply, times=1)
+
+
+def prompts(llm: OpenAITestServer, marker: str) -> list[str]:
+    return [prompt_of(body) for body in llm.chat_requests if marker in prompt_of(body)]
+
+
+def run_steps(llm: OpenAITestServer) -> str:
+    """The run shown to the (single) success-lesson prompt."""
+    runs = prompts(llm, SUCCESS)
+    assert len(runs) == 1
+    return runs[0].split("Run:", 1)[1]
+
+
+# A conversation over three turns (user, agent) whose first turn holds a fact, and the agent turns
+# of a model that records two facts with a tool, then searches them with another.
+GREEN_TEA = [("I moved to Berlin last week and I love green tea.", "Noted: green tea."),
+             ("What should I drink this afternoon?", "Try a sencha: you love green tea."),
+             ("Any plans for Berlin in May?", "Berlin is lovely in May.")]
+RECORD_THEN_SEARCH = [
+    ("Remember: I prefer aisle seats and I am vegetarian.",
+     Message(tool_calls=[{"name": "record_to_memory", "arguments": {
+         "thinking": "a lasting preference", "content": ["Alice prefers aisle seats", "Alice is vegetarian"]}}])),
+    ("", "I will remember that."),
+    ("Which seat should I book?",
+     Message(tool_calls=[{"name": "retrieve_from_memory", "arguments": {"keywords": ["seat"], "limit": 3}}])),
+    ("", "You prefer the aisle.")]
+
+
+def assert_each_turn_summarized_once(llm: OpenAITestServer, conversation: list[tuple[str, str]], hint: str) -> None:
+    """One summary per turn, each holding that turn's messages only, never the injected memories."""
+    extracts = prompts(llm, EXTRACT)
+    assert len(extracts) == len(conversation)
+    for said in (text for turn in conversation for text in turn):
+        assert sum(said in p for p in extracts) == 1, said
+    assert not any(hint in p for p in extracts)
+
+
+def run_readme(env: str, llm: OpenAITestServer, tmp_path: Path) -> str:
+    """Run the README's one block marked `env=<env>` as a user would; its output."""
+    blocks = readme_code(env)
+    assert len(blocks) == 1
+    (tmp_path / "snippet.py").write_text(blocks[0][1], encoding="utf-8")
+    return run([sys.executable, "snippet.py"], user_environment(llm.base_url, tmp_path), tmp_path)

@@ -1,0 +1,221 @@
+"""ReMe as AgentScope 1.x long-term memory (`pip install 'reme-memory[agentscope1]'`).
+
+Three `agentscope.memory.LongTermMemoryBase` classes for `ReActAgent(long_term_memory=...)`, in any
+`long_term_memory_mode`:
+
+- `ReMePersonalMemory(reme, user_name)`: what the user said, summarized into personal memories;
+- `ReMeTaskMemory(reme, task_name)`: runs of a task, scored, distilled into lessons;
+- `ReMeToolMemory(reme, tool_names)`: tool-call records, summarized into a guideline per tool.
+
+In `static_control` mode the agent hands `record` its whole short-term memory after every reply:
+each message is recorded once (by its id, kept in the memory's state) and the `long_term_memory`
+message the agent injected is never recorded. Failures raise (`reme.ReMeError`), so a reply whose
+memory could not be written fails instead of forgetting silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from agentscope.memory import LongTermMemoryBase
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import ToolResponse
+
+from reme.integrations._agent import AgentMemory, message, tool_call_records
+from reme.reme import ReMe
+from reme.schema import Message
+
+__all__ = ["ReMePersonalMemory", "ReMeTaskMemory", "ReMeToolMemory"]
+
+INJECTED = "long_term_memory"  # the name ReActAgent gives the message holding retrieved memories
+
+
+def _text(text: str) -> ToolResponse:
+    return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+
+def _as_list(msgs: Msg | Sequence[Msg | None] | None) -> list[Msg]:
+    if msgs is None:
+        return []
+    return [msgs] if isinstance(msgs, Msg) else [m for m in msgs if m is not None]
+
+
+def _query(msg: Msg | list[Msg] | None) -> str:
+    return "\n".join(m.get_text_content() or "" for m in _as_list(msg)).strip()
+
+
+class _ReMeLongTermMemory(LongTermMemoryBase):  # type: ignore[misc]  # agentscope is untyped
+    """Keeps the ids of the messages already recorded (saved with the agent's state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorded_ids: list[str] = []
+        self.register_state("recorded_ids")
+
+    def _unrecorded(self, msgs: Sequence[Msg | None]) -> list[Msg]:
+        """The messages not recorded yet, each once (AgentScope before 1.0.21 hands over the input and
+        the reply twice: on their own and in the short-term memory), never the injected one."""
+        seen, new = set(self.recorded_ids), []
+        for m in _as_list(msgs):
+            if m.id not in seen and m.name != INJECTED:
+                seen.add(m.id)
+                new.append(m)
+        return new
+
+    def _mark(self, msgs: list[Msg]) -> None:
+        self.recorded_ids.extend(m.id for m in msgs)
+
+    @staticmethod
+    def _messages(msgs: list[Msg]) -> list[Message]:
+        converted = (message(m.id, m.name, m.role, m.get_text_content(), m.timestamp) for m in msgs)
+        return [m for m in converted if m is not None]
+
+
+class ReMePersonalMemory(_ReMeLongTermMemory):
+    """A user's personal memories. `record` summarizes the new messages (ReMe's personal summarizer:
+    one or two LLM calls); `retrieve` returns the memories relevant to the message, ready for the
+    prompt. The `ReMe` belongs to the caller (`async with ReMe(...) as reme:`)."""
+
+    def __init__(self, reme: ReMe, user_name: str, *, rewrite: bool | None = None) -> None:
+        super().__init__()
+        self.memory = AgentMemory(reme, user_name=user_name, rewrite=rewrite)
+
+    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
+        new = self._unrecorded(msgs)
+        await self.memory.summarize(self._messages(new))
+        self._mark(new)
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        return await self.memory.retrieve(_query(msg), limit)
+
+    async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
+        """Record facts about the user worth remembering in later conversations: preferences, plans,
+        people, places, dates. Each fact should be specific and self-contained.
+
+        Args:
+            thinking (`str`):
+                Why these facts are worth remembering.
+            content (`list[str]`):
+                The facts to remember, one per string, e.g. "Alice prefers window seats".
+        """
+        nodes = await self.memory.remember(content)
+        return _text(f"Remembered {len(nodes)} fact(s).")
+
+    async def retrieve_from_memory(self, keywords: list[str], limit: int = 5, **kwargs: Any) -> ToolResponse:
+        """Search what is remembered about the user.
+
+        Args:
+            keywords (`list[str]`):
+                What to search for, each specific, e.g. a person's name, a place, a topic.
+            limit (`int`, optional):
+                The most memories to return per keyword. Defaults to 5.
+        """
+        return _text(await self.memory.search(keywords, limit))
+
+
+class ReMeTaskMemory(_ReMeLongTermMemory):
+    """A task's lessons. A lesson needs the run's outcome, so `record` collects the new messages and
+    summarizes them once it is given the run's `score` (1.0 = success, lower = failure):
+    `await task_memory.record(await agent.memory.get_memory(), score=1.0)` after the run; the
+    agent's own scoreless calls in static mode only collect. `retrieve` returns the lessons for the
+    task at hand."""
+
+    def __init__(self, reme: ReMe, task_name: str, *, rewrite: bool | None = None) -> None:
+        super().__init__()
+        self.memory = AgentMemory(reme, task_name=task_name, rewrite=rewrite)
+        self.pending: list[dict[str, Any]] = []  # the run so far, as ReMe messages (JSON)
+        self.register_state("pending")
+
+    async def record(self, msgs: list[Msg | None], score: float | None = None, **kwargs: Any) -> None:
+        new = self._unrecorded(msgs)
+        self.pending.extend(m.model_dump(mode="json") for m in self._messages(new))
+        self._mark(new)
+        if score is not None and self.pending:
+            await self.memory.summarize([Message.model_validate(m) for m in self.pending], score)
+            self.pending = []
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        return await self.memory.retrieve(_query(msg), limit)
+
+    async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
+        """Record lessons learned while doing this task, to do better in later runs of similar tasks.
+
+        Args:
+            thinking (`str`):
+                The situation in which the lessons apply, phrased like a future task, e.g. "When
+                rating songs in a Spotify library".
+            content (`list[str]`):
+                The lessons, each an actionable instruction, e.g. "Log in with spotify.login before
+                calling spotify.review_song".
+        """
+        nodes = await self.memory.remember(content, when_to_use=thinking)
+        return _text(f"Remembered {len(nodes)} lesson(s).")
+
+    async def retrieve_from_memory(self, keywords: list[str], limit: int = 5, **kwargs: Any) -> ToolResponse:
+        """Search lessons from earlier runs of similar tasks.
+
+        Args:
+            keywords (`list[str]`):
+                What to search for, e.g. the task, an API, an error message.
+            limit (`int`, optional):
+                The most lessons to return per keyword. Defaults to 5.
+        """
+        return _text(await self.memory.search(keywords, limit))
+
+
+class ReMeToolMemory(_ReMeLongTermMemory):
+    """Usage guidelines per tool, written from tool-call records: JSON objects (or lists of them)
+    with `tool_name`, `input`, `output`, `success`, `time_cost`, `token_cost` and `create_time`.
+    `record` summarizes the records among the new messages' texts (other messages are not records
+    and are passed over; a text naming a tool but malformed raises); `retrieve` returns the
+    guidelines of `tool_names`, or without them of the comma-separated names in the message."""
+
+    def __init__(self, reme: ReMe, tool_names: Sequence[str] | None = None) -> None:
+        super().__init__()
+        self.reme = reme
+        self.tool_names = list(tool_names or [])
+
+    async def _summarize(self, texts: list[str], *, strict: bool) -> int:
+        records = tool_call_records(texts, strict=strict)
+        if records:
+            await self.reme.summarize_memory(tool_calls=records)
+        return len(records)
+
+    async def _guidelines(self, names: list[str]) -> str:
+        names = [n.strip() for n in names if n.strip()]
+        return (await self.reme.retrieve_memory(tool_name=names)).text if names else ""
+
+    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
+        new = self._unrecorded(msgs)
+        await self._summarize([m.content for m in self._messages(new)], strict=False)
+        self._mark(new)
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        return await self._guidelines(self.tool_names or _query(msg).split(","))
+
+    async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
+        """Record tool executions, so that usage guidelines are learned from them.
+
+        Args:
+            thinking (`str`):
+                What these executions show: what worked, what failed and why.
+            content (`list[str]`):
+                One JSON object per execution, with the fields create_time ("YYYY-MM-DD HH:MM:SS"),
+                tool_name, input (an object of the parameters), output (text), token_cost
+                (integer), success (boolean) and time_cost (seconds), e.g. '{"create_time":
+                "2024-01-01 10:00:00", "tool_name": "search", "input": {"query": "Python"},
+                "output": "Found 10 results", "token_cost": 100, "success": true, "time_cost": 1.2}'.
+        """
+        count = await self._summarize(content, strict=True)
+        return _text(f"Recorded {count} tool execution(s); the guidelines are updated.")
+
+    async def retrieve_from_memory(self, keywords: list[str], limit: int = 5, **kwargs: Any) -> ToolResponse:
+        """Get the usage guidelines learned for tools, before using one you are unsure about.
+
+        Args:
+            keywords (`list[str]`):
+                The exact tool names, e.g. ["web_search"].
+            limit (`int`, optional):
+                Unused: each tool has one guideline. Defaults to 5.
+        """
+        return _text(await self._guidelines(keywords) or f"No guidelines yet for {', '.join(keywords)}.")
