@@ -5,6 +5,7 @@ without pulling in the store."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from typing import Any, Awaitable, Coroutine, TypeVar
 
@@ -38,8 +39,12 @@ class LoopThread:
             self._loop.close()
 
     def run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
+        return self.submit(coro).result()
+
+    def submit(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> "concurrent.futures.Future[T]":
+        """Start `coro` on the private loop; `asyncio.wrap_future` awaits it from another loop."""
         if self._loop.is_closed() or not self._thread.is_alive():
             if asyncio.iscoroutine(coro):
                 coro.close()
             raise ReMeError(f"{self.owner} is closed: call open() (or use `with {self.owner}(...)`) again")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
