@@ -23,7 +23,7 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -42,42 +42,44 @@ class Embeddings:
     """A local `/v1/embeddings` endpoint: vectors from a table filled ahead of time (misses are
     computed, once). Answers `float` and `base64` encodings, as the OpenAI clients ask."""
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(self, cache_dir: Path | None, encode: Callable[[list[str]], np.ndarray] | None = None) -> None:
+        """`encode`: texts to vectors (default: all-MiniLM-L6-v2, with its vectors cached under `cache_dir`)."""
         self.cache_dir = cache_dir
         self.table: dict[str, np.ndarray] = {}
         self.lock = threading.Lock()
-        self._model: Any = None
+        self._encode = encode
 
-    def model(self) -> Any:
-        if self._model is None:
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._encode is None:
             from sentence_transformers import SentenceTransformer
 
             from benchmark.embedding import embedding_config
 
-            self._model = SentenceTransformer(embedding_config("local")["model"], device="cpu")
-        return self._model
+            model = SentenceTransformer(embedding_config("local")["model"], device="cpu")
+            self._encode = lambda batch: model.encode(batch, batch_size=128, normalize_embeddings=True,
+                                                      convert_to_numpy=True)
+        return np.asarray(self._encode(texts), dtype=np.float32)
 
     def fill(self, texts: list[str]) -> None:
         todo = sorted({t for t in texts if t not in self.table})
         if not todo:
             return
         key = hashlib.sha256("\n".join(todo).encode()).hexdigest()[:16]
-        cached = self.cache_dir / f"minilm-{key}.npy"
-        if cached.exists():
+        cached = self.cache_dir / f"minilm-{key}.npy" if self.cache_dir and self._encode is None else None
+        if cached is not None and cached.exists():
             vecs = np.load(cached)
         else:
-            vecs = self.model().encode(todo, batch_size=128, normalize_embeddings=True,
-                                       convert_to_numpy=True).astype(np.float32)
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            np.save(cached, vecs)
+            vecs = self.encode(todo)
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                np.save(cached, vecs)
         self.table.update(zip(todo, vecs))
 
     def vectors(self, texts: list[str]) -> list[np.ndarray]:
-        missing = [t for t in texts if t not in self.table]
-        if missing:
-            with self.lock:
-                vecs = self.model().encode(missing, normalize_embeddings=True, convert_to_numpy=True)
-                self.table.update(zip(missing, vecs.astype(np.float32)))
+        with self.lock:
+            missing = sorted({t for t in texts if t not in self.table})
+            if missing:
+                self.table.update(zip(missing, self.encode(missing)))
         return [self.table[t] for t in texts]
 
     def serve(self) -> tuple[ThreadingHTTPServer, str]:

@@ -32,12 +32,21 @@ class Adapter:
 
     async def open(self) -> None: ...
     async def close(self) -> None: ...
-    async def add(self, user: str, text: str) -> str: ...
-    async def add_many(self, user: str, texts: list[str]) -> list[str]: ...
+    async def add(self, user: str, text: str) -> str:
+        raise NotImplementedError
+
+    async def add_many(self, user: str, texts: list[str]) -> list[str]:
+        raise NotImplementedError
+
     async def search(self, user: str, query: str, k: int) -> list[tuple[str, str]]:
         """(id, user) of the hits."""
-    async def list(self, user: str) -> list[str]: ...
-    async def delete(self, user: str, memory_id: str) -> None: ...
+        raise NotImplementedError
+
+    async def list(self, user: str) -> list[str]:
+        raise NotImplementedError
+
+    async def delete(self, user: str, memory_id: str) -> None:
+        raise NotImplementedError
 
 
 class ReMeAdapter(Adapter):
@@ -99,7 +108,7 @@ class ReMeAIAdapter(Adapter):
         if self.kind == "chroma":
             from reme.core.vector_store.chroma_vector_store import ChromaVectorStore as Store
         else:
-            from reme.core.vector_store.local_vector_store import LocalVectorStore as Store  # type: ignore[assignment]
+            from reme.core.vector_store.local_vector_store import LocalVectorStore as Store
         self.store = Store(collection_name="bench", db_path=str(self.path), embedding_model=self.embedder)
         await self.store.start()
 
