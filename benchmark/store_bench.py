@@ -1,20 +1,22 @@
 """Store benchmark: the store layer against the raw engine and exact numpy search, in one run.
 
     python -m benchmark.store_bench                      # 10k and 100k nodes, edge; qdrant local at 10k
-    python -m benchmark.store_bench --sizes 1000000      # the 1M run
+    python -m benchmark.store_bench --sizes 1000000 --backends edge --no-optimize --no-write-path   # the 1M run
 
     python -m benchmark.store_bench --write-path         # durability modes and event-loop stalls only
 
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
-an exact numpy brute-force search over the same vectors. `edge-raw` is qdrant-edge-py called
+an exact numpy brute-force search over the same vectors, and the resident memory the store added
+to the process (RSS MB; it counts the engine's memory-mapped files as far as they are touched). `edge-raw` is qdrant-edge-py called
 directly with the same points: the ratio store/raw is what the store layer costs. Edge numbers are
 given before and after `optimize()` (exact search, then HNSW).
 
 The write-path table compares `sync="process"` with `sync="os"` (fsync before a write returns):
 upserts/s one record a call and 1,000 a call (a journaled multi-call write at batch_size 256),
 and the worst lateness of a 1 ms ticker coroutine (the event loop's longest stall) while one
-call adds 10k records and while `optimize()` runs.
+call adds 10k records and while `optimize()` runs, with the longest wait of a search due every
+1 ms meanwhile.
 """
 
 from __future__ import annotations
