@@ -26,6 +26,7 @@ import asyncio
 import functools
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -66,6 +67,12 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def progress(name: str, done: int, took: float) -> None:
+    """Every 100,000 upserts, a line on stderr: a long run shows how far it got."""
+    if done % 100_000 == 0:
+        print(f"{name}: {done:,} upserted in {took:.0f} s", file=sys.stderr, flush=True)
+
+
 def pct(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
@@ -103,6 +110,7 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
         t = time.perf_counter()
         await store.upsert("bench", batch)
         took += time.perf_counter() - t
+        progress(name, start + len(batch), took)
     upsert_rate = n / took
     rows = []
     rng = np.random.default_rng(1)
@@ -200,6 +208,7 @@ async def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets
             qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist(), "bm25": bm25.embed_document(texts[i])},
                      p) for i, p in zip(chunk, payloads)]))
         took += time.perf_counter() - t
+        progress("edge-raw, same work" if same_work else "edge-raw", chunk.stop, took)
     rate = n / took
     rng = np.random.default_rng(1)
     qidx = rng.integers(0, n, queries)
