@@ -186,7 +186,7 @@ async def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets
     n = len(texts)
     owner: EdgeStore | None = None
     if same_work:
-        owner = EdgeStore(path)
+        owner = EdgeStore(path, index_on_close=False)  # its close would build the HNSW index
         await owner.create_collection("raw", DIM)
         shard = owner._shard("raw")
         def payload(i: int) -> dict[str, Any]:
