@@ -1,20 +1,22 @@
 """Store benchmark: the store layer against the raw engine and exact numpy search, in one run.
 
     python -m benchmark.store_bench                      # 10k and 100k nodes, edge; qdrant local at 10k
-    python -m benchmark.store_bench --sizes 1000000      # the 1M run
+    python -m benchmark.store_bench --sizes 1000000 --backends edge --no-optimize --no-write-path   # the 1M run
 
     python -m benchmark.store_bench --write-path         # durability modes and event-loop stalls only
 
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
-an exact numpy brute-force search over the same vectors. `edge-raw` is qdrant-edge-py called
+an exact numpy brute-force search over the same vectors, and the resident memory the store added
+to the process (RSS MB; it counts the engine's memory-mapped files as far as they are touched). `edge-raw` is qdrant-edge-py called
 directly with the same points: the ratio store/raw is what the store layer costs. Edge numbers are
 given before and after `optimize()` (exact search, then HNSW).
 
 The write-path table compares `sync="process"` with `sync="os"` (fsync before a write returns):
 upserts/s one record a call and 1,000 a call (a journaled multi-call write at batch_size 256),
 and the worst lateness of a 1 ms ticker coroutine (the event loop's longest stall) while one
-call adds 10k records and while `optimize()` runs.
+call adds 10k records and while `optimize()` runs, with the longest wait of a search due every
+1 ms meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import functools
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -56,6 +59,20 @@ def make_data(n: int, seed: int = 0) -> tuple[np.ndarray, list[str], list[str]]:
     return vecs, texts, targets
 
 
+def rss_mb() -> float:
+    """This process's resident memory now, in MB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def progress(name: str, done: int, took: float) -> None:
+    """Every 100,000 upserts, a line on stderr: a long run shows how far it got."""
+    if done % 100_000 == 0:
+        print(f"{name}: {done:,} upserted in {took:.0f} s", file=sys.stderr, flush=True)
+
+
 def pct(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
@@ -79,17 +96,22 @@ def brute(vecs: np.ndarray, q: np.ndarray, mask: np.ndarray | None, k: int = 10)
 
 
 async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: list[str], targets: list[str],
-                      queries: int, reopen: Callable[[], Awaitable[VectorStore]] | None) -> list[dict[str, Any]]:
+                      queries: int, reopen: Callable[[], Awaitable[VectorStore]] | None,
+                      optimize: bool = True) -> list[dict[str, Any]]:
     n = len(texts)
     ids = [str(uuid.UUID(int=i + 1)) for i in range(n)]
     await store.create_collection("bench", DIM)
-    records = [VectorRecord(node=MemoryNode(memory_id=ids[i], memory_type=MemoryType.PERSONAL,
-                                            memory_target=targets[i], content=texts[i]), vector=vecs[i].tolist())
-               for i in range(n)]
-    t = time.perf_counter()
-    for start in range(0, n, 1000):
-        await store.upsert("bench", records[start:start + 1000])
-    upsert_rate = n / (time.perf_counter() - t)
+    rss_before = rss_mb()
+    took = 0.0
+    for start in range(0, n, 1000):  # records made a batch at a time: 1M of them would not fit in memory
+        batch = [VectorRecord(node=MemoryNode(memory_id=ids[i], memory_type=MemoryType.PERSONAL,
+                                              memory_target=targets[i], content=texts[i]), vector=vecs[i].tolist())
+                 for i in range(start, min(n, start + 1000))]
+        t = time.perf_counter()
+        await store.upsert("bench", batch)
+        took += time.perf_counter() - t
+        progress(name, start + len(batch), took)
+    upsert_rate = n / took
     rows = []
     rng = np.random.default_rng(1)
     qidx = rng.integers(0, n, queries)
@@ -134,13 +156,13 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
             hyb_t += ts
             ts, _ = await timed(lambda: store.list("bench", flt=flt, sort_key="time_created", limit=20), 1)
             list_t += ts
-        rows.append({"backend": name, "phase": phase, "n": n, "upsert/s": upsert_rate,
+        rows.append({"backend": name, "phase": phase, "n": n, "upsert/s": upsert_rate, "RSS MB": rss_mb() - rss_before,
                      "dense": pct(dense_t), "filtered": pct(filt_t), "hybrid filtered": pct(hyb_t),
                      "list by target": pct(list_t), "numpy dense": pct(brute_t), "numpy filtered": pct(brute_ft),
                      "recall@10": float(np.mean(recalls)), **({"raw filtered": pct(raw_ft)} if raw_ft else {})})
 
     await measure("exact")
-    if isinstance(store, EdgeStore):
+    if isinstance(store, EdgeStore) and optimize:
         t = time.perf_counter()
         await store.optimize("bench")
         rows[-1]["optimize s"] = time.perf_counter() - t
@@ -164,23 +186,30 @@ async def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets
     n = len(texts)
     owner: EdgeStore | None = None
     if same_work:
-        owner = EdgeStore(path)
+        owner = EdgeStore(path, index_on_close=False)  # its close would build the HNSW index
         await owner.create_collection("raw", DIM)
         shard = owner._shard("raw")
-        payloads = [to_payload(MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL,
-                                          memory_target=targets[i], content=texts[i])) for i in range(n)]
+        def payload(i: int) -> dict[str, Any]:
+            return to_payload(MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL,
+                                         memory_target=targets[i], content=texts[i]))
     else:
         shard = qe.EdgeShard.create(str(path), qe.EdgeConfig(
             vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)},
             sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}))
         shard.update(qe.UpdateOperation.create_field_index("memory_target", qe.KeywordIndexParams(is_tenant=True)))
-        payloads = [{"memory_target": targets[i], "content": texts[i]} for i in range(n)]
-    t = time.perf_counter()
+        def payload(i: int) -> dict[str, Any]:
+            return {"memory_target": targets[i], "content": texts[i]}
+    took = 0.0
     for start in range(0, n, 1000):
+        chunk = range(start, min(n, start + 1000))
+        payloads = [payload(i) for i in chunk]  # made untimed, as the store's records are
+        t = time.perf_counter()
         shard.update(qe.UpdateOperation.upsert_points([
             qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist(), "bm25": bm25.embed_document(texts[i])},
-                     payloads[i]) for i in range(start, min(n, start + 1000))]))
-    rate = n / (time.perf_counter() - t)
+                     p) for i, p in zip(chunk, payloads)]))
+        took += time.perf_counter() - t
+        progress("edge-raw, same work" if same_work else "edge-raw", chunk.stop, took)
+    rate = n / took
     rng = np.random.default_rng(1)
     qidx = rng.integers(0, n, queries)
     filt = []
@@ -214,10 +243,14 @@ def ratios(rows: list[dict[str, Any]], n: int) -> str:
     return "\n".join(out)
 
 
-async def worst_stall(work: Callable[[], Awaitable[Any]]) -> float:
-    """Run `work` while a ticker sleeps 1 ms at a time; its worst lateness, in ms."""
+async def worst_stall(work: Callable[[], Awaitable[Any]],
+                      read: Callable[[], Awaitable[Any]] | None = None) -> tuple[float, float, int]:
+    """Run `work` while a ticker sleeps 1 ms at a time and, with `read`, a reader calls it 1 ms
+    after each return: the ticker's worst lateness (the event loop's longest stall), the longest
+    read counted from when it was due, and the number of reads that finished, times in ms."""
     stop = False
-    worst = 0.0
+    worst = longest = 0.0
+    reads = 0
 
     async def ticker() -> None:
         nonlocal worst
@@ -226,14 +259,25 @@ async def worst_stall(work: Callable[[], Awaitable[Any]]) -> float:
             await asyncio.sleep(0.001)
             worst = max(worst, time.perf_counter() - t - 0.001)
 
-    task = asyncio.create_task(ticker())
+    async def reader() -> None:
+        nonlocal longest, reads
+        while read is not None and not stop:
+            t = time.perf_counter()  # a read is due 1 ms from now: its time counts from then
+            await asyncio.sleep(0.001)
+            await read()
+            longest = max(longest, time.perf_counter() - t - 0.001)
+            reads += 1
+
+    tasks = [asyncio.create_task(ticker()), asyncio.create_task(reader())]
     await asyncio.sleep(0.01)
+    worst = longest = 0.0
+    reads = 0
     try:
         await work()
     finally:
         stop = True
-        await task
-    return worst * 1000
+        await asyncio.gather(*tasks)
+    return worst * 1000, longest * 1000, reads
 
 
 def engine_gil(root: Path, n: int = 20_000) -> str:
@@ -282,7 +326,8 @@ async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> st
                for i in range(n)]
     rates: dict[str, tuple[float, float]] = {}
     lines = [("| sync | upserts/s, 1 a call | upserts/s, 1,000 a call | loop stall, 10k in one call (ms) "
-              "| loop stall, optimize (ms) | optimize s |"), "|---|---|---|---|---|---|"]
+              "| loop stall, optimize (ms) | longest search wait during optimize (ms) | searches done during it "
+              "| optimize s |"), "|---|---|---|---|---|---|---|---|"]
     for mode in ("process", "os"):
         store = EdgeStore(root / mode, sync=mode)
         await store.create_collection("one", DIM)
@@ -298,12 +343,17 @@ async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> st
         batch = n / (time.perf_counter() - t)
         rates[mode] = (one, batch)
 
-        stall_add = await worst_stall(functools.partial(store.upsert, "big", records))
+        stall_add, _, _ = await worst_stall(functools.partial(store.upsert, "big", records))
+        query = vecs[0].tolist()
         t = time.perf_counter()
-        stall_opt = await worst_stall(functools.partial(store.optimize, "big"))
+        stall_opt, longest, reads = await worst_stall(
+            functools.partial(store.optimize, "big"),
+            functools.partial(store.search, "big", vector=query, mode="dense", flt=eq("memory_target", targets[0]),
+                              limit=10))
         opt_s = time.perf_counter() - t
         await store.close()
-        lines.append(f"| {mode} | {one:,.0f} | {batch:,.0f} | {stall_add:.0f} | {stall_opt:.0f} | {opt_s:.1f} |")
+        lines.append(f"| {mode} | {one:,.0f} | {batch:,.0f} | {stall_add:.0f} | {stall_opt:.0f} | {longest:.0f} "
+                     f"| {reads} | {opt_s:.1f} |")
     lines.append(f"\nsync=os costs: 1 a call x{rates['process'][0] / rates['os'][0]:.1f} slower, "
                  f"1,000 a call x{rates['process'][1] / rates['os'][1]:.1f} slower (process/os upserts/s)")
     return "\n".join(lines)
@@ -311,7 +361,7 @@ async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> st
 
 def fmt(rows: list[dict[str, Any]]) -> str:
     cols = ["backend", "phase", "n", "upsert/s", "dense", "filtered", "raw filtered", "hybrid filtered", "list by target",
-            "numpy dense", "numpy filtered", "recall@10", "optimize s", "reopen ms"]
+            "numpy dense", "numpy filtered", "recall@10", "optimize s", "reopen ms", "RSS MB"]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         cells = []
@@ -322,7 +372,7 @@ def fmt(rows: list[dict[str, Any]]) -> str:
             elif isinstance(v, tuple):
                 cells.append(f"{v[0]:.2f} / {v[1]:.2f}")
             elif isinstance(v, float):
-                cells.append(f"{v:,.0f}" if c == "upsert/s" else f"{v:.2f}")
+                cells.append(f"{v:,.0f}" if c in ("upsert/s", "RSS MB") else f"{v:.2f}")
             else:
                 cells.append(str(v))
         out.append("| " + " | ".join(cells) + " |")
@@ -335,6 +385,7 @@ async def main() -> None:
     parser.add_argument("--backends", default="edge,qdrant")
     parser.add_argument("--qdrant-max", type=int, default=10_000, help="largest size for qdrant local mode")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--no-optimize", action="store_true", help="exact search only: no index build")
     parser.add_argument("--write-path", action="store_true", help="only the durability and event-loop table")
     parser.add_argument("--no-write-path", action="store_true", help="skip the durability and event-loop table")
     args = parser.parse_args()
@@ -357,9 +408,9 @@ async def main() -> None:
             for backend in args.backends.split(","):
                 if backend == "edge":
                     async def reopen() -> VectorStore:
-                        return EdgeStore(tmp / "edge")
-                    rows += await bench_store("edge", EdgeStore(tmp / "edge"), vecs, texts, targets,
-                                              args.queries, reopen)
+                        return EdgeStore(tmp / "edge", index_on_close=not args.no_optimize)
+                    rows += await bench_store("edge", EdgeStore(tmp / "edge", index_on_close=not args.no_optimize),
+                                              vecs, texts, targets, args.queries, reopen, not args.no_optimize)
                 elif backend == "qdrant" and n <= args.qdrant_max:
                     rows += await bench_store("qdrant (local mode)", QdrantStore(location=":memory:"), vecs, texts,
                                               targets, max(10, args.queries // 10), None)

@@ -1,0 +1,3 @@
+from benchmark.peers.run import main
+
+main()
