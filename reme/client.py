@@ -16,23 +16,20 @@ import os
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, Awaitable, Coroutine, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Literal, Mapping, Sequence
 
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from reme import errors
 from reme.errors import InvalidInputError, ReMeError, ServiceError
-from reme.sync import LoopThread
-from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
-                         SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
-
-T = TypeVar("T")
+from reme.sync import SyncFace
+from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, MessagesSpec, RetrieveResult,
+                         SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
 FilterSpec = Mapping[str, Any] | BaseModel | None
 SearchMode = Literal["dense", "keyword", "hybrid"]
 Direction = Literal["asc", "desc"]
 Names = str | Sequence[str] | None
-MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 _NODES = TypeAdapter(list[MemoryNode])
 _HITS = TypeAdapter(list[SearchResult])
@@ -352,109 +349,29 @@ def _quote(memory_id: str) -> str:
     return quote(str(memory_id), safe="")
 
 
-class ReMeClientSync:
+class ReMeClientSync(SyncFace):
     """`ReMeClient` without `async`: the same methods, run on a private event loop in a thread.
 
     >>> with ReMeClientSync("http://127.0.0.1:8000", token="...") as reme:
     ...     reme.add_memory("Alice prefers window seats", user_name="alice")
     """
 
+    _face: ReMeClient
+
     def __init__(self, base_url: str | None = None, **kwargs: Any) -> None:
-        self._loop = LoopThread("ReMeClientSync")
-        try:
-            self._client: ReMeClient = self._run(self._make(base_url, **kwargs))
-        except BaseException:
-            self._loop.stop()
-            raise
-
-    @staticmethod
-    async def _make(base_url: str | None, **kwargs: Any) -> ReMeClient:
-        return ReMeClient(base_url, **kwargs)
-
-    def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
-        return self._loop.run(coro)
+        self._start("ReMeClientSync", lambda: ReMeClient(base_url, **kwargs))
 
     def open(self) -> "ReMeClientSync":
         return self
 
-    def close(self) -> None:
-        """Close the connections and stop the private loop; a second close does nothing, a call
-        after it raises `ReMeError`."""
-        if self._loop.closed:
-            return
-        try:
-            self._run(self._client.close())
-        finally:
-            self._loop.stop()
-
     def __enter__(self) -> "ReMeClientSync":
         return self.open()
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def health(self) -> bool:
-        return self._run(self._client.health())
+        return self._run(self._face.health())
 
     def version(self) -> str:
-        return self._run(self._client.version())
-
-    def add_memory(self, content: str, **kwargs: Any) -> MemoryNode:
-        return self._run(self._client.add_memory(content, **kwargs))
-
-    def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
-        return self._run(self._client.add_memories(nodes))
-
-    def get_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
-        return self._run(self._client.get_memory(memory_id, **kwargs))
-
-    def search_memory(self, query: str, **kwargs: Any) -> list[SearchResult]:
-        return self._run(self._client.search_memory(query, **kwargs))
-
-    def list_memory(self, **kwargs: Any) -> MemoryPage:
-        return self._run(self._client.list_memory(**kwargs))
-
-    def count_memory(self, **kwargs: Any) -> int:
-        return self._run(self._client.count_memory(**kwargs))
-
-    def update_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
-        return self._run(self._client.update_memory(memory_id, **kwargs))
-
-    def delete_memory(self, memory_id: str, **kwargs: Any) -> None:
-        return self._run(self._client.delete_memory(memory_id, **kwargs))
-
-    def delete_all(self, **kwargs: Any) -> int:
-        return self._run(self._client.delete_all(**kwargs))
-
-    def export_memory(self, path: str | Path, **kwargs: Any) -> int:
-        return self._run(self._client.export_memory(path, **kwargs))
-
-    def import_memory(self, path: str | Path, **kwargs: Any) -> int:
-        return self._run(self._client.import_memory(path, **kwargs))
-
-    def backup(self, path: str | Path) -> int:
-        return self._run(self._client.backup(path))
-
-    def restore(self, path: str | Path) -> int:
-        return self._run(self._client.restore(path))
-
-    def optimize(self) -> bool:
-        return self._run(self._client.optimize())
-
-    def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
-        return self._run(self._client.history(memory_id, **kwargs))
-
-    def summarize_memory(self, messages: MessagesSpec | None = None, **kwargs: Any) -> SummaryResult:
-        return self._run(self._client.summarize_memory(messages, **kwargs))
-
-    def retrieve_memory(self, query: str | None = None, **kwargs: Any) -> RetrieveResult:
-        return self._run(self._client.retrieve_memory(query, **kwargs))
-
-    def record_usage(self, memory_ids: Sequence[str], success: bool, **kwargs: Any) -> list[MemoryNode]:
-        return self._run(self._client.record_usage(memory_ids, success, **kwargs))
-
-    def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
-        return self._run(self._client.prune(task_name, **kwargs))
+        return self._run(self._face.version())
 
 
 __all__ = ["ReMeClient", "ReMeClientSync", "error_from"]

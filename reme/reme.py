@@ -8,7 +8,7 @@ import os
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -24,18 +24,17 @@ from reme.memory.repo import VERSIONS_SUFFIX, Change, MemoryRepo, scope_filter
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
-                         MemoryVersion, Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
+                         MemoryVersion, Message, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
 from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
-from reme.sync import LoopThread
+from reme.sync import SyncFace
 
 T = TypeVar("T")
 P = TypeVar("P")
 FilterSpec = Filter | Mapping[str, Any] | None
-MessagesSpec = Sequence[Message | Mapping[str, Any]]
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 
 # What the original ReMe (`reme-ai`) takes: its `ReMe`/`ReMeApp` settings, as AgentScope's shipped
@@ -733,110 +732,31 @@ class ReMe:
         return And(filters=[base, parsed])
 
 
-class ReMeSync:
+class ReMeSync(SyncFace):
     """`ReMe` without `async`: the same methods, run on a private event loop in a thread.
 
     >>> with ReMeSync(working_dir=".reme", embedding={"backend": "hash"}) as reme:
     ...     reme.add_memory("Alice prefers window seats", user_name="alice")
     """
 
+    _face: ReMe
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._loop = LoopThread("ReMeSync")
-        try:
-            self._reme: ReMe = self._run(self._make(*args, **kwargs))
-        except BaseException:
-            self._loop.stop()
-            raise
-
-    @staticmethod
-    async def _make(*args: Any, **kwargs: Any) -> ReMe:
-        return ReMe(*args, **kwargs)
-
-    def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
-        return self._loop.run(coro)
+        self._start("ReMeSync", lambda: ReMe(*args, **kwargs))
 
     @property
     def config(self) -> ReMeConfig:
-        return self._reme.config
+        return self._face.config
 
     def open(self) -> "ReMeSync":
         """Open the store; after `close()` this starts a fresh private loop and opens it again."""
         if self._loop.closed:
             self._loop.start()
-        self._run(self._reme.open())
+        self._run(self._face.open())
         return self
-
-    def close(self) -> None:
-        """Release the store and stop the private loop; a second close does nothing."""
-        if self._loop.closed:
-            return
-        try:
-            self._run(self._reme.close())
-        finally:
-            self._loop.stop()
 
     def __enter__(self) -> "ReMeSync":
         return self.open()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def add_memory(self, content: str, **kwargs: Any) -> MemoryNode:
-        return self._run(self._reme.add_memory(content, **kwargs))
-
-    def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
-        return self._run(self._reme.add_memories(nodes))
-
-    def get_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
-        return self._run(self._reme.get_memory(memory_id, **kwargs))
-
-    def search_memory(self, query: str, **kwargs: Any) -> list[SearchResult]:
-        return self._run(self._reme.search_memory(query, **kwargs))
-
-    def list_memory(self, **kwargs: Any) -> MemoryPage:
-        return self._run(self._reme.list_memory(**kwargs))
-
-    def count_memory(self, **kwargs: Any) -> int:
-        return self._run(self._reme.count_memory(**kwargs))
-
-    def update_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
-        return self._run(self._reme.update_memory(memory_id, **kwargs))
-
-    def delete_memory(self, memory_id: str, **kwargs: Any) -> None:
-        return self._run(self._reme.delete_memory(memory_id, **kwargs))
-
-    def delete_all(self, **kwargs: Any) -> int:
-        return self._run(self._reme.delete_all(**kwargs))
-
-    def export_memory(self, path: str | Path, **kwargs: Any) -> int:
-        return self._run(self._reme.export_memory(path, **kwargs))
-
-    def backup(self, path: str | Path) -> int:
-        return self._run(self._reme.backup(path))
-
-    def restore(self, path: str | Path) -> int:
-        return self._run(self._reme.restore(path))
-
-    def import_memory(self, path: str | Path, **kwargs: Any) -> int:
-        return self._run(self._reme.import_memory(path, **kwargs))
-
-    def optimize(self) -> bool:
-        return self._run(self._reme.optimize())
-
-    def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
-        return self._run(self._reme.history(memory_id, **kwargs))
-
-    def summarize_memory(self, messages: MessagesSpec | None = None, **kwargs: Any) -> SummaryResult:
-        return self._run(self._reme.summarize_memory(messages, **kwargs))
-
-    def retrieve_memory(self, query: str | None = None, **kwargs: Any) -> RetrieveResult:
-        return self._run(self._reme.retrieve_memory(query, **kwargs))
-
-    def record_usage(self, memory_ids: Sequence[str], success: bool, **kwargs: Any) -> list[MemoryNode]:
-        return self._run(self._reme.record_usage(memory_ids, success, **kwargs))
-
-    def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
-        return self._run(self._reme.prune(task_name, **kwargs))
 
 
 __all__ = ["ReMe", "ReMeSync", "Scope"]

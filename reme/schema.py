@@ -460,6 +460,10 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
+
+MessagesSpec = Sequence[Message | Mapping[str, Any]]
+"""Messages as `Message` objects or plain dicts (`{"role": ..., "content": ...}`)."""
+
 class Usage(BaseModel):
     """Tokens and time spent in LLM calls; summed over a pipeline run."""
 

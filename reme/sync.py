@@ -1,15 +1,23 @@
-"""The private event loop behind the sync faces (`ReMeSync`, `ReMeClientSync`): one loop in a
-daemon thread that runs their coroutines. Standard library only, so the HTTP client can use it
-without pulling in the store."""
+# The async object behind a sync face is typed Any here (ReMe or ReMeClient): each method's return
+# type is stated once below, and tests/test_service.py compares every signature with the facade.
+# mypy: disable-error-code="no-any-return"
+"""The sync faces (`ReMeSync`, `ReMeClientSync`): one private event loop in a daemon thread that
+runs their coroutines, and the methods both offer. Nothing here imports the store, so the HTTP
+client can use it."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Awaitable, Coroutine, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
 from reme.errors import ReMeError
+
+if TYPE_CHECKING:
+    from reme.schema import (MemoryNode, MemoryPage, MemoryVersion, MessagesSpec, RetrieveResult, SearchResult,
+                             SummaryResult)
 
 T = TypeVar("T")
 
@@ -48,3 +56,98 @@ class LoopThread:
                 coro.close()
             raise ReMeError(f"{self.owner} is closed: call open() (or use `with {self.owner}(...)`) again")
         return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+
+
+class SyncFace:
+    """The methods `ReMe` and `ReMeClient` share, without `async`: each runs the async object's
+    method of the same name on the private loop. `ReMeSync` and `ReMeClientSync` add their own
+    `open` and extras."""
+
+    _face: Any
+
+    def _start(self, owner: str, make: Callable[[], Any]) -> None:
+        """Start the private loop and create the async object on it (a client's connections, a
+        store's locks belong to that loop); the loop stops again if that fails."""
+        self._loop = LoopThread(owner)
+
+        async def create() -> Any:
+            return make()
+
+        try:
+            self._face = self._run(create())
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def _run(self, coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
+        return self._loop.run(coro)
+
+    def close(self) -> None:
+        """Release what the async object holds and stop the private loop; a second close does
+        nothing, a call after it raises `ReMeError`."""
+        if self._loop.closed:
+            return
+        try:
+            self._run(self._face.close())
+        finally:
+            self._loop.stop()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_memory(self, content: str, **kwargs: Any) -> MemoryNode:
+        return self._run(self._face.add_memory(content, **kwargs))
+
+    def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+        return self._run(self._face.add_memories(nodes))
+
+    def get_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
+        return self._run(self._face.get_memory(memory_id, **kwargs))
+
+    def search_memory(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return self._run(self._face.search_memory(query, **kwargs))
+
+    def list_memory(self, **kwargs: Any) -> MemoryPage:
+        return self._run(self._face.list_memory(**kwargs))
+
+    def count_memory(self, **kwargs: Any) -> int:
+        return self._run(self._face.count_memory(**kwargs))
+
+    def update_memory(self, memory_id: str, **kwargs: Any) -> MemoryNode:
+        return self._run(self._face.update_memory(memory_id, **kwargs))
+
+    def delete_memory(self, memory_id: str, **kwargs: Any) -> None:
+        return self._run(self._face.delete_memory(memory_id, **kwargs))
+
+    def delete_all(self, **kwargs: Any) -> int:
+        return self._run(self._face.delete_all(**kwargs))
+
+    def export_memory(self, path: str | Path, **kwargs: Any) -> int:
+        return self._run(self._face.export_memory(path, **kwargs))
+
+    def import_memory(self, path: str | Path, **kwargs: Any) -> int:
+        return self._run(self._face.import_memory(path, **kwargs))
+
+    def backup(self, path: str | Path) -> int:
+        return self._run(self._face.backup(path))
+
+    def restore(self, path: str | Path) -> int:
+        return self._run(self._face.restore(path))
+
+    def optimize(self) -> bool:
+        return self._run(self._face.optimize())
+
+    def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
+        return self._run(self._face.history(memory_id, **kwargs))
+
+    def summarize_memory(self, messages: MessagesSpec | None = None, **kwargs: Any) -> SummaryResult:
+        return self._run(self._face.summarize_memory(messages, **kwargs))
+
+    def retrieve_memory(self, query: str | None = None, **kwargs: Any) -> RetrieveResult:
+        return self._run(self._face.retrieve_memory(query, **kwargs))
+
+    def record_usage(self, memory_ids: Sequence[str], success: bool, **kwargs: Any) -> list[MemoryNode]:
+        return self._run(self._face.record_usage(memory_ids, success, **kwargs))
+
+    def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
+        return self._run(self._face.prune(task_name, **kwargs))
