@@ -43,6 +43,13 @@ def _scope_args(p: argparse.ArgumentParser, required: bool = False) -> None:
     g.add_argument("--tool", dest="tool_name", help="a tool's memories")
 
 
+def _selection_args(p: argparse.ArgumentParser, with_filter: bool = True) -> None:
+    """--type and, for reading commands, --filter: which memories of the scope a command sees."""
+    p.add_argument("--type", dest="memory_type", help="personal, procedural, tool or history")
+    if with_filter:
+        p.add_argument("--filter", type=_json_arg, default=None, help='JSON filter, e.g. \'{"score": {"gte": 0.5}}\'')
+
+
 class _OneLineCommands(argparse.HelpFormatter):
     """argparse measures the command names 2 columns short of where it prints them, so a long name
     (delete-all) pushes its help to the next line: measure them where they are printed."""
@@ -86,8 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", parents=[common], help="list memories")
     _scope_args(p)
-    p.add_argument("--type", dest="memory_type")
-    p.add_argument("--filter", type=_json_arg, default=None, help='JSON filter, e.g. \'{"score": {"gte": 0.5}}\'')
+    _selection_args(p)
     p.add_argument("--sort", dest="sort_key", help="time_created, time_modified, message_time, score or version")
     p.add_argument("--asc", action="store_true", help="ascending (default: descending)")
     p.add_argument("--limit", type=int, default=20)
@@ -96,10 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="search memories")
     p.add_argument("query")
     _scope_args(p)
-    p.add_argument("--type", dest="memory_type")
+    _selection_args(p)
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--mode", choices=["hybrid", "dense", "keyword"], default="hybrid")
-    p.add_argument("--filter", type=_json_arg, default=None)
 
     p = sub.add_parser("update", parents=[common], help="change a memory")
     p.add_argument("memory_id")
@@ -117,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[common], help="write memories to a JSONL file")
     p.add_argument("file")
     _scope_args(p)
-    p.add_argument("--type", dest="memory_type")
+    _selection_args(p, with_filter=False)
     p.add_argument("--with-vectors", action="store_true")
 
     p = sub.add_parser("import", parents=[common], help="load memories from a JSONL file")
@@ -147,13 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("count", parents=[common], help="count memories")
     _scope_args(p)
-    p.add_argument("--type", dest="memory_type")
-    p.add_argument("--filter", type=_json_arg, default=None)
+    _selection_args(p)
 
     p = sub.add_parser("delete-all", parents=[common], help="delete every memory of a user, task or tool (--yes)")
     _scope_args(p)
     p.add_argument("--everything", action="store_true", help="every memory of every target")
-    p.add_argument("--type", dest="memory_type")
+    _selection_args(p, with_filter=False)
     p.add_argument("--yes", action="store_true", help="confirm: without it nothing is deleted")
 
     p = sub.add_parser("summarize", parents=[common],
