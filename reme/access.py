@@ -4,6 +4,7 @@ Imports only the errors (uvicorn lazily), so it needs neither FastAPI nor mcp.""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -11,12 +12,15 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, MutableMapping, Sequence
+from typing import Any, Awaitable, Callable, MutableMapping, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from reme.config import read_config_file
-from reme.errors import ConfigError, PermissionDeniedError, describe
+from reme.errors import (AuthenticationError, ConfigError, PermissionDeniedError, RequestTimeoutError,
+                         describe)
+
+T = TypeVar("T")
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 KINDS = ("user", "task", "tool")
@@ -138,6 +142,31 @@ def find_token(tokens: Sequence[TokenConfig], presented: str) -> TokenConfig | N
         if hmac.compare_digest(given, token.secret.get_secret_value().encode("utf-8")):
             match = token
     return match
+
+
+def caller_from(tokens: Sequence[TokenConfig], authorization: str) -> Caller:
+    """Who presents this `Authorization` header: anyone when no tokens are configured, else the
+    bearer token's holder; a missing or unknown token is an `AuthenticationError` (401)."""
+    if not tokens:
+        return Caller(None)
+    scheme, _, presented = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not presented:
+        raise AuthenticationError("a bearer token is required (Authorization: Bearer <token>)", status_code=401)
+    match = find_token(tokens, presented)
+    if match is None:
+        raise AuthenticationError("unknown bearer token", status_code=401)
+    return Caller(match)
+
+
+async def bounded(coro: Awaitable[T], timeout_s: float) -> T:
+    """`coro` within `limits.timeout_s`, shielded: a write under way completes (all or nothing)
+    even when the caller is told it took too long (`RequestTimeoutError`, 408)."""
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), timeout_s)
+    except asyncio.TimeoutError:
+        raise RequestTimeoutError(f"the operation took longer than {timeout_s} s; a write may still complete",
+                                  status_code=408) from None
 
 
 # -- the ASGI guard: body size, nesting depth, UTF-8, one log line a request ---------------------

@@ -24,7 +24,7 @@ from pydantic import BaseModel, TypeAdapter
 from reme import errors
 from reme.errors import InvalidInputError, ReMeError, ServiceError
 from reme.sync import SyncFace
-from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, MessagesSpec, RetrieveResult,
+from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, MessagesSpec, RetrieveResult,
                          SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
 FilterSpec = Mapping[str, Any] | BaseModel | None
 SearchMode = Literal["dense", "keyword", "hybrid"]

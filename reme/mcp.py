@@ -24,9 +24,9 @@ from typing import Any
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, find_token, send_error,
-                         uvicorn_server_class)
-from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError, RequestTimeoutError
+from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, bounded, caller_from,
+                         find_token, send_error, uvicorn_server_class)
+from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError
 from reme.reme import ReMe
 from reme.schema import MemoryNode, check_int
 
@@ -161,12 +161,7 @@ class MemoryTools:
         handler = getattr(self, f"_{name}", None)
         if name not in TOOL_NAMES or handler is None:
             raise InvalidInputError(f"unknown tool {name!r}")
-        timeout = self.config.limits.timeout_s
-        task = asyncio.ensure_future(handler(dict(args)))
-        try:
-            result = await asyncio.wait_for(asyncio.shield(task), timeout)
-        except asyncio.TimeoutError:
-            raise RequestTimeoutError(f"{name} took longer than {timeout} s") from None
+        result = await bounded(handler(dict(args)), self.config.limits.timeout_s)
         return json.dumps(result, ensure_ascii=False, default=str)
 
     async def _retrieve_personal_memory(self, a: dict[str, Any]) -> Any:
@@ -289,16 +284,13 @@ def http_app(tools: MemoryTools, config: ServerConfig) -> tuple[App, Any]:
         if scope["path"].rstrip("/") != "/mcp":
             await send_error(send, 404, "NotFoundError", "MCP lives at /mcp")
             return
-        caller = Caller(None)
-        if config.tokens:
-            header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            scheme, _, presented = header.partition(" ")
-            token = find_token(config.tokens, presented) if scheme.lower() == "bearer" and presented else None
-            if token is None:
-                await send_error(send, 401, "AuthenticationError", "a valid bearer token is required")
-                return
-            scope["state"]["token_name"] = token.name
-            caller = Caller(token)
+        try:
+            caller = caller_from(config.tokens, dict(scope["headers"]).get(b"authorization", b"").decode("latin-1"))
+        except AuthenticationError as exc:
+            await send_error(send, 401, "AuthenticationError", str(exc))
+            return
+        if caller.token is not None:
+            scope["state"]["token_name"] = caller.token.name
         _caller.set(caller)  # the stateless session runs in a task started from here: it sees this caller
         await manager.handle_request(scope, receive, send)
 

@@ -24,7 +24,7 @@ from reme.memory.repo import VERSIONS_SUFFIX, Change, MemoryRepo, scope_filter
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
-                         MemoryVersion, Message, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
+                         MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
 from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
 from reme.store import backup as backups

@@ -39,7 +39,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from reme.access import Caller, Guard, ServerConfig, TokenConfig, find_token, uvicorn_server_class
+from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, uvicorn_server_class
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
@@ -249,18 +249,10 @@ def _details(exc: ReMeError) -> dict[str, Any] | None:
 
 def authenticate(request: Request) -> Caller:
     """The dependency every memory route declares: a known bearer token, or 401."""
-    tokens: list[TokenConfig] = request.app.state.config.tokens
-    if not tokens:
-        return Caller(None)
-    header = request.headers.get("authorization", "")
-    scheme, _, presented = header.partition(" ")
-    if scheme.lower() != "bearer" or not presented:
-        raise AuthenticationError("a bearer token is required (Authorization: Bearer <token>)", status_code=401)
-    match = find_token(tokens, presented)
-    if match is None:
-        raise AuthenticationError("unknown bearer token", status_code=401)
-    request.state.token_name = match.name
-    return Caller(match)
+    caller = caller_from(request.app.state.config.tokens, request.headers.get("authorization", ""))
+    if caller.token is not None:
+        request.state.token_name = caller.token.name
+    return caller
 
 
 def facade(request: Request) -> ReMe:
@@ -303,14 +295,7 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     app.state.reme, app.state.config, app.state.closing = reme, config, False
 
     async def run(coro: Awaitable[T]) -> T:
-        """The facade call, bounded by `limits.timeout_s`. It is shielded: a write that is under
-        way completes (all or nothing) even when the caller is told it took too long."""
-        task = asyncio.ensure_future(coro)
-        try:
-            return await asyncio.wait_for(asyncio.shield(task), limits.timeout_s)
-        except asyncio.TimeoutError:
-            raise RequestTimeoutError(f"the operation took longer than {limits.timeout_s} s; a write may still "
-                                      "complete", status_code=408) from None
+        return await bounded(coro, limits.timeout_s)
 
     def batch(n: int, what: str) -> None:
         if n > limits.max_batch:

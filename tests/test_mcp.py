@@ -3,6 +3,8 @@ streams), over stdio (a real `reme mcp` subprocess) and over streamable HTTP (wi
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import sys
 from pathlib import Path
@@ -135,6 +137,25 @@ async def test_summarize_messages_for_the_default_user(llm_reme: ReMe, server: O
         assert result["updated"] == [] and result["deleted"] == []
 
     await with_session(MemoryTools(llm_reme, user_name="alice"), body)
+    assert await llm_reme.count_memory(user_name="alice", memory_type="personal") == 1
+
+
+async def test_a_slow_tool_call_times_out_typed_and_its_write_still_completes(llm_reme: ReMe,
+                                                                              server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": [{"content": "Alice moved to Berlin", "kind": "event", "sources": [0],
+                                          "importance": 0.9, "time": "2024-04-26"}]})
+    server.hang_next(1.5)  # the summarizer's LLM call outlasts the tool's time limit
+    tools = MemoryTools(llm_reme, ServerConfig(limits=Limits(timeout_s=0.3)), user_name="alice")
+
+    async def body(session: ClientSession) -> None:
+        result = await call(session, "summarize_memory", messages=[{"role": "user", "content": "I moved to Berlin!"}])
+        assert result["error"].startswith("RequestTimeoutError")
+
+    await with_session(tools, body)
+    for _ in range(50):  # shielded: the summary under way is written all the same
+        if await llm_reme.count_memory(user_name="alice", memory_type="personal") == 1:
+            break
+        await asyncio.sleep(0.1)
     assert await llm_reme.count_memory(user_name="alice", memory_type="personal") == 1
 
 
