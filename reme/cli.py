@@ -25,6 +25,7 @@ from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMErro
 from reme.config import ReMeConfig
 from reme.reme import ReMe
 from reme.schema import MemoryNode, parse_json, plural
+from reme.store import edge_root
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFIG, EXIT_STORE, EXIT_MODEL = 0, 1, 2, 3, 4, 5, 6
 
@@ -270,8 +271,7 @@ def _require_store(config: ReMeConfig) -> None:
     """A reading command on a store that does not exist is a mistyped path, not a new store."""
     if config.vector_store.backend != "edge":
         return
-    root = Path(config.vector_store.path) if config.vector_store.path else Path(config.working_dir) / "store"
-    root = root.expanduser()
+    root = edge_root(config.vector_store, Path(config.working_dir))
     if not (root / config.vector_store.collection).is_dir():
         raise NotFoundError(f"no ReMe store at {root} (nothing was created): check --working-dir / "
                             "REME_WORKING_DIR; `reme add` or `reme import` creates one")

@@ -10,6 +10,11 @@ from reme.store.base import (CreateCollection, Delete, DeleteWhere, DropCollecti
 from reme.store.filters import Filter, parse_filter
 
 
+def edge_root(config: VectorStoreConfig, working_dir: Path) -> Path:
+    """Where the `edge` backend keeps its collections: `path`, or `<working_dir>/store`."""
+    return (Path(config.path) if config.path else Path(working_dir) / "store").expanduser()
+
+
 def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
     """The store a configuration names; `edge` lives under `<working_dir>/store` unless `path` is set."""
     if config.backend == "qdrant":
@@ -20,11 +25,11 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
                            bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size, sync=config.sync)
     from reme.store.edge import EdgeStore
 
-    return EdgeStore(Path(config.path) if config.path else working_dir / "store",
+    return EdgeStore(edge_root(config, working_dir),
                      bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size,
                      index_threshold=config.index_threshold, index_on_close=config.index_on_close,
                      sync=config.sync, lock_timeout=config.lock_timeout)
 
 
 __all__ = ["CreateCollection", "Delete", "DeleteWhere", "DropCollection", "Filter", "GetResult", "SearchMode",
-           "Upsert", "VectorRecord", "VectorStore", "WriteOp", "open_store", "parse_filter"]
+           "Upsert", "VectorRecord", "VectorStore", "WriteOp", "edge_root", "open_store", "parse_filter"]
