@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import json
 import os
 import statistics
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+T = TypeVar("T")
 
 
 def progress(items: Iterable[Any], total: int, desc: str) -> Iterator[Any]:
@@ -82,6 +85,16 @@ async def run_jobs(jobs: Mapping[str, Callable[[], Awaitable[Any]]], checkpoint:
     finally:
         for task in todo:
             task.cancel()
+
+
+async def run_phase(checkpoint: Checkpoint, phase: str, tasks: Mapping[str, T], runs: int,
+                    one: Callable[[T, int], Awaitable[Any]], concurrency: int, desc: str) -> dict[str, list[Any]]:
+    """`runs` runs of each task (`one(task, run)`), checkpointed as `<phase>/<task id>/<run>` by
+    `run_jobs`; each task id's results in run order, those of an earlier, resumed run included."""
+    keys = {(task_id, run): f"{phase}/{task_id}/{run}" for task_id in tasks for run in range(runs)}
+    await run_jobs({key: functools.partial(one, tasks[task_id], run) for (task_id, run), key in keys.items()},
+                   checkpoint, concurrency, desc)
+    return {task_id: [checkpoint.done[keys[(task_id, run)]] for run in range(runs)] for task_id in tasks}
 
 
 def at_k(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:

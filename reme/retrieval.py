@@ -76,9 +76,8 @@ def in_context(results: Sequence[SearchResult], config: RetrievalConfig) -> list
     best: dict[str, float] = {}
     ends: dict[tuple[str, int], float] = {}
     starts: dict[tuple[str, int], float] = {}
-    for r in results:
-        source = r.node.ref_ids[0] if r.node.ref_ids else None
-        span = turn_span(r.node)
+    placed = [(r.node.ref_ids[0] if r.node.ref_ids else None, turn_span(r.node)) for r in results]
+    for r, (source, span) in zip(results, placed):
         if source is None:
             continue
         best[source] = max(best.get(source, 0.0), r.similarity)
@@ -86,18 +85,17 @@ def in_context(results: Sequence[SearchResult], config: RetrievalConfig) -> list
             ends[(source, span[1])] = max(ends.get((source, span[1]), 0.0), r.similarity)
             starts[(source, span[0])] = max(starts.get((source, span[0]), 0.0), r.similarity)
 
-    def score(r: SearchResult) -> float:
-        source = r.node.ref_ids[0] if r.node.ref_ids else None
+    def score(r: SearchResult, source: str | None, span: tuple[int, int] | None) -> float:
         if source is None:
             return r.similarity * (1 + config.source_weight)
-        span = turn_span(r.node)
         near = 0.0
         if span is not None:
             near = max(config.before_weight * ends.get((source, span[0] - 1), 0.0),
                        config.after_weight * starts.get((source, span[1] + 1), 0.0))
         return r.similarity + near + config.source_weight * best[source]
 
-    scored = sorted(((score(r), i, r) for i, r in enumerate(results)), key=lambda t: (-t[0], t[1]))
+    scored = sorted(((score(r, *place), i, r) for i, (r, place) in enumerate(zip(results, placed))),
+                    key=lambda t: (-t[0], t[1]))
     return [r.model_copy(update={"similarity": s, "rank": rank + 1}) for rank, (s, _, r) in enumerate(scored)]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib
 import os
 import statistics
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 from benchmark.appworld.agent import WorldFactory, run_task
 from benchmark.appworld.memory import RemoteMemory, ServiceError
 from benchmark.runs import (Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, parse_agent_args,
-                            run_jobs, write_report)
+                            run_phase, write_report)
 
 Runs = dict[str, list[dict[str, Any]]]
 
@@ -92,29 +93,29 @@ async def evaluate(args: argparse.Namespace, world: Any) -> dict[str, Any]:
         if pool is not None and memory is not None and "import" not in checkpoint.done:
             checkpoint.add("import", memory.import_pool(pool))
 
-        def jobs(phase: str, ids: list[str], use: RemoteMemory | None) -> dict[str, Any]:
-            async def one(task_id: str, run: int) -> dict[str, Any]:
-                result = await run_task(client, args.model, make_world, task_id,
-                                        experiment=f"{args.experiment}_{phase}_run_{run}",
-                                        recall=use.experience if use else None, temperature=args.temperature,
-                                        max_interactions=args.max_interactions, max_output=args.max_output,
-                                        extra_body=extra_body)
-                if use:
-                    await asyncio.to_thread(use.record, result["memory_ids"], result["success"])
-                if phase != "learn":  # only learning needs the conversation
-                    del result["messages"]
-                return result
-            return {f"{phase}/{t}/{r}": (lambda t=t, r=r: one(t, r)) for t in ids for r in range(args.runs)}
+        async def one(phase: str, use: RemoteMemory | None, task_id: str, run: int) -> dict[str, Any]:
+            result = await run_task(client, args.model, make_world, task_id,
+                                    experiment=f"{args.experiment}_{phase}_run_{run}",
+                                    recall=use.experience if use else None, temperature=args.temperature,
+                                    max_interactions=args.max_interactions, max_output=args.max_output,
+                                    extra_body=extra_body)
+            if use:
+                await asyncio.to_thread(use.record, result["memory_ids"], result["success"])
+            if phase != "learn":  # only learning needs the conversation
+                del result["messages"]
+            return result
 
         phases: dict[str, Runs] = {}
         if train and memory is not None:
-            await run_jobs(jobs("learn", train, None), checkpoint, args.concurrency, f"{args.learn_dataset} runs")
-            phases["learn"] = {t: [checkpoint.done[f"learn/{t}/{r}"] for r in range(args.runs)] for t in train}
+            phases["learn"] = await run_phase(checkpoint, "learn", {t: t for t in train}, args.runs,
+                                              functools.partial(one, "learn", None), args.concurrency,
+                                              f"{args.learn_dataset} runs")
             if "learned" not in checkpoint.done:
                 added = [memory.learn([trajectory(r) for r in runs]) for runs in phases["learn"].values()]
                 checkpoint.add("learned", sum(added))
-        await run_jobs(jobs("eval", tasks, memory), checkpoint, args.concurrency, f"{args.dataset} runs")
-        phases[args.dataset] = {t: [checkpoint.done[f"eval/{t}/{r}"] for r in range(args.runs)] for t in tasks}
+        phases[args.dataset] = await run_phase(checkpoint, "eval", {t: t for t in tasks}, args.runs,
+                                               functools.partial(one, "eval", memory), args.concurrency,
+                                               f"{args.dataset} runs")
     finally:
         await client.close()
     slim = ("success", "score", "test_pass_rate", "prompt_tokens", "completion_tokens", "seconds", "interactions",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import shutil
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ from benchmark.bfcl.agent import run_task, trajectory
 from benchmark.bfcl.data import BFCL_VERSION, DataError, Task, load_tasks, package_data, split_ids
 from benchmark.embedding import embedding_config
 from benchmark.runs import (Checkpoint, agent_arguments, at_k, chat_client, file_digest, markdown, parse_agent_args,
-                            run_jobs, write_report)
+                            run_phase, write_report)
 from reme import ReMe, ToolCallRecord
 
 TASK_NAME = "bfcl"
@@ -94,27 +95,26 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         if pool is not None and memory is not None:
             await memory.reme.import_memory(pool, format="reme-jsonl", task_name=TASK_NAME)
 
-        def jobs(phase: str, phase_tasks: list[Task], use: Memory | None) -> dict[str, Any]:
-            async def one(task: Task, run: int) -> dict[str, Any]:
-                text, ids = await use.experience(task) if use else ("", [])
-                result = await run_task(client, args.model, task, tag=f"reme_{phase}_{run}", experience=text,
-                                        temperature=args.temperature, extra_body=extra_body)
-                if use:
-                    await use.record(ids, result["success"])
-                if phase != "learn":  # only learning needs the conversation and the calls
-                    del result["messages"], result["calls"]
-                return {**result, "memory_ids": ids}
-            return {f"{phase}/{t.id}/{r}": (lambda t=t, r=r: one(t, r)) for t in phase_tasks for r in range(args.runs)}
+        async def one(phase: str, use: Memory | None, task: Task, run: int) -> dict[str, Any]:
+            text, ids = await use.experience(task) if use else ("", [])
+            result = await run_task(client, args.model, task, tag=f"reme_{phase}_{run}", experience=text,
+                                    temperature=args.temperature, extra_body=extra_body)
+            if use:
+                await use.record(ids, result["success"])
+            if phase != "learn":  # only learning needs the conversation and the calls
+                del result["messages"], result["calls"]
+            return {**result, "memory_ids": ids}
 
         phases: dict[str, dict[str, list[dict[str, Any]]]] = {}
         if mode == "learn" and memory is not None:
-            await run_jobs(jobs("learn", train, None), checkpoint, args.concurrency, "train runs (to learn from)")
-            phases["learn"] = {t.id: [checkpoint.done[f"learn/{t.id}/{r}"] for r in range(args.runs)] for t in train}
+            phases["learn"] = await run_phase(checkpoint, "learn", {t.id: t for t in train}, args.runs,
+                                              functools.partial(one, "learn", None), args.concurrency,
+                                              "train runs (to learn from)")
             if "learned" not in checkpoint.done:
                 checkpoint.add("learned", await memory.learn(train, phases["learn"]))
-        await run_jobs(jobs(args.split, tasks, memory), checkpoint, args.concurrency, f"{args.split} runs")
-        phases[args.split] = {t.id: [checkpoint.done[f"{args.split}/{t.id}/{r}"] for r in range(args.runs)]
-                              for t in tasks}
+        phases[args.split] = await run_phase(checkpoint, args.split, {t.id: t for t in tasks}, args.runs,
+                                             functools.partial(one, args.split, memory), args.concurrency,
+                                             f"{args.split} runs")
     finally:
         await client.close()
         if reme is not None:

@@ -173,12 +173,11 @@ def speed_items(turns: list[str], n: int, users: int = 1000) -> list[tuple[str, 
 
 def locomo_job(path: Path) -> tuple[dict[str, Any], list[list[str]]]:
     convs = load(path)
+    asked = [(c, q) for c in convs for q in c.questions if q.category in SCORED and q.evidence]
     job = {"kind": "locomo", "k": max(KS), "conversations": [
         {"user": c.sample_id, "turns": [{"id": t.dia_id, "text": t.content} for t in c.turns]} for c in convs],
-           "questions": [{"user": c.sample_id, "text": q.question} for c in convs for q in c.questions
-                         if q.category in SCORED and q.evidence]}
-    evidence = [q.evidence for c in convs for q in c.questions if q.category in SCORED and q.evidence]
-    return job, evidence
+           "questions": [{"user": c.sample_id, "text": q.question} for c, q in asked]}
+    return job, [q.evidence for _, q in asked]
 
 
 def recall(ranked: list[list[str]], evidence: list[list[str]]) -> dict[str, float]:
