@@ -231,13 +231,15 @@ async def cross_validate(reme: ReMe, corpus: Corpus, work: Sequence[tuple[Conver
     config = reme.config.retrieval
     defaults = {k: getattr(config, k) for k in CV_GRID[0]}
     scores: list[list[dict[str, float]]] = []  # [setting][question]
-    for setting in progress(CV_GRID, len(CV_GRID), "cross-validation settings"):
-        for key, value in setting.items():
+    try:
+        for setting in progress(CV_GRID, len(CV_GRID), "cross-validation settings"):
+            for key, value in setting.items():
+                setattr(config, key, value)
+            scores.append([evidence_scores(corpus.ranked(c, await default_ranking(reme, corpus, c, q.question)),
+                                           q.evidence) for c, q in work])
+    finally:  # the defaults come back even when a setting fails
+        for key, value in defaults.items():
             setattr(config, key, value)
-        scores.append([evidence_scores(corpus.ranked(c, await default_ranking(reme, corpus, c, q.question)),
-                                       q.evidence) for c, q in work])
-    for key, value in defaults.items():
-        setattr(config, key, value)
 
     def mean(setting: int, picked: Sequence[int]) -> float:
         return sum(scores[setting][i][CV_KEY] for i in picked) / max(len(picked), 1)
