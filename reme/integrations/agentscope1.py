@@ -71,7 +71,16 @@ class _ReMeLongTermMemory(LongTermMemoryBase):  # type: ignore[misc]  # agentsco
         return [m for m in converted if m is not None]
 
 
-class ReMePersonalMemory(_ReMeLongTermMemory):
+class _AgentLongTermMemory(_ReMeLongTermMemory):
+    """A user's or a task's memory: `retrieve` returns the memories relevant to the message."""
+
+    memory: AgentMemory
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        return await self.memory.retrieve(_query(msg), limit)
+
+
+class ReMePersonalMemory(_AgentLongTermMemory):
     """A user's personal memories. `record` summarizes the new messages (ReMe's personal summarizer:
     one or two LLM calls); `retrieve` returns the memories relevant to the message, ready for the
     prompt. The `ReMe` belongs to the caller (`async with ReMe(...) as reme:`)."""
@@ -84,9 +93,6 @@ class ReMePersonalMemory(_ReMeLongTermMemory):
         new = self._unrecorded(msgs)
         await self.memory.summarize(self._messages(new))
         self._mark(new)
-
-    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
-        return await self.memory.retrieve(_query(msg), limit)
 
     async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
         """Record facts about the user worth remembering in later conversations: preferences, plans,
@@ -113,7 +119,7 @@ class ReMePersonalMemory(_ReMeLongTermMemory):
         return _text(await self.memory.search(keywords, limit))
 
 
-class ReMeTaskMemory(_ReMeLongTermMemory):
+class ReMeTaskMemory(_AgentLongTermMemory):
     """A task's lessons. A lesson needs the run's outcome, so `record` collects the new messages and
     summarizes them once it is given the run's `score` (1.0 = success, lower = failure):
     `await task_memory.record(await agent.memory.get_memory(), score=1.0)` after the run; the
@@ -133,9 +139,6 @@ class ReMeTaskMemory(_ReMeLongTermMemory):
         if score is not None and self.pending:
             await self.memory.summarize([Message.model_validate(m) for m in self.pending], score)
             self.pending = []
-
-    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
-        return await self.memory.retrieve(_query(msg), limit)
 
     async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
         """Record lessons learned while doing this task, to do better in later runs of similar tasks.
