@@ -208,6 +208,7 @@ class ReMe:
         self._owns_store, self._owns_embedder, self._owns_llm = store is None, embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
+        self._opening = asyncio.Lock()  # binds to a loop only when two openings meet
         self.progress = progress
         """Told, in a few words, what slow work is under way (loading the embedding model, embedding
         N of M texts); the CLI shows it on stderr."""
@@ -234,8 +235,15 @@ class ReMe:
         return self._llm
 
     async def open(self) -> "ReMe":
+        """Open the store (a second call, or one racing the first, waits for it and returns)."""
         if self._opened:
             return self
+        async with self._opening:
+            if not self._opened:
+                await self._open()
+        return self
+
+    async def _open(self) -> None:
         working_dir = Path(self.config.working_dir).expanduser()
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
@@ -270,7 +278,6 @@ class ReMe:
                 self._llm = None
             raise
         self._opened = True
-        return self
 
     async def _stored_dims(self) -> list[int | None]:
         assert self._store is not None

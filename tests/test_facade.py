@@ -290,3 +290,18 @@ def test_the_original_packages_constructor_is_refused_by_name(tmp_path: Path) ->
         refused.value)
     with pytest.raises(TypeError, match="no_such_setting"):
         ReMe(no_such_setting=1)
+
+
+@pytest.mark.parametrize("lock_timeout", [0.0, 0.5])
+async def test_concurrent_first_calls_open_the_store_once(reme_factory: Callable[..., ReMe], lock_timeout: float) -> None:
+    """Adapters open the engine lazily from whichever call comes first; two at once must share one
+    opening (with a lock timeout the store is opened off the loop, where a second opening would
+    wait for the first's directory lock and fail)."""
+    reme = reme_factory(vector_store={"lock_timeout": lock_timeout})
+    try:
+        opened = await asyncio.gather(*(reme.open() for _ in range(3)))
+        assert all(r is reme for r in opened)
+        await reme.add_memory("Alice likes tea", user_name="alice")
+        assert await reme.count_memory(user_name="alice") == 1
+    finally:
+        await reme.close()

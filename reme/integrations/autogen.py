@@ -13,7 +13,6 @@ so the agent remembers what the user said in earlier runs.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, Sequence, TypeAlias
 
@@ -67,11 +66,9 @@ class ReMeMemory(Memory, Component[ReMeMemoryConfig]):  # type: ignore[misc, unu
         self.top_k = top_k
         self._owns = reme is None
         self.reme = reme if reme is not None else ReMe(**settings)
-        self._opening = asyncio.Lock()
 
     async def _engine(self) -> ReMe:
-        async with self._opening:  # two first calls at once must not open the store twice
-            return await self.reme.open()
+        return await self.reme.open()  # opened on first use; racing first calls share one opening
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
         """Add one system message of the memories relevant to the last user message (none when
