@@ -175,6 +175,27 @@ def _memory_type(value: MemoryType | str) -> MemoryType:
         raise InvalidInputError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}") from None
 
 
+
+def _config_of(config: object, config_file: str | Path | None, sections: dict[str, Any]) -> ReMeConfig:
+    """The facade's configuration: a `ReMeConfig` as it is, or a mapping of sections (like the
+    keyword sections, over the file and the environment). A setting given twice is refused rather
+    than one of the two dropped."""
+    given = {name: value for name, value in sections.items() if value is not None}
+    if isinstance(config, ReMeConfig):
+        if given or config_file is not None:
+            named = ", ".join(sorted(given) + (["config_file"] if config_file is not None else []))
+            raise TypeError(f"ReMe() got a ReMeConfig and {named}: set those in the ReMeConfig")
+        return config
+    if config is not None and not isinstance(config, Mapping):
+        raise TypeError(f"config must be a ReMeConfig or a mapping of its sections, not {type(config).__name__} "
+                        "(a file goes in config_file=)")
+    extra = dict(config or {})
+    twice = sorted(set(extra) & set(given))
+    if twice:
+        raise TypeError(f"ReMe() got {', '.join(twice)} both in config and as a keyword")
+    return ReMeConfig.load(config_file, **extra, **given)
+
+
 class ReMe:
     """Typed long-term memory for agents.
 
@@ -183,10 +204,11 @@ class ReMe:
     ...     hits = await reme.search_memory("seat preference", user_name="alice", top_k=5)
 
     Settings come from keyword arguments, `REME_*` environment variables and an optional file
-    (see `ReMeConfig`); each section also accepts its pydantic model.
+    (see `ReMeConfig`); each section also accepts its pydantic model. `config` is a whole
+    `ReMeConfig`, or a mapping of sections read like the keyword arguments.
     """
 
-    def __init__(self, config: ReMeConfig | None = None, *, working_dir: str | Path | None = None,
+    def __init__(self, config: ReMeConfig | Mapping[str, Any] | None = None, *, working_dir: str | Path | None = None,
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
                  retrieval: Any = None, procedural: Any = None, tool: Any = None,
                  config_file: str | Path | None = None, embedder: Embedder | None = None,
@@ -197,9 +219,9 @@ class ReMe:
             if original:
                 raise OriginalReMeAPIError(original)
             raise TypeError(f"ReMe() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
-        self.config = config or ReMeConfig.load(config_file, working_dir=working_dir, vector_store=vector_store,
-                                                embedding=embedding, llm=llm, prompts=prompts, retrieval=retrieval,
-                                                procedural=procedural, tool=tool)
+        self.config = _config_of(config, config_file, {
+            "working_dir": working_dir, "vector_store": vector_store, "embedding": embedding, "llm": llm,
+            "prompts": prompts, "retrieval": retrieval, "procedural": procedural, "tool": tool})
         self._embedder: Embedder | None = embedder
         self._store: VectorStore | None = store
         self._repo: MemoryRepo | None = None

@@ -66,3 +66,27 @@ def test_lock_timeout_defaults_to_failing_at_once() -> None:
 
     assert ReMeConfig.load(env={}).vector_store.lock_timeout == 0
     assert ReMeConfig.load(env={"REME_VECTOR_STORE__LOCK_TIMEOUT": "2.5"}).vector_store.lock_timeout == 2.5
+
+
+def test_the_facade_takes_a_config_mapping_like_keyword_sections(tmp_path: Path) -> None:
+    from reme import ReMeSync
+
+    with ReMeSync(config={"working_dir": str(tmp_path / "w"), "embedding": {"backend": "hash", "dimensions": 8}}) as r:
+        assert r.config.embedding.backend == "hash" and r.config.working_dir == tmp_path / "w"
+        r.add_memory("likes tea", user_name="ann")
+    assert (tmp_path / "w").is_dir()
+
+
+@pytest.mark.parametrize("config, kwargs, error", [
+    ({"embedding": {"backend": "word2vec"}}, {}, ConfigError),
+    ({"no_such_section": {}}, {}, ConfigError),
+    ("reme.toml", {}, TypeError),  # a path goes in config_file
+    (ReMeConfig(), {"working_dir": "elsewhere"}, TypeError),  # would be ignored silently
+    ({"working_dir": "a"}, {"working_dir": "b"}, TypeError),
+])
+def test_a_config_the_facade_cannot_use_is_refused_at_once(config: object, kwargs: dict[str, object],
+                                                             error: type[Exception]) -> None:
+    from reme import ReMe
+
+    with pytest.raises(error):
+        ReMe(config=config, **kwargs)  # type: ignore[arg-type]
