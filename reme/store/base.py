@@ -22,6 +22,7 @@ import base64
 import json
 import math
 import re
+import sys
 import uuid
 import warnings
 from abc import ABC, abstractmethod
@@ -206,7 +207,7 @@ def to_payload(node: MemoryNode) -> dict[str, Any]:
 
 
 _NODE_FIELDS = tuple(MemoryNode.model_fields)
-_TIME_FIELDS = ("message_time", "time_created", "time_modified")
+_TYPES = {t.value: t for t in MemoryType}
 
 
 def from_payload(payload: dict[str, Any]) -> MemoryNode:
@@ -215,9 +216,12 @@ def from_payload(payload: dict[str, Any]) -> MemoryNode:
     cannot carry are restored. A payload without that shape goes through full validation."""
     try:
         fields = {k: payload[k] for k in _NODE_FIELDS}
-        fields["memory_type"] = MemoryType(fields["memory_type"])
-        for key in _TIME_FIELDS:
-            fields[key] = _iso_time(fields[key])
+        fields["memory_type"] = _TYPES[fields["memory_type"]]
+        said, created, modified = (_iso_time(fields["message_time"]), _iso_time(fields["time_created"]),
+                                   _iso_time(fields["time_modified"]))
+        if said.tzinfo is None or created.tzinfo is None or modified.tzinfo is None:
+            raise ValueError("a stored time without a timezone")
+        fields["message_time"], fields["time_created"], fields["time_modified"] = said, created, modified
     except (ValueError, TypeError, KeyError, AttributeError):
         return MemoryNode.model_validate({k: v for k, v in payload.items() if k in MemoryNode.model_fields})
     return _construct(MemoryNode, fields)
@@ -242,12 +246,11 @@ def _construct(cls: type[M], fields: dict[str, Any]) -> M:
     return model
 
 
-def _iso_time(value: Any) -> datetime:
-    # Python 3.10's fromisoformat does not read a trailing Z.
-    when = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-    if when.tzinfo is None:
-        raise ValueError("a stored time without a timezone")
-    return when
+if sys.version_info >= (3, 11):
+    _iso_time = datetime.fromisoformat
+else:  # Python 3.10's fromisoformat does not read a trailing Z
+    def _iso_time(value: str) -> datetime:
+        return datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
 
 
 def check_collection_name(name: str) -> str:
