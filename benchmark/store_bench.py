@@ -8,9 +8,12 @@
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
 an exact numpy brute-force search over the same vectors, and the resident memory the store added
-to the process (RSS MB; it counts the engine's memory-mapped files as far as they are touched). `edge-raw` is qdrant-edge-py called
-directly with the same points: the ratio store/raw is what the store layer costs. Edge numbers are
-given before and after `optimize()` (exact search, then HNSW).
+to the process (RSS MB; it counts the engine's memory-mapped files as far as they are touched).
+`edge-raw` is qdrant-edge-py called directly with the same points (`edge-raw, same work`: with the
+payload and indexes the store writes): the ratio store/raw is what the store layer costs. Each
+filtered query runs through the store, then straight to the engine on the store's own shard and on
+each raw shard, who goes first rotating from query to query, so all of them meet the same load and
+the same cold caches. Edge numbers are given before and after `optimize()` (exact search, then HNSW).
 
 The write-path table compares `sync="process"` with `sync="os"` (fsync before a write returns):
 upserts/s one record a call and 1,000 a call (a journaled multi-call write at batch_size 256),
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -97,7 +101,7 @@ def brute(vecs: np.ndarray, q: np.ndarray, mask: np.ndarray | None, k: int = 10)
 
 async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: list[str], targets: list[str],
                       queries: int, reopen: Callable[[], Awaitable[VectorStore]] | None,
-                      optimize: bool = True) -> list[dict[str, Any]]:
+                      optimize: bool = True, raws: list[RawShard] | None = None) -> list[dict[str, Any]]:
     n = len(texts)
     ids = [str(uuid.UUID(int=i + 1)) for i in range(n)]
     await store.create_collection("bench", DIM)
@@ -120,6 +124,10 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
 
     async def measure(phase: str) -> None:
         dense_t, filt_t, hyb_t, list_t, recalls, brute_t, brute_ft, raw_ft = [], [], [], [], [], [], [], []
+        # Raw shards are only compared while nothing is indexed: they are never optimized.
+        others = [r for r in raws or [] if r.shard is not None] if phase == "exact" else []
+        for r in others:
+            r.filtered = []
         for j in range(queries):
             q, tgt = qvecs[j], targets[qidx[j]]
             ts, res = await timed(lambda: store.search("bench", vector=q.tolist(), mode="dense", limit=10), 1)
@@ -131,22 +139,26 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
             flt = eq("memory_target", tgt)
             qlist = q.tolist()
 
-            def raw_query() -> None:
-                # The engine answering the same query on the store's own shard. Which of the two goes
-                # first alternates: the numpy search just before evicts the caches.
-                shard = store._shard("bench")  # type: ignore[attr-defined]
-                t0 = time.perf_counter()
-                shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(qlist, using="dense"), filter=qe.Filter(
-                    must=[qe.FieldCondition("memory_target", match=qe.MatchValue(tgt))]), with_payload=True))
-                raw_ft.append(time.perf_counter() - t0)
+            async def ours() -> None:
+                ts, _ = await timed(lambda: store.search("bench", vector=qlist, mode="dense", flt=flt, limit=10), 1)
+                filt_t.extend(ts)
 
-            interleave = isinstance(store, EdgeStore)
-            if interleave and j % 2 == 0:
-                raw_query()
-            ts, _ = await timed(lambda: store.search("bench", vector=qlist, mode="dense", flt=flt, limit=10), 1)
-            filt_t += ts
-            if interleave and j % 2 == 1:
-                raw_query()
+            def engine(shard: qe.EdgeShard, into: list[float]) -> Callable[[], Awaitable[None]]:
+                async def query() -> None:
+                    t0 = time.perf_counter()
+                    shard.query(raw_filtered(qlist, tgt))
+                    into.append(time.perf_counter() - t0)
+                return query
+
+            # The same query, filtered to one target, through the store and straight to the engine:
+            # on the store's own shard and on each separately built one. Who goes first rotates,
+            # since the numpy search just before evicts the caches.
+            contenders = [ours]
+            if isinstance(store, EdgeStore):
+                contenders.append(engine(store._shard("bench"), raw_ft))  # type: ignore[attr-defined]
+            contenders += [engine(r.shard, r.filtered) for r in others if r.shard is not None]
+            for k in range(len(contenders)):
+                await contenders[(j + k) % len(contenders)]()
             t0 = time.perf_counter()
             brute(vecs, q, target_arr == tgt)
             brute_ft.append(time.perf_counter() - t0)
@@ -156,6 +168,8 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
             hyb_t += ts
             ts, _ = await timed(lambda: store.list("bench", flt=flt, sort_key="time_created", limit=20), 1)
             list_t += ts
+        for r in others:
+            r.row["filtered"] = pct(r.filtered)
         rows.append({"backend": name, "phase": phase, "n": n, "upsert/s": upsert_rate, "RSS MB": rss_mb() - rss_before,
                      "dense": pct(dense_t), "filtered": pct(filt_t), "hybrid filtered": pct(hyb_t),
                      "list by target": pct(list_t), "numpy dense": pct(brute_t), "numpy filtered": pct(brute_ft),
@@ -177,13 +191,37 @@ async def bench_store(name: str, store: VectorStore, vecs: np.ndarray, texts: li
     return rows
 
 
-async def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list[str], queries: int,
-                         same_work: bool = False) -> dict[str, Any]:
+def raw_filtered(vector: list[float], target: str) -> qe.QueryRequest:
+    return qe.QueryRequest(limit=10, query=qe.Query.Nearest(vector, using="dense"), with_payload=True,
+                           filter=qe.Filter(must=[qe.FieldCondition("memory_target", match=qe.MatchValue(target))]))
+
+
+@dataclass
+class RawShard:
+    """A shard built by calling qdrant-edge-py directly, kept open so the store's filtered
+    queries can be repeated on it (`filtered`, seconds) in the same loop."""
+
+    row: dict[str, Any]
+    shard: qe.EdgeShard | None
+    owner: EdgeStore | None = None
+    filtered: list[float] = field(default_factory=list)
+
+    async def close(self) -> None:
+        if self.owner is not None:
+            await self.owner.close()
+        elif self.shard is not None:
+            self.shard.close()
+        self.shard = None
+
+
+async def build_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets: list[str],
+                         same_work: bool = False) -> RawShard:
     """qdrant-edge-py called directly. Plain: a shard with one payload index and two payload
     fields. `same_work`: the shard the store creates (every payload index) and the payload the store
     writes, so store/raw is the cost of the store layer alone, not of what it stores."""
     bm25 = qe.Bm25(qe.Bm25Config(avg_len=32))
     n = len(texts)
+    name = "edge-raw, same work" if same_work else "edge-raw"
     owner: EdgeStore | None = None
     if same_work:
         owner = EdgeStore(path, index_on_close=False)  # its close would build the HNSW index
@@ -208,23 +246,8 @@ async def bench_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets
             qe.Point(str(uuid.UUID(int=i + 1)), {"dense": vecs[i].tolist(), "bm25": bm25.embed_document(texts[i])},
                      p) for i, p in zip(chunk, payloads)]))
         took += time.perf_counter() - t
-        progress("edge-raw, same work" if same_work else "edge-raw", chunk.stop, took)
-    rate = n / took
-    rng = np.random.default_rng(1)
-    qidx = rng.integers(0, n, queries)
-    filt = []
-    for j in range(queries):
-        f = qe.Filter(must=[qe.FieldCondition("memory_target", match=qe.MatchValue(targets[qidx[j]]))])
-        t = time.perf_counter()
-        shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(vecs[qidx[j]].tolist(), using="dense"),
-                                    filter=f, with_payload=True))
-        filt.append(time.perf_counter() - t)
-    if owner is not None:
-        await owner.close()
-    else:
-        shard.close()
-    return {"backend": "edge-raw, same work" if same_work else "edge-raw", "phase": "exact", "n": n,
-            "upsert/s": rate, "filtered": pct(filt)}
+        progress(name, chunk.stop, took)
+    return RawShard(row={"backend": name, "phase": "exact", "n": n, "upsert/s": n / took}, shard=shard, owner=owner)
 
 
 def ratios(rows: list[dict[str, Any]], n: int) -> str:
@@ -237,7 +260,7 @@ def ratios(rows: list[dict[str, Any]], n: int) -> str:
     out = [f"n={n:,}: filtered search x{row['filtered'][0] / row['raw filtered'][0]:.2f} the engine's time for the "
            f"same query on the same shard, interleaved ({row['phase']})"
            for row in rows if row["backend"] == "edge" and row["n"] == n and "raw filtered" in row]
-    for raw in [r for r in rows if r["backend"].startswith("edge-raw") and r["n"] == n]:
+    for raw in [r for r in rows if r["backend"].startswith("edge-raw") and r["n"] == n and "filtered" in r]:
         out.append(f"n={n:,} vs {raw['backend']}: filtered search x{store['filtered'][0] / raw['filtered'][0]:.2f}, "
                    f"upsert x{raw['upsert/s'] / store['upsert/s']:.2f} (store/raw time)")
     return "\n".join(out)
@@ -403,17 +426,20 @@ async def main() -> None:
         vecs, texts, targets = make_data(n)
         tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
         try:
-            rows.append(await bench_raw_edge(tmp / "raw", vecs, texts, targets, args.queries))
-            rows.append(await bench_raw_edge(tmp / "raw-same", vecs, texts, targets, args.queries, same_work=True))
+            raws = [await build_raw_edge(tmp / "raw", vecs, texts, targets),
+                    await build_raw_edge(tmp / "raw-same", vecs, texts, targets, same_work=True)]
+            rows += [r.row for r in raws]
             for backend in args.backends.split(","):
                 if backend == "edge":
                     async def reopen() -> VectorStore:
                         return EdgeStore(tmp / "edge", index_on_close=not args.no_optimize)
                     rows += await bench_store("edge", EdgeStore(tmp / "edge", index_on_close=not args.no_optimize),
-                                              vecs, texts, targets, args.queries, reopen, not args.no_optimize)
+                                              vecs, texts, targets, args.queries, reopen, not args.no_optimize, raws)
                 elif backend == "qdrant" and n <= args.qdrant_max:
                     rows += await bench_store("qdrant (local mode)", QdrantStore(location=":memory:"), vecs, texts,
                                               targets, max(10, args.queries // 10), None)
+            for raw in raws:
+                await raw.close()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         print(fmt(rows), flush=True)
