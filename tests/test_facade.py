@@ -76,6 +76,19 @@ async def test_concurrent_adds_of_the_same_content_yield_one_memory(reme: ReMe) 
     assert await reme.count_memory() == 3
 
 
+async def test_one_batch_may_hold_more_memories_of_one_user_than_a_filter_may_name(reme: ReMe) -> None:
+    # Deduplication looks the batch's content hashes up in the store: more than the filter limit
+    # (1,000 values) used to make the whole add an InvalidFilterError.
+    from reme.schema import MAX_FILTER_SIZE, MemoryNode
+
+    n = MAX_FILTER_SIZE + 300
+    nodes = [MemoryNode(memory_type="personal", memory_target="alice", content=f"fact {i}") for i in range(n)]
+    await reme.add_memories(nodes[:10])
+    added = await reme.add_memories(nodes + nodes[:5])  # the first 10 are stored already, 5 repeat
+    assert len({a.memory_id for a in added}) == n
+    assert await reme.count_memory(user_name="alice") == n
+
+
 async def test_no_operation_for_one_user_touches_another_users_memories(reme: ReMe, tmp_path: Path) -> None:
     alice = await reme.add_memory("Alice prefers window seats", user_name="alice", tags=["seat"])
     bob = await reme.add_memory("Bob prefers window seats", user_name="bob", tags=["seat"])

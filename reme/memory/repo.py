@@ -21,6 +21,8 @@ from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorSto
 from reme.store.filters import And, Eq, Filter, In
 
 VERSIONS_SUFFIX = "-versions"
+HASH_LOOKUP = 500
+"""Content hashes looked up in one filter (well under `MAX_FILTER_SIZE`, with the scope's conditions)."""
 
 
 @dataclass
@@ -68,10 +70,13 @@ class MemoryRepo:
         for node in nodes:
             groups.setdefault((node.scope, node.memory_type), set()).add(node.content_hash)
         for (scope, mtype), hashes in groups.items():
-            flt = scope_filter(scope, (mtype,), In(field="content_hash", values=sorted(hashes)))
-            page = await self.store.list(self.collection, flt=flt, limit=len(hashes) + 1)
-            for node in page:
-                found[node.content_hash] = node
+            ordered = sorted(hashes)
+            for start in range(0, len(ordered), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+                chunk = ordered[start:start + HASH_LOOKUP]
+                flt = scope_filter(scope, (mtype,), In(field="content_hash", values=chunk))
+                page = await self.store.list(self.collection, flt=flt, limit=len(chunk) + 1)
+                for node in page:
+                    found[node.content_hash] = node
         return found
 
     async def get(self, ids: Sequence[str], scope: Scope | None = None) -> dict[str, MemoryNode]:
