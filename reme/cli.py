@@ -166,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="a JSON list: messages (--user), trajectories (--task) or tool calls (--tool)")
     _scope_args(p, required=True)
 
+    sub.add_parser("optimize", parents=[common],
+                   help="build the search index now (slow at scale: it holds the process; search is exact without it)")
+
     p = sub.add_parser("retrieve", parents=[common], help="what helps before a reply or a task, ready for a prompt")
     p.add_argument("query", nargs="?", help="the question or task (not needed with --tool)")
     _scope_args(p, required=True)
@@ -176,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 BENCH_HELP = "reme bench locomo [options]: the LoCoMo benchmark (in a source checkout, where it lives)"
-READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve"}
-"""Commands that only read: on a store that does not exist they fail instead of creating an empty one."""
+READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve", "optimize"}
+"""Commands that change no memory: on a store that does not exist they fail instead of creating an
+empty one."""
 
 
 def _benchmarks_here() -> bool:
@@ -330,14 +334,17 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
             else f"imported {plural(n, 'memory', 'memories')} from {args.file}")
     elif cmd == "demo":
         await demo(reme, as_json=args.json)
-    elif cmd in ("history", "count", "delete-all", "summarize", "retrieve"):
+    elif cmd in ("history", "count", "delete-all", "summarize", "retrieve", "optimize"):
         await _more(reme, args)
     return EXIT_OK
 
 
 async def _more(reme: ReMe, args: argparse.Namespace) -> None:
-    """history, count, delete-all, summarize and retrieve."""
+    """history, count, delete-all, summarize, retrieve and optimize."""
     cmd, out = args.command, print
+    if cmd == "optimize":
+        built = await reme.optimize()
+        out(_dump({"optimized": built}) if args.json else "index built" if built else "nothing to index")
     if cmd == "history":
         versions = await reme.history(args.memory_id, **_scope(args))
         if args.json:

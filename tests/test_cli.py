@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -16,7 +17,7 @@ from reme.cli import build_parser
 from openai_server import OpenAITestServer
 
 COMMANDS = ["add", "get", "list", "search", "update", "delete", "export", "import", "demo", "history", "count",
-            "delete-all", "summarize", "retrieve"]
+            "delete-all", "summarize", "retrieve", "optimize"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -125,7 +126,7 @@ def test_reading_commands_never_load_the_embedding_model(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("command", [["list"], ["get", "00000000-0000-4000-8000-000000000000"], ["search", "x"],
                                      ["export", "out.jsonl"], ["count"], ["retrieve", "x", "--user", "a"],
-                                     ["history", "00000000-0000-4000-8000-000000000000"]])
+                                     ["history", "00000000-0000-4000-8000-000000000000"], ["optimize"]])
 def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path: Path, command: list[str]) -> None:
     typo = tmp_path / "typo"
     proc = reme(typo, *command, check=3, cwd=tmp_path)
@@ -281,3 +282,24 @@ def test_long_commands_say_what_they_are_doing_unless_quiet(tmp_path: Path, monk
     monkeypatch.setattr(reme.cli, "_interactive", lambda: False)  # a script reading stderr: errors only
     assert reme.cli.main(["import", str(pool), "-w", str(tmp_path / "script")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_optimize_builds_the_index_on_request_and_keeps_every_memory(tmp_path: Path) -> None:
+    from reme.store.edge import EdgeStore
+
+    wd, rows = tmp_path / "wd", tmp_path / "rows.jsonl"
+    # 8,000 vectors of size 384: enough for the engine to build HNSW rather than keep a plain segment
+    rows.write_text("".join(json.dumps({"memory_type": "personal", "memory_target": "alice", "content": f"fact {i}"})
+                            + "\n" for i in range(8000)))
+    env = {"REME_EMBEDDING__DIMENSIONS": "384"}
+    reme(wd, "import", str(rows), "--quiet", env=env)
+    assert json.loads(reme(wd, "optimize", "--json", env=env).stdout) == {"optimized": True}
+
+    async def unindexed() -> int:
+        store = EdgeStore(wd / "store")
+        try:
+            return store.unindexed("reme")
+        finally:
+            await store.close()
+    assert asyncio.run(unindexed()) == 0
+    assert reme(wd, "count", env=env).stdout == "8000\n"

@@ -296,20 +296,27 @@ async def test_import_with_a_bad_line_writes_nothing(store: VectorStore, tmp_pat
     assert await store.count("mem") == 0
 
 
-async def test_edge_counts_unindexed_vectors_and_builds_the_index_on_close(tmp_path: Path) -> None:
+@pytest.mark.parametrize("on_close", [True, None])
+async def test_edge_counts_unindexed_vectors_and_builds_the_index_on_close_only_when_asked(
+        tmp_path: Path, on_close: bool | None) -> None:
+    """Building the index holds the whole process for minutes at scale (952 s at 1M), and every
+    CLI command and a service's shutdown close the store: by default closing never starts it."""
+    from reme import ReMeConfig
     from reme.store.edge import EdgeStore
 
     n, dim = 8000, 384  # large enough for the engine to build HNSW rather than keep a plain segment
-    store = EdgeStore(tmp_path / "edge", index_threshold=n)
+    options = {} if on_close is None else {"index_on_close": on_close}
+    store = EdgeStore(tmp_path / "edge", index_threshold=n, **options)
     await store.create_collection("mem", dim)
     vectors = np.random.default_rng(0).normal(size=(n, dim))
     await store.upsert("mem", [VectorRecord(node=node(f"fact {i}"), vector=vectors[i].tolist()) for i in range(n)])
     assert store.unindexed("mem") == n
-    await store.close()  # n unindexed >= index_threshold: close builds the index
+    await store.close()  # n unindexed >= index_threshold: close builds the index if asked to
     reopened = EdgeStore(tmp_path / "edge")
-    assert reopened.unindexed("mem") == 0
+    assert reopened.unindexed("mem") == (0 if on_close else n)
     assert (await reopened.count("mem")) == n
     await reopened.close()
+    assert ReMeConfig.load(env={}).vector_store.index_on_close is False
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword"])

@@ -20,8 +20,9 @@ into calls of `batch_size` points, and `write` yields to the loop between them.
 
 Index building: Edge builds HNSW only in `optimize()`, which holds the GIL while it runs (about
 7 s for 20k vectors of size 384 on two cores), so it never runs on a write path. Search is exact
-until an index exists; `optimize()` builds it on demand, and `close()` does when at least
-`index_threshold` vectors are not indexed yet (`index_on_close`).
+until an index exists; `optimize()` builds it on demand, and with `index_on_close` `close()`
+does when at least `index_threshold` vectors are not indexed yet (off by default: closing a
+store of a million unindexed vectors would take 16 minutes).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class EdgeStore(VectorStore):
     backend = "edge"
 
     def __init__(self, path: str | Path, *, bm25_avg_len: float = 32.0, batch_size: int = 256,
-                 index_threshold: int = 20_000, index_on_close: bool = True, sync: SyncMode = "process",
+                 index_threshold: int = 20_000, index_on_close: bool = False, sync: SyncMode = "process",
                  lock_timeout: float = 0.0) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.path = Path(path)
