@@ -12,7 +12,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from reme.embedding import Embedder
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError
@@ -72,7 +72,7 @@ class MemoryRepo:
         for (scope, mtype), hashes in groups.items():
             ordered = sorted(hashes)
             for start in range(0, len(ordered), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
-                chunk = ordered[start:start + HASH_LOOKUP]
+                chunk: list[Any] = ordered[start:start + HASH_LOOKUP]
                 flt = scope_filter(scope, (mtype,), In(field="content_hash", values=chunk))
                 page = await self.store.list(self.collection, flt=flt, limit=len(chunk) + 1)
                 for node in page:
