@@ -4,10 +4,13 @@
 # runs only those framework suites, REME_ENVS=none none of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# REME_* variables are ReMe settings, and an unknown one is a ConfigError: keep this one out of the tests.
+envs="${REME_ENVS:-}"
+unset REME_ENVS
 scripts/setup.sh
 export HF_HUB_OFFLINE=1
 .venv/bin/python -m pytest "$@"
-if [ "${REME_ENVS:-}" != "none" ]; then
+if [ "$envs" != "none" ]; then
   # shellcheck disable=SC2086 # a list of names
-  scripts/envs.sh ${REME_ENVS:-}
+  scripts/envs.sh $envs
 fi
