@@ -158,7 +158,7 @@ for n, label in enumerate(labels, 1):
         end += 1
     if label not in READS and n - 1 in (start, end):
         points.append(n)
-points.append(labels.index("info", max(points)) + 1)
+points.append(labels.index("close", max(points)) + 1)  # after the operation returned, before close
 rng = random.Random(RANDOM_SEED)
 kills = []
 for n in points:
