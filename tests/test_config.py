@@ -54,6 +54,7 @@ def test_openai_variables_fill_the_llm_and_the_openai_embedder() -> None:
     ({"REME_EMBEDDING__NOPE": "1"}, {}),
     ({}, {"embedding": {"backend": "word2vec"}}),
     ({}, {"vector_store": {"batch_size": 0}}),
+    ({}, {"vector_store": {"hnsw_ef": 0}}),
     ({"REME_CONFIG": "/no/such/file.json"}, {}),
 ])
 def test_bad_settings_are_config_errors(env: dict[str, str], kwargs: dict[str, object]) -> None:

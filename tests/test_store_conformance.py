@@ -317,6 +317,18 @@ async def test_edge_counts_unindexed_vectors_and_builds_the_index_on_close_only_
     assert (await reopened.count("mem")) == n
     await reopened.close()
     assert ReMeConfig.load(env={}).vector_store.index_on_close is False
+    if on_close:  # an HNSW search weighs `hnsw_ef` candidates: the default finds nearly the exact top 10
+        queries = vectors[:20] + 0.3 * np.random.default_rng(1).normal(size=(20, dim))
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        exact = [set(np.argsort(-(unit @ q))[:10].tolist()) for q in queries]
+        found = {}
+        for ef in (1, 256):
+            store = EdgeStore(tmp_path / "edge", hnsw_ef=ef)
+            hits = [await store.search("mem", vector=q.tolist(), mode="dense", limit=10) for q in queries]
+            await store.close()
+            found[ef] = np.mean([len({int(h.node.content.split()[1]) for h in hs} & ex) / 10
+                                 for hs, ex in zip(hits, exact)])
+        assert found[256] >= 0.9 and found[256] > found[1] + 0.1, found
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword"])

@@ -28,7 +28,7 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
     return EdgeStore(edge_root(config, working_dir),
                      bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size,
                      index_threshold=config.index_threshold, index_on_close=config.index_on_close,
-                     sync=config.sync, lock_timeout=config.lock_timeout)
+                     hnsw_ef=config.hnsw_ef, sync=config.sync, lock_timeout=config.lock_timeout)
 
 
 __all__ = ["CreateCollection", "Delete", "DeleteWhere", "DropCollection", "Filter", "GetResult", "SearchMode",

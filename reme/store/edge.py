@@ -108,12 +108,13 @@ class EdgeStore(VectorStore):
     backend = "edge"
 
     def __init__(self, path: str | Path, *, bm25_avg_len: float = 32.0, batch_size: int = 256,
-                 index_threshold: int = 20_000, index_on_close: bool = False, sync: SyncMode = "process",
-                 lock_timeout: float = 0.0) -> None:
+                 index_threshold: int = 20_000, index_on_close: bool = False, hnsw_ef: int = 256,
+                 sync: SyncMode = "process", lock_timeout: float = 0.0) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.path = Path(path)
         self.index_threshold = index_threshold
         self.index_on_close = index_on_close
+        self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
         self._shards: dict[str, qe.EdgeShard] = {}
         self._lock_fh = self._lock(self.path, lock_timeout)
 
@@ -315,12 +316,13 @@ class EdgeStore(VectorStore):
             request = qe.QueryRequest(
                 limit=limit, query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stubs lack Rrf
                 filter=edge_filter, score_threshold=score_threshold,
-                prefetches=[qe.Prefetch(limit=prefetch, query=dense, filter=edge_filter),
+                prefetches=[qe.Prefetch(limit=prefetch, query=dense, filter=edge_filter, params=self._params),
                             qe.Prefetch(limit=prefetch, query=sparse, filter=edge_filter)],
                 with_payload=False)
         else:
             request = qe.QueryRequest(limit=limit, query=dense if mode == "dense" else sparse, filter=edge_filter,
-                                      score_threshold=score_threshold, with_payload=False)
+                                      score_threshold=score_threshold, with_payload=False,
+                                      params=self._params if mode == "dense" else None)
         points = self._call("search", self._shard(name).query, request)
         return [Hit(str(p.id), float(p.score), None) for p in points]
 
