@@ -411,6 +411,7 @@ async def main() -> None:
     parser.add_argument("--no-optimize", action="store_true", help="exact search only: no index build")
     parser.add_argument("--write-path", action="store_true", help="only the durability and event-loop table")
     parser.add_argument("--no-write-path", action="store_true", help="skip the durability and event-loop table")
+    parser.add_argument("--no-raw", action="store_true", help="the store alone: no raw shards to compare with")
     args = parser.parse_args()
     if not args.no_write_path:
         tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
@@ -426,8 +427,8 @@ async def main() -> None:
         vecs, texts, targets = make_data(n)
         tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
         try:
-            raws = [await build_raw_edge(tmp / "raw", vecs, texts, targets),
-                    await build_raw_edge(tmp / "raw-same", vecs, texts, targets, same_work=True)]
+            raws = [] if args.no_raw else [await build_raw_edge(tmp / "raw", vecs, texts, targets),
+                                           await build_raw_edge(tmp / "raw-same", vecs, texts, targets, same_work=True)]
             rows += [r.row for r in raws]
             for backend in args.backends.split(","):
                 if backend == "edge":
