@@ -345,7 +345,7 @@ async def _more(reme: ReMe, args: argparse.Namespace) -> None:
     if cmd == "optimize":
         built = await reme.optimize()
         out(_dump({"optimized": built}) if args.json else "index built" if built else "nothing to index")
-    if cmd == "history":
+    elif cmd == "history":
         versions = await reme.history(args.memory_id, **_scope(args))
         if args.json:
             out(_dump([v.model_dump(mode="json") for v in versions]))
