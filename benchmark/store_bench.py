@@ -224,7 +224,7 @@ async def build_raw_edge(path: Path, vecs: np.ndarray, texts: list[str], targets
     name = "edge-raw, same work" if same_work else "edge-raw"
     owner: EdgeStore | None = None
     if same_work:
-        owner = EdgeStore(path, index_on_close=False)  # its close would build the HNSW index
+        owner = EdgeStore(path)
         await owner.create_collection("raw", DIM)
         shard = owner._shard("raw")
         def payload(i: int) -> dict[str, Any]:
@@ -433,8 +433,8 @@ async def main() -> None:
             for backend in args.backends.split(","):
                 if backend == "edge":
                     async def reopen() -> VectorStore:
-                        return EdgeStore(tmp / "edge", index_on_close=not args.no_optimize)
-                    rows += await bench_store("edge", EdgeStore(tmp / "edge", index_on_close=not args.no_optimize),
+                        return EdgeStore(tmp / "edge")
+                    rows += await bench_store("edge", EdgeStore(tmp / "edge"),
                                               vecs, texts, targets, args.queries, reopen, not args.no_optimize, raws)
                 elif backend == "qdrant" and n <= args.qdrant_max:
                     rows += await bench_store("qdrant (local mode)", QdrantStore(location=":memory:"), vecs, texts,
