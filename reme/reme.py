@@ -175,7 +175,6 @@ def _memory_type(value: MemoryType | str) -> MemoryType:
         raise InvalidInputError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}") from None
 
 
-
 def _config_of(config: object, config_file: str | Path | None, sections: dict[str, Any]) -> ReMeConfig:
     """The facade's configuration: a `ReMeConfig` as it is, or a mapping of sections (like the
     keyword sections, over the file and the environment). A setting given twice is refused rather
