@@ -303,6 +303,17 @@ def _child(args: argparse.Namespace) -> None:
     print("stopped", flush=True)
 
 
+def run_environment(name: str, base_url: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (default: this process's) with ReMe pointed at the local model: its URL, a key (any
+    will do), its name, and, unless already set, a deadline per call and a reply length that suit
+    a small model on a CPU (it may take minutes, and may repeat itself until stopped)."""
+    out = dict(os.environ if env is None else env)
+    out.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "local", "REME_LLM__MODEL": name})
+    out.setdefault("REME_LLM__TIMEOUT", "600")
+    out.setdefault("REME_LLM__MAX_TOKENS", "1024")
+    return out
+
+
 def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
@@ -322,6 +333,13 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--ctx", type=int, default=None, help="context size in tokens (default per model)")
     p_serve.add_argument("--threads", type=int, default=2)
     p_serve.add_argument("--parallel", type=int, default=1, help="requests decoded together (default 1)")
+    p_run = sub.add_parser("run", parents=[common], help="serve a model while a command runs, with "
+                           "OPENAI_BASE_URL, OPENAI_API_KEY and REME_LLM__MODEL set for it")
+    p_run.add_argument("model", choices=list(MODELS))
+    p_run.add_argument("--port", type=int, default=0, help="default: a free port")
+    p_run.add_argument("--ctx", type=int, default=None, help="context size in tokens (default per model)")
+    p_run.add_argument("--threads", type=int, default=2)
+    p_run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its arguments")
     sub.add_parser("list", parents=[common], help="the models and whether each is installed")
     p_child = sub.add_parser("_child", parents=[common])  # internal: the server process
     for flag in ("--gguf", "--alias"):
@@ -334,6 +352,18 @@ def main(argv: list[str] | None = None) -> int:
             _child(args)
         elif args.command == "install":
             print(install(args.model, args.cache))
+        elif args.command == "run":
+            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+            if not command:
+                parser.error("run needs a command: scripts/llm.sh run MODEL -- python examples/personal_memory.py")
+            install(args.model, args.cache)
+            signal.signal(signal.SIGTERM, _interrupt)
+            try:
+                with serve(args.model, port=args.port or None, n_ctx=args.ctx, threads=args.threads,
+                           cache=args.cache) as base_url:
+                    return subprocess.run(command, env=run_environment(args.model, base_url)).returncode
+            except KeyboardInterrupt:
+                return 130
         elif args.command == "list":
             for key, model in MODELS.items():
                 state = "installed" if model_path(key, args.cache).exists() else "not installed"
@@ -345,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                 with serve(args.model, port=args.port, n_ctx=args.ctx, threads=args.threads,
                            parallel=args.parallel, cache=args.cache) as base_url:
                     print(f"{args.model} at {base_url} (any model name, any api key); Ctrl-C stops it.\n"
-                          f"  export OPENAI_BASE_URL={base_url} OPENAI_API_KEY=local REME_LLM__MODEL={args.model}",
-                          flush=True)
+                          f"  export OPENAI_BASE_URL={base_url} OPENAI_API_KEY=local REME_LLM__MODEL={args.model} "
+                          "REME_LLM__TIMEOUT=600 REME_LLM__MAX_TOKENS=1024", flush=True)
                     threading.Event().wait()
             except KeyboardInterrupt:
                 print("stopped", flush=True)

