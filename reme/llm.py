@@ -125,16 +125,19 @@ def repair_json(text: str) -> tuple[str, bool]:
     stack: list[str] = []  # open brackets
     states: list[str] = []  # per open bracket: what comes next (key, colon, value, comma)
     in_item: list[bool] = []  # per open bracket: whether it is an item of a list
-    safe = (0, 0)  # (len(out), len(stack)) after the last complete item: where a cut-off reply ends
-    safe_stack: list[str] = []
+    items_open = 0  # how many of them are
+    # (len(out), len(stack)) after the last complete item: where a cut-off reply ends. The brackets
+    # open then are still the first ones of `stack` when it is cut: to go below that depth, a
+    # bracket closes, and that is a complete item again.
+    safe = (0, 0)
     i, n = min(starts), len(text)
 
     def done() -> None:  # a value ended: the container it is in expects a comma next
-        nonlocal safe, safe_stack
+        nonlocal safe
         if states:
             states[-1] = "comma"
-            if not any(in_item):  # a part of a list item is no place to stop: the item is whole or left out
-                safe, safe_stack = (len(out), len(stack)), list(stack)
+            if not items_open:  # a part of a list item is no place to stop: the item is whole or left out
+                safe = (len(out), len(stack))
 
     while i < n and (stack or not out):
         ch = text[i]
@@ -145,14 +148,15 @@ def repair_json(text: str) -> tuple[str, bool]:
         if ch in "{[":
             if state == "comma" and stack and stack[-1] == "[":
                 out.append(",")  # `}{` between items: the comma a model forgot
-            elif state not in ("value", "key") or (state == "key" and stack[-1] == "{"):
+            elif state != "value":
                 raise ValueError(f"unexpected {ch!r} at character {i}")
             in_item.append(bool(stack) and stack[-1] == "[")
+            items_open += in_item[-1]
             out.append(ch)
             stack.append(ch)
             states.append("key" if ch == "{" else "value")
-            if not any(in_item):  # an open field's value is kept (empty) when cut off; an open list item is not
-                safe, safe_stack = (len(out), len(stack)), list(stack)
+            if not items_open:  # an open field's value is kept (empty) when cut off; an open list item is not
+                safe = (len(out), len(stack))
             i += 1
         elif ch in "}]":
             if out and out[-1] == ",":
@@ -162,7 +166,7 @@ def repair_json(text: str) -> tuple[str, bool]:
             out.append("}" if stack[-1] == "{" else "]")
             stack.pop()
             states.pop()
-            in_item.pop()
+            items_open -= in_item.pop()
             done()
             i += 1
         elif ch == ",":
@@ -224,7 +228,7 @@ def repair_json(text: str) -> tuple[str, bool]:
     kept = out[:safe[0]]
     if kept and kept[-1] == ",":
         kept.pop()
-    closers = ["}" if b == "{" else "]" for b in reversed(safe_stack)]
+    closers = ["}" if b == "{" else "]" for b in reversed(stack[:safe[1]])]
     if not kept:
         raise ValueError("the reply ends before any JSON value is complete")
     return "".join(kept + closers), True

@@ -290,3 +290,49 @@ async def test_rerank_and_advice_failing_fall_back_to_the_search_order(reme: ReM
     ctx = await reme.retrieve_memory("rating songs", task_name="t", rerank=True, rewrite=True)
     assert [m.node.memory_id for m in ctx.memories] == [m.node.memory_id for m in plain.memories]
     assert ctx.text == plain.text and [f.step for f in ctx.fallbacks] == ["rerank", "rewrite"]
+
+
+# -- any reply at all ----------------------------------------------------------------------------
+numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10 ** 30, 10 ** 30), st.none(),
+                    st.booleans(), st.text(max_size=5))
+contents = st.one_of(st.text(max_size=40), st.none(), st.integers(), st.just("x" * 100_001), st.lists(st.text(max_size=3)))
+memory_items = st.fixed_dictionaries({"content": contents}, optional={
+    "importance": numbers, "sources": st.one_of(st.lists(numbers, max_size=3), numbers),
+    "kind": st.one_of(st.text(max_size=300), st.none(), st.integers()), "time": st.one_of(st.text(max_size=30), numbers)})
+decision_items = st.fixed_dictionaries({"candidate": numbers, "action": st.sampled_from(["ADD", "UPDATE", "DELETE",
+                                                                                       "NONE", "MERGE", "update"])},
+                                       optional={"id": numbers, "text": contents})
+replies = st.one_of(st.text(max_size=80), st.builds(lambda items: json.dumps({"memories": items}),
+                                                    st.lists(memory_items, max_size=4)))
+
+
+def test_any_reply_stores_only_valid_memories_or_fails_writing_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from reme import ReMeError, ReMeSync
+    from reme.schema import MAX_CONTENT_CHARS
+
+    replies_now: dict[str, str] = {}
+    with OpenAITestServer() as server:
+        server.script(EXTRACT, lambda body: replies_now["extract"])
+        server.script(RECONCILE, lambda body: replies_now["reconcile"])
+        llm_config = {"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0}
+        with ReMeSync(working_dir=tmp_path_factory.mktemp("wd"), embedding={"backend": "hash", "dimensions": 32},
+                      llm=llm_config) as reme:
+            reme.add_memory("Alice lives in Paris", user_name="alice")
+
+            @settings(max_examples=60, deadline=None)
+            @given(replies, st.lists(decision_items, max_size=4))
+            def check(extract: str, decisions: list[dict[str, Any]]) -> None:
+                replies_now.update(extract=extract, reconcile=json.dumps({"decisions": decisions}))
+                before = sorted(n.model_dump_json() for n in reme.list_memory(user_name="alice", limit=1000))
+                try:
+                    result = reme.summarize_memory(CHAT, user_name="alice")
+                except ReMeError:
+                    after = sorted(n.model_dump_json() for n in reme.list_memory(user_name="alice", limit=1000))
+                    assert after == before
+                    return
+                for node in result.added + result.updated:
+                    assert node.scope == ("user", "alice") and 0 <= node.score <= 1
+                    assert node.content.strip() and len(node.content) <= MAX_CONTENT_CHARS
+                assert all(r.action in ("dropped", "defaulted") for r in result.rejected)
+
+            check()
