@@ -382,15 +382,15 @@ class ChatModel:
                                                        "schema": response_schema(response_model), "strict": True}}
 
     async def _complete(self, messages: Sequence[Mapping[str, Any]], usage: Usage | None,
-                        response_model: type[BaseModel] | None) -> tuple[str, bool]:
+                        response_model: type[BaseModel] | None, budget: int | None = None) -> tuple[str, bool]:
         """The reply text, and whether it was cut off at `max_tokens`."""
         size = sum(len(str(m.get("content") or "")) for m in messages)
         if size > self.config.max_prompt_chars:
             raise PromptTooLargeError(f"the prompt for {self.model} is {size} characters; llm.max_prompt_chars is "
                                       f"{self.config.max_prompt_chars}: send less at a time or raise the ceiling")
         kwargs: dict[str, Any] = dict(model=self.model, messages=list(messages), temperature=self.config.temperature)
-        if self.config.max_tokens:
-            kwargs["max_tokens"] = self.config.max_tokens
+        if self.config.max_tokens:  # a budget only lowers a ceiling the settings ask to send
+            kwargs["max_tokens"] = min(self.config.max_tokens, budget or self.config.max_tokens)
         if self.config.extra_body:
             kwargs["extra_body"] = dict(self.config.extra_body)
         while True:
@@ -470,7 +470,7 @@ class ChatModel:
 
     async def structured(self, messages: Sequence[Mapping[str, Any]], response_model: type[M], *,
                          usage: Usage | None = None, rejected: list[Rejection] | None = None,
-                         step: str | None = None) -> M:
+                         step: str | None = None, budget: int | None = None) -> M:
         """Ask for JSON in the shape of `response_model` and validate the reply as it.
 
         The reply is repaired if needed (`parse_reply`). Items of a list field that do not
@@ -478,13 +478,18 @@ class ChatModel:
         each such value is appended to `rejected` as a `Rejection` of `step` (default: the
         model's name), as is a reply cut off at `max_tokens` (its incomplete items are left out).
         A reply that cannot be read at all is shown back to the model with the error, once; a
-        second such reply raises `LLMOutputError` with the raw text."""
+        second such reply raises `LLMOutputError` with the raw text.
+
+        `budget` is the most tokens a sound reply needs: with `llm.max_tokens` set, the smaller of
+        the two is sent, so a small model repeating itself is stopped early (its complete items
+        kept); without it no limit is sent (some endpoints refuse `max_tokens`)."""
         step = step or response_model.__name__
         history = list(messages)
         raw = ""
         error = ""
         for attempt in range(2):
-            raw, cut = await self._complete(history, usage, response_model)
+            raw, cut = await self._complete(history, usage, response_model, budget)
+            log.debug("%s reply (%d characters%s): %s", step, len(raw), ", cut off" if cut else "", raw[:4000])
             try:
                 data, repaired_cut = parse_reply(raw)
                 data = _wrap(data, response_model)

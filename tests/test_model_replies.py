@@ -336,3 +336,18 @@ def test_any_reply_stores_only_valid_memories_or_fails_writing_nothing(tmp_path_
                 assert all(r.action in ("dropped", "defaulted") for r in result.rejected)
 
             check()
+
+
+async def test_a_reply_budget_lowers_max_tokens_only_when_one_is_set(make_reme: Any, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": [{"content": "Alice lives in Berlin", "sources": [0]}]}, times=2)
+    server.script(EXTRACT, {"memories": [{"content": "Alice lives in Munich", "sources": [0]}]})
+    server.script(RECONCILE, {"decisions": [{"candidate": 0, "action": "ADD"}]})
+    llm_config = {"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0}
+    async with make_reme(llm={**llm_config, "max_tokens": 5000}) as reme:
+        await reme.summarize_memory(CHAT, user_name="alice")
+        await reme.summarize_memory(CHAT[2:], user_name="alice")
+    extract, _, reconcile = server.chat_requests
+    assert extract["max_tokens"] == 5000 and reconcile["max_tokens"] == 64 + 160  # one candidate
+    async with make_reme(llm=llm_config) as reme:
+        await reme.retrieve_memory("where", user_name="bob")
+    assert "max_tokens" not in server.chat_requests[-1]  # none set: none sent (some endpoints refuse it)

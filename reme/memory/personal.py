@@ -202,7 +202,8 @@ class PersonalSummarizer:
                   for i, c in enumerate(candidates)]
         decisions = await self.llm.structured(
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
-            Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile")
+            Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
+            budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
         plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected)
         return plan
 
@@ -358,7 +359,7 @@ class PersonalRetriever:
                 plan = await self.llm.structured(
                     self.prompts.messages("personal/rewrite", query=query, user_name=" and ".join(users),
                                           today=now.date().isoformat(), max_queries=self.config.max_queries),
-                    QueryPlan, usage=usage, step="personal/rewrite")
+                    QueryPlan, usage=usage, step="personal/rewrite", budget=96 + 64 * self.config.max_queries)
             except LLMError as exc:  # the rewrite only sharpens the search: without it, search the query as asked
                 log.warning("query rewrite skipped: %s", exc)
                 fallbacks.append(Fallback(step="rewrite", error=str(exc)[:500]))

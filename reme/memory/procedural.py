@@ -184,7 +184,7 @@ class ProceduralSummarizer:
                   for i, c in enumerate(candidates)]
         ratings = await self.llm.structured(
             self.prompts.messages("procedural/validate", task_name=task_name, candidates=listed), Ratings,
-            usage=plan.usage, rejected=plan.rejected, step="procedural/validate")
+            usage=plan.usage, rejected=plan.rejected, step="procedural/validate", budget=64 + 96 * len(candidates))
         scores = {r.index: r for r in ratings.results if 0 <= r.index < len(candidates)}
         kept = []
         for i, cand in enumerate(candidates):
@@ -246,7 +246,7 @@ class ProceduralRetriever:
             try:
                 ranking = await self.llm.structured(
                     self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k), Ranking,
-                    usage=usage, step="procedural/rerank")
+                    usage=usage, step="procedural/rerank", budget=32 + 8 * min(top_k, len(nodes)))
                 order = list(dict.fromkeys(i for i in ranking.ranking if 0 <= i < len(nodes)))
                 nodes = [nodes[i] for i in order]
             except LLMError as exc:

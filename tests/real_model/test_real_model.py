@@ -10,6 +10,7 @@ in place of the one they name. `pytest -m "not real_model"` leaves this tier out
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 from typing import AsyncIterator, Iterator
 
@@ -138,7 +139,8 @@ def test_documentation_block_runs_against_the_real_model(page: str, lang: str, c
     assert DOCS_MODEL in code, f"{page}:{line} names no model this test can swap"
     code = code.replace(DOCS_MODEL, MODEL)
     env = user_environment("http://127.0.0.1:9/v1", tmp_path)  # `llm.sh run` and `serve` point ReMe elsewhere
-    env.update({"REME_WORKING_DIR": str(tmp_path / "wd"), "REME_LLM__MAX_TOKENS": "320", "REME_LLM__TIMEOUT": "600"})
+    env.update({"REME_WORKING_DIR": str(tmp_path / "wd"), "REME_LLM__MAX_TOKENS": "320", "REME_LLM__TIMEOUT": "600",
+                "PYTHON": sys.executable})  # what scripts/llm.sh runs on (a pyenv shim would put its own python first)
     args = ["bash", "-euo", "pipefail", "-c", code] if lang == "bash" else ["python", "-c", code]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
