@@ -107,6 +107,8 @@ class LLMConfig(_Section):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None  # an empty OPENAI_BASE_URL-style setting means "not set"
         if value is not None and not re.match(r"^https?://[^/\s]", value.strip(), re.IGNORECASE):
             hint = f"; write http://{value.strip()}" if "://" not in value else ""
             raise ValueError(f"base_url {value!r} is not an http:// or https:// URL{hint} "
