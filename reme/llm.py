@@ -234,9 +234,10 @@ def repair_json(text: str) -> tuple[str, bool]:
     return "".join(kept + closers), True
 
 
-def parse_reply(text: str) -> tuple[Any, bool]:
+def parse_reply(text: str, cut_off: bool = False) -> tuple[Any, bool]:
     """The JSON value in a model's reply, repaired when needed (see `repair_json`); the second
-    element says whether the reply was cut off and only its complete part was kept."""
+    element says whether only its complete part was kept. That is done only for a reply that was
+    `cut_off` (at `max_tokens`): one that stopped by itself before its JSON ended is malformed."""
     try:
         return parse_json(extract_json(text), "the reply"), False
     except ValueError as exc:
@@ -245,6 +246,8 @@ def parse_reply(text: str) -> tuple[Any, bool]:
         fixed, cut = repair_json(text)
     except ValueError:
         raise error from None
+    if cut and not cut_off:
+        raise ValueError("the reply ends before its JSON does")
     return parse_json(fixed, "the reply"), cut
 
 
@@ -491,7 +494,7 @@ class ChatModel:
             raw, cut = await self._complete(history, usage, response_model, budget)
             log.debug("%s reply (%d characters%s): %s", step, len(raw), ", cut off" if cut else "", raw[:4000])
             try:
-                data, repaired_cut = parse_reply(raw)
+                data, repaired_cut = parse_reply(raw, cut)
                 data = _wrap(data, response_model)
                 try:
                     result, found = response_model.model_validate(data), []
@@ -501,9 +504,8 @@ class ChatModel:
                         raise
                     result, found = response_model.model_validate(salvaged[0]), salvaged[1]
                 if repaired_cut:
-                    found.append(Rejection(step=step, action="dropped", reason=(
-                        "the reply was cut off at llm.max_tokens" if cut else "the reply ended before its JSON did")
-                        + ": its incomplete last items were left out"))
+                    found.append(Rejection(step=step, action="dropped", reason="the reply was cut off at "
+                                           "llm.max_tokens: its incomplete last items were left out"))
                 for r in found:
                     log.info("%s reply: %s %s (%s)", step, r.action, r.path or "the rest", r.reason)
                 if rejected is not None:

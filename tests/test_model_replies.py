@@ -139,16 +139,19 @@ def test_a_reply_cut_anywhere_keeps_a_prefix_of_whole_items(items: list[dict[str
     text = json.dumps({"memories": items})
     cut_at = data.draw(st.integers(1, len(text) - 1))
     try:
-        got, _ = parse_reply(text[:cut_at])
+        got, _ = parse_reply(text[:cut_at], cut_off=True)
     except ValueError:
         return
     kept = got.get("memories", [])
     assert kept == items[:len(kept)]  # whole items only: one cut off is left out
 
 
-def test_repair_reports_a_cut() -> None:
+def test_repair_reports_a_cut_and_only_a_reply_cut_off_is_closed() -> None:
     assert repair_json('{"a": [1, 2], "b": "x') == ('{"a":[1,2]}', True)
     assert repair_json("{'a': True}") == ('{"a":true}', False)
+    assert parse_reply('{"a": [1, 2], "b": "x', cut_off=True) == ({"a": [1, 2]}, True)
+    with pytest.raises(ValueError, match="ends before"):
+        parse_reply('{"a": [1, 2], "b": "x')  # it stopped by itself: malformed, not cut
 
 
 # -- hostile values through the pipelines --------------------------------------------------------
