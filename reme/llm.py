@@ -515,9 +515,12 @@ class ChatModel:
                 error = describe(exc) if isinstance(exc, ValidationError) else str(exc)
                 log.info("%s reply did not validate as %s (attempt %d): %s", self.model, response_model.__name__,
                          attempt + 1, error)
-            history = [*messages, {"role": "assistant", "content": raw[:20_000]},
-                       {"role": "user", "content": f"That reply is not valid: {error[:2000]}\n"
-                                                   "Answer again with only the corrected JSON object."}]
+            # A reply cut off is asked for again shorter; the error itself would only be repeated
+            # back by a small model (`{"guideline": "Field required"}`).
+            retry = ("That reply was too long: it was cut off before its end. Answer again with only the JSON "
+                     "object, much shorter." if cut else
+                     f"That reply is not valid: {error[:2000]}\nAnswer again with only the corrected JSON object.")
+            history = [*messages, {"role": "assistant", "content": raw[:20_000]}, {"role": "user", "content": retry}]
         raise LLMOutputError(f"{self.model} did not return a valid {response_model.__name__}: {error}", raw=raw)
 
     async def close(self) -> None:

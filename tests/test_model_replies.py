@@ -354,3 +354,15 @@ async def test_a_reply_budget_lowers_max_tokens_only_when_one_is_set(make_reme: 
     async with make_reme(llm=llm_config) as reme:
         await reme.retrieve_memory("where", user_name="bob")
     assert "max_tokens" not in server.chat_requests[-1]  # none set: none sent (some endpoints refuse it)
+
+
+async def test_a_reply_cut_off_with_nothing_usable_is_asked_for_again_shorter(server: OpenAITestServer) -> None:
+    class Guide(BaseModel):
+        guideline: str
+
+    server.script("Remember", Message('{"guideline": "Use it when you need it, and also when', finish_reason="length"),
+                  times=1)
+    server.script("Remember", {"guideline": "Use short queries."})
+    assert await llm(server, max_tokens=10).structured(ASK, Guide) == Guide(guideline="Use short queries.")
+    retry = server.chat_requests[1]["messages"][-1]["content"]
+    assert "cut off" in retry and "shorter" in retry and "Field required" not in retry
