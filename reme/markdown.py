@@ -49,8 +49,11 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 HEADINGS = {"user": "Memories of user", "task": "Lessons of task", "tool": "Guideline of tool"}
 
 _MARKER = re.compile(r"[ \t]*<!--[ \t]*reme:[ \t]*([0-9A-Fa-f-]{4,36})[ \t]*-->[ \t]*\Z")
-_BROKEN = re.compile(r"<!-|reme:[ \t]*[0-9A-Fa-f]{6,}")
-"""What is left of a marker after an edit broke it (checked only in new or edited text)."""
+_BROKEN = re.compile(r"reme:[ \t]*[0-9A-Fa-f]{8}")
+"""What is left of a marker an edit broke (`<!- reme:ab12cd34 -->`, `reme:ab12cd34 -->`): looked
+for only in new or edited items, whose text is then reported instead of stored."""
+_LITERAL_COMMENT = re.compile(r"<\\+!--.*?(?:-->|\Z)", re.DOTALL)
+_LOOSE_KEY = re.compile(r"reme:[ \t]*([0-9A-Fa-f-]{8,36})")
 _ITEM = re.compile(r"([-*+]|\d{1,9}[.)])(?: (.*))?\Z", re.DOTALL)
 _JOURNAL_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.md\Z")
 _ENTRY = re.compile(r"[ \t]+(\S+):[ \t]*(\{.*\})[ \t]*\Z")
@@ -224,6 +227,8 @@ class Item:
     key: str | None = None
     text: str = ""
     problem: str | None = None
+    broken: bool = False
+    """Whether what is left of a marker shows outside a literal (`<\\!--`) comment."""
 
 
 @dataclass
@@ -374,6 +379,7 @@ def _read_item(path: str, line: int, raw: str) -> Item:
         item.problem = ("two markers in one item" if re.search(r"<!--[ \t]*reme:", text) else
                         "a broken marker or an HTML comment (write <\\!-- for a literal one)")
     item.text = canonical(_unescape(text))
+    item.broken = bool(_BROKEN.search(_LITERAL_COMMENT.sub("", text)))
     return item
 
 
@@ -487,39 +493,54 @@ def plan(tree: Tree, scope: Scope, stored: Mapping[str, MemoryNode]) -> Plan:
     by_id = {e.memory_id: e for e in entries.values()}
     items: dict[str, list[Item]] = {}
     new: list[tuple[Item, MarkdownFile]] = []
+    held: set[str] = set()
+    """Keys named by a reported item: their memories are neither updated nor deleted."""
+
+    def resolve(key: str) -> str | None:
+        if key in entries:
+            return key
+        return next((e.key for mid, e in by_id.items() if len(key) >= KEY_CHARS and uuid.UUID(mid).hex.startswith(key)),
+                    None)
+
+    untied = bool(out.ambiguous)  # text outside items, a file gone: which memories they were is unknown
+
+    def report(item: Item, reason: str) -> None:
+        nonlocal untied
+        out.ambiguous.append(_issue(item, reason))
+        keys = {resolve(loose.replace("-", "").lower()) for loose in _LOOSE_KEY.findall(item.raw)}
+        held.update(k for k in keys if k is not None)
+        untied = untied or not keys or None in keys
+
     for file in tree.files:
         for item in file.items:
             if item.problem:
-                out.ambiguous.append(_issue(item, item.problem))
-                if item.key in entries:
-                    items.setdefault(item.key, []).append(item)  # neither updated nor deleted
-                continue
-            if item.key is None:
-                if _BROKEN.search(item.text):
-                    out.ambiguous.append(_issue(item, "what looks like a broken marker: restore it as "
-                                                      "<!-- reme:KEY --> at the item's end, or remove it"))
-                else:
-                    new.append((item, file))
-                continue
-            key = item.key if item.key in entries else next(
-                (e.key for mid, e in by_id.items() if uuid.UUID(mid).hex == item.key), item.key)
-            if key not in entries:
-                out.ambiguous.append(_issue(item, f"marker reme:{item.key} is not in any front matter of this tree"))
-                continue
-            items.setdefault(key, []).append(item)
+                report(item, item.problem)
+            elif item.key is None and item.broken:
+                report(item, "what looks like a broken marker: restore it as <!-- reme:KEY --> at the item's end, "
+                             "or remove it")
+            elif item.key is None:
+                new.append((item, file))
+            elif resolve(item.key) is None:
+                report(item, f"marker reme:{item.key} is not in any front matter of this tree")
+            else:
+                items.setdefault(str(resolve(item.key)), []).append(item)
     for key, entry in entries.items():
         found = items.get(key, [])
         old = stored.get(entry.memory_id)
         if len(found) > 1:
             for item in found:
-                if not item.problem:
-                    out.ambiguous.append(_issue(item, f"marker reme:{key} is on {len(found)} items", entry.memory_id))
+                out.ambiguous.append(_issue(item, f"marker reme:{key} is on {len(found)} items", entry.memory_id))
             continue
-        if found and found[0].problem:
+        if key in held:
             continue
         if not found:
             if old is None:
                 continue  # deleted here and in the store: nothing left to do
+            if untied:
+                out.ambiguous.append(MarkdownIssue(file=entry.file, text=old.content[:500], memory_id=old.memory_id,
+                                                   reason="its item is gone, but an item reported here may be it: "
+                                                          "not deleted until those are fixed"))
+                continue
             if old.version != entry.version:
                 out.conflicts.append(MarkdownIssue(file=entry.file, reason=f"removed here, but the store changed it "
                                                    f"since the export (version {entry.version} -> {old.version})",
@@ -532,7 +553,7 @@ def plan(tree: Tree, scope: Scope, stored: Mapping[str, MemoryNode]) -> Plan:
         if text_hash(item.text) == entry.sha or (old is not None and item.text == canonical(old.content)):
             out.unchanged += 1
             continue
-        if _BROKEN.search(item.text):
+        if item.broken:
             out.ambiguous.append(_issue(item, "what looks like a broken marker in an edited item: restore it as "
                                               "<!-- reme:KEY --> at the item's end, or remove it", entry.memory_id))
             continue
