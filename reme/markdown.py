@@ -110,6 +110,20 @@ class MarkdownExport(BaseModel):
     memories: int
 
 
+class MarkdownTree(BaseModel):
+    """A tree's files as text, by relative path: how the service and its client pass a tree."""
+
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+class MarkdownExportReply(MarkdownTree):
+    export: MarkdownExport
+
+
+class MarkdownSyncReply(MarkdownTree):
+    result: MarkdownSyncResult
+
+
 # -- text ----------------------------------------------------------------------------------------
 def canonical(text: str) -> str:
     """A memory's text as the tree keeps it: `\\n` line ends, no trailing spaces on a line, no
@@ -246,7 +260,6 @@ class MarkdownFile:
 class Tree:
     directory: Path
     files: list[MarkdownFile]
-    ignored: list[str]
 
     @property
     def scope(self) -> Scope | None:
@@ -383,43 +396,61 @@ def _read_item(path: str, line: int, raw: str) -> Item:
     return item
 
 
-def read_tree(directory: Path) -> Tree:
-    """The tree under `directory`: its root file, `journal/*.md`; other files are listed as
-    ignored. A directory that does not exist is an empty tree."""
-    files: list[MarkdownFile] = []
-    ignored: list[str] = []
+def directory_arg(value: object) -> Path:
+    """A tree's directory argument: a string or a path, without NUL."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidInputError(f"directory must be a string or a Path, not {type(value).__name__}")
+    if "\x00" in str(os.fspath(value)):
+        raise InvalidInputError("directory must not contain NUL characters")
+    return Path(value)
+
+
+def tree_path(rel: str) -> bool:
+    """Whether `rel` (relative, `/`-separated) names a file of a tree: a root file or a journal day."""
+    return rel in ROOT_FILES.values() or (rel.startswith(JOURNAL_DIR + "/")
+                                          and bool(_JOURNAL_NAME.fullmatch(rel[len(JOURNAL_DIR) + 1:])))
+
+
+def tree_texts(directory: Path) -> dict[str, str]:
+    """The text of each file of the tree under `directory` (root files, `journal/YYYY-MM-DD.md`),
+    by relative path; nothing when it does not exist."""
     if not directory.exists():
-        return Tree(directory, files, ignored)
+        return {}
     if not directory.is_dir():
         raise InvalidInputError(f"{directory} is not a directory")
-    candidates = sorted(p for p in directory.iterdir() if p.suffix == ".md")
+    candidates = [directory / name for name in sorted(set(ROOT_FILES.values()))]
     journal = directory / JOURNAL_DIR
     if journal.is_dir():
-        candidates += sorted(p for p in journal.iterdir() if p.suffix == ".md")
+        candidates += sorted(journal.iterdir())
+    out: dict[str, str] = {}
     for file in candidates:
         rel = file.relative_to(directory).as_posix()
-        in_journal = rel.startswith(JOURNAL_DIR + "/") and _JOURNAL_NAME.fullmatch(rel[len(JOURNAL_DIR) + 1:])
-        if rel not in ROOT_FILES.values() and not in_journal:
-            ignored.append(rel)
-            continue
-        if not file.is_file():
+        if not tree_path(rel) or not file.is_file():
             continue
         try:
             if file.stat().st_size > MAX_FILE_BYTES:
                 raise InvalidInputError(f"{rel} is larger than {MAX_FILE_BYTES} bytes")
             with open(file, encoding="utf-8", newline=None) as handle:
-                text = handle.read()
+                out[rel] = handle.read()
         except UnicodeDecodeError:
             raise InvalidInputError(f"{rel} is not UTF-8 text") from None
         except OSError as exc:
             raise InvalidInputError(f"cannot read {rel}: {exc.strerror or exc}") from None
-        files.append(parse(rel, text))
-    return Tree(directory, files, ignored)
+    return out
+
+
+def read_tree(directory: Path) -> Tree:
+    """The tree under `directory`, parsed (a directory that does not exist is an empty tree)."""
+    return Tree(directory, [parse(rel, text) for rel, text in tree_texts(directory).items()])
 
 
 def write_tree(directory: Path, files: Mapping[str, str], stale: Iterable[str] = ()) -> None:
     """Write `files` under `directory` (each through a temporary file and a rename, so a file is
     never half written) and remove the `stale` ones a previous export wrote."""
+    bad = [rel for rel in [*files, *stale] if not tree_path(rel)]
+    if bad:
+        raise InvalidInputError(f"{bad[0][:80]!r} is not a file of a Markdown tree ({', '.join(ROOT_FILES.values())} "
+                                f"or {JOURNAL_DIR}/YYYY-MM-DD.md)")
     try:
         for rel, text in files.items():
             target = directory / rel
@@ -597,5 +628,5 @@ def plan(tree: Tree, scope: Scope, stored: Mapping[str, MemoryNode]) -> Plan:
     return out
 
 
-__all__ = ["MarkdownExport", "MarkdownIssue", "MarkdownSyncResult", "canonical", "plan", "read_tree", "render",
-           "write_tree"]
+__all__ = ["MarkdownExport", "MarkdownExportReply", "MarkdownIssue", "MarkdownSyncReply", "MarkdownSyncResult",
+           "MarkdownTree", "canonical", "directory_arg", "plan", "read_tree", "render", "tree_path", "tree_texts", "write_tree"]

@@ -578,7 +578,7 @@ class ReMe:
         always is. Files a previous export wrote that would now be empty journals are removed;
         other files in the directory are left alone."""
         scope = self._require_scope(user_name, task_name, tool_name, "export_markdown")
-        root = _path_arg(directory)
+        root = markdown.directory_arg(directory)
         if not isinstance(overwrite, bool):
             raise InvalidInputError("overwrite must be True or False")
         async with self.repo.target_lock(scope.kind, scope.name):
@@ -611,7 +611,7 @@ class ReMe:
         and leaves the reported items as the store has them. `dry_run=True` only reports. After
         a clean sync the tree is written again from the store (new items get their markers)."""
         scope = self._require_scope(user_name, task_name, tool_name, "sync_markdown")
-        root = _path_arg(directory)
+        root = markdown.directory_arg(directory)
         if not isinstance(dry_run, bool) or not isinstance(force, bool):
             raise InvalidInputError("dry_run and force must be True or False")
         tree = markdown.read_tree(root)
@@ -875,12 +875,6 @@ class ReMeSync(SyncFace):
 
     def __enter__(self) -> "ReMeSync":
         return self.open()
-
-    def export_markdown(self, directory: str | Path, **kwargs: Any) -> MarkdownExport:
-        return self._run(self._face.export_markdown(directory, **kwargs))
-
-    def sync_markdown(self, directory: str | Path, **kwargs: Any) -> MarkdownSyncResult:
-        return self._run(self._face.sync_markdown(directory, **kwargs))
 
 
 __all__ = ["ReMe", "ReMeSync", "Scope"]

@@ -43,6 +43,8 @@ from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, uvico
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
+from reme import markdown
+from reme.markdown import MarkdownExportReply, MarkdownSyncReply
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory, check_int)
@@ -153,6 +155,17 @@ class SearchRequest(ReadArgs):
 
 class ExportRequest(FilterArgs):
     with_vectors: bool = False
+
+
+class MarkdownExportRequest(ScopeArgs):
+    files: dict[str, str] = Field(default_factory=dict, description="the tree already in the directory, by path")
+    overwrite: bool = False
+
+
+class MarkdownSyncRequest(ScopeArgs):
+    files: dict[str, str] = Field(default_factory=dict, description="the edited tree, by path")
+    dry_run: bool = False
+    force: bool = False
 
 
 class DeleteAllRequest(ScopeArgs):
@@ -469,6 +482,34 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     async def restore(request: Request, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
         caller.permit([], destructive="restore")
         return Count(count=await unspooled(await request.body(), lambda path: reme.restore(path)))
+
+    # -- Markdown --
+    async def in_tree(files: dict[str, str], call: Callable[[Path], Awaitable[T]]) -> tuple[T, dict[str, str]]:
+        """Hand a tree sent as text to a facade method that works on a directory; return what it
+        returns and the tree's files after it."""
+        with tempfile.TemporaryDirectory(prefix="reme-md-") as folder:
+            root = Path(folder) / "tree"
+            await asyncio.to_thread(markdown.write_tree, root, files)
+            try:
+                out = await run(call(root))
+            except InvalidInputError as exc:  # name the tree, not the spool directory
+                raise type(exc)(str(exc).replace(str(root), "the tree")) from None
+            return out, await asyncio.to_thread(markdown.tree_texts, root)
+
+    @app.post("/v1/markdown/export", response_model=MarkdownExportReply, tags=["files"])
+    async def export_markdown(body: MarkdownExportRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> MarkdownExportReply:
+        caller.permit(body.targets())
+        args = body.model_dump()
+        done, files = await in_tree(args.pop("files"), lambda root: reme.export_markdown(root, **args))
+        return MarkdownExportReply(export=done.model_copy(update={"directory": "."}), files=files)
+
+    @app.post("/v1/markdown/sync", response_model=MarkdownSyncReply, tags=["files"])
+    async def sync_markdown(body: MarkdownSyncRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MarkdownSyncReply:
+        caller.permit(body.targets())
+        args = body.model_dump()
+        result, files = await in_tree(args.pop("files"), lambda root: reme.sync_markdown(root, **args))
+        return MarkdownSyncReply(result=result, files=files)
 
     # -- pipelines --
     @app.post("/v1/summarize", response_model=SummaryResult, tags=["pipelines"])

@@ -421,3 +421,52 @@ def test_cli_md_has_help() -> None:
         out = subprocess.run([sys.executable, "-m", "reme.cli", "md", action, "--help"], capture_output=True,
                              text=True, timeout=60, cwd=ROOT)
         assert out.returncode == 0 and f"usage: reme md {action}" in out.stdout
+
+
+# -- over HTTP -----------------------------------------------------------------------------------
+async def test_the_client_exports_and_syncs_through_the_service(tmp_path: Path) -> None:
+    from reme import PermissionDeniedError
+    from reme.client import ReMeClient
+    from service_process import Served
+
+    alice_token, admin_token = "alice-token-0123456789", "admin-token-0123456789"
+    tokens = [{"name": "alice-app", "secret": alice_token, "users": ["alice"]},
+              {"name": "admin", "secret": admin_token, "users": ["*"], "tasks": ["*"], "tools": ["*"]}]
+    served = Served(tmp_path / "wd", server_config={"server": {"tokens": tokens}}).wait_ready()
+    try:
+        async with ReMeClient(served.url, token=alice_token) as alice, \
+                ReMeClient(served.url, token=admin_token) as admin:
+            seat = await alice.add_memory("Alice prefers window seats", user_name="alice")
+            food = await alice.add_memory("Alice is vegetarian", user_name="alice")
+            bob = await admin.add_memory("Bob plays bass", user_name="bob")
+            tree = tmp_path / "md"
+            done = await alice.export_markdown(tree, user_name="alice")
+            assert (done.directory, done.files, done.memories) == (str(tree), ["MEMORY.md"], 2)
+            assert (await alice.sync_markdown(tree, user_name="alice")).changes == 0
+
+            edit(tree / "MEMORY.md", "window seats", "aisle seats")
+            with open(tree / "MEMORY.md", "a", encoding="utf-8") as f:
+                f.write("- Alice drinks green tea\n")
+            result = await alice.sync_markdown(tree, user_name="alice")
+            assert [n.content for n in result.updated] == ["Alice prefers aisle seats"] and result.rewritten
+            assert [n.content for n in result.added] == ["Alice drinks green tea"]
+            assert "Alice drinks green tea <!-- reme:" in (tree / "MEMORY.md").read_text(encoding="utf-8")
+            assert [v.node.content for v in await alice.history(seat.memory_id, user_name="alice")] == \
+                ["Alice prefers window seats"]
+
+            await alice.update_memory(food.memory_id, content="Alice is vegan", user_name="alice")
+            edit(tree / "MEMORY.md", "is vegetarian", "eats fish")
+            blocked = await alice.sync_markdown(tree, user_name="alice")
+            assert not blocked.applied and [c.memory_id for c in blocked.conflicts] == [food.memory_id]
+            assert "eats fish" in (tree / "MEMORY.md").read_text(encoding="utf-8")  # left as edited
+
+            with pytest.raises(PermissionDeniedError):  # the token's wall holds for trees too
+                await alice.sync_markdown(tree, user_name="bob")
+            with pytest.raises(PermissionDeniedError):
+                await alice.export_markdown(tmp_path / "bob-md", user_name="bob")
+            with pytest.raises(InvalidInputError, match="user 'alice'"):
+                await admin.sync_markdown(tree, user_name="bob")  # a tree syncs only into its own target
+            assert (await admin.get_memory(bob.memory_id)).version == 1
+            assert not (tmp_path / "bob-md").exists()
+    finally:
+        assert served.stop() == 0, served.output()
