@@ -163,14 +163,17 @@ def file_of(node: MemoryNode) -> str:
 
 
 def _keys(ids: Iterable[str]) -> dict[str, str]:
-    """id -> the shortest prefix of its hex digits (at least KEY_CHARS) no other id shares."""
-    hexes = {i: uuid.UUID(i).hex for i in ids}
+    """id -> the shortest prefix of its hex digits (at least KEY_CHARS) no other id shares: one
+    longer than what it shares with its neighbours in sorted order."""
+    ordered = sorted((uuid.UUID(i).hex, i) for i in ids)
+
+    def shared(a: str, b: str) -> int:
+        return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+
     out: dict[str, str] = {}
-    for mid, h in hexes.items():
-        n = KEY_CHARS
-        while n < 32 and any(o != mid and other.startswith(h[:n]) for o, other in hexes.items()):
-            n += 4
-        out[mid] = h[:n]
+    for i, (h, mid) in enumerate(ordered):
+        near = [ordered[j][0] for j in (i - 1, i + 1) if 0 <= j < len(ordered)]
+        out[mid] = h[:max([KEY_CHARS] + [shared(h, other) + 1 for other in near])]
     return out
 
 

@@ -295,6 +295,19 @@ async def test_a_task_tree_holds_lessons(reme: ReMe, tmp_path: Path) -> None:
     assert node.memory_type.value == "procedural" and node.target_kind == "task"
 
 
+async def test_ids_that_share_their_start_get_longer_markers(reme: ReMe, tmp_path: Path) -> None:
+    nodes = await reme.add_memories([MemoryNode(memory_id=f"abcdef12-0000-4000-8000-00000000000{i}",
+                                                memory_type="personal", memory_target="alice", content=f"fact {i}")
+                                     for i in range(3)])
+    tree = tmp_path / "md"
+    await reme.export_markdown(tree, user_name="alice")
+    text = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert len(set(re.findall(r"<!-- reme:([0-9a-f]+) -->", text))) == 3 and "<!-- reme:abcdef12 -->" not in text
+    edit(tree / "MEMORY.md", "fact 1", "fact one")
+    result = await reme.sync_markdown(tree, user_name="alice")
+    assert [(n.memory_id, n.content) for n in result.updated] == [(nodes[1].memory_id, "fact one")]
+
+
 # -- hostile content -----------------------------------------------------------------------------
 @pytest.mark.parametrize("text", HOSTILE)
 async def test_hostile_content_round_trips_and_edits_exactly(reme: ReMe, tmp_path: Path, text: str) -> None:
