@@ -55,6 +55,7 @@ for only in new or edited items, whose text is then reported instead of stored."
 _LITERAL_COMMENT = re.compile(r"<\\+!--.*?(?:-->|\Z)", re.DOTALL)
 _LOOSE_KEY = re.compile(r"reme:[ \t]*([0-9A-Fa-f-]{8,36})")
 _ITEM = re.compile(r"([-*+]|\d{1,9}[.)])(?: (.*))?\Z", re.DOTALL)
+_RULE = re.compile(r"(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}")
 _JOURNAL_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})\.md\Z")
 _ENTRY = re.compile(r"[ \t]+(\S+):[ \t]*(\{.*\})[ \t]*\Z")
 _FIELD = re.compile(r"([A-Za-z_]+):[ \t]*(.*?)[ \t]*\Z")
@@ -372,7 +373,7 @@ def parse(path: str, text: str) -> MarkdownFile:
         elif line[0] in " \t" and current is not None:
             current += [""] * blanks + [_dedent(line)]
             blanks = 0
-        elif line.startswith("#"):
+        elif line.startswith("#") or _RULE.fullmatch(line.rstrip()):
             close()
             current = None
         else:

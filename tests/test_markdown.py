@@ -374,6 +374,58 @@ def test_any_content_round_trips_and_any_edit_is_read_exactly(tmp_path: Path) ->
     assert seen["updated"] >= 50 and seen["reported"] >= 1, seen  # both outcomes were exercised
 
 
+LINES = st.one_of(st.sampled_from(["", "- a new fact", "  a further line", "# a heading", "---", "stray text",
+                                   "- <!-- reme:", "-->", "<!-- reme:0123abcd -->", "1. numbered", "* starred",
+                                   "\t- tabbed", "- \u2028", "\ufeff- bom", "- x <!-- a --> <!-- b -->"]),
+                  st.text(ALPHABET, max_size=30))
+
+
+def test_any_edit_of_a_tree_syncs_or_is_refused_and_never_half_applied(tmp_path: Path) -> None:
+    """Whatever the text of an exported file becomes (kept lines shuffled and damaged, lines of
+    any kind added), a sync returns a result or raises a ReMeError; when it writes nothing, the
+    store is as it was; another target is never touched."""
+    from reme import ReMeError
+
+    seen: Counter[str] = Counter()
+    with ReMeSync(working_dir=tmp_path / "wd", embedding={"backend": "hash", "dimensions": DIM}) as reme:
+        bob = reme.add_memory("Bob plays bass", user_name="bob")
+
+        @settings(deadline=None, derandomize=True, database=None, max_examples=60,
+                  suppress_health_check=[HealthCheck.too_slow])
+        @given(data=st.data(), force=st.booleans())
+        def check(data: st.DataObject, force: bool) -> None:
+            user = uuid.uuid4().hex
+            for text in ("Alice prefers window seats", "Alice is vegetarian\nand likes tea", "Alice plays chess"):
+                reme.add_memory(text, user_name=user)
+            tree = tmp_path / user
+            reme.export_markdown(tree, user_name=user)
+            memory = tree / "MEMORY.md"
+            lines = memory.read_text(encoding="utf-8").split("\n")
+            body = lines.index("---", 1) + 1
+            kept = data.draw(st.lists(st.sampled_from(lines[1:]), max_size=len(lines)))
+            kept = [line[:data.draw(st.integers(0, len(line)))] if data.draw(st.booleans()) else line
+                    for line in kept]
+            head = lines[:body] if data.draw(st.booleans()) else ["---"] + kept[:3] + ["---"]
+            memory.write_text("\n".join(head + kept + data.draw(st.lists(LINES, max_size=8))), encoding="utf-8")
+            before = reme.list_memory(user_name=user, limit=100).nodes
+            try:
+                result = reme.sync_markdown(tree, user_name=user, force=force)
+            except ReMeError:
+                result = None
+            after = reme.list_memory(user_name=user, limit=100).nodes
+            seen["refused" if result is None else "blocked" if not result.applied else "applied"] += 1
+            if result is None or not result.applied or result.changes == 0:
+                assert sorted(n.model_dump_json() for n in after) == sorted(n.model_dump_json() for n in before)
+            else:
+                ids = {n.memory_id for n in after}
+                assert {n.memory_id for n in result.added + result.updated} <= ids
+                assert not {n.memory_id for n in result.deleted} & ids
+            assert reme.get_memory(bob.memory_id, user_name="bob") == bob
+
+        check()
+    assert min(seen["refused"], seen["blocked"], seen["applied"]) >= 5, seen
+
+
 # -- faces ---------------------------------------------------------------------------------------
 def test_sync_face_mirrors_the_markdown_methods() -> None:
     for name in ("export_markdown", "sync_markdown"):
