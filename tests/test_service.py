@@ -567,7 +567,7 @@ def test_openapi_covers_every_endpoint_and_error_shape(service: Served) -> None:
                 ("post", "/v1/memories/usage"), ("post", "/v1/memories/export"), ("post", "/v1/memories/import"),
                 ("post", "/v1/summarize"), ("post", "/v1/retrieve"), ("post", "/v1/prune"),
                 ("post", "/v1/optimize"), ("post", "/v1/backup"), ("post", "/v1/restore"), ("get", "/v1/health"),
-                ("get", "/v1/version")}
+                ("get", "/v1/version"), ("post", "/v1/markdown/export"), ("post", "/v1/markdown/sync")}
     assert {(m, p) for p, ops in paths.items() for m in ops} == expected
     for path, ops in paths.items():
         for op in ops.values():
