@@ -525,7 +525,12 @@ def plan(tree: Tree, scope: Scope, stored: Mapping[str, MemoryNode]) -> Plan:
             out.ambiguous.append(MarkdownIssue(file=missing, reason="this exported file is gone: to delete its "
                                                                     "memories, remove their items instead; restore "
                                                                     "the file (or export again)"))
-    by_id = {e.memory_id: e for e in entries.values()}
+    by_id: dict[str, Entry] = {}
+    for entry in entries.values():
+        twin = by_id.setdefault(entry.memory_id, entry)
+        if twin.key != entry.key:
+            raise InvalidInputError(f"{entry.file} lists memory {entry.memory_id} under two keys ({twin.key}, "
+                                    f"{entry.key}) in its front matter; export again")
     items: dict[str, list[Item]] = {}
     new: list[tuple[Item, MarkdownFile]] = []
     held: set[str] = set()
@@ -610,11 +615,11 @@ def plan(tree: Tree, scope: Scope, stored: Mapping[str, MemoryNode]) -> Plan:
             out.ambiguous.append(_issue(item, f"not a valid memory: {describe(exc)}", entry.memory_id))
             continue
         out.where[old.memory_id] = f"{item.file}:{item.line}"
-    held = {normalize_text(n.content) for n in stored.values()}
+    texts = {normalize_text(n.content) for n in stored.values()}
     for item, file in new:
         if not item.text:
             continue  # an empty bullet: nothing to add
-        if normalize_text(item.text) in held:
+        if normalize_text(item.text) in texts:
             out.unchanged += 1
             continue
         fields: dict[str, object] = dict(memory_type=main_type(scope), target_kind=scope.kind,
@@ -626,7 +631,7 @@ def plan(tree: Tree, scope: Scope, stored: Mapping[str, MemoryNode]) -> Plan:
         except ValidationError as exc:
             out.ambiguous.append(_issue(item, f"not a valid memory: {describe(exc)}"))
             continue
-        held.add(normalize_text(item.text))
+        texts.add(normalize_text(item.text))
         out.adds.append(node)
         out.where[node.memory_id] = f"{item.file}:{item.line}"
     return out
