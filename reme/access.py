@@ -45,7 +45,10 @@ class TokenConfig(_Strict):
     @field_validator("secret")
     @classmethod
     def _long_enough(cls, value: SecretStr) -> SecretStr:
-        if len(value.get_secret_value().strip()) < 16:
+        secret = value.get_secret_value()
+        if secret != secret.strip():  # never presented as configured: HTTP drops spaces around a header value
+            raise ValueError("a token secret must not start or end with whitespace")
+        if len(secret) < 16:
             raise ValueError("a token secret needs at least 16 characters")
         return value
 
@@ -135,8 +138,10 @@ class Caller:
 
 
 def find_token(tokens: Sequence[TokenConfig], presented: str) -> TokenConfig | None:
-    """The token whose secret is `presented`, compared in constant time against every token."""
-    given = presented.strip().encode("utf-8")
+    """The token whose secret is `presented`, compared in constant time against every token.
+    Only the spaces and tabs HTTP allows around a header value are ignored: any other whitespace
+    (a no-break space, a line separator) is part of what was presented, so it does not match."""
+    given = presented.strip(" \t").encode("utf-8")
     match = None
     for token in tokens:  # compare with every token, so timing does not tell which one was close
         if hmac.compare_digest(given, token.secret.get_secret_value().encode("utf-8")):
