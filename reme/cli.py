@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from reme import __version__
 from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMError, NotFoundError, ReMeError,
                          StoreError)
+from reme.access import json_line
 from reme.config import ReMeConfig
 from reme.reme import ReMe, file_in_the_way, working_dir_is_a_file
 from reme.schema import MemoryNode, parse_json, plural
@@ -510,10 +511,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(command: str, exc: BaseException) -> None:
-    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show)."""
+    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show);
+    a JSON object from the commands that log JSON lines (serve, mcp)."""
     text = " ".join(str(exc).split())
-    print(f"reme {command}: {type(exc).__name__}: {text}".encode("utf-8", "backslashreplace").decode("utf-8"),
-          file=sys.stderr)
+    if command in ("serve", "mcp"):
+        line = json_line(level="error", event="exit", command=f"reme {command}", type=type(exc).__name__, message=text)
+    else:
+        line = f"reme {command}: {type(exc).__name__}: {text}"
+    print(line.encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import contextvars
 import json
 import logging
 import os
-import sys
 from typing import Any
 
 import mcp.types as types
@@ -28,7 +27,7 @@ from mcp.server.lowlevel import Server
 from reme import __version__
 
 from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, bounded, caller_from,
-                         find_token, send_error, uvicorn_server_class)
+                         find_token, log_json_lines, send_error, uvicorn_server_class)
 from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError
 from reme.reme import ReMe
 from reme.schema import MemoryNode, check_int
@@ -327,9 +326,8 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
           task_name: str | None = None, tool_name: str | None = None) -> int:
     """Open the store, then serve the tools over stdio (until stdin closes) or HTTP (until
     SIGTERM/SIGINT). Returns the exit code."""
-    # stdout is the MCP channel over stdio: logs go to stderr, one JSON line per HTTP request.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
-    log.setLevel(logging.INFO)
+    # stdout is the MCP channel over stdio: logs go to stderr as JSON lines (one per HTTP request).
+    log_json_lines()
     caller: Caller | None = Caller(None) if not config.tokens else None  # over HTTP: each request's token
     if transport == "stdio" and config.tokens:
         token = find_token(config.tokens, os.environ.get("REME_TOKEN", ""))
@@ -350,7 +348,7 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
 
             app, manager = http_app(tools, config)
             server = uvicorn_server_class()(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                                           log_level="warning", lifespan="off"))
+                                                           log_level="warning", log_config=None, lifespan="off"))
             async with manager.run():
                 await server.serve()
             return 0 if server.started else 1
