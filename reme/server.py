@@ -288,6 +288,25 @@ Auth = Depends(authenticate)
 Facade = Depends(facade)
 
 
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    return {p.alias for p in dependant.query_params}.union(*(_query_names(d) for d in dependant.dependencies))
+
+
+def known_query(request: Request) -> None:
+    """Every route's first dependency: a query parameter the route does not declare is an
+    `InvalidInputError`, never ignored (`?user=bob` for `?user_name=bob` would make the call
+    unscoped: a read or a delete of any target's memory)."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise InvalidInputError(f"{request.url.path} takes no query parameter {', '.join(map(repr, unknown))}"
+                                + (f"; it takes {', '.join(sorted(known))}" if known else ""))
+
+
 def scope_query(user_name: str | None = Query(None), task_name: str | None = Query(None),
                 tool_name: str | None = Query(None)) -> ScopeArgs:
     return ScopeArgs(user_name=user_name, task_name=task_name, tool_name=tool_name)
@@ -312,6 +331,7 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
 
     errors = {code: {"model": ErrorBody, "description": text} for code, text in DOCUMENTED.items()}
     app = FastAPI(title="ReMe", version=__version__, lifespan=lifespan, responses=errors,  # type: ignore[arg-type]
+                  dependencies=[Depends(known_query)],
                   description="Typed long-term memory for AI agents, over HTTP. Every error body is "
                               '`{"error": {"type", "message", "details"}}`.')
     app.state.reme, app.state.config, app.state.closing = reme, config, False

@@ -742,3 +742,16 @@ def test_every_line_the_service_logs_is_json(tmp_path: Path) -> None:
     lines = busy.output().splitlines()
     assert len(lines) >= 2 and all(isinstance(json.loads(line), dict) for line in lines), busy.output()
     assert "address already in use" in busy.output().lower()
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/memories/{id}"), ("DELETE", "/v1/memories/{id}"),
+                                         ("GET", "/v1/memories/{id}/history"), ("POST", "/v1/memories/import")])
+def test_an_undeclared_query_parameter_is_refused_not_ignored(service: Served, method: str, path: str) -> None:
+    """`?user=bob` is not `?user_name=bob`: ignored, it would make the call unscoped."""
+    with ReMeClientSync(service.url) as client:
+        node = client.add_memory(f"kept {uuid.uuid4()}", user_name="alice")
+    r = httpx.request(method, f"{service.url}{path.format(id=node.memory_id)}", params={"user": "bob"}, content=b"")
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["type"] == "InvalidInputError" and "'user'" in r.json()["error"]["message"]
+    with ReMeClientSync(service.url) as client:
+        assert client.get_memory(node.memory_id, user_name="alice") == node
