@@ -25,7 +25,6 @@ from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
 from reme import __version__
-
 from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, bounded, caller_from,
                          find_token, log_json_lines, send_error, uvicorn_server_class)
 from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError

@@ -63,7 +63,8 @@ STATUS: list[tuple[type[ReMeError], int]] = [
 DOCUMENTED: dict[int, str] = {
     400: "malformed body (not JSON, invalid UTF-8, nested too deep)", 401: "no or an unknown bearer token",
     403: "the token may not touch that target or call that operation", 404: "not found in the caller's scope",
-    405: "the path takes another method (the `Allow` header names it)", 408: "the operation took longer than limits.timeout_s", 409: "a concurrent change; read again and retry",
+    405: "the path takes another method (the `Allow` header names it)",
+    408: "the operation took longer than limits.timeout_s", 409: "a concurrent change; read again and retry",
     413: "body larger than limits.max_body_bytes",
     422: "invalid input (InvalidInputError and its subclasses: InvalidFilterError, PromptTooLargeError, ...)",
     423: "the working directory is held by another process", 500: "store or configuration failure",
