@@ -20,11 +20,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from reme import __version__
 from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMError, NotFoundError, ReMeError,
                          StoreError)
 from reme import markdown
+from reme.access import json_line
 from reme.config import ReMeConfig
-from reme.reme import ReMe
+from reme.reme import ReMe, file_in_the_way, working_dir_is_a_file
 from reme.schema import MemoryNode, parse_json, plural
 from reme.store import edge_root
 
@@ -77,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
                                      epilog=BENCH_HELP if _benchmarks_here() else None,
                                      formatter_class=_OneLineCommands)
+    parser.add_argument("--version", action="version", version=f"reme {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("add", parents=[common], help="store a memory")
@@ -291,6 +294,8 @@ class _Progress:
 
 def _require_store(config: ReMeConfig) -> None:
     """A reading command on a store that does not exist is a mistyped path, not a new store."""
+    if file_in_the_way(Path(config.working_dir).expanduser()) is not None:
+        raise working_dir_is_a_file(Path(config.working_dir).expanduser())
     if config.vector_store.backend != "edge":
         return
     root = edge_root(config.vector_store, Path(config.working_dir))
@@ -568,10 +573,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(command: str, exc: BaseException) -> None:
-    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show)."""
+    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show);
+    a JSON object from the commands that log JSON lines (serve, mcp)."""
     text = " ".join(str(exc).split())
-    print(f"reme {command}: {type(exc).__name__}: {text}".encode("utf-8", "backslashreplace").decode("utf-8"),
-          file=sys.stderr)
+    if command in ("serve", "mcp"):
+        line = json_line(level="error", event="exit", command=f"reme {command}", type=type(exc).__name__, message=text)
+    else:
+        line = f"reme {command}: {type(exc).__name__}: {text}"
+    print(line.encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 from pydantic import ValidationError
 
 from reme.config import ReMeConfig
-from reme.embedding import NO_LOCAL_BACKEND, Embedder, LazyEmbedder, create_embedder, local_backend_installed
+from reme.embedding import Embedder, LazyEmbedder, create_embedder
 from reme.errors import (ConfigError, InvalidInputError, MemoryNotFoundError, OriginalReMeAPIError, ReMeError,
                          VectorSizeError, describe)
 from reme import markdown
@@ -97,7 +97,7 @@ def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[Mem
 
 def _canonical_id(memory_id: Any) -> str:
     """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory.
-    Anything but a short, valid string is an InvalidInputError (another string is not found)."""
+    Anything else is an InvalidInputError: every stored id is a UUID, so it cannot name one."""
     if not isinstance(memory_id, str) or len(memory_id) > MAX_NAME_CHARS:
         raise InvalidInputError(f"a memory id is a UUID string, got {type(memory_id).__name__} "
                                 f"{str(memory_id)[:40]!r}")
@@ -105,7 +105,24 @@ def _canonical_id(memory_id: Any) -> str:
     try:
         return str(uuid.UUID(memory_id))
     except ValueError:
-        return memory_id
+        raise InvalidInputError(f"{memory_id[:40]!r} is not a memory id: memory ids are UUIDs, as add_memory, "
+                                "list_memory and search_memory return them") from None
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """`path` itself or the nearest of its parents that exists, when that is not a folder: a
+    working directory that can never be opened (None when there is nothing in the way)."""
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            return None if p.is_dir() else p
+    return None
+
+
+def working_dir_is_a_file(path: Path) -> ConfigError:
+    blocker = file_in_the_way(path)
+    where = "" if blocker == path else f" (on the way to working_dir {str(path)!r})"
+    return ConfigError(f"{blocker} is a file, not a folder{where}: point --working-dir / REME_WORKING_DIR / "
+                       "working_dir at a folder")
 
 
 def _safe(value: str, what: str) -> str:
@@ -270,6 +287,8 @@ class ReMe:
         working_dir = Path(self.config.working_dir).expanduser()
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise working_dir_is_a_file(working_dir) from None
         except (OSError, ValueError) as exc:  # ValueError: a NUL or a lone surrogate in the path
             raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
@@ -284,9 +303,9 @@ class ReMe:
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
             if self._embedder is None:
-                # Made on first use: reading commands never load a model (seconds for a local one).
-                if self.config.embedding.backend == "local" and not local_backend_installed():
-                    raise ConfigError(NO_LOCAL_BACKEND)  # said up front, not on the first search
+                # Made on first use: commands that embed nothing never load a model (seconds for a
+                # local one) nor need its package (a core install lists a store without
+                # sentence-transformers). A new store needs the vector size now, and says so here.
                 embedding = self.config.embedding
                 self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
                                               self._check_vector_size, self.progress)

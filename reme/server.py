@@ -37,9 +37,10 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, uvicorn_server_class
+from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, log_json_lines, uvicorn_server_class
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
@@ -64,6 +65,7 @@ STATUS: list[tuple[type[ReMeError], int]] = [
 DOCUMENTED: dict[int, str] = {
     400: "malformed body (not JSON, invalid UTF-8, nested too deep)", 401: "no or an unknown bearer token",
     403: "the token may not touch that target or call that operation", 404: "not found in the caller's scope",
+    405: "the path takes another method (the `Allow` header names it)",
     408: "the operation took longer than limits.timeout_s", 409: "a concurrent change; read again and retry",
     413: "body larger than limits.max_body_bytes",
     422: "invalid input (InvalidInputError and its subclasses: InvalidFilterError, PromptTooLargeError, ...)",
@@ -74,6 +76,27 @@ DOCUMENTED: dict[int, str] = {
 
 def status_of(exc: ReMeError) -> int:
     return next(code for cls, code in STATUS if isinstance(exc, cls))
+
+
+ACTIONS = ("batch", "list", "count", "search", "delete_all", "usage", "export", "import")
+"""The POST routes under /v1/memories/ (a test checks the list against the app's routes)."""
+
+
+class MemoryIdConvertor(Convertor[str]):
+    """The `{memory_id}` of a path: any segment but an action's name, so that `GET
+    /v1/memories/search` answers 405 with `Allow: POST` instead of looking for a memory called
+    "search". Another segment that is not a UUID reaches the facade: an `InvalidInputError`."""
+
+    regex = "(?!(?:" + "|".join(ACTIONS) + ")(?:/|$))[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("memory_id", MemoryIdConvertor())
 
 
 # -- request and response models -----------------------------------------------------------------
@@ -279,6 +302,25 @@ Auth = Depends(authenticate)
 Facade = Depends(facade)
 
 
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    return {p.alias for p in dependant.query_params}.union(*(_query_names(d) for d in dependant.dependencies))
+
+
+def known_query(request: Request) -> None:
+    """Every route's first dependency: a query parameter the route does not declare is an
+    `InvalidInputError`, never ignored (`?user=bob` for `?user_name=bob` would make the call
+    unscoped: a read or a delete of any target's memory)."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise InvalidInputError(f"{request.url.path} takes no query parameter {', '.join(map(repr, unknown))}"
+                                + (f"; it takes {', '.join(sorted(known))}" if known else ""))
+
+
 def scope_query(user_name: str | None = Query(None), task_name: str | None = Query(None),
                 tool_name: str | None = Query(None)) -> ScopeArgs:
     return ScopeArgs(user_name=user_name, task_name=task_name, tool_name=tool_name)
@@ -303,6 +345,7 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
 
     errors = {code: {"model": ErrorBody, "description": text} for code, text in DOCUMENTED.items()}
     app = FastAPI(title="ReMe", version=__version__, lifespan=lifespan, responses=errors,  # type: ignore[arg-type]
+                  dependencies=[Depends(known_query)],
                   description="Typed long-term memory for AI agents, over HTTP. Every error body is "
                               '`{"error": {"type", "message", "details"}}`.')
     app.state.reme, app.state.config, app.state.closing = reme, config, False
@@ -365,7 +408,13 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         type_ = "NotFoundError" if exc.status_code == 404 else "InvalidInputError"
-        return error_response(exc.status_code, type_, str(exc.detail))
+        message = str(exc.detail)
+        allow = (exc.headers or {}).get("Allow")
+        if exc.status_code == 405 and allow:
+            message = f"{request.method} is not allowed on {request.url.path}: use {allow}"
+        response = error_response(exc.status_code, type_, message)
+        response.headers.update(exc.headers or {})
+        return response
 
     @app.exception_handler(Exception)
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
@@ -393,26 +442,26 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         batch(len(body.nodes), "nodes")
         return await run(reme.add_memories(body.nodes))
 
-    @app.get("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    @app.get("/v1/memories/{memory_id:memory_id}", response_model=MemoryNode, tags=["memories"])
     async def get_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                          reme: ReMe = Facade) -> MemoryNode:
         caller.permit(scope.targets())
         return await run(reme.get_memory(memory_id, **scope.model_dump()))
 
-    @app.patch("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    @app.patch("/v1/memories/{memory_id:memory_id}", response_model=MemoryNode, tags=["memories"])
     async def update_memory(memory_id: str, body: UpdateRequest, caller: Caller = Auth,
                             reme: ReMe = Facade) -> MemoryNode:
         caller.permit(body.targets())
         return await run(reme.update_memory(memory_id, **body.model_dump()))
 
-    @app.delete("/v1/memories/{memory_id}", status_code=204, response_class=Response, tags=["memories"])
+    @app.delete("/v1/memories/{memory_id:memory_id}", status_code=204, response_class=Response, tags=["memories"])
     async def delete_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                             reme: ReMe = Facade) -> Response:
         caller.permit(scope.targets())
         await run(reme.delete_memory(memory_id, **scope.model_dump()))
         return Response(status_code=204)
 
-    @app.get("/v1/memories/{memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
+    @app.get("/v1/memories/{memory_id:memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
     async def history(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                       reme: ReMe = Facade) -> list[MemoryVersion]:
         caller.permit(scope.targets())
@@ -548,18 +597,18 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
     in-flight requests finish, then the store is closed. Returns the exit code."""
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines name upstream URLs, one per LLM call
+    log_json_lines()  # every line on stderr is one JSON object, whichever library writes it
     _Server = uvicorn_server_class()
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
-        log.info(json.dumps({"event": "start", "url": f"http://{config.host}:{config.port}",
-                             "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}))
+        start = {"event": "start", "url": f"http://{config.host}:{config.port}",
+                 "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}
+        log.info(json.dumps(start), extra={"json": start})
         app = create_app(reme, config)
         server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                               log_level="warning", lifespan="on",
-                                               timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
+                                        log_level="warning", log_config=None, lifespan="on",
+                                        timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
         try:
             await server.serve()
         finally:
