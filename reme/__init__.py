@@ -12,9 +12,10 @@ from reme.errors import (AuthenticationError, CollectionNotFoundError, ConfigErr
                          NotFoundError, NotReadyError, OriginalReMeAPIError, PayloadTooLargeError,
                          PermissionDeniedError, PromptError, PromptTooLargeError, ReMeError, RequestTimeoutError,
                          ServiceError, StoreError, StoreLockedError, VectorSizeError)
-from reme.schema import (Fallback, MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, Rejection, RetrievedMemory,
-                         RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory,
-                         Usage)
+from reme.markdown import MarkdownExport, MarkdownIssue, MarkdownSyncResult
+from reme.schema import (Fallback, MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, Rejection,
+                         RetrievedMemory, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord,
+                         Trajectory, Usage)
 
 if TYPE_CHECKING:
     from reme.reme import ReMe, ReMeSync
@@ -25,7 +26,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AuthenticationError", "NotReadyError", "PayloadTooLargeError", "PermissionDeniedError", "RequestTimeoutError",
     "ServiceError", "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
-    "Fallback", "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
+    "Fallback", "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError",
+    "MarkdownExport", "MarkdownIssue", "MarkdownSyncResult", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
     "OriginalReMeAPIError",
     "ProceduralConfig", "PromptError", "PromptTooLargeError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError",
