@@ -30,7 +30,7 @@ from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_TAGS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
                          MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text, utcnow)
-from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
+from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp, open_store
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
@@ -889,17 +889,23 @@ class ReMe:
             for ref in refs:  # the stored message keeps only the reference, in the same write as the result
                 nodes[ref.message_index] = nodes[ref.message_index].model_copy(update={
                     "content": messages[ref.message_index]["content"], "time_modified": now})
-            await sessions.rewrite([nodes[r.message_index] for r in refs] + offloads)
+            changed = {nodes[r.message_index].memory_id for r in refs}
             split = self._check(messages, threshold, reserve, tokenizer)
             result = CompactedContext(messages=[], summary=summary, offloaded=refs, tokens_before=before)
-            if split.compact:
+            extra: list[WriteOp] = []
+            if split.compact:  # the LLM call comes before any write: when it fails, nothing is written
                 structured = await compact(split.compact, summary, self._require_llm("prepare_context"),
                                            self._prompts_lib, usage=result.usage)
                 summary = structured.render()
-                done = [n.model_copy(update={"tags": [*n.tags, COMPRESSED][-MAX_TAGS:], "time_modified": utcnow()})
-                        for n in nodes[:len(split.compact)]]
-                await sessions.rewrite(done, sessions.summary_ops(scope, summary, await sessions.placeholder()))
-                result.summary, result.structured, result.compacted = summary, structured, len(done)
+                for i in range(len(split.compact)):
+                    nodes[i] = nodes[i].model_copy(update={"tags": [*nodes[i].tags, COMPRESSED][-MAX_TAGS:],
+                                                           "time_modified": now})
+                    changed.add(nodes[i].memory_id)
+                extra = sessions.summary_ops(scope, summary, await sessions.placeholder())
+                result.summary, result.structured, result.compacted = summary, structured, len(split.compact)
+            # One write: offloaded results, the messages now holding references or marked
+            # compressed, and the new summary are all there after a crash, or none of them.
+            await sessions.rewrite([n for n in nodes if n.memory_id in changed] + offloads, extra)
             result.messages = context_messages(summary, split.keep)
             result.tokens_after = tokens_of(result.messages, tokenizer)
             if user is not None:
