@@ -84,6 +84,10 @@ def llm_settings(args: argparse.Namespace, server: OpenAITestServer | None) -> d
     return {"base_url": args.base_url, "api_key": args.api_key or "EMPTY", "model": args.model, "timeout": 600}
 
 
+def embedding(args: argparse.Namespace) -> dict[str, Any]:
+    return {"backend": "hash", "dimensions": 256} if args.embedding == "hash" else {"backend": "local"}
+
+
 # -- LoCoMo --------------------------------------------------------------------------------------
 def tokens(messages: list[dict[str, Any]]) -> int:
     return sum(message_tokens(m) for m in messages)
@@ -115,7 +119,7 @@ async def locomo(args: argparse.Namespace, conv: Conversation, llm: dict[str, An
     unsent: list[int] = []
     compact_calls = 0
     started = time.perf_counter()
-    async with ReMe(working_dir=wd, embedding={"backend": "hash", "dimensions": 256}, llm=llm,
+    async with ReMe(working_dir=wd, embedding=embedding(args), llm=llm,
                     context={"max_tool_chars": 100_000}) as reme:
         for turn in conv.turns[:args.turns or None]:
             message = {"role": "user", "name": turn.speaker, "content": turn.text + (
@@ -188,7 +192,7 @@ async def bfcl(args: argparse.Namespace, llm: dict[str, Any], wd: Path) -> dict[
     unsent: list[int] = []
     compact_calls = offloaded = 0
     started = time.perf_counter()
-    async with ReMe(working_dir=wd, embedding={"backend": "hash", "dimensions": 256}, llm=llm,
+    async with ReMe(working_dir=wd, embedding=embedding(args), llm=llm,
                     context={"max_tool_chars": args.max_tool_chars, "preview_chars": 500}) as reme:
         for step in bfcl_like(args.bfcl_turns, args.seed):
             # the model is called after the request and after each tool result
@@ -252,7 +256,8 @@ async def main(args: argparse.Namespace) -> None:
             rows.append(row(await bfcl(args, llm, Path(tmp) / "bfcl"), 0))
     if server is not None:
         server.__exit__(None, None, None)
-    print(f"threshold {args.threshold} tokens, reserve {args.reserve}, top_k {args.top_k}, "
+    print(f"threshold {args.threshold} tokens, reserve {args.reserve}, top_k {args.top_k}, {args.embedding} "
+          "embeddings, "
           f"max_tool_chars {args.max_tool_chars}, LLM {'scripted (extractive)' if server else args.model}; "
           "tokens estimated (4 characters or 1 CJK character a token, +4 a message)")
     print(table(rows))
@@ -269,6 +274,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-tool-chars", type=int, default=4000)
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--embedding", choices=["hash", "local"], default="hash",
+                   help="hash (no model) or local (sentence-transformers all-MiniLM-L6-v2, the `local` extra)")
     p.add_argument("--base-url", help="a real OpenAI-compatible endpoint instead of the scripted server")
     p.add_argument("--model", default="local")
     p.add_argument("--api-key")
