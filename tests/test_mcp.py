@@ -165,7 +165,8 @@ async def test_compact_context_summarizes_the_old_part_and_stores_nothing(llm_re
         small = await call(session, "compact_context", messages=turns[:1])
         assert small["compacted"] == 0 and small["messages"] == turns[:1]
         for bad in ({"messages": "hi"}, {"messages": turns, "threshold": 10, "reserve": 20},
-                    {"messages": [{"content": "no role"}]}, {"messages": turns, "previous_summary": 5}):
+                    {"messages": [{"content": "no role"}]}, {"messages": turns, "previous_summary": 5},
+                    {"messages": [{"role": "user", "content": "x", "extra": 1}]}):
             assert "error" in await call(session, "compact_context", **bad), bad
 
     await with_session(MemoryTools(llm_reme, user_name="alice"), body)
@@ -276,6 +277,7 @@ UNDECLARED = {
     "list_memory": {"user": "bob"},
     "summarize_memory": {"messages": [{"role": "user", "content": "hi"}], "user": "bob"},
     "delete_memory": {"memory_id": "8c1c5f0e-5a8e-4a7e-9a53-1d4f8e0f0a11", "memoryid": "x"},
+    "compact_context": {"messages": [{"role": "user", "content": "hi"}], "session_name": "s"},
 }
 
 
