@@ -184,6 +184,19 @@ class ToolConfig(_Section):
     top_failures: int = Field(default=5, ge=1)
 
 
+class ContextConfig(_Section):
+    """Working memory (`prepare_context`, `compact_context`, `compact_tool_results`): compact when
+    the messages take more than `threshold` tokens, keeping the newest `reserve` tokens; tool
+    results longer than `max_tool_chars` characters move to the store (their first
+    `preview_chars` stay in the message) and can be read back for `tool_result_ttl_s` seconds."""
+
+    threshold: int = Field(default=64_000, ge=1)
+    reserve: int = Field(default=16_000, ge=0)
+    max_tool_chars: int = Field(default=8_000, ge=1)
+    preview_chars: int = Field(default=1_000, ge=0)
+    tool_result_ttl_s: float = Field(default=86_400.0, gt=0)
+
+
 class ReMeConfig(_Section):
     working_dir: Path = Path(".reme")
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
@@ -193,6 +206,7 @@ class ReMeConfig(_Section):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     procedural: ProceduralConfig = Field(default_factory=ProceduralConfig)
     tool: ToolConfig = Field(default_factory=ToolConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -238,7 +252,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     sections: dict[str, type[BaseModel]] = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig,
                 "prompts": PromptsConfig, "retrieval": RetrievalConfig, "procedural": ProceduralConfig,
-                "tool": ToolConfig}
+                "tool": ToolConfig, "context": ContextConfig}
     for key, value in env.items():
         if not key.startswith("REME_") or key in NOT_SETTINGS:
             continue

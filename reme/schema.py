@@ -91,15 +91,18 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
 
-TargetKind = Literal["user", "task", "tool"]
-"""The kind of target a memory belongs to; a scope is (kind, name)."""
+TargetKind = Literal["user", "task", "tool", "session"]
+"""The kind of target a memory belongs to; a scope is (kind, name). A session (working memory:
+the messages of one conversation in progress, see reme/memory/session.py) holds history only."""
 KIND_TYPES: dict[str, tuple[MemoryType, ...]] = {
     "user": (MemoryType.PERSONAL, MemoryType.HISTORY),
     "task": (MemoryType.PROCEDURAL, MemoryType.HISTORY),
     "tool": (MemoryType.TOOL, MemoryType.HISTORY),
+    "session": (MemoryType.HISTORY,),
 }
 """The memory types each kind of target holds; the first is its main type."""
-TYPE_KIND: dict[MemoryType, str] = {types[0]: kind for kind, types in KIND_TYPES.items()}
+TYPE_KIND: dict[MemoryType, str] = {types[0]: kind for kind, types in KIND_TYPES.items() if kind != "session"}
+"""The kind a main type implies (history implies none: a history memory names its kind)."""
 
 
 def content_hash(memory_type: MemoryType | str, target: str, text: str, target_kind: str | None = None) -> str:
@@ -300,7 +303,7 @@ class MemoryNode(BaseModel):
     memory_type: MemoryType
     # The default is never kept: `_kind_from_type` fills it in from memory_type, or rejects the node.
     target_kind: TargetKind = Field(default=None)  # type: ignore[arg-type]
-    """user, task or tool: with `memory_target`, the scope the memory lives in. Implied by
+    """user, task, tool or session: with `memory_target`, the scope the memory lives in. Implied by
     personal (user), procedural (task) and tool (tool) memories; a history memory names it."""
     memory_target: Name
     when_to_use: Text = ""
@@ -325,7 +328,7 @@ class MemoryNode(BaseModel):
             except ValueError:
                 return data  # the type's own error says what is wrong
             if kind is None:
-                raise ValueError("a history memory needs target_kind: user, task or tool")
+                raise ValueError("a history memory needs target_kind: user, task, tool or session")
             return {**data, "target_kind": kind}
         return data
 

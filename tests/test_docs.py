@@ -53,6 +53,10 @@ def script(server: OpenAITestServer) -> None:
         server.script(prompt, {"memories": [lesson]})
     server.script("Rate each candidate lesson", {"results": [{"index": i, "score": 0.9} for i in range(10)]})
     server.script("Write the usage guideline", {"guideline": "Use short queries; retry once on a timeout."})
+    server.script("working memory of an AI agent", {  # docs/working-memory.md: compaction, and the agent's turns
+        "goal": "Plan a train trip to Lisbon in May", "constraints": ["train only"],
+        "progress": ["looking for a hotel near the river"], "next_steps": ["suggest a day trip"]})
+    server.script("You are a concise travel assistant", "Noted. Anything else?")
 
 
 @pytest.fixture(scope="module")

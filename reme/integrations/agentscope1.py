@@ -1,4 +1,5 @@
-"""ReMe as AgentScope 1.x long-term memory (`pip install 'reme-memory[agentscope1]'`).
+"""ReMe as AgentScope 1.x memory (`pip install 'reme-memory[agentscope1]'`): short-term memory as a
+`MemoryBase` (`ReMeSessionMemory`, a ReMe session), and long-term memory as below.
 
 Three `agentscope.memory.LongTermMemoryBase` classes for `ReActAgent(long_term_memory=...)`, in any
 `long_term_memory_mode`:
@@ -17,15 +18,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from agentscope.memory import LongTermMemoryBase
+from agentscope.memory import LongTermMemoryBase, MemoryBase
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
 
 from reme.integrations._agent import AgentMemory, message, tool_call_records
+from reme.memory.session import SUMMARY_PREFIX
 from reme.reme import ReMe
 from reme.schema import Message
 
-__all__ = ["ReMePersonalMemory", "ReMeTaskMemory", "ReMeToolMemory"]
+__all__ = ["ReMePersonalMemory", "ReMeSessionMemory", "ReMeTaskMemory", "ReMeToolMemory"]
 
 INJECTED = "long_term_memory"  # the name ReActAgent gives the message holding retrieved memories
 
@@ -222,3 +224,71 @@ class ReMeToolMemory(_ReMeLongTermMemory):
                 Unused: each tool has one guideline. Defaults to 5.
         """
         return _text(await self._guidelines(keywords) or f"No guidelines yet for {', '.join(keywords)}.")
+
+
+# -- short-term memory: a ReMe session as AgentScope 1.x `MemoryBase` ------------------------------
+class ReMeSessionMemory(MemoryBase):  # type: ignore[misc]  # agentscope is untyped
+    """A ReMe session as an agent's short-term memory: `ReActAgent(memory=ReMeSessionMemory(reme,
+    "chat-42"))`. Messages, marks and the compressed summary live in the store (they survive a
+    restart and are shared by every process serving the session); AgentScope's `Msg` ids are kept
+    in each message. The agent's saved state holds the session's name, not a copy of its messages.
+    """
+
+    def __init__(self, reme: ReMe, session_name: str) -> None:
+        super().__init__()
+        self.reme, self.session_name = reme, session_name
+        self.register_state("session_name")
+
+    async def _stored(self) -> list[Any]:
+        return await self.reme.get_messages(session_name=self.session_name)
+
+    async def _node_ids(self, msg_ids: Sequence[str] | None, mark: str | None = None) -> list[str]:
+        wanted = None if msg_ids is None else set(msg_ids)
+        return [m.id for m in await self._stored()
+                if (wanted is None or m.message.get("id") in wanted) and (mark is None or mark in m.marks)]
+
+    async def add(self, memories: Msg | list[Msg] | None, marks: str | list[str] | None = None,
+                  allow_duplicates: bool = False, **kwargs: Any) -> None:
+        msgs = _as_list(memories)
+        if not allow_duplicates:
+            held = {m.message.get("id") for m in await self._stored()}
+            msgs = [m for m in msgs if m.id not in held]
+        if msgs:
+            await self.reme.add_messages([m.to_dict() for m in msgs], session_name=self.session_name, marks=marks)
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        ids = await self._node_ids(msg_ids)
+        return await self.reme.delete_messages(ids, session_name=self.session_name) if ids else 0
+
+    async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
+        return await self.reme.delete_messages_by_mark(mark, session_name=self.session_name)
+
+    async def size(self) -> int:
+        return (await self.reme.session_size(session_name=self.session_name)).messages
+
+    async def clear(self) -> None:
+        await self.reme.clear_session(session_name=self.session_name)
+
+    async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
+                         prepend_summary: bool = True, **kwargs: Any) -> list[Msg]:
+        got = await self.reme.get_messages(session_name=self.session_name, mark=mark, exclude_mark=exclude_mark,
+                                           prepend_summary=prepend_summary)
+        out = []
+        for m in got:
+            text = m.message.get("content")
+            if "id" not in m.message and isinstance(text, str) and text.startswith(SUMMARY_PREFIX):
+                out.append(Msg("user", text[len(SUMMARY_PREFIX):], "user"))  # as InMemoryMemory shows it
+            else:
+                out.append(Msg.from_dict(m.message))
+        return out
+
+    async def update_compressed_summary(self, summary: str) -> None:
+        await self.reme.update_compressed_summary(summary, session_name=self.session_name)
+        self._compressed_summary = summary
+
+    async def update_messages_mark(self, new_mark: str | None, old_mark: str | None = None,
+                                   msg_ids: list[str] | None = None) -> int:
+        ids = await self._node_ids(msg_ids, old_mark)
+        if not ids or (new_mark is None and old_mark is None):
+            return 0
+        return await self.reme.update_marks(session_name=self.session_name, ids=ids, add=new_mark, remove=old_mark)
