@@ -1,0 +1,106 @@
+"""ReMeContextMiddleware: a langchain `create_agent` graph whose conversation is a ReMe session,
+compacted by ReMe before each model call; the model is the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from openai_server import Message, OpenAITestServer, prompt_of
+
+from reme import ReMe, ReMeSync
+from reme.integrations.langgraph import SUMMARY_MESSAGE_ID, ReMeContextMiddleware
+
+SYS = "You are Friday, a travel assistant."
+REME_COMPACT = "You keep the working memory of an AI agent"
+SUMMARY = {"goal": "Plan a trip to Lisbon in May", "constraints": ["Alice is vegetarian"],
+           "progress": ["Flights compared: TAP is cheapest"], "decisions": [], "next_steps": ["Book the hotel"],
+           "critical_context": ["Budget 900 EUR"]}
+TRIP = [("Plan a trip to Lisbon in May. I am vegetarian.", "Lisbon in May: good choice."),
+        ("My budget is 900 EUR.", "Noted, 900 EUR."),
+        ("Compare the flights.", "TAP is cheapest."),
+        ("Now the hotel, please.", "Booking a hotel in Alfama.")]
+
+
+def settings(llm: OpenAITestServer, path: Path, **context: Any) -> dict[str, Any]:
+    return {"working_dir": path, "embedding": {"backend": "hash"}, "context": context,
+            "llm": {"model": "test-model", "base_url": llm.base_url, "api_key": "sk-test", "max_retries": 0}}
+
+
+def model(llm: OpenAITestServer) -> ChatOpenAI:
+    return ChatOpenAI(model="test-model", api_key="sk-test", base_url=llm.base_url)
+
+
+def agent_requests(llm: OpenAITestServer) -> list[dict[str, Any]]:
+    return [b for b in llm.chat_requests if SYS in prompt_of(b)]
+
+
+def search_hotels(city: str) -> str:
+    """Search hotels in a city."""
+    return "\n".join(f"Hotel {i} in {city}: 120 EUR, vegetarian breakfast" for i in range(200))
+
+
+async def test_the_conversation_is_compacted_into_the_session_and_the_checkpoint_holds_the_fitted_context(
+        llm: OpenAITestServer, tmp_path: Path) -> None:
+    llm.script(REME_COMPACT, SUMMARY)
+    for _, reply in TRIP:
+        llm.script(SYS, reply, times=1)
+    config = {"configurable": {"thread_id": "alice-trip"}}
+    async with ReMe(**settings(llm, tmp_path / "reme", threshold=60, reserve=30)) as reme:
+        agent = create_agent(model(llm), tools=[], system_prompt=SYS, checkpointer=InMemorySaver(),
+                             middleware=[ReMeContextMiddleware(reme)])
+        for said, reply in TRIP:
+            out = await agent.ainvoke({"messages": [{"role": "user", "content": said}]}, config)
+            assert out["messages"][-1].content == reply
+
+        compactions = [prompt_of(b) for b in llm.chat_requests if REME_COMPACT in prompt_of(b)]
+        assert compactions and TRIP[0][0] in compactions[0]
+        last = json.dumps(agent_requests(llm)[-1]["messages"])
+        assert "Budget 900 EUR" in last and TRIP[-1][0] in last and TRIP[0][0] not in last
+        # the checkpoint holds the summary and the messages kept; the session every message, in order
+        state = (await agent.aget_state(config)).values["messages"]
+        assert state[0].id == SUMMARY_MESSAGE_ID and "Budget 900 EUR" in state[0].content
+        assert state[-1].content == TRIP[-1][1] and len(state) < 2 * len(TRIP)
+        stored = await reme.get_messages(session_name="alice-trip")
+        assert [m.message["content"] for m in stored] == [text for turn in TRIP for text in turn]
+        assert "compressed" in stored[0].marks and "compressed" not in stored[-1].marks
+        assert [m.id for m in state[1:]] == [m.message["id"] for m in stored if "compressed" not in m.marks]
+
+
+def read_back(body: dict[str, Any]) -> Message:
+    """The model reads the offloaded result back with the reference it was given."""
+    tool = [m for m in body["messages"] if m["role"] == "tool"][-1]["content"]
+    ref = re.search(r'read_tool_result\(ref="([^"]+)"\)', tool)
+    assert ref, tool
+    return Message(tool_calls=[{"name": "read_tool_result", "arguments": {"ref": ref.group(1)}}])
+
+
+def test_a_big_tool_result_is_offloaded_read_back_and_a_thread_goes_on_without_a_checkpointer(
+        llm: OpenAITestServer, tmp_path: Path) -> None:
+    for reply in (Message(tool_calls=[{"name": "search_hotels", "arguments": {"city": "Lisbon"}}]), read_back,
+                  lambda body: "The last one: " + [m for m in body["messages"] if m["role"] == "tool"][-1][
+                      "content"].splitlines()[-1],
+                  "You asked about hotels in Lisbon."):
+        llm.script(SYS, reply, times=1)
+    with ReMeSync(**settings(llm, tmp_path / "reme", max_tool_chars=2_000, preview_chars=200)) as reme:
+        middleware = ReMeContextMiddleware(reme, session_name="alice-hotels")
+        agent = create_agent(model(llm), tools=[search_hotels], system_prompt=SYS, middleware=[middleware])
+
+        out = agent.invoke({"messages": [{"role": "user", "content": "Find a hotel in Lisbon."}]})
+        assert out["messages"][-1].content == "The last one: Hotel 199 in Lisbon: 120 EUR, vegetarian breakfast"
+        second = json.dumps(agent_requests(llm)[1]["messages"])
+        assert "Tool result offloaded" in second and "Hotel 199" not in second  # the model saw the head only
+        assert len(second) < 3_000
+
+        # no checkpointer: a new run of the same session starts from what ReMe holds
+        agent = create_agent(model(llm), tools=[search_hotels], system_prompt=SYS, middleware=[middleware])
+        again = agent.invoke({"messages": [{"role": "user", "content": "What did I ask?"}]})
+        assert again["messages"][-1].content == "You asked about hotels in Lisbon."
+        last = json.dumps(agent_requests(llm)[-1]["messages"])
+        assert "Find a hotel in Lisbon." in last and "What did I ask?" in last
+        assert reme.session_size(session_name="alice-hotels").messages == 8
