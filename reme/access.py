@@ -40,6 +40,8 @@ class TokenConfig(_Strict):
     users: list[str] = Field(default_factory=list)
     tasks: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
+    sessions: list[str] = Field(default_factory=list)
+    """Sessions (working memory) it may touch; not needed for unscoped calls."""
     destructive: bool = False
 
     @field_validator("secret")
@@ -50,7 +52,7 @@ class TokenConfig(_Strict):
         return value
 
     def names(self, kind: str) -> list[str]:
-        return {"user": self.users, "task": self.tasks, "tool": self.tools}[kind]
+        return {"user": self.users, "task": self.tasks, "tool": self.tools, "session": self.sessions}[kind]
 
     def may_touch(self, kind: str, name: str) -> bool:
         allowed = self.names(kind)

@@ -43,6 +43,11 @@ _MESSAGE = {"type": "object", "properties": {"role": {"type": "string"}, "conten
             "required": ["content"]}
 
 
+_CHAT_MESSAGE = {"type": "object", "required": ["role"], "additionalProperties": False, "properties": {
+    "role": {"type": "string"}, "content": {"type": ["string", "null"]}, "name": {"type": "string"},
+    "tool_calls": {"type": "array", "items": {"type": "object"}}, "tool_call_id": {"type": "string"}}}
+
+
 def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required or [], "additionalProperties": False}
 
@@ -104,6 +109,21 @@ TOOLS: list[dict[str, Any]] = [
                             "success": {"type": "boolean"}, "time_cost": {"type": "number"},
                             "token_cost": {"type": "integer"}, "error": {"type": "string"}}}},
          **_TARGET})},
+    {"name": "compact_context",
+     "description": "Keep a long conversation within your context window: when `messages` take more than "
+                    "`threshold` tokens, the older ones are summarized (goal, constraints, progress, decisions, "
+                    "next steps, critical context), building on `previous_summary`, and you get back `messages` "
+                    "to continue with (the summary first, then the newest messages, at most `reserve` tokens; a "
+                    "tool call always stays with its result) and the new `summary` to pass next time. Nothing "
+                    "is stored.",
+     "inputSchema": _schema({
+         "messages": {"type": "array", "items": _CHAT_MESSAGE, "description": "The conversation, oldest first."},
+         "previous_summary": {"type": "string", "description": "The summary a previous call returned (optional)."},
+         "threshold": {"type": "integer", "minimum": 1, "description": "Compact above this many tokens (default: "
+                                                                      "the server's context.threshold)."},
+         "reserve": {"type": "integer", "minimum": 0, "description": "Tokens of recent messages to keep (default: "
+                                                                    "the server's context.reserve)."}},
+         ["messages"])},
     {"name": "delete_memory",
      "description": "Delete one memory by its `memory_id` (from search_memory or list_memory), for instance "
                     "when the user says it is no longer true.",
@@ -220,6 +240,20 @@ class MemoryTools:
             r = await self.reme.summarize_memory(tool_calls=items, tool_name=tool)
         return {"added": [_brief(n) for n in r.added], "updated": [_brief(n) for n in r.updated],
                 "deleted": [_brief(n) for n in r.deleted]}
+
+    async def _compact_context(self, a: dict[str, Any]) -> Any:
+        caller = _caller.get(self.caller)
+        if caller is None:
+            raise AuthenticationError("a valid bearer token is required")
+        if not (caller.token is not None and caller.token.sessions):  # stores nothing: any session right will do
+            caller.permit([])
+        messages = a.get("messages")
+        if not isinstance(messages, list) or len(messages) > self.config.limits.max_batch:
+            raise InvalidInputError(f"messages is a list of at most {self.config.limits.max_batch} messages")
+        r = await self.reme.compact_context(messages, previous_summary=a.get("previous_summary") or "",
+                                            threshold=a.get("threshold"), reserve=a.get("reserve"))
+        return {"messages": r.messages, "summary": r.summary, "compacted": r.compacted,
+                "tokens_before": r.tokens_before, "tokens_after": r.tokens_after}
 
     async def _delete_memory(self, a: dict[str, Any]) -> Any:
         await self.reme.delete_memory(a.get("memory_id"), **self._target(a))  # type: ignore[arg-type]

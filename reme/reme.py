@@ -30,7 +30,7 @@ from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_TAGS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
                          MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text, utcnow)
-from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
+from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp, open_store
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
@@ -840,15 +840,16 @@ class ReMe:
     async def compact_context(self, messages: Sequence[Any], *, previous_summary: str = "",
                               threshold: int | None = None, reserve: int | None = None,
                               tokenizer: Tokenizer | None = None) -> CompactedContext:
-        """Compact a message list the caller holds: when it takes more than `threshold` tokens,
-        the older part is summarized (one LLM call per chunk, building on `previous_summary`)
+        """Compact a message list the caller holds: when it takes more than `threshold` tokens
+        (with `previous_summary`), the older part is summarized (one LLM call per chunk, building on `previous_summary`)
         and `messages` of the result are the summary then the newest messages (at most
         `reserve` tokens, never a tool call without its result). Stores nothing."""
         if not isinstance(previous_summary, str):
             raise InvalidInputError("previous_summary must be a string")
-        split = self._check(messages, threshold, reserve, tokenizer)
+        split = self._check(messages, threshold, reserve, tokenizer, previous_summary)
         result = CompactedContext(messages=context_messages(previous_summary, split.keep), summary=previous_summary,
-                                  tokens_before=split.tokens)
+                                  tokens_before=tokens_of(context_messages(previous_summary, split.compact + split.keep),
+                                                          tokenizer))
         if split.compact:
             structured = await compact(split.compact, previous_summary, self._require_llm("compact_context"),
                                        self._prompts_lib, usage=result.usage)
@@ -857,17 +858,23 @@ class ReMe:
         result.tokens_after = tokens_of(result.messages, tokenizer)
         return result
 
-    def _check(self, messages: Any, threshold: int | None, reserve: int | None,
-               tokenizer: Tokenizer | None) -> ContextSplit:
+    def _check(self, messages: Any, threshold: int | None, reserve: int | None, tokenizer: Tokenizer | None,
+               summary: str) -> ContextSplit:
+        """The split, with `threshold` counting the summary too (what is sent is both)."""
         cfg = self.config.context
-        return check_context(_list_arg(messages, "messages"), cfg.threshold if threshold is None else threshold,
-                             min(cfg.reserve, cfg.threshold) if reserve is None else reserve, tokenizer=tokenizer)
+        limit = check_int(cfg.threshold if threshold is None else threshold, "threshold", low=0, high=2 ** 40)
+        keep = check_int(min(cfg.reserve, limit) if reserve is None else reserve, "reserve", low=0, high=2 ** 40)
+        if keep > limit:
+            raise InvalidInputError(f"reserve ({keep}) must not exceed threshold ({limit})")
+        room = limit - tokens_of(context_messages(summary, []), tokenizer)
+        return check_context(_list_arg(messages, "messages"), max(room, keep), keep, tokenizer=tokenizer)
 
     async def prepare_context(self, *, session_name: str, threshold: int | None = None, reserve: int | None = None,
                               user_name: str | None = None, tokenizer: Tokenizer | None = None) -> CompactedContext:
         """Before a model call: the session's messages, made to fit. Offloaded tool results past
         their age are dropped; tool results over `context.max_tool_chars` move to the store (a
-        reference stays); when the messages not yet compacted take more than `threshold` tokens,
+        reference stays); when the summary and the messages not yet compacted take more than
+        `threshold` tokens,
         the older ones are summarized into the session's compressed summary and marked
         `compressed` (one write with the new summary). Returns the summary then the messages
         kept, ready to send. With `user_name`, what was compacted is also summarized into the
@@ -889,17 +896,23 @@ class ReMe:
             for ref in refs:  # the stored message keeps only the reference, in the same write as the result
                 nodes[ref.message_index] = nodes[ref.message_index].model_copy(update={
                     "content": messages[ref.message_index]["content"], "time_modified": now})
-            await sessions.rewrite([nodes[r.message_index] for r in refs] + offloads)
-            split = self._check(messages, threshold, reserve, tokenizer)
+            changed = {nodes[r.message_index].memory_id for r in refs}
+            split = self._check(messages, threshold, reserve, tokenizer, summary)
             result = CompactedContext(messages=[], summary=summary, offloaded=refs, tokens_before=before)
-            if split.compact:
+            extra: list[WriteOp] = []
+            if split.compact:  # the LLM call comes before any write: when it fails, nothing is written
                 structured = await compact(split.compact, summary, self._require_llm("prepare_context"),
                                            self._prompts_lib, usage=result.usage)
                 summary = structured.render()
-                done = [n.model_copy(update={"tags": [*n.tags, COMPRESSED][-MAX_TAGS:], "time_modified": utcnow()})
-                        for n in nodes[:len(split.compact)]]
-                await sessions.rewrite(done, sessions.summary_ops(scope, summary, await sessions.placeholder()))
-                result.summary, result.structured, result.compacted = summary, structured, len(done)
+                for i in range(len(split.compact)):
+                    nodes[i] = nodes[i].model_copy(update={"tags": [*nodes[i].tags, COMPRESSED][-MAX_TAGS:],
+                                                           "time_modified": now})
+                    changed.add(nodes[i].memory_id)
+                extra = sessions.summary_ops(scope, summary, await sessions.placeholder())
+                result.summary, result.structured, result.compacted = summary, structured, len(split.compact)
+            # One write: offloaded results, the messages now holding references or marked
+            # compressed, and the new summary are all there after a crash, or none of them.
+            await sessions.rewrite([n for n in nodes if n.memory_id in changed] + offloads, extra)
             result.messages = context_messages(summary, split.keep)
             result.tokens_after = tokens_of(result.messages, tokenizer)
             if user is not None:

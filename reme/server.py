@@ -17,6 +17,7 @@ Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-co
     users = ["*"]          # any user; or a list of names
     tasks = ["triage"]
     tools = []
+    sessions = ["*"]       # working memory (add_messages, prepare_context, ...)
     destructive = false    # delete_all, import, prune and restore need true
     [server.limits]
     max_body_bytes = 10485760
@@ -46,6 +47,7 @@ from reme.errors import (AuthenticationError, ConfigError, ConflictError, Embedd
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory, check_int)
+from reme.working import CompactedContext, SessionMessage, SessionSize
 
 T = TypeVar("T")
 log = logging.getLogger("reme.server")
@@ -161,6 +163,7 @@ class DeleteAllRequest(ScopeArgs):
 
 
 class SummarizeRequest(_Strict):
+    session_name: str | None = None
     messages: list[Message] | None = None
     user_name: str | list[str] | None = None
     trajectories: list[Trajectory] | None = None
@@ -174,6 +177,7 @@ class SummarizeRequest(_Strict):
         with `*` for every kind gets that far, and the facade then says what is missing)."""
         users = [self.user_name] if isinstance(self.user_name, str) else self.user_name or []
         out = [("user", u) for u in users] + ([("task", self.task_name)] if self.task_name is not None else [])
+        out += [("session", self.session_name)] if self.session_name is not None else []
         if self.tool_name is not None:
             out.append(("tool", self.tool_name))
         elif self.tool_calls:
@@ -209,6 +213,63 @@ class PruneRequest(_Strict):
     task_name: str
     min_freq: int = 3
     min_utility_ratio: float = 0.3
+
+
+# working memory: the session is named in the path; messages are free-form dicts the facade checks
+class AddMessagesRequest(_Strict):
+    messages: list[dict[str, Any]]
+    marks: str | list[str] | None = None
+
+
+class GetMessagesRequest(_Strict):
+    mark: str | list[str] | None = None
+    exclude_mark: str | list[str] | None = None
+    prepend_summary: bool = False
+
+
+class IdsRequest(_Strict):
+    ids: list[str]
+
+
+class MarkRequest(_Strict):
+    mark: str | list[str]
+
+
+class MarksRequest(_Strict):
+    ids: list[str] | None = None
+    add: str | list[str] | None = None
+    remove: str | list[str] | None = None
+
+
+class SummaryRequest(_Strict):
+    summary: str
+
+
+class StateRequest(_Strict):
+    state: dict[str, Any]
+
+
+class ToolResultsRequest(_Strict):
+    messages: list[dict[str, Any]]
+    max_chars: int | None = None
+    ttl_s: float | None = None
+
+
+class ToolResult(BaseModel):
+    content: str
+
+
+class CompactRequest(_Strict):
+    messages: list[dict[str, Any]]
+    previous_summary: str = ""
+    threshold: int | None = None
+    reserve: int | None = None
+
+
+class PrepareRequest(_Strict):
+    threshold: int | None = None
+    reserve: int | None = None
+    user_name: str | None = None
 
 
 class Count(BaseModel):
@@ -497,6 +558,100 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     async def optimize(caller: Caller = Auth, reme: ReMe = Facade) -> Optimized:
         caller.permit([])
         return Optimized(optimized=await run(reme.optimize()))
+
+    # -- working memory (sessions and context) --
+    @app.post("/v1/sessions/{session_name}/messages", response_model=list[SessionMessage], tags=["sessions"])
+    async def add_messages(session_name: str, body: AddMessagesRequest, caller: Caller = Auth,
+                           reme: ReMe = Facade) -> list[SessionMessage]:
+        caller.permit([("session", session_name)])
+        batch(len(body.messages), "messages")
+        return await run(reme.add_messages(body.messages, session_name=session_name, marks=body.marks))
+
+    @app.post("/v1/sessions/{session_name}/messages/get", response_model=list[SessionMessage], tags=["sessions"])
+    async def get_messages(session_name: str, body: GetMessagesRequest, caller: Caller = Auth,
+                           reme: ReMe = Facade) -> list[SessionMessage]:
+        caller.permit([("session", session_name)])
+        return await run(reme.get_messages(session_name=session_name, **body.model_dump()))
+
+    @app.post("/v1/sessions/{session_name}/messages/delete", response_model=Count, tags=["sessions"])
+    async def delete_messages(session_name: str, body: IdsRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        batch(len(body.ids), "ids")
+        return Count(count=await run(reme.delete_messages(body.ids, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/messages/delete_by_mark", response_model=Count, tags=["sessions"])
+    async def delete_messages_by_mark(session_name: str, body: MarkRequest, caller: Caller = Auth,
+                                      reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        return Count(count=await run(reme.delete_messages_by_mark(body.mark, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/marks", response_model=Count, tags=["sessions"])
+    async def update_marks(session_name: str, body: MarksRequest, caller: Caller = Auth,
+                           reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        batch(len(body.ids or []), "ids")
+        return Count(count=await run(reme.update_marks(session_name=session_name, **body.model_dump())))
+
+    @app.put("/v1/sessions/{session_name}/summary", status_code=204, response_class=Response, tags=["sessions"])
+    async def update_compressed_summary(session_name: str, body: SummaryRequest, caller: Caller = Auth,
+                                        reme: ReMe = Facade) -> Response:
+        caller.permit([("session", session_name)])
+        await run(reme.update_compressed_summary(body.summary, session_name=session_name))
+        return Response(status_code=204)
+
+    @app.get("/v1/sessions/{session_name}/size", response_model=SessionSize, tags=["sessions"])
+    async def session_size(session_name: str, caller: Caller = Auth, reme: ReMe = Facade) -> SessionSize:
+        caller.permit([("session", session_name)])
+        return await run(reme.session_size(session_name=session_name))
+
+    @app.post("/v1/sessions/{session_name}/clear", response_model=Count, tags=["sessions"])
+    async def clear_session(session_name: str, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        return Count(count=await run(reme.clear_session(session_name=session_name)))
+
+    @app.get("/v1/sessions/{session_name}/state", tags=["sessions"])
+    async def session_state(session_name: str, caller: Caller = Auth, reme: ReMe = Facade) -> dict[str, Any]:
+        caller.permit([("session", session_name)])
+        return await run(reme.session_state(session_name=session_name))
+
+    @app.put("/v1/sessions/{session_name}/state", response_model=Count, tags=["sessions"])
+    async def load_session_state(session_name: str, body: StateRequest, caller: Caller = Auth,
+                                 reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        return Count(count=await run(reme.load_session_state(body.state, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/tool_results", response_model=CompactedContext, tags=["context"])
+    async def compact_tool_results(session_name: str, body: ToolResultsRequest, caller: Caller = Auth,
+                                   reme: ReMe = Facade) -> CompactedContext:
+        caller.permit([("session", session_name)])
+        batch(len(body.messages), "messages")
+        args = body.model_dump()
+        return await run(reme.compact_tool_results(args.pop("messages"), session_name=session_name, **args))
+
+    @app.get("/v1/sessions/{session_name}/tool_results/{ref}", response_model=ToolResult, tags=["context"])
+    async def read_tool_result(session_name: str, ref: str, caller: Caller = Auth,
+                               reme: ReMe = Facade) -> ToolResult:
+        caller.permit([("session", session_name)])
+        return ToolResult(content=await run(reme.read_tool_result(ref, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/prepare", response_model=CompactedContext, tags=["context"])
+    async def prepare_context(session_name: str, body: PrepareRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> CompactedContext:
+        caller.permit([("session", session_name)] + ([("user", body.user_name)] if body.user_name else []))
+        return await run(reme.prepare_context(session_name=session_name, **body.model_dump()))
+
+    @app.post("/v1/context/compact", response_model=CompactedContext, tags=["context"])
+    async def compact_context(body: CompactRequest, caller: Caller = Auth, reme: ReMe = Facade) -> CompactedContext:
+        if not (caller.token is not None and caller.token.sessions):  # stores nothing: any session right will do
+            caller.permit([])
+        batch(len(body.messages), "messages")
+        args = body.model_dump()
+        return await run(reme.compact_context(args.pop("messages"), **args))
+
+    @app.post("/v1/background/wait", response_model=Count, tags=["context"])
+    async def wait_background(caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        return Count(count=await run(reme.wait_background()))
 
     app.add_middleware(Guard, limits=limits, log=log)
     return app

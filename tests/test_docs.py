@@ -50,6 +50,10 @@ def script(server: OpenAITestServer) -> None:
         server.script(prompt, {"memories": [lesson]})
     server.script("Rate each candidate lesson", {"results": [{"index": i, "score": 0.9} for i in range(10)]})
     server.script("Write the usage guideline", {"guideline": "Use short queries; retry once on a timeout."})
+    server.script("working memory of an AI agent", {  # docs/working-memory.md: compaction, and the agent's turns
+        "goal": "Plan a train trip to Lisbon in May", "constraints": ["train only"],
+        "progress": ["looking for a hotel near the river"], "next_steps": ["suggest a day trip"]})
+    server.script("You are a concise travel assistant", "Noted. Anything else?")
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +95,17 @@ def test_few_blocks_are_marked_no_run() -> None:
 def test_doc_python_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
     run([sys.executable, "snippet.py"], user_env, tmp_path)
+
+
+WORKING_MEMORY = ROOT / "docs" / "working-memory.md"
+
+
+@pytest.mark.parametrize("code", [pytest.param(code, id=f"working-memory.md:{line}")
+                                  for lang, flags, code, line in readme_blocks(WORKING_MEMORY)
+                                  if lang == "python" and "no-run" not in flags])
+def test_working_memory_page_blocks_run(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
+    assert run([sys.executable, "snippet.py"], user_env, tmp_path).strip()
 
 
 @pytest.mark.parametrize("code", _runnable("bash"))

@@ -48,12 +48,16 @@ async def call(session: ClientSession, name: str, **arguments: Any) -> Any:
 
 
 async def test_the_tools_are_listed_with_descriptions_for_a_model(reme: ReMe) -> None:
+    compact = next(t for t in TOOLS if t["name"] == "compact_context")["inputSchema"]
+    assert compact["additionalProperties"] is False and compact["properties"]["messages"]["items"][
+        "additionalProperties"] is False  # strict: unknown arguments are not silently dropped
+
     async def body(session: ClientSession) -> None:
         listed = (await session.list_tools()).tools
         assert [t.name for t in listed] == [t["name"] for t in TOOLS]
         assert {t.name for t in listed} == {"retrieve_personal_memory", "retrieve_task_memory",
                                             "retrieve_tool_memory", "add_memory", "search_memory", "list_memory",
-                                            "summarize_memory", "delete_memory"}
+                                            "summarize_memory", "compact_context", "delete_memory"}
         for tool in listed:
             assert len(tool.description or "") > 60
             assert tool.model_dump(by_alias=True)["inputSchema"]["type"] == "object"
@@ -138,6 +142,33 @@ async def test_summarize_messages_for_the_default_user(llm_reme: ReMe, server: O
 
     await with_session(MemoryTools(llm_reme, user_name="alice"), body)
     assert await llm_reme.count_memory(user_name="alice", memory_type="personal") == 1
+
+
+async def test_compact_context_summarizes_the_old_part_and_stores_nothing(llm_reme: ReMe,
+                                                                          server: OpenAITestServer) -> None:
+    server.script("working memory of an AI agent", {"goal": "Plan a trip to Oslo", "next_steps": ["book a hotel"]})
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 60}
+             for i in range(8)]
+    call_turns = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "rain"}]
+    before = await llm_reme.count_memory()
+
+    async def body(session: ClientSession) -> None:
+        result = await call(session, "compact_context", messages=turns + call_turns, threshold=300, reserve=40,
+                            previous_summary="The user is travelling.")
+        assert result["compacted"] == 8 and result["messages"][1:] == call_turns
+        assert "## Goal\nPlan a trip to Oslo" in result["summary"]
+        assert result["tokens_after"] < result["tokens_before"]
+        assert "The user is travelling." in server.requests[-1]["body"]["messages"][0]["content"]
+        small = await call(session, "compact_context", messages=turns[:1])
+        assert small["compacted"] == 0 and small["messages"] == turns[:1]
+        for bad in ({"messages": "hi"}, {"messages": turns, "threshold": 10, "reserve": 20},
+                    {"messages": [{"content": "no role"}]}, {"messages": turns, "previous_summary": 5}):
+            assert "error" in await call(session, "compact_context", **bad), bad
+
+    await with_session(MemoryTools(llm_reme, user_name="alice"), body)
+    assert await llm_reme.count_memory() == before
 
 
 async def test_a_slow_tool_call_times_out_typed_and_its_write_still_completes(llm_reme: ReMe,

@@ -177,9 +177,9 @@ async def compact(messages: Sequence[Mapping[str, Any]], previous_summary: str, 
 
 
 # -- 3. tool results ---------------------------------------------------------------------------
-def offload_reference(ref: str, chars: int, head: str, expires_at: datetime) -> str:
+def offload_reference(ref: str, chars: int, head: str) -> str:
     return (f"[Tool result offloaded: {chars} characters, the first {len(head)} below. The whole result: "
-            f"read_tool_result(ref=\"{ref}\"), until {expires_at.strftime('%Y-%m-%d %H:%M UTC')}.]\n{head}")
+            f"read_tool_result(ref=\"{ref}\").]\n{head}")
 
 
 READ_BACK_TOOL = "read_tool_result"
@@ -210,7 +210,7 @@ def compact_tool_results(messages: Sequence[Any], log_: SessionLog, scope: Scope
         text = message["content"]
         ref, parts = log_.tool_result_nodes(scope, text, expires_at, str(message.get("name") or "tool"))
         nodes += parts
-        out.append({**message, "content": offload_reference(ref, len(text), text[:preview_chars], expires_at)})
+        out.append({**message, "content": offload_reference(ref, len(text), text[:preview_chars])})
         refs.append(OffloadedResult(ref=ref, chars=len(text), expires_at=expires_at, message_index=i))
     return out, refs, nodes
 

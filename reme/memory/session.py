@@ -381,9 +381,10 @@ def to_plain_messages(messages: Sequence[Any]) -> list[Message]:
                 when = parse_iso(said) if said is not None else item.time if isinstance(item, SessionMessage) else None
             except ValueError:
                 when = None
-            name = message.get("name")
+            name, ref = message.get("name"), message.get("id")
             out.append(Message(role=str(message.get("role")), content=text[:MAX_CONTENT_CHARS],
-                               name=name if isinstance(name, str) else None, time=when))
+                               name=name[:MAX_NAME_CHARS] if isinstance(name, str) and name else None, time=when,
+                               id=ref[:MAX_NAME_CHARS] if isinstance(ref, str) and ref else None))
     return out
 
 
