@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_openai import ChatOpenAI
+from agent_loops import EXTRACT, script_personal
 from langgraph.checkpoint.memory import InMemorySaver
 from openai_server import Message, OpenAITestServer, prompt_of
 
@@ -104,3 +105,29 @@ def test_a_big_tool_result_is_offloaded_read_back_and_a_thread_goes_on_without_a
         last = json.dumps(agent_requests(llm)[-1]["messages"])
         assert "Find a hotel in Lisbon." in last and "What did I ask?" in last
         assert reme.session_size(session_name="alice-hotels").messages == 8
+
+
+async def test_each_thread_is_its_own_session_and_compacted_turns_reach_the_users_long_term_memory(
+        llm: OpenAITestServer, tmp_path: Path) -> None:
+    script_personal(llm, "Alice is vegetarian", "vegetarian", ["Alice diet"])
+    llm.script(REME_COMPACT, SUMMARY)
+    llm.script(SYS, lambda body: f"You said: {[m for m in body['messages'] if m['role'] == 'user'][-1]['content']}")
+    async with ReMe(**settings(llm, tmp_path / "reme", threshold=60, reserve=30)) as reme:
+        agent = create_agent(model(llm), tools=[], system_prompt=SYS, checkpointer=InMemorySaver(),
+                             middleware=[ReMeContextMiddleware(reme, user_name="alice")])
+        for said, _ in TRIP:
+            await agent.ainvoke({"messages": [{"role": "user", "content": said}]},
+                                {"configurable": {"thread_id": "alice-trip"}})
+        out = await agent.ainvoke({"messages": [{"role": "user", "content": "Hello, I am Bob."}]},
+                                  {"configurable": {"thread_id": "bob"}})
+        assert out["messages"][-1].content == "You said: Hello, I am Bob."
+        bob_saw = json.dumps(agent_requests(llm)[-1]["messages"])
+        assert "Lisbon" not in bob_saw and "Budget" not in bob_saw  # another thread, another session
+        assert [m.message["content"] for m in await reme.get_messages(session_name="bob")] == \
+            ["Hello, I am Bob.", "You said: Hello, I am Bob."]
+
+        assert await reme.wait_background() == 0
+        remembered = [n.content for n in await reme.list_memory(user_name="alice", memory_type="personal")]
+        assert remembered == ["Alice is vegetarian"]  # from the compacted turns, summarized in the background
+        extracted = [prompt_of(b) for b in llm.chat_requests if EXTRACT in prompt_of(b)]
+        assert extracted and all("Hello, I am Bob." not in p for p in extracted)
