@@ -1,5 +1,6 @@
 """ReMeContextMiddleware: a langchain `create_agent` graph whose conversation is a ReMe session,
-compacted by ReMe before each model call; the model is the scripted OpenAI-compatible server."""
+compacted by ReMe before each model call; ReMeChatMessageHistory: LangChain's chat history over a
+session. The model is the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_openai import ChatOpenAI
 from agent_loops import EXTRACT, script_personal
 from langgraph.checkpoint.memory import InMemorySaver
 from openai_server import Message, OpenAITestServer, prompt_of
 
-from reme import ReMe, ReMeSync
-from reme.integrations.langgraph import SUMMARY_MESSAGE_ID, ReMeContextMiddleware
+from reme import InvalidInputError, ReMe, ReMeSync
+from reme.integrations.langgraph import SUMMARY_MESSAGE_ID, ReMeChatMessageHistory, ReMeContextMiddleware
 
 SYS = "You are Friday, a travel assistant."
 REME_COMPACT = "You keep the working memory of an AI agent"
@@ -131,3 +136,38 @@ async def test_each_thread_is_its_own_session_and_compacted_turns_reach_the_user
         assert remembered == ["Alice is vegetarian"]  # from the compacted turns, summarized in the background
         extracted = [prompt_of(b) for b in llm.chat_requests if EXTRACT in prompt_of(b)]
         assert extracted and all("Hello, I am Bob." not in p for p in extracted)
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")  # still the history's main user
+def test_the_chat_history_is_the_session_and_serves_runnable_with_message_history(
+        llm: OpenAITestServer, tmp_path: Path) -> None:
+    llm.script(SYS, lambda body: f"{len(body['messages']) - 1} messages so far")
+    with ReMeSync(**settings(llm, tmp_path / "reme")) as reme:
+        prompt = ChatPromptTemplate.from_messages([("system", SYS), MessagesPlaceholder("history"), ("human", "{q}")])
+        chain = RunnableWithMessageHistory(prompt | model(llm), lambda sid: ReMeChatMessageHistory(reme, sid),
+                                           input_messages_key="q", history_messages_key="history")
+        config = {"configurable": {"session_id": "alice"}}
+        assert chain.invoke({"q": "Plan a trip to Lisbon."}, config).content == "1 messages so far"
+        assert chain.invoke({"q": "In May."}, config).content == "3 messages so far"
+        assert chain.invoke({"q": "Hi"}, {"configurable": {"session_id": "bob"}}).content == "1 messages so far"
+
+        history = ReMeChatMessageHistory(reme, "alice")
+        assert [(m.type, m.content) for m in history.messages] == [
+            ("human", "Plan a trip to Lisbon."), ("ai", "1 messages so far"), ("human", "In May."),
+            ("ai", "3 messages so far")]
+        reme.update_compressed_summary("Alice plans Lisbon.", session_name="alice")
+        assert history.messages[0].content.endswith("Alice plans Lisbon.") and len(history.messages) == 5
+        history.clear()
+        assert history.messages == [] and len(ReMeChatMessageHistory(reme, "bob").messages) == 2
+
+
+async def test_an_async_remes_history_serves_the_async_calls_and_refuses_the_sync_ones(
+        llm: OpenAITestServer, tmp_path: Path) -> None:
+    async with ReMe(**settings(llm, tmp_path / "reme")) as reme:
+        history = ReMeChatMessageHistory(reme, "alice")
+        await history.aadd_messages([HumanMessage("hello"), AIMessage("hi Alice")])
+        assert [m.content for m in await history.aget_messages()] == ["hello", "hi Alice"]
+        with pytest.raises(InvalidInputError, match="ReMeSync"):
+            history.messages
+        await history.aclear()
+        assert await history.aget_messages() == []

@@ -1,6 +1,6 @@
 """LangGraph: `ReMeStore`, a `BaseStore` whose items are ReMe memories, and
 `ReMeContextMiddleware`, an agent's conversation kept as a ReMe session and compacted before each
-model call (extra `langgraph`).
+model call, and `ReMeChatMessageHistory`, LangChain's chat history over a session (extra `langgraph`).
 
 >>> store = ReMeStore(working_dir=".reme", fields=["text"])
 >>> store.put(("memories", "alice"), "tea", {"text": "Alice likes green tea"})
@@ -32,7 +32,8 @@ import uuid
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AnyMessage, RemoveMessage, convert_to_messages, convert_to_openai_messages
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, convert_to_messages, convert_to_openai_messages
 from langchain_core.tools import StructuredTool
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -310,7 +311,7 @@ SUMMARY_MESSAGE_ID = "reme-session-summary"
 """The id of the message holding the session's compressed summary in the graph's state."""
 
 
-def _session_dicts(messages: Sequence[AnyMessage]) -> list[dict[str, Any]]:
+def _session_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """LangChain messages as OpenAI-style dicts that keep their LangChain ids."""
     dicts: list[dict[str, Any]] = convert_to_openai_messages(list(messages))
     return [{**d, "id": m.id} for d, m in zip(dicts, messages)]
@@ -321,7 +322,56 @@ def _graph_messages(dicts: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:
     return list(convert_to_messages([{**d, "id": d.get("id") or SUMMARY_MESSAGE_ID} for d in dicts]))
 
 
-class ReMeContextMiddleware(AgentMiddleware):  # type: ignore[misc, unused-ignore]  # Any where langchain is not installed
+class _Facade:
+    """Calls a facade method by name on a `ReMe` (awaited) or a `ReMeSync` (in a worker thread
+    from async code), so one adapter serves LangChain's sync and async entry points."""
+
+    reme: ReMe | ReMeSync
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(self.reme, ReMe):
+            return await getattr(self.reme, name)(*args, **kwargs)
+        return await asyncio.to_thread(getattr(self.reme, name), *args, **kwargs)
+
+    def _call_sync(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(self.reme, ReMe):
+            raise InvalidInputError(f"a {type(self).__name__} over an async ReMe serves async calls (ainvoke, "
+                                    "astream, aget_messages...); for sync ones give it a ReMeSync")
+        return getattr(self.reme, name)(*args, **kwargs)
+
+
+class ReMeChatMessageHistory(_Facade, BaseChatMessageHistory):  # type: ignore[misc, unused-ignore]
+    """LangChain's `BaseChatMessageHistory` over a ReMe session (for `RunnableWithMessageHistory`
+    or any code that keeps a chat history): `messages` are the session's, with its compressed
+    summary first (`prepend_summary`), `add_messages` appends in one write, `clear` empties the
+    session. `reme` is a `ReMe` (the `a*` methods) or a `ReMeSync` (both)."""
+
+    def __init__(self, reme: ReMe | ReMeSync, session_name: str, *, prepend_summary: bool = True) -> None:
+        self.reme, self.session_name, self.prepend_summary = reme, session_name, prepend_summary
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override, unused-ignore]
+        got = self._call_sync("get_messages", session_name=self.session_name, prepend_summary=self.prepend_summary)
+        return list(_graph_messages([m.message for m in got]))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        got = await self._call("get_messages", session_name=self.session_name, prepend_summary=self.prepend_summary)
+        return list(_graph_messages([m.message for m in got]))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self._call_sync("add_messages", _session_dicts(messages), session_name=self.session_name)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await self._call("add_messages", _session_dicts(messages), session_name=self.session_name)
+
+    def clear(self) -> None:
+        self._call_sync("clear_session", session_name=self.session_name)
+
+    async def aclear(self) -> None:
+        await self._call("clear_session", session_name=self.session_name)
+
+
+class ReMeContextMiddleware(_Facade, AgentMiddleware):  # type: ignore[misc, unused-ignore]  # Any where langchain is not installed
     """The conversation of a LangGraph agent (`langchain.agents.create_agent`) kept as a ReMe
     session and fitted to the context window before every model call.
 
@@ -360,17 +410,6 @@ class ReMeContextMiddleware(AgentMiddleware):  # type: ignore[misc, unused-ignor
             raise InvalidInputError("name the session: ReMeContextMiddleware(session_name=...), or run the graph "
                                     "with config={'configurable': {'thread_id': ...}}")
         return str(thread)
-
-    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(self.reme, ReMe):
-            return await getattr(self.reme, name)(*args, **kwargs)
-        return await asyncio.to_thread(getattr(self.reme, name), *args, **kwargs)
-
-    def _call_sync(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(self.reme, ReMe):
-            raise InvalidInputError("a ReMeContextMiddleware over an async ReMe runs in ainvoke/astream; "
-                                    "for invoke/stream give it a ReMeSync")
-        return getattr(self.reme, name)(*args, **kwargs)
 
     @staticmethod
     def _new(state: Mapping[str, Any], stored: Sequence[SessionMessage]) -> list[dict[str, Any]]:
