@@ -171,3 +171,12 @@ async def test_an_async_remes_history_serves_the_async_calls_and_refuses_the_syn
             history.messages
         await history.aclear()
         assert await history.aget_messages() == []
+
+
+async def test_without_a_session_name_or_a_thread_id_the_run_fails_saying_what_to_do(
+        llm: OpenAITestServer, tmp_path: Path) -> None:
+    async with ReMe(**settings(llm, tmp_path / "reme")) as reme:
+        agent = create_agent(model(llm), tools=[], system_prompt=SYS, middleware=[ReMeContextMiddleware(reme)])
+        with pytest.raises(InvalidInputError, match="thread_id"):
+            await agent.ainvoke({"messages": [{"role": "user", "content": "hello"}]})
+        assert llm.chat_requests == []  # the model was not called
