@@ -139,6 +139,13 @@ def _list_arg(value: Any, what: str, limit: int = MAX_BATCH) -> list[Any]:
     return list(value)
 
 
+def _messages_arg(value: Any) -> list[Any]:
+    """A list of messages (it may be empty); None or a single message is refused."""
+    if value is None:
+        raise InvalidInputError("messages must be a list of messages (dicts with role and content), not None")
+    return _list_arg(value, "messages")
+
+
 def _mapping_arg(value: Any, what: str) -> Any:
     """A dict copy of a mapping argument; anything else is passed on for the model to refuse."""
     if value is not None and not isinstance(value, Mapping):
@@ -826,7 +833,8 @@ class ReMe:
         cfg = self.config.context
         limit = positive(max_chars if max_chars is not None else cfg.max_tool_chars, "max_chars")
         ttl = check_number(ttl_s if ttl_s is not None else cfg.tool_result_ttl_s, "ttl_s", low=1e-3, high=1e10)
-        before = tokens_of([message_dict(m, i) for i, m in enumerate(_list_arg(messages, "messages"))], None)
+        messages = _messages_arg(messages)
+        before = tokens_of([message_dict(m, i) for i, m in enumerate(messages)], None)
         out, refs, nodes = compact_tool_results(messages, self._sessions, scope, max_chars=limit,
                                                 ttl=timedelta(seconds=ttl), preview_chars=cfg.preview_chars)
         await self._sessions.rewrite(nodes)
@@ -867,7 +875,7 @@ class ReMe:
         if keep > limit:
             raise InvalidInputError(f"reserve ({keep}) must not exceed threshold ({limit})")
         room = limit - tokens_of(context_messages(summary, []), tokenizer)
-        return check_context(_list_arg(messages, "messages"), max(room, keep), keep, tokenizer=tokenizer)
+        return check_context(_messages_arg(messages), max(room, keep), keep, tokenizer=tokenizer)
 
     async def prepare_context(self, *, session_name: str, threshold: int | None = None, reserve: int | None = None,
                               user_name: str | None = None, tokenizer: Tokenizer | None = None) -> CompactedContext:
@@ -883,8 +891,9 @@ class ReMe:
         user = self._require_scope(user_name, None, None, "prepare_context").name if user_name is not None else None
         cfg = self.config.context
         sessions = self._sessions
+        self._check([], threshold, reserve, tokenizer, "")  # the arguments, before anything is read or written
         async with sessions.lock(scope):
-            await sessions.purge_expired(scope)
+            expired = await sessions.expired(scope)
             nodes = await sessions.get(scope, [], [COMPRESSED])
             messages = [as_message(n).message for n in nodes]
             summary = await sessions.summary(scope)
@@ -899,7 +908,7 @@ class ReMe:
             changed = {nodes[r.message_index].memory_id for r in refs}
             split = self._check(messages, threshold, reserve, tokenizer, summary)
             result = CompactedContext(messages=[], summary=summary, offloaded=refs, tokens_before=before)
-            extra: list[WriteOp] = []
+            extra: list[WriteOp] = list(expired)
             if split.compact:  # the LLM call comes before any write: when it fails, nothing is written
                 structured = await compact(split.compact, summary, self._require_llm("prepare_context"),
                                            self._prompts_lib, usage=result.usage)
@@ -908,10 +917,10 @@ class ReMe:
                     nodes[i] = nodes[i].model_copy(update={"tags": [*nodes[i].tags, COMPRESSED][-MAX_TAGS:],
                                                            "time_modified": now})
                     changed.add(nodes[i].memory_id)
-                extra = sessions.summary_ops(scope, summary, await sessions.placeholder())
+                extra += sessions.summary_ops(scope, summary, await sessions.placeholder())
                 result.summary, result.structured, result.compacted = summary, structured, len(split.compact)
-            # One write: offloaded results, the messages now holding references or marked
-            # compressed, and the new summary are all there after a crash, or none of them.
+            # One write: expired results gone, offloaded results, the messages now holding references
+            # or marked compressed, and the new summary: all there after a crash, or none of them.
             await sessions.rewrite([n for n in nodes if n.memory_id in changed] + offloads, extra)
             result.messages = context_messages(summary, split.keep)
             result.tokens_after = tokens_of(result.messages, tokenizer)

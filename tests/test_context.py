@@ -172,7 +172,9 @@ async def test_offloaded_results_expire(reme: ReMe) -> None:
     await asyncio.sleep(0.6)
     with pytest.raises(MemoryNotFoundError):
         await reme.read_tool_result(ref, session_name="s1")
-    assert await reme.count_memory(filters={"metadata.ref": ref}) == 0  # and it is gone from the store
+    assert await reme.count_memory(filters={"metadata.ref": ref}) == 1
+    await reme.prepare_context(session_name="s1")  # drops what expired
+    assert await reme.count_memory(filters={"metadata.ref": ref}) == 0
 
 
 # -- prepare_context ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
 
 from reme.integrations._agent import AgentMemory, message, tool_call_records
+from reme.memory.session import SUMMARY_PREFIX
 from reme.reme import ReMe
 from reme.schema import Message
 from reme.working import CompactedContext, SessionMessage
@@ -230,11 +231,15 @@ class ReMeToolMemory(_ReMeLongTermMemory):
 
 
 def _msg(stored: SessionMessage) -> Msg:
-    """A session message as the `Msg` it was added as (the summary, added by ReMe, as a user `Msg`)."""
+    """A session message as the `Msg` it was added as; the compressed summary ReMe prepends as
+    `InMemoryMemory` shows it (a user `Msg` holding the summary alone)."""
     data = stored.message
     if "name" in data and "id" in data:
         return Msg.from_dict(data)
-    return Msg(name=str(data.get("name") or data.get("role") or "user"), content=data.get("content") or "",
+    text = data.get("content")
+    if isinstance(text, str) and text.startswith(SUMMARY_PREFIX):
+        text = text[len(SUMMARY_PREFIX):]
+    return Msg(name=str(data.get("name") or data.get("role") or "user"), content=text or "",
                role=data.get("role") if data.get("role") in ("user", "assistant", "system") else "user")
 
 
@@ -247,8 +252,8 @@ class ReMeSessionMemory(MemoryBase):  # type: ignore[misc]  # agentscope is unty
     >>> agent = ReActAgent(..., memory=ReMeSessionMemory(reme, "chat-42"))
 
     Marks, `delete_by_mark`, `update_messages_mark` and the compressed summary behave as in
-    `InMemoryMemory`, so `ReActAgent`'s hint messages and its own compression (`compression_config`)
-    work unchanged. `state_dict()` holds the session's name (the messages are in ReMe already);
+    `InMemoryMemory` (the same calls give the same answers), so `ReActAgent`'s hint messages and its
+    own compression (`compression_config`) work unchanged. `state_dict()` holds the session's name (the messages are in ReMe already);
     `export_state()` / `import_state()` give and take `InMemoryMemory`'s state (to move a
     conversation between the two). The `ReMe` belongs to the caller."""
 

@@ -334,19 +334,16 @@ class SessionLog:
         nodes = await self.nodes(scope, TOOL_RESULT, Eq(field="metadata.ref", value=ref))
         if not nodes:
             raise MemoryNotFoundError(ref)
-        if _expired(nodes[0], now or utcnow()):
-            await self.store.write([Delete(self.collection, [n.memory_id for n in nodes])])
+        if _expired(nodes[0], now or utcnow()):  # deleted by the next prepare_context
             raise MemoryNotFoundError(ref)
         nodes.sort(key=lambda n: int(n.metadata.get("part", 0)))
         return "".join(n.content for n in nodes)
 
-    async def purge_expired(self, scope: Scope, now: datetime | None = None) -> int:
-        """Delete the session's offloaded tool results past their expiry; returns how many records."""
+    async def expired(self, scope: Scope, now: datetime | None = None) -> list[WriteOp]:
+        """Deleting the session's offloaded tool results past their expiry (nothing when none are)."""
         now = now or utcnow()
         doomed = [n.memory_id for n in await self.nodes(scope, TOOL_RESULT) if _expired(n, now)]
-        if doomed:
-            await self.store.write([Delete(self.collection, doomed)])
-        return len(doomed)
+        return [Delete(self.collection, doomed)] if doomed else []
 
 
 def _expired(node: MemoryNode, now: datetime) -> bool:
