@@ -12,6 +12,7 @@ from reme.errors import (AuthenticationError, CollectionNotFoundError, ConfigErr
                          NotFoundError, NotReadyError, OriginalReMeAPIError, PayloadTooLargeError,
                          PermissionDeniedError, PromptError, PromptTooLargeError, ReMeError, RequestTimeoutError,
                          ServiceError, StoreError, StoreLockedError, VectorSizeError)
+from reme.markdown import MarkdownExport, MarkdownIssue, MarkdownSyncResult
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
                          Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
 
@@ -24,7 +25,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AuthenticationError", "NotReadyError", "PayloadTooLargeError", "PermissionDeniedError", "RequestTimeoutError",
     "ServiceError", "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
-    "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
+    "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MarkdownExport",
+    "MarkdownIssue", "MarkdownSyncResult", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
     "OriginalReMeAPIError",
     "ProceduralConfig", "PromptError", "PromptTooLargeError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError",

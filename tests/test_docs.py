@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from docs_support import ENVTESTS, doc_blocks, env_of, fenced_blocks, run, user_environment
+from docs_support import ENVTESTS, doc_blocks, env_of, run, user_environment
 from openai_server import OpenAITestServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,17 +95,6 @@ def test_few_blocks_are_marked_no_run() -> None:
 def test_doc_python_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
     run([sys.executable, "snippet.py"], user_env, tmp_path)
-
-
-WORKING_MEMORY = ROOT / "docs" / "working-memory.md"
-
-
-@pytest.mark.parametrize("code", [pytest.param(code, id=f"working-memory.md:{line}")
-                                  for lang, flags, code, line in fenced_blocks(WORKING_MEMORY)
-                                  if lang == "python" and "no-run" not in flags])
-def test_working_memory_page_blocks_run(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
-    (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
-    assert run([sys.executable, "snippet.py"], user_env, tmp_path).strip()
 
 
 @pytest.mark.parametrize("code", _runnable("bash"))
