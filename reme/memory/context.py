@@ -182,9 +182,13 @@ def offload_reference(ref: str, chars: int, head: str) -> str:
             f"read_tool_result(ref=\"{ref}\").]\n{head}")
 
 
+READ_BACK_TOOL = "read_tool_result"
+"""The tool an agent reads an offloaded result back with: its result is never offloaded again."""
+
+
 def oversized(message: Mapping[str, Any], max_chars: int) -> bool:
     return _result_ids(message) is not None and isinstance(message.get("content"), str) \
-        and len(message["content"]) > max_chars
+        and len(message["content"]) > max_chars and message.get("name") != READ_BACK_TOOL
 
 
 def compact_tool_results(messages: Sequence[Any], log_: SessionLog, scope: Scope, *, max_chars: int,
