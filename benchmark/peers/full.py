@@ -247,6 +247,7 @@ def stream_worker(python_env: tuple[str, dict[str, str]], worker: Path, lib: str
                   url: str, on_done: Callable[[str, Any], None]) -> Any:
     """Run one worker job, calling `on_done(key, value)` for each unit it reports as it reports it."""
     python, env = python_env
+    store = store.resolve()
     store.mkdir(parents=True, exist_ok=True)
     job_file = store.parent / f"{store.name}.{job['kind']}.json"
     job_file.write_text(json.dumps(job), encoding="utf-8")
@@ -307,7 +308,7 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
     data = resolve_data(args.data)
     names = [n for n in args.conversations.split(",") if n]
     picked = subset(load(data), names, args.sessions, args.per_category)
-    out = Path(args.full_out)
+    out = Path(args.full_out).resolve()
     settings = {"data": file_digest(data), "conversations": names, "sessions": args.sessions,
                 "per_category": args.per_category, "top_k": args.top_k, "model": args.model,
                 "max_tokens": args.max_tokens, "questions": {c.sample_id: [q.index for q in qs] for c, qs in picked}}

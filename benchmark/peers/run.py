@@ -119,7 +119,7 @@ def python_for(lib: str, envs: Path, install: bool) -> tuple[str, dict[str, str]
     if lib == "reme":
         return sys.executable, {**env, "PYTHONPATH": str(ROOT)}
     name = ENVS[lib]
-    venv = envs / f"peer-{name}"
+    venv = envs.resolve() / f"peer-{name}"
     python = venv / "bin" / "python"
     if install and not python.exists():
         print(f"creating {venv} ...", file=sys.stderr, flush=True)
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     workloads = args.workloads.split(",")
     libs = (args.libs or ",".join(FULL_LIBS if workloads == ["full"] else LIBS)).split(",")
-    if libs[0] != "reme":
+    if libs[0] != "reme" and workloads != ["full"]:
         parser.error("--libs starts with reme: ratios are against it")
     limits = {k: int(v) for k, v in (m.split("=") for m in args.max)}
     embed = Embeddings(args.cache)
