@@ -69,7 +69,13 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     data = Path(args.data) if args.data else package_data()
     mode = args.memory[0]
     pool = Path(args.memory[1]) if mode == "pool" else None
-    tasks = load_tasks(data, split_ids(args.split)[:args.tasks])
+    ids = split_ids(args.split)
+    if args.task_ids:
+        unknown = [i for i in args.task_ids.split(",") if i not in ids]
+        if unknown:
+            raise DataError(f"--task-ids: {', '.join(unknown)} not in the {args.split} split")
+        ids = args.task_ids.split(",")
+    tasks = load_tasks(data, ids[:args.tasks])
     train = load_tasks(data, split_ids("train")[:args.tasks]) if mode == "learn" else []
     settings = {"model": args.model, "memory": mode, "pool": file_digest(pool) if pool else None,
                 "split": args.split, "tasks": [t.id for t in tasks], "runs": args.runs,
@@ -155,6 +161,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--embedding-model", default=None)
     p.add_argument("--data", help=f"a BFCL data/ folder (default: the installed bfcl-eval=={BFCL_VERSION})")
     p.add_argument("--working-dir", help="ReMe's store (default: beside the output, .store)")
+    p.add_argument("--task-ids", help="only these tasks of the split, comma-separated (e.g. multi_turn_base_1)")
     p.add_argument("--json-tool-calls", action="store_true",
                    help="take tool calls the model writes as JSON in its reply text (for endpoints that return "
                         "no tool_calls, e.g. llama.cpp with a small Qwen); off: BFCL's handler as it is")
