@@ -253,6 +253,12 @@ class Mem0Adapter(Adapter):
                 "model": self.llm["model"] if self.llm else "unused", "api_key": "local", "temperature": 0.0,
                 "openai_base_url": self.llm["base_url"] if self.llm else self.url}},
             "history_db_path": str(self.path / "history.db")})
+        if self.llm:  # a local model on a shared CPU takes minutes per call: the client's 600 s and
+            # two retries would give up and send the same long prompt again (ReMe gets 1800 s too)
+            from openai import OpenAI
+
+            self.mem.llm.client = OpenAI(api_key="local", base_url=self.llm["base_url"], timeout=3600.0,
+                                         max_retries=0)
 
     async def close(self) -> None:
         client = getattr(self.mem.vector_store, "client", None)
