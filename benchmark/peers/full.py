@@ -314,6 +314,8 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
                 "model": args.model, "max_tokens": args.max_tokens}
     stores = out.with_suffix(".stores")
     calls_log = out.with_suffix(".calls.jsonl")
+    if args.report_only:
+        args.resume = True
     if not args.resume:
         shutil.rmtree(stores, ignore_errors=True)
         calls_log.unlink(missing_ok=True)
@@ -323,7 +325,7 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
     questions = [(c, q) for c, qs in picked for q in qs]
     n_sessions = sum(len(c["sessions"]) for c in convs)
     try:
-        for lib in libs:
+        for lib in [] if args.report_only else libs:
             if lib not in FULL_LIBS:
                 raise SystemExit(f"--workloads full runs {', '.join(FULL_LIBS)}; not {lib}")
             env = python_for(lib)
@@ -390,6 +392,10 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
     calls = [json.loads(line) for line in calls_log.read_text(encoding="utf-8").splitlines()] \
         if calls_log.exists() else []
     n_convs = len(picked)
+    # Scores over the same questions for every library: those each of them has graded.
+    picked = [(c, [q for q in qs if all(f"grade/{lib}/{c.sample_id}/{q.index}" in checkpoint.done for lib in libs)])
+              for c, qs in picked]
+    settings = {**settings, "graded": {c.sample_id: [q.index for q in qs] for c, qs in picked}}
     out: dict[str, Any] = {"settings": settings, "libs": {}}
     for lib in libs:
         grades, recall_rows, per_cat = [], [], {CATEGORIES[c]: [] for c in SCORED}
@@ -450,9 +456,11 @@ def table(rep: dict[str, Any]) -> str:
     head = ["library", "J", "F1", "memories", "LLM calls / conv (ingest+retrieve)", "tokens in / out per conv",
             "malformed (of structured)", "sessions failed", "wall min (ingest / retrieve / answer+judge)",
             "evidence R@5 / R@10 (cited)"]
+    graded, asked = (sum(len(v) for v in s[k].values()) for k in ("graded", "questions"))
     lines = [f"LoCoMo full mode, {', '.join(s['conversations'])}, first {s['sessions']} sessions, "
-             f"{sum(len(v) for v in s['questions'].values())} questions (categories 1-4, up to {s['per_category']} "
-             f"each), top {s['top_k']}, model {s['model']}", "", "| " + " | ".join(head) + " |",
+             f"{graded} questions (categories 1-4, up to {s['per_category']} each"
+             f"{f'; {graded} of {asked} graded for every library' if graded < asked else ''}), "
+             f"top {s['top_k']}, model {s['model']}", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for lib, r in rep["libs"].items():
         ev = r["evidence recall"]
@@ -480,6 +488,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     full.add_argument("--full-out", default="benchmark/results/peers-full.json",
                       help="report JSON; its checkpoint, stores and call log go beside it")
     full.add_argument("--resume", action="store_true", help="continue an interrupted full run")
+    full.add_argument("--report-only", action="store_true",
+                      help="no LLM work: the report from the checkpoint, over the questions every library finished")
 
 
 def main_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str], tuple[str, dict[str, str]]],
