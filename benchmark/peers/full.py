@@ -309,9 +309,10 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
     names = [n for n in args.conversations.split(",") if n]
     picked = subset(load(data), names, args.sessions, args.per_category)
     out = Path(args.full_out).resolve()
-    # What stored work depends on; the questions may change on --resume (each is checkpointed on its own).
-    settings = {"data": file_digest(data), "conversations": names, "sessions": args.sessions, "top_k": args.top_k,
-                "model": args.model, "max_tokens": args.max_tokens}
+    # What stored work depends on. The sessions and questions may change on --resume: each session
+    # and question is checkpointed on its own (a store holds the sessions ingested so far).
+    settings = {"data": file_digest(data), "conversations": names, "top_k": args.top_k, "model": args.model,
+                "max_tokens": args.max_tokens}
     stores = out.with_suffix(".stores")
     calls_log = out.with_suffix(".calls.jsonl")
     if args.report_only:
@@ -379,7 +380,7 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
     finally:
         proxy.shutdown()
     return report(picked, libs, checkpoint, calls_log, {
-        **settings, "per_category": args.per_category,
+        **settings, "sessions": args.sessions, "per_category": args.per_category,
         "questions": {c.sample_id: [q.index for q in qs] for c, qs in picked}})
 
 
