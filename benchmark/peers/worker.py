@@ -223,8 +223,15 @@ class ReMeAISummarizerAdapter(Adapter):
         result = await self.app.summarize_memory(messages, user_name=speakers, return_dict=True)
         return {"added": len(await self.dump(speakers)) - before, "answer": str(result.get("answer"))[:300]}
 
+    def _handler(self, speaker: str) -> Any:
+        """The speaker's memory handler, registered as a personal target first (as the app's own
+        `list_memory` does; a fresh process knows no targets)."""
+        memory_type, target = self.app._resolve_memory_target(speaker, "", "")
+        self.app._add_meta_memory(memory_type, target)
+        return self.app.get_memory_handler(target)
+
     async def recall(self, speakers: list[str], query: str, k: int) -> list[dict[str, Any]]:
-        lists = [await self.app.get_memory_handler(s).search(query, limit=k) for s in speakers]
+        lists = [await self._handler(s).search(query, limit=k) for s in speakers]
         merged = [n for group in zip(*lists) for n in group] + [n for ns in lists for n in ns[min(map(len, lists)):]]
         return [{"owner": n.memory_target, "time": str(n.message_time or "") or None, "content": n.content,
                  "dia_ids": []} for n in merged[:k]]
