@@ -109,8 +109,10 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                                     json_calls=args.json_tool_calls)
             if use:
                 await use.record(ids, result["success"])
-            if phase != "learn":  # only learning needs the conversation and the calls
-                del result["messages"], result["calls"]
+            if phase != "learn":  # only learning needs the conversation; the calls are kept, short
+                del result["messages"]
+                result["calls"] = [{"name": c["name"], "arguments": c["arguments"][:300], "success": c["success"]}
+                                   for c in result["calls"]]
             return {**result, "memory_ids": ids}
 
         phases: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -133,7 +135,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
 def report(args: argparse.Namespace, settings: dict[str, Any], phases: dict[str, dict[str, list[dict[str, Any]]]],
            learned: dict[str, int] | None) -> dict[str, Any]:
     slim = ("score", "success", "error_type", "error_message", "prompt_tokens", "completion_tokens", "seconds",
-            "steps", "text_calls", "memory_ids")
+            "steps", "text_calls", "memory_ids", "calls")
     return {"benchmark": "BFCL-v3 multi_turn_base", "settings": settings, "learned": learned,
             "summary": {phase: at_k(runs) for phase, runs in phases.items()},
             "tasks": {phase: {task: [{k: r.get(k) for k in slim} for r in task_runs] for task, task_runs in runs.items()}
