@@ -97,6 +97,10 @@ def test_reme_runs_the_whole_path_and_a_resumed_run_calls_no_llm(tmp_path: Path,
         partial = run_full(full_args(tmp_path, server, "--per-category", "3", "--report-only"), endpoint,
                            lambda lib: python_for(lib, tmp_path, False), WORKER, ["reme"])
         assert len(server.chat_requests) == calls
+        # Another judge grades every answer again; the answering model's verdicts stay beside it.
+        judged = run_full(full_args(tmp_path, server, "--judge-model", "big", "--report-only"), endpoint,
+                          lambda lib: python_for(lib, tmp_path, False), WORKER, ["reme"])
+        assert [b["model"] for b in server.chat_requests[calls:]] == ["big"] * 7
     r = report["libs"]["reme"]
     n = r["questions"]
     assert n == 7  # conv-26, sessions 1-2: 2 multi-hop, 2 temporal, 1 open-domain, 2 single-hop
@@ -109,4 +113,6 @@ def test_reme_runs_the_whole_path_and_a_resumed_run_calls_no_llm(tmp_path: Path,
     # The scripted summarizer writes each speaker's first three turns of a session, citing them.
     assert r["evidence recall"] is not None and 0 < r["evidence recall"]["cited by some memory"] <= 100
     assert again["libs"]["reme"]["J"] == r["J"] and "| reme |" in again["table"]
+    assert judged["libs"]["reme"]["J"] == judged["libs"]["reme"]["J (answering model as judge)"] == r["J"]
+    assert judged["libs"]["reme"]["rejudge"]["calls"] == 7 and "judge big" in judged["table"]
     assert partial["libs"]["reme"]["questions"] == 7 and "7 of 9 graded for every library" in partial["table"]

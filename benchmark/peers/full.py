@@ -280,23 +280,31 @@ def _when(value: Any) -> str:
 async def grade(answer_llm: Any, judge_llm: Any, conv: Conversation, q: Question,
                 memories: list[dict[str, Any]]) -> dict[str, Any]:
     """The shared answer prompt over a library's memories, and the judge's verdict."""
-    from benchmark.locomo.full import PROMPTS, Verdict
-    from reme.errors import LLMError
+    from benchmark.locomo.full import PROMPTS
 
     speakers = [{"name": s, "memories": [{"time": _when(m.get("time")), "content": m["content"]}
                                          for m in memories if m.get("owner") == s]} for s in conv.speakers]
     prompt = PROMPTS.get_template("answer.jinja").render(question=q.question, speakers=speakers)
     started = time.perf_counter()
     prediction = (await answer_llm.chat([{"role": "user", "content": prompt}])).strip()
+    return {"prediction": prediction, **await judge(judge_llm, q, prediction),
+            "f1": token_f1(prediction, q.answer), "bleu1": bleu1(prediction, q.answer),
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+async def judge(judge_llm: Any, q: Question, prediction: str) -> dict[str, Any]:
+    """The judge's verdict on one answer: CORRECT, WRONG, or INVALID (two replies that are not a
+    verdict), graded 100 / 0 / 0."""
+    from benchmark.locomo.full import PROMPTS, Verdict
+    from reme.errors import LLMError
+
     try:
         verdict = await judge_llm.structured([{"role": "user", "content": PROMPTS.get_template("judge.jinja").render(
             question=q.question, gold=q.answer, answer=prediction)}], Verdict)
         label = verdict.label
-    except LLMError as exc:  # two invalid verdicts: graded WRONG, and counted
+    except LLMError as exc:
         label = f"INVALID ({type(exc).__name__})"
-    return {"prediction": prediction, "label": label, "judge": 100.0 if label == "CORRECT" else 0.0,
-            "f1": token_f1(prediction, q.answer), "bleu1": bleu1(prediction, q.answer),
-            "seconds": round(time.perf_counter() - started, 2)}
+    return {"label": label, "judge": 100.0 if label == "CORRECT" else 0.0}
 
 
 def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str], tuple[str, dict[str, str]]],
@@ -377,11 +385,41 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
                     await judge_llm.close()
 
             asyncio.run(answer_all())
+        if args.judge_model:
+            asyncio.run(rejudge(args, checkpoint, calls_log, libs, questions))
     finally:
         proxy.shutdown()
     return report(picked, libs, checkpoint, calls_log, {
-        **settings, "sessions": args.sessions, "per_category": args.per_category,
+        **settings, "sessions": args.sessions, "per_category": args.per_category, "judge_model": args.judge_model,
         "questions": {c.sample_id: [q.index for q in qs] for c, qs in picked}})
+
+
+async def rejudge(args: argparse.Namespace, checkpoint: Checkpoint, calls_log: Path, libs: Sequence[str],
+                  questions: Sequence[tuple[Conversation, Question]]) -> None:
+    """Every answer given so far graded again by `--judge-model` at `--judge-url` (a larger model
+    than the one answering: a small judge calls nearly everything CORRECT)."""
+    from reme.config import LLMConfig
+    from reme.llm import ChatModel
+
+    proxy = LLMProxy(args.judge_url or args.llm_url, calls_log, args.max_tokens).serve()
+    try:
+        for lib in libs:
+            llm = ChatModel(LLMConfig(base_url=proxy.url(lib, "rejudge"), model=args.judge_model, api_key="local",
+                                      timeout=3600.0, max_retries=1))
+            todo = [(c, q) for c, q in questions if f"grade/{lib}/{c.sample_id}/{q.index}" in checkpoint.done
+                    and f"rejudge/{args.judge_model}/{lib}/{c.sample_id}/{q.index}" not in checkpoint.done]
+            bar = Bar(len(todo), f"{lib}: judge with {args.judge_model}")
+            try:
+                for c, q in todo:
+                    prediction = checkpoint.done[f"grade/{lib}/{c.sample_id}/{q.index}"]["prediction"]
+                    checkpoint.add(f"rejudge/{args.judge_model}/{lib}/{c.sample_id}/{q.index}",
+                                   await judge(llm, q, prediction))
+                    bar.step()
+            finally:
+                bar.close()
+                await llm.close()
+    finally:
+        proxy.shutdown()
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -394,7 +432,13 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
         if calls_log.exists() else []
     n_convs = len(picked)
     # Scores over the same questions for every library: those each of them has graded.
-    picked = [(c, [q for q in qs if all(f"grade/{lib}/{c.sample_id}/{q.index}" in checkpoint.done for lib in libs)])
+    judged = settings.get("judge_model")
+
+    def verdict_key(lib: str, c: Conversation, q: Question) -> str:
+        return f"rejudge/{judged}/{lib}/{c.sample_id}/{q.index}" if judged else f"grade/{lib}/{c.sample_id}/{q.index}"
+
+    picked = [(c, [q for q in qs if all(f"grade/{lib}/{c.sample_id}/{q.index}" in checkpoint.done
+                                        and verdict_key(lib, c, q) in checkpoint.done for lib in libs)])
               for c, qs in picked]
     settings = {**settings, "graded": {c.sample_id: [q.index for q in qs] for c, qs in picked}}
     out: dict[str, Any] = {"settings": settings, "libs": {}}
@@ -407,6 +451,8 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
                 r = checkpoint.done.get(f"retrieve/{lib}/{conv.sample_id}/{q.index}")
                 if g is None or r is None:
                     continue
+                verdict = checkpoint.done[verdict_key(lib, conv, q)]
+                g = {**g, "self_judge": g["judge"], "judge": verdict["judge"], "label": verdict["label"]}
                 grades.append(g)
                 retrieve_s.append(r["seconds"])
                 per_cat[CATEGORIES[q.category]].append(g["judge"])
@@ -431,6 +477,7 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
         out["libs"][lib] = {
             "questions": len(grades),
             "J": _mean([g["judge"] for g in grades]), "F1": _mean([g["f1"] for g in grades]),
+            "J (answering model as judge)": _mean([g["self_judge"] for g in grades]),
             "BLEU-1": _mean([g["bleu1"] for g in grades]),
             "J by category": {k: _mean(v) for k, v in per_cat.items() if v},
             "judge invalid": sum(1 for g in grades if g["label"].startswith("INVALID")),
@@ -438,7 +485,7 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
             "errors": sorted({v["error"][:200] for v in ingest if "error" in v}),
             "memories": sum(len(m) for m in memories.values()),
             "memory": phase("ingest", "retrieve"), "ingest": phase("ingest"), "retrieve": phase("retrieve"),
-            "answer": phase("answer"), "judge": phase("judge"),
+            "answer": phase("answer"), "judge": phase("judge"), "rejudge": phase("rejudge"),
             "per conversation": {k: round(v / n_convs, 1) for k, v in phase("ingest", "retrieve").items()
                                  if k in ("calls", "prompt_tokens", "completion_tokens")},
             "wall s": {"ingest": round(sum(v["seconds"] for v in ingest), 1), "retrieve": round(sum(retrieve_s), 1),
@@ -454,21 +501,23 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
 
 def table(rep: dict[str, Any]) -> str:
     s = rep["settings"]
-    head = ["library", "J", "F1", "memories", "LLM calls / conv (ingest+retrieve)", "tokens in / out per conv",
+    head = ["library", "J", "J (answering model judging)", "F1", "memories", "LLM calls / conv (ingest+retrieve)", "tokens in / out per conv",
             "malformed (of structured)", "sessions failed", "wall min (ingest / retrieve / answer+judge)",
             "evidence R@5 / R@10 (cited)"]
     graded, asked = (sum(len(v) for v in s[k].values()) for k in ("graded", "questions"))
+    judged = s.get("judge_model")
     lines = [f"LoCoMo full mode, {', '.join(s['conversations'])}, first {s['sessions']} sessions, "
              f"{graded} questions (categories 1-4, up to {s['per_category']} each"
              f"{f'; {graded} of {asked} graded for every library' if graded < asked else ''}), "
-             f"top {s['top_k']}, model {s['model']}", "", "| " + " | ".join(head) + " |",
+             f"top {s['top_k']}, model {s['model']}"
+             f"{f', judge {judged}' if judged else ''}", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for lib, r in rep["libs"].items():
         ev = r["evidence recall"]
         w = r["wall s"]
         mem = r["memory"]
         lines.append("| " + " | ".join(str(x) for x in [
-            lib, r["J"], r["F1"], r["memories"], r["per conversation"]["calls"],
+            lib, r["J"], r["J (answering model as judge)"], r["F1"], r["memories"], r["per conversation"]["calls"],
             f"{r['per conversation']['prompt_tokens']:,.0f} / {r['per conversation']['completion_tokens']:,.0f}",
             f"{mem['malformed']} ({mem['structured']})", f"{r['sessions failed']}/{r['sessions']}",
             f"{w['ingest'] / 60:.1f} / {w['retrieve'] / 60:.1f} / {w['answer+judge'] / 60:.1f}",
@@ -489,8 +538,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     full.add_argument("--full-out", default="benchmark/results/peers-full.json",
                       help="report JSON; its checkpoint, stores and call log go beside it")
     full.add_argument("--resume", action="store_true", help="continue an interrupted full run")
+    full.add_argument("--judge-model", help="grade every answer again with this model (J); the answering "
+                                            "model's own verdicts stay beside it")
+    full.add_argument("--judge-url", help="the judge model's endpoint (default: --llm-url)")
     full.add_argument("--report-only", action="store_true",
-                      help="no LLM work: the report from the checkpoint, over the questions every library finished")
+                      help="no summarize / retrieve / answer work (only --judge-model's grading): the report from "
+                           "the checkpoint, over the questions every library finished")
 
 
 def main_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str], tuple[str, dict[str, str]]],
