@@ -473,7 +473,8 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
                     "errors": sum(1 for c in rows if c.get("status") != 200),
                     "truncated": sum(1 for c in rows if c.get("finish") == "length")}
 
-        has_sources = any(m.get("dia_ids") for mems in memories.values() for m in mems)
+        # ReMe's memories cite the turns they came from (when the model names them); the peers' keep no link.
+        has_sources = lib == "reme" or any(m.get("dia_ids") for mems in memories.values() for m in mems)
         out["libs"][lib] = {
             "questions": len(grades),
             "J": _mean([g["judge"] for g in grades]), "F1": _mean([g["f1"] for g in grades]),
@@ -492,7 +493,9 @@ def report(picked: list[tuple[Conversation, list[Question]]], libs: Sequence[str
                        "answer+judge": round(sum(g["seconds"] for g in grades), 1)},
             "evidence recall": ({f"R@{k}": _mean([r[f"recall@{k}"] for r in recall_rows]) for k in KS}
                                 | {"cited by some memory": round(100.0 * sum(len(w & cited) for w in wanted)
-                                                                 / max(1, sum(len(w) for w in wanted)), 1)}
+                                                                 / max(1, sum(len(w) for w in wanted)), 1),
+                                   "memories citing a turn": sum(1 for mems in memories.values() for m in mems
+                                                                 if m.get("dia_ids"))}
                                 if has_sources else None),
         }
     out["table"] = table(out)
