@@ -509,7 +509,8 @@ def table(rep: dict[str, Any]) -> str:
             "evidence R@5 / R@10 (cited)"]
     graded, asked = (sum(len(v) for v in s[k].values()) for k in ("graded", "questions"))
     judged = s.get("judge_model")
-    lines = [f"LoCoMo full mode, {', '.join(s['conversations'])}, first {s['sessions']} sessions, "
+    lines = [f"LoCoMo full mode, {', '.join(s['conversations'])}, first {s['sessions']} "
+             f"session{'s' if s['sessions'] != 1 else ''}, "
              f"{graded} questions (categories 1-4, up to {s['per_category']} each"
              f"{f'; {graded} of {asked} graded for every library' if graded < asked else ''}), "
              f"top {s['top_k']}, model {s['model']}"
