@@ -221,13 +221,26 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def default_threads() -> int:
+    """2 CPU threads, or 1 on a busy machine (a 1-minute load average of at least one per core).
+    llama.cpp's threads wait for each other at every step: when one of two is descheduled the
+    other waits, and on a machine with 20 runnable processes per 2 cores, 2 threads generated
+    0.7-1.5 tokens/s where 1 thread generated 15-33 (SmolLM2-135M, measured here)."""
+    cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0] >= cpus
+    except OSError:
+        busy = False
+    return 1 if busy or cpus < 2 else 2
+
+
 @contextlib.contextmanager
-def serve(name: str, *, port: int | None = None, n_ctx: int | None = None, threads: int = 2,
+def serve(name: str, *, port: int | None = None, n_ctx: int | None = None, threads: int | None = None,
           parallel: int = 1, cache: str | os.PathLike[str] | None = None, log: str | os.PathLike[str] | None = None,
           start_timeout: float = 180.0) -> Iterator[str]:
     """Serve model `name` on 127.0.0.1 (installing it first if needed) and yield the OpenAI base
     URL, `http://127.0.0.1:<port>/v1`; the server stops when the block ends. Any model name is
-    accepted in requests. The server runs in a child process (its output goes to `log`, by default
+    accepted in requests. `threads` defaults to `default_threads()`. The server runs in a child process (its output goes to `log`, by default
     a file in the cache), which also stops if this process dies."""
     model = _model(name)
     gguf = install(name, cache)
@@ -237,7 +250,7 @@ def serve(name: str, *, port: int | None = None, n_ctx: int | None = None, threa
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(runtime), os.environ.get("PYTHONPATH")])))
     command = [sys.executable, str(Path(__file__).resolve()), "_child", "--gguf", str(gguf), "--alias", name,
-               "--port", str(port), "--ctx", str(n_ctx or model.n_ctx), "--threads", str(threads),
+               "--port", str(port), "--ctx", str(n_ctx or model.n_ctx), "--threads", str(threads or default_threads()),
                "--parallel", str(parallel)]
     base = f"http://127.0.0.1:{port}"
     with open(log_path, "ab") as log_file:
@@ -295,12 +308,23 @@ def _child(args: argparse.Namespace) -> None:
     params.use_jinja = True
     params.ui = False
     server = xllamacpp.Server(params)
-    print(f"serving {args.gguf} at http://127.0.0.1:{args.port}/v1", flush=True)
+    print(f"serving {args.gguf} at http://127.0.0.1:{args.port}/v1 with {args.threads} threads", flush=True)
     while not stop.wait(1.0):
         if os.getppid() != parent:  # the parent died without stopping us
             break
     del server  # stops the HTTP loop and frees the model
     print("stopped", flush=True)
+
+
+def run_environment(name: str, base_url: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (default: this process's) with ReMe pointed at the local model: its URL, a key (any
+    will do), its name, and, unless already set, a deadline per call and a reply length that suit
+    a small model on a CPU (it may take minutes, and may repeat itself until stopped)."""
+    out = dict(os.environ if env is None else env)
+    out.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "local", "REME_LLM__MODEL": name})
+    out.setdefault("REME_LLM__TIMEOUT", "600")
+    out.setdefault("REME_LLM__MAX_TOKENS", "1024")
+    return out
 
 
 def _interrupt(*_: object) -> None:
@@ -320,8 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("model", choices=list(MODELS))
     p_serve.add_argument("--port", type=int, default=8080)
     p_serve.add_argument("--ctx", type=int, default=None, help="context size in tokens (default per model)")
-    p_serve.add_argument("--threads", type=int, default=2)
+    p_serve.add_argument("--threads", type=int, default=None, help="CPU threads (default 2, or 1 on a busy machine)")
     p_serve.add_argument("--parallel", type=int, default=1, help="requests decoded together (default 1)")
+    p_run = sub.add_parser("run", parents=[common], help="serve a model while a command runs, with "
+                           "OPENAI_BASE_URL, OPENAI_API_KEY and REME_LLM__MODEL set for it")
+    p_run.add_argument("model", choices=list(MODELS))
+    p_run.add_argument("--port", type=int, default=0, help="default: a free port")
+    p_run.add_argument("--ctx", type=int, default=None, help="context size in tokens (default per model)")
+    p_run.add_argument("--threads", type=int, default=None, help="CPU threads (default 2, or 1 on a busy machine)")
+    p_run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its arguments")
     sub.add_parser("list", parents=[common], help="the models and whether each is installed")
     p_child = sub.add_parser("_child", parents=[common])  # internal: the server process
     for flag in ("--gguf", "--alias"):
@@ -334,6 +365,18 @@ def main(argv: list[str] | None = None) -> int:
             _child(args)
         elif args.command == "install":
             print(install(args.model, args.cache))
+        elif args.command == "run":
+            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+            if not command:
+                parser.error("run needs a command: scripts/llm.sh run MODEL -- python examples/personal_memory.py")
+            install(args.model, args.cache)
+            signal.signal(signal.SIGTERM, _interrupt)
+            try:
+                with serve(args.model, port=args.port or None, n_ctx=args.ctx, threads=args.threads,
+                           cache=args.cache) as base_url:
+                    return subprocess.run(command, env=run_environment(args.model, base_url)).returncode
+            except KeyboardInterrupt:
+                return 130
         elif args.command == "list":
             for key, model in MODELS.items():
                 state = "installed" if model_path(key, args.cache).exists() else "not installed"
@@ -345,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
                 with serve(args.model, port=args.port, n_ctx=args.ctx, threads=args.threads,
                            parallel=args.parallel, cache=args.cache) as base_url:
                     print(f"{args.model} at {base_url} (any model name, any api key); Ctrl-C stops it.\n"
-                          f"  export OPENAI_BASE_URL={base_url} OPENAI_API_KEY=local REME_LLM__MODEL={args.model}",
-                          flush=True)
+                          f"  export OPENAI_BASE_URL={base_url} OPENAI_API_KEY=local REME_LLM__MODEL={args.model} "
+                          "REME_LLM__TIMEOUT=600 REME_LLM__MAX_TOKENS=1024", flush=True)
                     threading.Event().wait()
             except KeyboardInterrupt:
                 print("stopped", flush=True)
