@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from bfcl_eval.constants.default_prompts import MAXIMUM_STEP_LIMIT
@@ -43,17 +46,74 @@ def tools_of(task: Task) -> list[dict[str, Any]]:
     return tools
 
 
+@dataclass
+class Call:
+    """One tool call of a step: native (the endpoint's `tool_calls`) or read from the reply text."""
+
+    id: str
+    name: str
+    arguments: str  # JSON text, as OpenAI sends it
+
+
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_FENCED = re.compile(r"```(?:json|JSON|tool_call)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def _loads(text: str) -> Any:
+    """JSON, or JSON whose braces were doubled (`{{"name": ...}}`, as some chat templates show
+    tool calls to the model); None when neither parses."""
+    for candidate in (text, text.replace("{{", "{").replace("}}", "}")):
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def json_tool_calls(content: str, names: set[str]) -> list[Call]:
+    """Tool calls a model wrote as JSON in its reply text instead of the endpoint's `tool_calls`:
+    `<tool_call>{...}</tool_call>` blocks (Qwen / Hermes style), a fenced JSON block, or the whole
+    reply; each object `{"name": ..., "arguments": {...}}` (also `parameters` / `args`, or wrapped
+    in `{"function": ...}`), alone or in a list. Calls naming a function the task does not offer
+    are dropped; no calls (plain text) gives []."""
+    blocks = _TAGGED.findall(content) or _FENCED.findall(content) or [content.strip()]
+    found: list[Any] = []
+    for block in blocks:
+        data = _loads(block.strip())
+        if data is None:  # several objects one after another, one per line
+            data = [d for d in (_loads(line.strip()) for line in block.splitlines() if line.strip()) if d is not None]
+        found += data if isinstance(data, list) else [data]
+    calls = []
+    for item in found:
+        if isinstance(item, dict) and isinstance(item.get("function"), dict):
+            item = item["function"]
+        if not isinstance(item, dict) or item.get("name") not in names:
+            continue
+        arguments = next((item[k] for k in ("arguments", "parameters", "args") if k in item), {})
+        if isinstance(arguments, str):
+            parsed = _loads(arguments)
+            arguments = parsed if isinstance(parsed, dict) else arguments
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        calls.append(Call(id=f"call_{uuid.uuid4().hex[:12]}", name=item["name"], arguments=text))
+    return calls
+
+
 def _failed(result: str) -> bool:
     return result.startswith("Error during execution") or result.startswith('{"error"')
 
 
 async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, experience: str = "",
-                   temperature: float = 0.0, extra_body: dict[str, Any] | None = None) -> dict[str, Any]:
+                   temperature: float = 0.0, extra_body: dict[str, Any] | None = None,
+                   json_calls: bool = False) -> dict[str, Any]:
     """One run of `task`: its score (1.0 when BFCL's checker accepts it), the checker's verdict,
     tokens, seconds, steps, the conversation (`messages`) and every executed call (`calls`).
-    `tag` names this run's backend instances; it must be unique among runs in flight."""
+    `tag` names this run's backend instances; it must be unique among runs in flight. With
+    `json_calls`, a reply without `tool_calls` whose text holds calls written as JSON
+    (`json_tool_calls`) is taken as those calls (`text_calls` counts such steps)."""
     started = time.perf_counter()
     tools = tools_of(task)
+    names = {t["function"]["name"] for t in tools}
+    text_calls = 0
     messages: list[dict[str, Any]] = []
     turns: list[list[Any]] = []  # per turn, per step: what the model answered ({name: arguments} or text)
     calls: list[dict[str, Any]] = []
@@ -76,13 +136,19 @@ async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, exp
                 break
             steps += 1
             message = response.choices[0].message
-            tool_calls = [c for c in message.tool_calls or [] if c.type == "function"]
+            tool_calls = [Call(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []
+                          if c.type == "function"]
+            if not tool_calls and json_calls and message.content:
+                tool_calls = json_tool_calls(message.content, names)
+                text_calls += bool(tool_calls)
             said: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
             if tool_calls:
                 said["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                    "name": c.function.name, "arguments": c.function.arguments}} for c in tool_calls]
+                    "name": c.name, "arguments": c.arguments}} for c in tool_calls]
+                if text_calls and not message.tool_calls:
+                    said["content"] = ""  # the calls are in tool_calls now, not twice in the history
             messages.append(said)
-            answer: Any = [{c.function.name: c.function.arguments} for c in tool_calls] or message.content or ""
+            answer: Any = [{c.name: c.arguments} for c in tool_calls] or message.content or ""
             answers.append(answer)
             try:
                 decoded: list[str] = convert_to_function_call(answer)
@@ -97,7 +163,7 @@ async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, exp
                                                       task.id)
             for call, source, result in zip(tool_calls, decoded, results):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-                calls.append({"name": call.function.name, "arguments": call.function.arguments, "source": source,
+                calls.append({"name": call.name, "arguments": call.arguments, "source": source,
                               "output": result, "success": not _failed(result)})
         else:
             forced = True
@@ -110,7 +176,8 @@ async def run_task(client: AsyncOpenAI, model: str, task: Task, *, tag: str, exp
     else:
         verdict = check(task, turns, tag)
     return {"score": 1.0 if verdict["valid"] else 0.0, "success": verdict["valid"], **verdict,
-            **usage, "seconds": round(time.perf_counter() - started, 3), "steps": steps, "messages": messages, "calls": calls}
+            **usage, "seconds": round(time.perf_counter() - started, 3), "steps": steps, "text_calls": text_calls,
+            "messages": messages, "calls": calls}
 
 
 def check(task: Task, turns: list[list[Any]], tag: str) -> dict[str, Any]:

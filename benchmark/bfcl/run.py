@@ -69,13 +69,20 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     data = Path(args.data) if args.data else package_data()
     mode = args.memory[0]
     pool = Path(args.memory[1]) if mode == "pool" else None
-    tasks = load_tasks(data, split_ids(args.split)[:args.tasks])
+    ids = split_ids(args.split)
+    if args.task_ids:
+        unknown = [i for i in args.task_ids.split(",") if i not in ids]
+        if unknown:
+            raise DataError(f"--task-ids: {', '.join(unknown)} not in the {args.split} split")
+        ids = args.task_ids.split(",")
+    tasks = load_tasks(data, ids[:args.tasks])
     train = load_tasks(data, split_ids("train")[:args.tasks]) if mode == "learn" else []
     settings = {"model": args.model, "memory": mode, "pool": file_digest(pool) if pool else None,
                 "split": args.split, "tasks": [t.id for t in tasks], "runs": args.runs,
                 "temperature": args.temperature, "top_k": args.top_k, "bfcl": BFCL_VERSION,
                 "embedding": embedding_config(args.embedding, args.embedding_model) if mode != "none" else None,
-                "memory_model": (args.memory_model or args.model) if mode == "learn" else None}
+                "memory_model": (args.memory_model or args.model) if mode == "learn" else None,
+                **({"json_tool_calls": True} if args.json_tool_calls else {})}
     output = Path(args.output)
     checkpoint = Checkpoint(output.with_suffix(".partial.jsonl"), settings, args.resume)
     working_dir = Path(args.working_dir or output.with_suffix(".store"))
@@ -98,11 +105,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         async def one(phase: str, use: Memory | None, task: Task, run: int) -> dict[str, Any]:
             text, ids = await use.experience(task) if use else ("", [])
             result = await run_task(client, args.model, task, tag=f"reme_{phase}_{run}", experience=text,
-                                    temperature=args.temperature, extra_body=extra_body)
+                                    temperature=args.temperature, extra_body=extra_body,
+                                    json_calls=args.json_tool_calls)
             if use:
                 await use.record(ids, result["success"])
-            if phase != "learn":  # only learning needs the conversation and the calls
-                del result["messages"], result["calls"]
+            if phase != "learn":  # only learning needs the conversation; the calls are kept, short
+                del result["messages"]
+                result["calls"] = [{"name": c["name"], "arguments": c["arguments"][:300], "success": c["success"]}
+                                   for c in result["calls"]]
             return {**result, "memory_ids": ids}
 
         phases: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -125,7 +135,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
 def report(args: argparse.Namespace, settings: dict[str, Any], phases: dict[str, dict[str, list[dict[str, Any]]]],
            learned: dict[str, int] | None) -> dict[str, Any]:
     slim = ("score", "success", "error_type", "error_message", "prompt_tokens", "completion_tokens", "seconds",
-            "steps", "memory_ids")
+            "steps", "text_calls", "memory_ids", "calls")
     return {"benchmark": "BFCL-v3 multi_turn_base", "settings": settings, "learned": learned,
             "summary": {phase: at_k(runs) for phase, runs in phases.items()},
             "tasks": {phase: {task: [{k: r.get(k) for k in slim} for r in task_runs] for task, task_runs in runs.items()}
@@ -153,6 +163,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--embedding-model", default=None)
     p.add_argument("--data", help=f"a BFCL data/ folder (default: the installed bfcl-eval=={BFCL_VERSION})")
     p.add_argument("--working-dir", help="ReMe's store (default: beside the output, .store)")
+    p.add_argument("--task-ids", help="only these tasks of the split, comma-separated (e.g. multi_turn_base_1)")
+    p.add_argument("--json-tool-calls", action="store_true",
+                   help="take tool calls the model writes as JSON in its reply text (for endpoints that return "
+                        "no tool_calls, e.g. llama.cpp with a small Qwen); off: BFCL's handler as it is")
     return p
 
 

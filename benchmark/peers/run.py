@@ -29,12 +29,14 @@ import numpy as np
 
 from benchmark.locomo.data import SCORED, load, resolve_data
 from benchmark.locomo.metrics import KS, evidence_scores
+from benchmark.peers.full import FULL_LIBS, main_full
+from benchmark.peers.full import add_arguments as add_full_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
 LIBS = ("reme", "reme-ai-local", "reme-ai-chroma", "mem0")
-ENVS = {"reme-ai-local": "reme-ai", "reme-ai-chroma": "reme-ai", "mem0": "mem0"}
+ENVS = {"reme-ai-local": "reme-ai", "reme-ai-chroma": "reme-ai", "reme-ai": "reme-ai", "mem0": "mem0"}
 """The environment each peer runs in (its requirements file: requirements-ENV.txt)."""
 
 
@@ -117,7 +119,7 @@ def python_for(lib: str, envs: Path, install: bool) -> tuple[str, dict[str, str]
     if lib == "reme":
         return sys.executable, {**env, "PYTHONPATH": str(ROOT)}
     name = ENVS[lib]
-    venv = envs / f"peer-{name}"
+    venv = envs.resolve() / f"peer-{name}"
     python = venv / "bin" / "python"
     if install and not python.exists():
         print(f"creating {venv} ...", file=sys.stderr, flush=True)
@@ -209,7 +211,8 @@ def ratio(value: Any, base: Any, higher_better: bool) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="LoCoMo JSON (CC BY-NC 4.0); default: the cached public file")
-    parser.add_argument("--libs", default=",".join(LIBS), help=f"a subset of {','.join(LIBS)}")
+    parser.add_argument("--libs", help=f"a subset of {','.join(LIBS)} (default: all; for the full workload "
+                                       f"{','.join(FULL_LIBS)})")
     parser.add_argument("--sizes", default="10000", help="memories in the speed workload (1,000 users)")
     parser.add_argument("--max", action="append", default=[], metavar="LIB=N",
                         help="skip sizes above N for LIB (e.g. mem0=10000)")
@@ -222,12 +225,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("REME_CACHE_DIR", Path.home() / ".cache"
                                                                           / "reme")) / "peers")
     parser.add_argument("--out", type=Path, help="write every result as JSON here")
+    add_full_arguments(parser)
     args = parser.parse_args(argv)
-    libs = args.libs.split(",")
-    if libs[0] != "reme":
+    workloads = args.workloads.split(",")
+    libs = (args.libs or ",".join(FULL_LIBS if workloads == ["full"] else LIBS)).split(",")
+    if libs[0] != "reme" and workloads != ["full"]:
         parser.error("--libs starts with reme: ratios are against it")
     limits = {k: int(v) for k, v in (m.split("=") for m in args.max)}
-    workloads = args.workloads.split(",")
     embed = Embeddings(args.cache)
     server, url = embed.serve()
     tmp = Path(tempfile.mkdtemp(prefix="reme-peers-"))
@@ -239,6 +243,12 @@ def main(argv: list[str] | None = None) -> None:
         print(text, flush=True)
 
     try:
+        if "full" in workloads:
+            results["full"] = main_full(args, url, lambda lib: python_for(lib, args.envs, not args.no_install),
+                                        WORKER, libs)
+            report.append(results["full"]["table"])
+        if not set(workloads) - {"full"}:
+            return
         convs_path = resolve_data(args.data)
         job, evidence = locomo_job(convs_path)
         turns = [t["text"] for c in job["conversations"] for t in c["turns"]]
@@ -309,8 +319,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         server.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
-    if args.out:
-        args.out.write_text(json.dumps({**results, "report": "\n".join(report)}, indent=1), encoding="utf-8")
+        if args.out:
+            args.out.write_text(json.dumps({**results, "report": "\n".join(report)}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ DIM = 384
 class Adapter:
     """The calls every workload makes, in one library's terms. Ids are the library's own."""
 
-    def __init__(self, path: Path, url: str) -> None:
-        self.path, self.url = path, url
+    def __init__(self, path: Path, url: str, llm: dict[str, str] | None = None) -> None:
+        """`llm`: {"base_url", "model"} of the chat model (full mode); None: no LLM."""
+        self.path, self.url, self.llm = path, url, llm
 
     async def open(self) -> None: ...
     async def close(self) -> None: ...
@@ -48,13 +49,29 @@ class Adapter:
     async def delete(self, user: str, memory_id: str) -> None:
         raise NotImplementedError
 
+    # Full mode: the library's own LLM summarizer writes the memories of both speakers.
+    async def memorize(self, speakers: list[str], session: dict[str, Any]) -> dict[str, Any]:
+        """Summarize one session (`{"time", "turns": [{"id", "speaker", "text"}]}`) into memories
+        of both speakers; returns what the library says it wrote."""
+        raise NotImplementedError
+
+    async def recall(self, speakers: list[str], query: str, k: int) -> list[dict[str, Any]]:
+        """The top `k` memories of either speaker for `query`: {"owner", "time", "content", "dia_ids"}."""
+        raise NotImplementedError
+
+    async def dump(self, speakers: list[str]) -> list[dict[str, Any]]:
+        """Every memory the summarizer wrote: {"owner", "content", "dia_ids"}."""
+        raise NotImplementedError
+
 
 class ReMeAdapter(Adapter):
     async def open(self) -> None:
         from reme import ReMe
 
+        llm = {"base_url": self.llm["base_url"], "model": self.llm["model"], "api_key": "local",
+               "timeout": 1800.0, "max_retries": 1} if self.llm else {}
         self.reme = ReMe(working_dir=str(self.path), embedding={
-            "backend": "openai", "base_url": self.url, "api_key": "local", "model": "all-MiniLM-L6-v2"})
+            "backend": "openai", "base_url": self.url, "api_key": "local", "model": "all-MiniLM-L6-v2"}, llm=llm)
         await self.reme.open()
 
     async def close(self) -> None:
@@ -89,6 +106,43 @@ class ReMeAdapter(Adapter):
 
     async def delete(self, user: str, memory_id: str) -> None:
         await self.reme.delete_memory(memory_id, user_name=user)
+
+    async def memorize(self, speakers: list[str], session: dict[str, Any]) -> dict[str, Any]:
+        messages = [{"role": "user", "name": t["speaker"], "content": t["text"], "time": session["time"], "id": t["id"]}
+                    for t in session["turns"]]
+        result = await self.reme.summarize_memory(messages, user_name=speakers)
+        return {"added": len(result.added), "updated": len(result.updated), "deleted": len(result.deleted)}
+
+    async def _dia_ids(self, nodes: list[Any]) -> list[list[str]]:
+        """The dia_ids each memory was distilled from: its source turns in the history node it cites."""
+        ids = sorted({r for n in nodes for r in n.ref_ids[:1]})
+        found = await self.reme.store.get(self.reme.collection, ids) if ids else None
+        histories = {r.node.memory_id: r.node for r in found.found} if found else {}
+        out = []
+        for n in nodes:
+            history = histories.get(n.ref_ids[0]) if n.ref_ids else None
+            spans = history.metadata.get("messages") or [] if history is not None else []
+            out.append([spans[i].get("id", "") for i in n.metadata.get("source_turns") or [] if 0 <= i < len(spans)])
+        return out
+
+    async def recall(self, speakers: list[str], query: str, k: int) -> list[dict[str, Any]]:
+        ctx = await self.reme.retrieve_memory(query, user_name=speakers, top_k=k)
+        nodes = [m.node for m in ctx.memories]
+        return [{"owner": n.memory_target, "time": n.message_time.isoformat() if n.message_time else None,
+                 "content": n.content, "dia_ids": ids} for n, ids in zip(nodes, await self._dia_ids(nodes))]
+
+    async def dump(self, speakers: list[str]) -> list[dict[str, Any]]:
+        nodes = []
+        for user in speakers:
+            cursor = None
+            while True:
+                page = await self.reme.list_memory(user_name=user, memory_type="personal", limit=100, cursor=cursor)
+                nodes += list(page.nodes)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        return [{"owner": n.memory_target, "content": n.content, "dia_ids": ids}
+                for n, ids in zip(nodes, await self._dia_ids(nodes))]
 
 
 class ReMeAIAdapter(Adapter):
@@ -139,6 +193,54 @@ class ReMeAIChromaAdapter(ReMeAIAdapter):
     kind = "chroma"
 
 
+class ReMeAISummarizerAdapter(Adapter):
+    """reme-ai 0.3.1.x's own `ReMe` application (full mode): `summarize_memory` is an agent that
+    routes the conversation to a personal-memory agent through OpenAI tool calls, on its local
+    vector store; recall searches each speaker's memories in that store (its `retrieve_memory`
+    is an agent too)."""
+
+    async def open(self) -> None:
+        from reme.reme import ReMe as Original
+
+        assert self.llm is not None, "reme-ai runs in full mode only"
+        self.app = Original(working_dir=str(self.path), llm_api_key="local", llm_base_url=self.llm["base_url"],
+                            embedding_api_key="local", embedding_base_url=self.url,
+                            default_llm_config={"model_name": self.llm["model"]},
+                            default_embedding_model_config={"model_name": "all-MiniLM-L6-v2", "dimensions": DIM,
+                                                            "enable_cache": False},
+                            default_vector_store_config={"backend": "local", "collection_name": "bench"},
+                            enable_logo=False, log_to_console=False, log_to_file=True)
+        await self.app.start()
+
+    async def close(self) -> None:
+        await self.app.close()
+
+    async def memorize(self, speakers: list[str], session: dict[str, Any]) -> dict[str, Any]:
+        when = session["time"][:19].replace("T", " ")
+        messages = [{"role": "user" if t["speaker"] == speakers[0] else "assistant", "name": t["speaker"],
+                     "content": t["text"], "time_created": when} for t in session["turns"]]
+        before = len(await self.dump(speakers))
+        result = await self.app.summarize_memory(messages, user_name=speakers, return_dict=True)
+        return {"added": len(await self.dump(speakers)) - before, "answer": str(result.get("answer"))[:300]}
+
+    def _handler(self, speaker: str) -> Any:
+        """The speaker's memory handler, registered as a personal target first (as the app's own
+        `list_memory` does; a fresh process knows no targets)."""
+        memory_type, target = self.app._resolve_memory_target(speaker, "", "")
+        self.app._add_meta_memory(memory_type, target)
+        return self.app.get_memory_handler(target)
+
+    async def recall(self, speakers: list[str], query: str, k: int) -> list[dict[str, Any]]:
+        lists = [await self._handler(s).search(query, limit=k) for s in speakers]
+        merged = [n for group in zip(*lists) for n in group] + [n for ns in lists for n in ns[min(map(len, lists)):]]
+        return [{"owner": n.memory_target, "time": str(n.message_time or "") or None, "content": n.content,
+                 "dia_ids": []} for n in merged[:k]]
+
+    async def dump(self, speakers: list[str]) -> list[dict[str, Any]]:
+        return [{"owner": s, "content": n.content, "dia_ids": []} for s in speakers
+                for n in await self.app.list_memory(user_name=s)]
+
+
 class Mem0Adapter(Adapter):
     """mem0 `Memory` with its default vector store (embedded Qdrant, qdrant-client's local mode),
     made persistent (`on_disk`), `infer=False`: the text is stored as given, no LLM."""
@@ -154,9 +256,16 @@ class Mem0Adapter(Adapter):
                 "on_disk": True}},
             "embedder": {"provider": "openai", "config": {
                 "model": "all-MiniLM-L6-v2", "embedding_dims": DIM, "openai_base_url": self.url, "api_key": "local"}},
-            "llm": {"provider": "openai", "config": {"model": "unused", "api_key": "local",
-                                                     "openai_base_url": self.url}},
+            "llm": {"provider": "openai", "config": {
+                "model": self.llm["model"] if self.llm else "unused", "api_key": "local", "temperature": 0.0,
+                "openai_base_url": self.llm["base_url"] if self.llm else self.url}},
             "history_db_path": str(self.path / "history.db")})
+        if self.llm:  # a local model on a shared CPU takes minutes per call: the client's 600 s and
+            # two retries would give up and send the same long prompt again (ReMe gets 1800 s too)
+            from openai import OpenAI
+
+            self.mem.llm.client = OpenAI(api_key="local", base_url=self.llm["base_url"], timeout=3600.0,
+                                         max_retries=0)
 
     async def close(self) -> None:
         client = getattr(self.mem.vector_store, "client", None)
@@ -181,9 +290,34 @@ class Mem0Adapter(Adapter):
     async def delete(self, user: str, memory_id: str) -> None:
         self.mem.delete(memory_id)
 
+    async def memorize(self, speakers: list[str], session: dict[str, Any]) -> dict[str, Any]:
+        """As mem0's own LoCoMo evaluation: the session once per speaker, that speaker's turns as
+        `user` and the other's as `assistant`, each `Name: text`, the session date in metadata;
+        `infer=True` (one extraction call per add). mem0's script adds two messages a call; a
+        whole session a call here (fewer, larger calls)."""
+        added = 0
+        for speaker in speakers:
+            messages = [{"role": "user" if t["speaker"] == speaker else "assistant",
+                         "content": f"{t['speaker']}: {t['text']}"} for t in session["turns"]]
+            out = self.mem.add(messages, user_id=speaker, metadata={"timestamp": session["time"]}, infer=True)
+            added += sum(1 for r in out.get("results", []) if r.get("event", "ADD") == "ADD")
+        return {"added": added}
+
+    async def recall(self, speakers: list[str], query: str, k: int) -> list[dict[str, Any]]:
+        hits = [h for s in speakers for h in self.mem.search(query, top_k=k, filters={"user_id": s},
+                                                             threshold=0.0)["results"]]
+        hits.sort(key=lambda h: -float(h.get("score") or 0.0))
+        return [{"owner": h.get("user_id"), "time": (h.get("metadata") or {}).get("timestamp"),
+                 "content": h["memory"], "dia_ids": []} for h in hits[:k]]
+
+    async def dump(self, speakers: list[str]) -> list[dict[str, Any]]:
+        return [{"owner": s, "content": r["memory"], "dia_ids": []} for s in speakers
+                for r in self.mem.get_all(filters={"user_id": s}, top_k=100_000)["results"]]
+
 
 ADAPTERS: dict[str, type[Adapter]] = {"reme": ReMeAdapter, "reme-ai-local": ReMeAIAdapter,
-                                      "reme-ai-chroma": ReMeAIChromaAdapter, "mem0": Mem0Adapter}
+                                      "reme-ai-chroma": ReMeAIChromaAdapter, "mem0": Mem0Adapter,
+                                      "reme-ai": ReMeAISummarizerAdapter}
 
 
 def pct(samples: list[float]) -> list[float]:
@@ -301,14 +435,68 @@ async def behaviour(lib: Adapter, job: dict[str, Any]) -> dict[str, Any]:
             + sum(o != "dan" for o in dan)}
 
 
+def emit(key: str, value: Any) -> None:
+    """One finished unit, for the parent's checkpoint and progress bar."""
+    print(json.dumps({"done": key, "value": value}), flush=True)
+
+
+async def full_ingest(lib_name: str, job: dict[str, Any], path: Path, url: str) -> dict[str, Any]:
+    """Summarize each session not yet done into memories (a store per conversation, kept on disk
+    between runs); each session is reported as it finishes. A session that fails is reported
+    with its error and the next one goes on."""
+    for conv in job["conversations"]:
+        lib = ADAPTERS[lib_name](path / conv["id"], url, job["llm"])
+        await lib.open()
+        try:
+            for number, session in enumerate(conv["sessions"], 1):
+                key = f"{conv['id']}/{number}"
+                if key in job["skip"]:
+                    continue
+                started = time.perf_counter()
+                try:
+                    value = await lib.memorize(conv["speakers"], session)
+                except Exception as exc:  # noqa: BLE001 - a library's failure is a result here
+                    value = {"error": f"{type(exc).__name__}: {exc}"[:1000]}
+                emit(key, {**value, "seconds": round(time.perf_counter() - started, 2)})
+        finally:
+            await lib.close()
+    return {}
+
+
+async def full_retrieve(lib_name: str, job: dict[str, Any], path: Path, url: str) -> dict[str, Any]:
+    """The top k memories for each question not yet done, and every memory each conversation holds."""
+    memories: dict[str, Any] = {}
+    for conv in job["conversations"]:
+        lib = ADAPTERS[lib_name](path / conv["id"], url, job["llm"])
+        await lib.open()
+        try:
+            for q in job["questions"]:
+                if q["conv"] != conv["id"] or q["key"] in job["skip"]:
+                    continue
+                started = time.perf_counter()
+                try:
+                    value: dict[str, Any] = {"memories": await lib.recall(conv["speakers"], q["text"], job["k"])}
+                except Exception as exc:  # noqa: BLE001 - a library's failure is a result here
+                    value = {"memories": [], "error": f"{type(exc).__name__}: {exc}"[:1000]}
+                emit(q["key"], {**value, "seconds": round(time.perf_counter() - started, 2)})
+            memories[conv["id"]] = await lib.dump(conv["speakers"])
+        finally:
+            await lib.close()
+    return {"memories": memories}
+
+
 async def main() -> None:
     lib_name, job_file, store, url = sys.argv[1:5]
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
     path = Path(store)
     path.mkdir(parents=True, exist_ok=True)
+    kind = job["kind"]
+    if kind in ("full-ingest", "full-retrieve"):
+        run = full_ingest if kind == "full-ingest" else full_retrieve
+        print(json.dumps({"result": await run(lib_name, job, path, url)}), flush=True)
+        return
     lib = ADAPTERS[lib_name](path, url)
     await lib.open()
-    kind = job["kind"]
     if kind == "locomo":
         result = await locomo(lib, job)
     elif kind == "speed":

@@ -171,3 +171,52 @@ def test_a_refused_request_fails_that_run_and_the_benchmark_goes_on(llm: OpenAIT
     assert ok["success"] and (refused["success"], refused["error_type"]) == (False, "multi_turn:inference_error")
     assert "400" in refused["error_message"] and report["summary"]["val"]["avg@1"] == 0.5
     assert not [k for k in vars(multi_turn_utils) if k.startswith("reme_")]
+
+
+def as_text(reply: Callable[[dict[str, Any]], Message], style: str) -> Callable[[dict[str, Any]], Message]:
+    """The same model, writing its calls as JSON in the reply text (no `tool_calls`), as a small
+    Qwen on llama.cpp does: `<tool_call>` blocks, or one JSON list with doubled braces."""
+    def text(body: dict[str, Any]) -> Message:
+        message = reply(body)
+        if not message.tool_calls:
+            return message
+        if style == "tagged":
+            return Message("\n".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>" for c in message.tool_calls))
+        return Message("```json\n" + json.dumps(message.tool_calls).replace("{", "{{").replace("}", "}}") + "\n```")
+    return text
+
+
+def test_calls_written_as_json_text_pass_with_the_fallback_and_fail_without(llm: OpenAITestServer,
+                                                                           tmp_path: Path) -> None:
+    plan = ground_truth(VAL[:2])
+    llm.script(load_tasks(package_data(), VAL[1:2])[0].query, as_text(replay(plan), "doubled"))
+    llm.script("", as_text(replay(plan), "tagged"))
+    report = bench(llm, tmp_path, "--tasks", "2", "--runs", "1", "--json-tool-calls")
+    runs = [report["tasks"]["val"][t][0] for t in VAL[:2]]
+    assert [r["success"] for r in runs] == [True, True] and all(r["text_calls"] > 0 for r in runs)
+    assert report["settings"]["json_tool_calls"] is True
+    # The calls went back to the model as tool calls with their results, not as text twice.
+    later = [b for b in agent_requests(llm) if any(m["role"] == "tool" for m in b["messages"])]
+    assert later and all(m.get("tool_calls") and not m["content"] for b in later for m in b["messages"]
+                         if m["role"] == "assistant" and m.get("tool_calls"))
+    plain = bench(llm, tmp_path / "plain", "--tasks", "2", "--runs", "1")
+    assert [plain["tasks"]["val"][t][0]["success"] for t in VAL[:2]] == [False, False]
+
+
+def test_json_tool_calls_reads_the_shapes_models_write_and_ignores_the_rest() -> None:
+    from benchmark.bfcl.agent import json_tool_calls
+
+    names = {"cd", "ls"}
+
+    def read(text: str) -> list[tuple[str, Any]]:
+        return [(c.name, json.loads(c.arguments)) for c in json_tool_calls(text, names)]
+
+    assert read('{"name": "cd", "arguments": {"folder": "a"}}') == [("cd", {"folder": "a"})]
+    assert read('<tool_call>\n{"name": "cd", "arguments": {"folder": "a"}}\n</tool_call>\n'
+                '<tool_call>{"name": "ls", "arguments": {}}</tool_call>') == [("cd", {"folder": "a"}), ("ls", {})]
+    assert read('Sure:\n```json\n[{"function": {"name": "ls", "parameters": {"a": true}}}]\n```') == [("ls", {"a": True})]
+    assert read('{{"name": "cd", "arguments": {{"folder": "b"}}}}') == [("cd", {"folder": "b"})]
+    assert read('{"name": "cd", "arguments": "{\\"folder\\": \\"c\\"}"}') == [("cd", {"folder": "c"})]
+    assert read('{"name": "cd", "arguments": {}}\n{"name": "ls", "arguments": {}}') == [("cd", {}), ("ls", {})]
+    assert read('{"name": "rm", "arguments": {}}') == [] and read("I moved the file.") == []
+    assert read('{"answer": 4}') == [] and read("<tool_call>{broken") == []

@@ -1,0 +1,60 @@
+"""The peer benchmark's full workload on the peers themselves (mem0 2.2.1 and the original ReMe,
+reme-ai 0.3.1.10, each in the environment the harness creates for it under .venvs/peer-NAME),
+against the scripted OpenAI-compatible server: mem0 extracts memories through its own prompt and
+`infer=True`; reme-ai's summarizer is an agent that needs OpenAI tool calls, and a model that
+writes the call as text (as a small Qwen on llama.cpp does) leaves it with no memories, which the
+proxy reports as malformed replies."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+
+from openai_server import OpenAITestServer  # noqa: E402
+from test_peers_bench import hashed  # noqa: E402
+
+from benchmark.peers.full import add_arguments, run_full  # noqa: E402
+from benchmark.peers.run import ROOT, WORKER, Embeddings, python_for  # noqa: E402
+
+FACT = "User went to an LGBTQ support group on 7 May 2023"
+DEV = Path(os.environ.get("REME_SHARED_DATA") or ROOT.parent / "shared" / "data") / "locomo" / "locomo10_dev.json"
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    server, url = Embeddings(None, hashed).serve()
+    yield url
+    server.shutdown()
+
+
+def test_mem0_and_reme_ai_run_the_whole_path(tmp_path: Path, endpoint: str) -> None:
+    with OpenAITestServer() as server:
+        server.script("Memory Extractor", {"memory": [{"id": "0", "text": FACT}]})  # mem0's extraction prompt
+        server.script("Memory Orchestrator",  # reme-ai's summarizer: the call written as text, no tool_calls
+                      '{"name": "delegate_task", "arguments": {"tasks": [{"memory_target": "Caroline"}]}}')
+        server.script("You answer a question about a long conversation", "7 May 2023")
+        server.script(["label an answer", "Gold answer: 7 May 2023"], {"reasoning": "same", "label": "CORRECT"})
+        server.script("label an answer", {"reasoning": "different", "label": "WRONG"})
+        p = argparse.ArgumentParser()
+        p.add_argument("--data")
+        add_arguments(p)
+        args = p.parse_args(["--data", str(DEV), "--llm-url", server.base_url, "--model", "m", "--sessions", "2",
+                             "--per-category", "2", "--full-out", str(tmp_path / "full.json")])
+        report: dict[str, Any] = run_full(args, endpoint, lambda lib: python_for(lib, ROOT / ".venvs", True),
+                                          WORKER, ["mem0", "reme-ai"])
+    mem0, original = report["libs"]["mem0"], report["libs"]["reme-ai"]
+    assert mem0["questions"] == original["questions"] == 7
+    assert mem0["ingest"]["calls"] == 4 and mem0["ingest"]["malformed"] == 0  # 2 sessions x 2 speakers
+    assert mem0["memories"] >= 2 and mem0["sessions failed"] == 0 and mem0["evidence recall"] is None
+    assert mem0["answer"]["calls"] == mem0["judge"]["calls"] == 7
+    assert original["memories"] == 0 and original["sessions failed"] == 0
+    assert original["ingest"]["calls"] == original["ingest"]["malformed"] == 2  # tools offered, none called
+    assert mem0["J"] == original["J"] == pytest.approx(100 / 7, abs=0.1)  # q0's gold is "7 May 2023"
+    assert "| mem0 |" in report["table"] and "| reme-ai |" in report["table"]
