@@ -149,5 +149,11 @@ class SyncFace:
     def record_usage(self, memory_ids: Sequence[str], success: bool, **kwargs: Any) -> list[MemoryNode]:
         return self._run(self._face.record_usage(memory_ids, success, **kwargs))
 
-    def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
+    def prune(self, task_name: str | None = None, **kwargs: Any) -> list[MemoryNode]:
         return self._run(self._face.prune(task_name, **kwargs))
+
+    def forget(self, **kwargs: Any) -> int:
+        return self._run(self._face.forget(**kwargs))
+
+    def flush_reads(self) -> int:
+        return self._run(self._face.flush_reads())
