@@ -110,32 +110,37 @@ async def fused_search(store: VectorStore, collection: str, query: str, vector: 
     return score_fuse(dense, keyword, config.dense_weight)
 
 
-def in_window(node: MemoryNode, window: TimeWindow | None) -> bool:
-    """Whether a memory falls inside `window`: said inside it (`message_time`), or what it tells
-    happened inside it (its event range overlaps)."""
+def in_window(node: MemoryNode, window: TimeWindow | None) -> float:
+    """How far a memory falls inside `window`, 0 to 1: 1 when it was said inside it
+    (`message_time`), else the share of what it tells (its event range) that lies inside it (an
+    instant: 1 or 0; a month-long event for a one-week window: 7/31)."""
     if window is None:
-        return False
+        return 0.0
     low, high = window.start, window.end
     said = node.message_time
     if (low is None or said >= low) and (high is None or said <= high):
-        return True
+        return 1.0
     if node.event_start is None:
-        return False
+        return 0.0
     start, end = node.event_window
-    return (high is None or start <= high) and (low is None or end >= low)
+    first, last = max(start, low) if low else start, min(end, high) if high else end
+    if last < first:
+        return 0.0
+    span = (end - start).total_seconds()
+    return 1.0 if span <= 0 else min((last - first).total_seconds() / span, 1.0)
 
 
 def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime,
            window: TimeWindow | None = None) -> float:
     """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance
-    + time_weight * inside_window) * decay`: age from `message_time`; `inside_window` is 1 for a
-    memory inside the period the query names; `decay` is `0.5 ** (age_days / decay_half_life_days)`
+    + time_weight * inside) * decay`: age from `message_time`; `inside` is how far the memory
+    falls inside the period the query names (`in_window`); `decay` is `0.5 ** (age_days / decay_half_life_days)`
     times `0.5 ** (idle_days / disuse_half_life_days)` (idle: since `last_accessed`, or since it was
     stored when never read), each only when its half-life is set."""
     age_days = max((now - node.message_time).total_seconds() / 86400.0, 0.0)
     recency: float = 0.5 ** (age_days / config.half_life_days)
     importance = min(max(node.score, 0.0), 1.0)
-    boost = config.time_weight if config.time_weight and in_window(node, window) else 0.0
+    boost = config.time_weight * in_window(node, window) if config.time_weight else 0.0
     out = score * (1.0 + config.recency_weight * recency + config.importance_weight * importance + boost)
     if config.decay_half_life_days:
         out *= 0.5 ** (age_days / config.decay_half_life_days)

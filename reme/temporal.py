@@ -30,6 +30,8 @@ WEEKDAYS = {name: i for i, name in enumerate(("monday", "tuesday", "wednesday", 
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2, "couple of": 2,
            "a few": 3, "few": 3, "several": 4}
+FUZZY = {"a couple of", "a couple", "couple of", "a few", "few", "several"}
+"""Counts that are not exact: "a few days ago" is a range of days around three."""
 SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11), "winter": (12, 2)}
 MAX_TEXT = 2_000
 """Only the first characters of a text are read: a question or a memory, not a book."""
@@ -111,7 +113,7 @@ def _absolute_day(m: re.Match[str], today: date) -> Span | None:
 def _relative_unit(m: re.Match[str], today: date) -> Span | None:
     raw = m["n"].lower()
     n = int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
-    unit, fuzzy = m["unit"].lower(), not raw.isdigit() and raw not in ("a", "an", "one")
+    unit, fuzzy = m["unit"].lower(), raw in FUZZY
     if n > 400:
         return None
     if unit == "day":
