@@ -347,9 +347,9 @@ class ReMeClient:
     async def forget(self, *, user_name: str | Sequence[str] | None = None,
                      task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
                      memory_type: MemoryType | str | None = None, filters: FilterSpec = None,
-                     purge: bool = False, everything: bool = False) -> int:
+                     purge: bool = False, scrub: bool = False, everything: bool = False) -> int:
         body = _body(user_name=user_name, task_name=task_name, tool_name=tool_name, memory_type=memory_type,
-                     filters=filters, purge=purge, everything=everything)
+                     filters=filters, purge=purge, scrub=scrub, everything=everything)
         return int((await self._call("POST", "/v1/forget", json=body)).json()["count"])
 
     async def flush_reads(self) -> int:

@@ -27,7 +27,8 @@ from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
                          MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text, utcnow)
-from reme.store import Delete, DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp, open_store
+from reme.store import (CreateCollection, Delete, DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp,
+                        open_store)
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, parse_filter
@@ -793,19 +794,24 @@ class ReMe:
     async def forget(self, *, user_name: str | Sequence[str] | None = None,
                      task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
                      memory_type: MemoryType | str | None = None, filters: FilterSpec = None,
-                     purge: bool = False, everything: bool = False) -> int:
+                     purge: bool = False, scrub: bool = False, everything: bool = False) -> int:
         """Delete every memory of the target(s) matching `filters` (any type the target holds
         unless `memory_type` says which; expired ones included), as one write; returns how many.
 
         `purge=False`: each deleted memory's last state is kept as a version (`history` shows
         it), as `delete_memory` does. `purge=True`: the memories and every version of them are
-        removed from the store (privacy: nothing of them stays readable). Forgetting across all
-        targets needs `everything=True`.
+        removed from the store (privacy: nothing of them stays readable). The engine marks deleted
+        points and reclaims their space later, so their bytes may stay in its files for a while;
+        `scrub=True` (with `purge`) rewrites both collections without them at once (the whole
+        store passes through memory; one crash-atomic write). Forgetting across all targets needs
+        `everything=True`.
 
         >>> await reme.forget(user_name="alice", filters={"tags": {"any": ["health"]}}, purge=True)
         """
-        if not isinstance(purge, bool) or not isinstance(everything, bool):
-            raise InvalidInputError("purge and everything must be True or False")
+        if not all(isinstance(flag, bool) for flag in (purge, scrub, everything)):
+            raise InvalidInputError("purge, scrub and everything must be True or False")
+        if scrub and not purge:
+            raise InvalidInputError("scrub goes with purge=True (a kept history would keep the text)")
         scopes = scopes_of(user_name, task_name, tool_name)
         if scopes is None and not everything:
             raise InvalidInputError("forget needs user_name, task_name or tool_name, or everything=True")
@@ -822,8 +828,22 @@ class ReMe:
             ops: list[WriteOp] = [Delete(self.collection, ids)]
             for start in range(0, len(ids), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
                 ops.append(DeleteWhere(repo.versions, In(field="metadata.version_of", values=list(ids[start:start + HASH_LOOKUP]))))
+            if scrub:  # the survivors, written into fresh collections: the old files go
+                ops = await self._rewrite_ops(set(ids))
             await self.store.write(ops)  # one write: the memories and their versions, or nothing
             return len(ids)
+
+    async def _rewrite_ops(self, dropped: set[str]) -> list[WriteOp]:
+        """Both collections dropped and created again holding every record but the memories in
+        `dropped` and their versions."""
+        dim = await self.store.collection_dim(self.collection)
+        assert dim is not None
+        ops: list[WriteOp] = []
+        for name in (self.collection, self.repo.versions):
+            keep = [r async for r in self.store.iter_records(name, with_vectors=True)
+                    if r.node.memory_id not in dropped and r.node.metadata.get("version_of") not in dropped]
+            ops += [DropCollection(name), CreateCollection(name, dim), Upsert(name, keep)]
+        return ops
 
     def _require_llm(self, what: str) -> ChatModel:
         if self._llm is None:

@@ -218,6 +218,7 @@ class PruneRequest(ScopeArgs):
 
 class ForgetRequest(ReadArgs):
     purge: bool = False
+    scrub: bool = False
     everything: bool = False
 
 

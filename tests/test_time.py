@@ -217,19 +217,32 @@ async def test_forget_keeps_history_unless_purged_and_a_purge_leaves_no_version(
     assert await reme.count_memory() == 0
 
 
-async def test_a_purge_leaves_the_text_nowhere_in_the_store_files(reme_factory: Callable[..., ReMe],
-                                                                  tmp_path: Path) -> None:
-    secret = "Alice's passport number is XK99-SECRET-7781"
+async def test_a_scrubbed_purge_leaves_the_text_nowhere_in_the_store_files(reme_factory: Callable[..., ReMe],
+                                                                           tmp_path: Path) -> None:
+    secret = "XK99SECRET7781"
+
+    def files_holding(text: str) -> list[Path]:
+        return [p for p in (tmp_path / "wd").rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
     async with reme_factory() as reme:
-        node = await reme.add_memory(secret, user_name="alice")
-        await reme.update_memory(node.memory_id, content=secret + " (renewed)")
-        await reme.add_memory("Alice likes tea", user_name="alice")
-        assert await reme.forget(user_name="alice", filters={"content": {"contains": "passport"}}, purge=True) == 1
-        assert await reme.optimize() in (True, False)
-    async with reme_factory() as reme:  # reopened: still gone
+        node = await reme.add_memory(f"Alice's passport number is {secret}", user_name="alice")
+        await reme.update_memory(node.memory_id, content=f"Alice's passport number is {secret}, renewed")
+        tea = await reme.add_memory("Alice likes tea", user_name="alice")
+        await reme.update_memory(tea.memory_id, content="Alice likes green tea")
+        assert files_holding(secret)
+        with pytest.raises(InvalidInputError):
+            await reme.forget(user_name="alice", scrub=True)  # a kept history would keep the text
+        assert await reme.forget(user_name="alice", filters={"content": {"contains": "passport"}},
+                                 purge=True, scrub=True) == 1
+        assert files_holding(secret) == []
+        assert [n.content for n in await reme.list_memory(user_name="alice")] == ["Alice likes green tea"]
+        assert [v.node.content for v in await reme.history(tea.memory_id)] == ["Alice likes tea"]  # others kept
+        assert len([h async for h in reme.store.iter_records(reme.collection, with_vectors=True)]) == 1
+        found = await reme.search_memory("green tea", user_name="alice")
+        assert found[0].node.memory_id == tea.memory_id  # vectors survived the rewrite
+    async with reme_factory() as reme:  # reopened: still gone, still searchable
         assert await reme.count_memory(user_name="alice") == 1
-        versions = [r.node async for r in reme.store.iter_records(reme.repo.versions)]
-        assert not [n for n in versions if "XK99" in json.dumps(n.model_dump(mode="json"))]
+        assert files_holding(secret) == []
 
 
 # -- part 2: reads and decay ---------------------------------------------------------------------
