@@ -209,7 +209,7 @@ def to_payload(node: MemoryNode) -> dict[str, Any]:
 _OPTIONAL_TIMES = ("event_start", "event_end", "expires_at", "last_accessed")
 _OPTIONAL = {"access_count": 0, **{k: None for k in _OPTIONAL_TIMES}}
 """Fields added after stores existed: a payload written before them lacks them (their defaults)."""
-_NODE_FIELDS = tuple(k for k in MemoryNode.model_fields if k not in _OPTIONAL)
+_NODE_FIELDS = tuple(MemoryNode.model_fields)
 _TYPES = {t.value: t for t in MemoryType}
 
 
@@ -218,15 +218,13 @@ def from_payload(payload: dict[str, Any]) -> MemoryNode:
     they are not validated again (validating was most of a search's cost): only the types JSON
     cannot carry are restored. A payload without that shape goes through full validation."""
     try:
-        fields = {k: payload[k] for k in _NODE_FIELDS}
+        fields = {k: payload[k] if k not in _OPTIONAL else payload.get(k, _OPTIONAL[k]) for k in _NODE_FIELDS}
         fields["memory_type"] = _TYPES[fields["memory_type"]]
         said, created, modified = (_iso_time(fields["message_time"]), _iso_time(fields["time_created"]),
                                    _iso_time(fields["time_modified"]))
         if said.tzinfo is None or created.tzinfo is None or modified.tzinfo is None:
             raise ValueError("a stored time without a timezone")
         fields["message_time"], fields["time_created"], fields["time_modified"] = said, created, modified
-        for key, default in _OPTIONAL.items():
-            fields[key] = payload.get(key, default)
         for key in _OPTIONAL_TIMES:
             if fields[key] is not None:
                 fields[key] = _iso_time(fields[key])
