@@ -207,7 +207,7 @@ def to_payload(node: MemoryNode) -> dict[str, Any]:
 
 
 _OPTIONAL_TIMES = ("event_start", "event_end", "expires_at", "last_accessed")
-_OPTIONAL = {"access_count": 0, **{k: None for k in _OPTIONAL_TIMES}}
+_OPTIONAL: dict[str, Any] = {"access_count": 0, **{k: None for k in _OPTIONAL_TIMES}}
 """Fields added after stores existed: a payload written before them lacks them (their defaults)."""
 _NODE_FIELDS = tuple(MemoryNode.model_fields)
 _TYPES = {t.value: t for t in MemoryType}
