@@ -21,8 +21,9 @@ from typing import Any, Literal, Mapping, Sequence
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from reme import errors
+from reme import errors, markdown
 from reme.errors import InvalidInputError, ReMeError, ServiceError
+from reme.markdown import MarkdownExport, MarkdownExportReply, MarkdownSyncReply, MarkdownSyncResult
 from reme.sync import SyncFace
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, MessagesSpec, RetrieveResult,
                          SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
@@ -298,6 +299,33 @@ class ReMeClient:
         response = await self._call("POST", route, params=params, content=data,
                                     headers={"Content-Type": "application/x-ndjson"})
         return int(response.json()["count"])
+
+    async def export_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                              task_name: str | None = None, tool_name: str | None = None,
+                              overwrite: bool = False) -> MarkdownExport:
+        """The service's Markdown of a target, written under the local `directory` (the tree
+        there is sent along, so the same checks hold); see `ReMe.export_markdown`."""
+        root = markdown.directory_arg(directory)
+        local = markdown.tree_texts(root)
+        body = _body(files=local, overwrite=overwrite, **_scope(user_name, task_name, tool_name))
+        response = await self._call("POST", "/v1/markdown/export", json=body)
+        reply = MarkdownExportReply.model_validate_json(response.content)
+        markdown.write_tree(root, reply.files, stale=[rel for rel in local if rel not in reply.files])
+        return reply.export.model_copy(update={"directory": str(root)})
+
+    async def sync_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None, dry_run: bool = False,
+                            force: bool = False) -> MarkdownSyncResult:
+        """Send the local tree under `directory` to the service, which applies it as
+        `ReMe.sync_markdown` does (one batch, or nothing); the tree it rewrites comes back."""
+        root = markdown.directory_arg(directory)
+        local = markdown.tree_texts(root)
+        body = _body(files=local, dry_run=dry_run, force=force, **_scope(user_name, task_name, tool_name))
+        response = await self._call("POST", "/v1/markdown/sync", json=body)
+        reply = MarkdownSyncReply.model_validate_json(response.content)
+        if reply.result.rewritten:
+            markdown.write_tree(root, reply.files, stale=[rel for rel in local if rel not in reply.files])
+        return reply.result
 
     async def import_memory(self, path: str | Path, *, format: str = "jsonl", user_name: str | None = None,
                             task_name: str | None = None, tool_name: str | None = None) -> int:

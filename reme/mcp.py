@@ -18,14 +18,15 @@ import contextvars
 import json
 import logging
 import os
-import sys
 from typing import Any
 
 import mcp.types as types
+from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
+from reme import __version__
 from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, bounded, caller_from,
-                         find_token, send_error, uvicorn_server_class)
+                         find_token, log_json_lines, send_error, uvicorn_server_class)
 from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError
 from reme.reme import ReMe
 from reme.schema import MemoryNode, check_int
@@ -112,6 +113,27 @@ TOOLS: list[dict[str, Any]] = [
 
 
 TOOL_NAMES = frozenset(t["name"] for t in TOOLS)
+_VALIDATORS = {t["name"]: Draft202012Validator(t["inputSchema"]) for t in TOOLS}
+
+
+def check_arguments(name: str, args: Any) -> dict[str, Any]:
+    """The arguments of a call to tool `name` as its schema declares them, or an
+    `InvalidInputError` saying what is wrong: an argument the tool does not take (a misspelt
+    `user` must not fall back to the default target), a missing one, or a value of the wrong
+    type. A null stands for an argument not given."""
+    if not isinstance(args, dict):
+        raise InvalidInputError(f"{name} takes a JSON object of arguments, not {type(args).__name__}")
+    schema = next(t["inputSchema"] for t in TOOLS if t["name"] == name)
+    unknown = sorted(set(args) - set(schema["properties"]))
+    if unknown:
+        raise InvalidInputError(f"{name} takes no argument {', '.join(map(repr, unknown))}; its arguments are "
+                                f"{', '.join(schema['properties'])}")
+    given = {k: v for k, v in args.items() if v is not None}
+    errors = sorted(_VALIDATORS[name].iter_errors(given), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise InvalidInputError(f"{name}: " + "; ".join(
+            f"{'.'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}" for e in errors[:3]))
+    return given
 
 
 def _brief(node: MemoryNode) -> dict[str, Any]:
@@ -161,7 +183,7 @@ class MemoryTools:
         handler = getattr(self, f"_{name}", None)
         if name not in TOOL_NAMES or handler is None:
             raise InvalidInputError(f"unknown tool {name!r}")
-        result = await bounded(handler(dict(args)), self.config.limits.timeout_s)
+        result = await bounded(handler(check_arguments(name, args)), self.config.limits.timeout_s)
         return json.dumps(result, ensure_ascii=False, default=str)
 
     async def _retrieve_personal_memory(self, a: dict[str, Any]) -> Any:
@@ -241,7 +263,7 @@ def build_server(tools: MemoryTools) -> Any:
         return types.CallToolResult.model_validate({"content": [{"type": "text", "text": text}], "isError": error})
 
     if hasattr(Server, "call_tool"):  # mcp 1.x
-        server: Any = Server("reme")
+        server: Any = Server("reme", version=__version__)
 
         async def list_tools() -> list[Any]:
             return listed
@@ -259,7 +281,9 @@ def build_server(tools: MemoryTools) -> Any:
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         return await run_tool(params.name, params.arguments)
 
-    return Server("reme", on_list_tools=on_list_tools, on_call_tool=on_call_tool)  # type: ignore[call-arg]
+    # As a dict: mypy reads the signature of whichever mcp is installed, and 1.x has no such keywords.
+    handlers: dict[str, Any] = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool}
+    return Server("reme", version=__version__, **handlers)
 
 
 async def run_stdio(tools: MemoryTools) -> None:
@@ -301,9 +325,8 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
           task_name: str | None = None, tool_name: str | None = None) -> int:
     """Open the store, then serve the tools over stdio (until stdin closes) or HTTP (until
     SIGTERM/SIGINT). Returns the exit code."""
-    # stdout is the MCP channel over stdio: logs go to stderr, one JSON line per HTTP request.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
-    log.setLevel(logging.INFO)
+    # stdout is the MCP channel over stdio: logs go to stderr as JSON lines (one per HTTP request).
+    log_json_lines()
     caller: Caller | None = Caller(None) if not config.tokens else None  # over HTTP: each request's token
     if transport == "stdio" and config.tokens:
         token = find_token(config.tokens, os.environ.get("REME_TOKEN", ""))
@@ -324,7 +347,7 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
 
             app, manager = http_app(tools, config)
             server = uvicorn_server_class()(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                                           log_level="warning", lifespan="off"))
+                                                           log_level="warning", log_config=None, lifespan="off"))
             async with manager.run():
                 await server.serve()
             return 0 if server.started else 1

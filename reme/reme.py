@@ -13,10 +13,12 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 from pydantic import ValidationError
 
 from reme.config import ReMeConfig
-from reme.embedding import NO_LOCAL_BACKEND, Embedder, LazyEmbedder, create_embedder, local_backend_installed
+from reme.embedding import Embedder, LazyEmbedder, create_embedder
 from reme.errors import (ConfigError, InvalidInputError, MemoryNotFoundError, OriginalReMeAPIError, ReMeError,
                          VectorSizeError, describe)
+from reme import markdown
 from reme.llm import ChatModel
+from reme.markdown import MarkdownExport, MarkdownSyncResult
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
@@ -97,7 +99,7 @@ def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[Mem
 
 def _canonical_id(memory_id: Any) -> str:
     """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory.
-    Anything but a short, valid string is an InvalidInputError (another string is not found)."""
+    Anything else is an InvalidInputError: every stored id is a UUID, so it cannot name one."""
     if not isinstance(memory_id, str) or len(memory_id) > MAX_NAME_CHARS:
         raise InvalidInputError(f"a memory id is a UUID string, got {type(memory_id).__name__} "
                                 f"{str(memory_id)[:40]!r}")
@@ -105,7 +107,24 @@ def _canonical_id(memory_id: Any) -> str:
     try:
         return str(uuid.UUID(memory_id))
     except ValueError:
-        return memory_id
+        raise InvalidInputError(f"{memory_id[:40]!r} is not a memory id: memory ids are UUIDs, as add_memory, "
+                                "list_memory and search_memory return them") from None
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """`path` itself or the nearest of its parents that exists, when that is not a folder: a
+    working directory that can never be opened (None when there is nothing in the way)."""
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            return None if p.is_dir() else p
+    return None
+
+
+def working_dir_is_a_file(path: Path) -> ConfigError:
+    blocker = file_in_the_way(path)
+    where = "" if blocker == path else f" (on the way to working_dir {str(path)!r})"
+    return ConfigError(f"{blocker} is a file, not a folder{where}: point --working-dir / REME_WORKING_DIR / "
+                       "working_dir at a folder")
 
 
 def _safe(value: str, what: str) -> str:
@@ -287,6 +306,8 @@ class ReMe:
         working_dir = Path(self.config.working_dir).expanduser()
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise working_dir_is_a_file(working_dir) from None
         except (OSError, ValueError) as exc:  # ValueError: a NUL or a lone surrogate in the path
             raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
@@ -301,9 +322,9 @@ class ReMe:
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
             if self._embedder is None:
-                # Made on first use: reading commands never load a model (seconds for a local one).
-                if self.config.embedding.backend == "local" and not local_backend_installed():
-                    raise ConfigError(NO_LOCAL_BACKEND)  # said up front, not on the first search
+                # Made on first use: commands that embed nothing never load a model (seconds for a
+                # local one) nor need its package (a core install lists a store without
+                # sentence-transformers). A new store needs the vector size now, and says so here.
                 embedding = self.config.embedding
                 self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
                                               self._check_vector_size, self.progress)
@@ -595,6 +616,94 @@ class ReMe:
         removed. `MemoryNotFoundError` when the id is neither stored nor has versions (in the
         named scope: another target's id is not found)."""
         return await self.repo.history(_canonical_id(memory_id), scope_of(user_name, task_name, tool_name))
+
+    # -- Markdown --------------------------------------------------------------------------------
+    async def export_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                              task_name: str | None = None, tool_name: str | None = None,
+                              overwrite: bool = False) -> MarkdownExport:
+        """Write a target's memories as editable Markdown under `directory`: `MEMORY.md` and
+        `journal/YYYY-MM-DD.md` for a user, `LESSONS.md` for a task, `TOOL.md` for a tool (see
+        docs/markdown.md). `sync_markdown` reads the edited tree back.
+
+        Writing over a tree with edits not synced yet, or over Markdown files ReMe did not
+        write, is refused (`InvalidInputError`) unless `overwrite=True`; another target's tree
+        always is. Files a previous export wrote that would now be empty journals are removed;
+        other files in the directory are left alone."""
+        scope = self._require_scope(user_name, task_name, tool_name, "export_markdown")
+        root = markdown.directory_arg(directory)
+        if not isinstance(overwrite, bool):
+            raise InvalidInputError("overwrite must be True or False")
+        async with self.repo.target_lock(scope.kind, scope.name):
+            nodes = await self._markdown_nodes(scope)
+            tree = markdown.read_tree(root)
+            held = tree.scope
+            if held is not None and held != scope:
+                raise InvalidInputError(f"{root} holds the Markdown of {held}, not {scope}: export into another "
+                                        "directory")
+            if not overwrite:
+                if held is None and tree.files:
+                    raise InvalidInputError(f"{root} holds {tree.files[0].path}, which ReMe did not write: pass "
+                                            "overwrite=True (--overwrite) to replace it, or export elsewhere")
+                if held is not None and not markdown.plan(tree, scope, {n.memory_id: n for n in nodes}).empty:
+                    raise InvalidInputError(f"{root} has edits not synced yet: sync_markdown them first, or pass "
+                                            "overwrite=True (--overwrite) to drop them")
+            return self._write_markdown(root, scope, nodes, tree)
+
+    async def sync_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None, dry_run: bool = False,
+                            force: bool = False) -> MarkdownSyncResult:
+        """Read a tree written by `export_markdown` for the same target back into the store: an
+        edited item is an update (the old state kept in `history`), a removed item a delete, an
+        item without a marker a new memory. An item edited or removed here that the store
+        changed since the export is a conflict; an item that cannot be read without guessing
+        (a marker twice, a broken marker, text outside a list item) is ambiguous.
+
+        All the changes are written as one batch, or none: with a conflict or an ambiguous item
+        nothing is written (`applied` False) unless `force=True`, which writes the clear changes
+        and leaves the reported items as the store has them. `dry_run=True` only reports. After
+        a clean sync the tree is written again from the store (new items get their markers)."""
+        scope = self._require_scope(user_name, task_name, tool_name, "sync_markdown")
+        root = markdown.directory_arg(directory)
+        if not isinstance(dry_run, bool) or not isinstance(force, bool):
+            raise InvalidInputError("dry_run and force must be True or False")
+        tree = markdown.read_tree(root)
+        held = tree.scope
+        if held is None:
+            raise InvalidInputError(f"{root} holds no Markdown tree written by ReMe (no file with its front "
+                                    "matter): export_markdown writes one")
+        if held != scope:
+            raise InvalidInputError(f"{root} holds the Markdown of {held}, not {scope}: a tree is synced only "
+                                    "into the target it was exported from")
+        async with self.repo.target_lock(scope.kind, scope.name):
+            stored = {n.memory_id: n for n in await self._markdown_nodes(scope)}
+            plan = markdown.plan(tree, scope, stored)
+            if dry_run or ((plan.conflicts or plan.ambiguous) and not force):
+                return plan.result(dry_run=dry_run, applied=False)
+            changes = ([Change(new=n, reason=f"markdown sync: {plan.where[n.memory_id]}") for n in plan.adds]
+                       + [Change(new=new, old=old, reason=f"markdown sync: {plan.where[old.memory_id]}")
+                          for old, new in plan.updates]
+                       + [Change(old=old, reason=f"markdown sync: removed from {plan.where[old.memory_id]}")
+                          for old in plan.deletes])
+            written = await self.repo.apply(changes) if changes else []
+            result = plan.result(dry_run=False, applied=True)
+            result.added = [n for (n, wrote), c in zip(written, changes) if wrote and c.old is None]
+            result.updated = [n for (n, wrote), c in zip(written, changes) if wrote and c.old and c.new]
+            result.deleted = [n for (n, wrote), c in zip(written, changes) if wrote and c.new is None]
+            if not result.blocked:
+                self._write_markdown(root, scope, await self._markdown_nodes(scope), tree)
+                result.rewritten = True
+            return result
+
+    async def _markdown_nodes(self, scope: Scope) -> list[MemoryNode]:
+        flt = scope_filter(scope, (markdown.main_type(scope),))
+        return [record.node async for record in self.store.iter_records(self.collection, flt)]
+
+    @staticmethod
+    def _write_markdown(root: Path, scope: Scope, nodes: list[MemoryNode], tree: markdown.Tree) -> MarkdownExport:
+        files = markdown.render(nodes, scope, utcnow())
+        owned = [f.path for f in tree.files if f.scope == scope]
+        markdown.write_tree(root, files, stale=owned)
+        return MarkdownExport(directory=str(root), files=sorted(files), memories=len(nodes))
 
     # -- pipelines -------------------------------------------------------------------------------
     async def summarize_memory(self, messages: MessagesSpec | None = None, *,

@@ -20,7 +20,7 @@ from reme.errors import InvalidInputError, describe
 
 M = TypeVar("M", bound=BaseModel)
 
-# -- input limits: every input has one, enforced with InvalidInputError (README lists them) ------
+# -- input limits: every input has one, enforced with InvalidInputError (docs/errors.md lists them) ---
 MAX_CONTENT_CHARS = 100_000
 """Longest `content` or `when_to_use` accepted; a whole conversation fits, a 1 MB blob does not."""
 MAX_TARGET_CHARS = 256
@@ -530,15 +530,29 @@ class MemoryVersion(BaseModel):
     reason: str = ""
 
 
+class Rejection(BaseModel):
+    """A value the model returned that was not used as given: an item `dropped` (a memory with no
+    usable text, a decision naming nothing shown, items cut off at `max_tokens`) or a field
+    `defaulted` (an importance of NaN, an UPDATE's text over the length limit). `step` is the
+    prompt (`personal/extract`), `path` the value's place in the reply (`memories[3].importance`)."""
+
+    step: str
+    path: str = ""
+    action: Literal["dropped", "defaulted"]
+    reason: str
+
+
 class SummaryResult(BaseModel):
     """What one `summarize_memory` call wrote: new, changed and deleted memories (as they were
-    before deletion), the history nodes it stored, and the LLM usage."""
+    before deletion), the history nodes it stored, the LLM usage, and what the model returned
+    that was not used (`rejected`; nothing of a rejected value is written)."""
 
     added: list[MemoryNode] = Field(default_factory=list)
     updated: list[MemoryNode] = Field(default_factory=list)
     deleted: list[MemoryNode] = Field(default_factory=list)
     history: list[MemoryNode] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    rejected: list[Rejection] = Field(default_factory=list)
 
     def merge(self, other: "SummaryResult") -> "SummaryResult":
         self.added += other.added
@@ -546,6 +560,7 @@ class SummaryResult(BaseModel):
         self.deleted += other.deleted
         self.history += other.history
         self.usage.add(other.usage)
+        self.rejected += other.rejected
         return self
 
 
@@ -567,15 +582,25 @@ class RetrievedMemory(BaseModel):
     source: str | None = None
 
 
+class Fallback(BaseModel):
+    """An optional LLM step of a retrieval that failed and was skipped: `rewrite` (the query was
+    searched as it is), `rerank` (the search's order was kept). `error` says why."""
+
+    step: Literal["rewrite", "rerank"]
+    error: str
+
+
 class RetrieveResult(BaseModel):
     """What `retrieve_memory` found: ranked memories, the text to paste into a prompt, the
-    queries actually searched, the time window applied, and the LLM usage."""
+    queries actually searched, the time window applied, the LLM usage, and the LLM steps that
+    failed and were skipped (`fallbacks`: the result is then plain retrieval's)."""
 
     memories: list[RetrievedMemory] = Field(default_factory=list)
     text: str = ""
     queries: list[str] = Field(default_factory=list)
     time_window: TimeWindow | None = None
     usage: Usage = Field(default_factory=Usage)
+    fallbacks: list[Fallback] = Field(default_factory=list)
 
 
 def parse_items(items: Any, model: type[M], what: str, limit: int = MAX_BATCH) -> list[M]:

@@ -37,12 +37,15 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, uvicorn_server_class
+from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, log_json_lines, uvicorn_server_class
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
+from reme import markdown
+from reme.markdown import MarkdownExportReply, MarkdownSyncReply
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory, check_int)
@@ -62,6 +65,7 @@ STATUS: list[tuple[type[ReMeError], int]] = [
 DOCUMENTED: dict[int, str] = {
     400: "malformed body (not JSON, invalid UTF-8, nested too deep)", 401: "no or an unknown bearer token",
     403: "the token may not touch that target or call that operation", 404: "not found in the caller's scope",
+    405: "the path takes another method (the `Allow` header names it)",
     408: "the operation took longer than limits.timeout_s", 409: "a concurrent change; read again and retry",
     413: "body larger than limits.max_body_bytes",
     422: "invalid input (InvalidInputError and its subclasses: InvalidFilterError, PromptTooLargeError, ...)",
@@ -72,6 +76,27 @@ DOCUMENTED: dict[int, str] = {
 
 def status_of(exc: ReMeError) -> int:
     return next(code for cls, code in STATUS if isinstance(exc, cls))
+
+
+ACTIONS = ("batch", "list", "count", "search", "delete_all", "usage", "export", "import")
+"""The POST routes under /v1/memories/ (a test checks the list against the app's routes)."""
+
+
+class MemoryIdConvertor(Convertor[str]):
+    """The `{memory_id}` of a path: any segment but an action's name, so that `GET
+    /v1/memories/search` answers 405 with `Allow: POST` instead of looking for a memory called
+    "search". Another segment that is not a UUID reaches the facade: an `InvalidInputError`."""
+
+    regex = "(?!(?:" + "|".join(ACTIONS) + ")(?:/|$))[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("memory_id", MemoryIdConvertor())
 
 
 # -- request and response models -----------------------------------------------------------------
@@ -157,6 +182,17 @@ class SearchRequest(ReadArgs):
 
 class ExportRequest(FilterArgs):
     with_vectors: bool = False
+
+
+class MarkdownExportRequest(ScopeArgs):
+    files: dict[str, str] = Field(default_factory=dict, description="the tree already in the directory, by path")
+    overwrite: bool = False
+
+
+class MarkdownSyncRequest(ScopeArgs):
+    files: dict[str, str] = Field(default_factory=dict, description="the edited tree, by path")
+    dry_run: bool = False
+    force: bool = False
 
 
 class DeleteAllRequest(ScopeArgs):
@@ -277,6 +313,25 @@ Auth = Depends(authenticate)
 Facade = Depends(facade)
 
 
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    return {p.alias for p in dependant.query_params}.union(*(_query_names(d) for d in dependant.dependencies))
+
+
+def known_query(request: Request) -> None:
+    """Every route's first dependency: a query parameter the route does not declare is an
+    `InvalidInputError`, never ignored (`?user=bob` for `?user_name=bob` would make the call
+    unscoped: a read or a delete of any target's memory)."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise InvalidInputError(f"{request.url.path} takes no query parameter {', '.join(map(repr, unknown))}"
+                                + (f"; it takes {', '.join(sorted(known))}" if known else ""))
+
+
 def scope_query(user_name: str | None = Query(None), task_name: str | None = Query(None),
                 tool_name: str | None = Query(None)) -> ScopeArgs:
     return ScopeArgs(user_name=user_name, task_name=task_name, tool_name=tool_name)
@@ -301,6 +356,7 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
 
     errors = {code: {"model": ErrorBody, "description": text} for code, text in DOCUMENTED.items()}
     app = FastAPI(title="ReMe", version=__version__, lifespan=lifespan, responses=errors,  # type: ignore[arg-type]
+                  dependencies=[Depends(known_query)],
                   description="Typed long-term memory for AI agents, over HTTP. Every error body is "
                               '`{"error": {"type", "message", "details"}}`.')
     app.state.reme, app.state.config, app.state.closing = reme, config, False
@@ -363,7 +419,13 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         type_ = "NotFoundError" if exc.status_code == 404 else "InvalidInputError"
-        return error_response(exc.status_code, type_, str(exc.detail))
+        message = str(exc.detail)
+        allow = (exc.headers or {}).get("Allow")
+        if exc.status_code == 405 and allow:
+            message = f"{request.method} is not allowed on {request.url.path}: use {allow}"
+        response = error_response(exc.status_code, type_, message)
+        response.headers.update(exc.headers or {})
+        return response
 
     @app.exception_handler(Exception)
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
@@ -391,26 +453,26 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         batch(len(body.nodes), "nodes")
         return await run(reme.add_memories(body.nodes))
 
-    @app.get("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    @app.get("/v1/memories/{memory_id:memory_id}", response_model=MemoryNode, tags=["memories"])
     async def get_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                          reme: ReMe = Facade) -> MemoryNode:
         caller.permit(scope.targets())
         return await run(reme.get_memory(memory_id, **scope.model_dump()))
 
-    @app.patch("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    @app.patch("/v1/memories/{memory_id:memory_id}", response_model=MemoryNode, tags=["memories"])
     async def update_memory(memory_id: str, body: UpdateRequest, caller: Caller = Auth,
                             reme: ReMe = Facade) -> MemoryNode:
         caller.permit(body.targets())
         return await run(reme.update_memory(memory_id, **body.model_dump()))
 
-    @app.delete("/v1/memories/{memory_id}", status_code=204, response_class=Response, tags=["memories"])
+    @app.delete("/v1/memories/{memory_id:memory_id}", status_code=204, response_class=Response, tags=["memories"])
     async def delete_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                             reme: ReMe = Facade) -> Response:
         caller.permit(scope.targets())
         await run(reme.delete_memory(memory_id, **scope.model_dump()))
         return Response(status_code=204)
 
-    @app.get("/v1/memories/{memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
+    @app.get("/v1/memories/{memory_id:memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
     async def history(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                       reme: ReMe = Facade) -> list[MemoryVersion]:
         caller.permit(scope.targets())
@@ -481,6 +543,34 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         caller.permit([], destructive="restore")
         return Count(count=await unspooled(await request.body(), lambda path: reme.restore(path)))
 
+    # -- Markdown --
+    async def in_tree(files: dict[str, str], call: Callable[[Path], Awaitable[T]]) -> tuple[T, dict[str, str]]:
+        """Hand a tree sent as text to a facade method that works on a directory; return what it
+        returns and the tree's files after it."""
+        with tempfile.TemporaryDirectory(prefix="reme-md-") as folder:
+            root = Path(folder) / "tree"
+            await asyncio.to_thread(markdown.write_tree, root, files)
+            try:
+                out = await run(call(root))
+            except InvalidInputError as exc:  # name the tree, not the spool directory
+                raise type(exc)(str(exc).replace(str(root), "the tree")) from None
+            return out, await asyncio.to_thread(markdown.tree_texts, root)
+
+    @app.post("/v1/markdown/export", response_model=MarkdownExportReply, tags=["files"])
+    async def export_markdown(body: MarkdownExportRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> MarkdownExportReply:
+        caller.permit(body.targets())
+        args = body.model_dump()
+        done, files = await in_tree(args.pop("files"), lambda root: reme.export_markdown(root, **args))
+        return MarkdownExportReply(export=done.model_copy(update={"directory": "."}), files=files)
+
+    @app.post("/v1/markdown/sync", response_model=MarkdownSyncReply, tags=["files"])
+    async def sync_markdown(body: MarkdownSyncRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MarkdownSyncReply:
+        caller.permit(body.targets())
+        args = body.model_dump()
+        result, files = await in_tree(args.pop("files"), lambda root: reme.sync_markdown(root, **args))
+        return MarkdownSyncReply(result=result, files=files)
+
     # -- pipelines --
     @app.post("/v1/summarize", response_model=SummaryResult, tags=["pipelines"])
     async def summarize_memory(body: SummarizeRequest, caller: Caller = Auth, reme: ReMe = Facade) -> SummaryResult:
@@ -529,18 +619,18 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
     in-flight requests finish, then the store is closed. Returns the exit code."""
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines name upstream URLs, one per LLM call
+    log_json_lines()  # every line on stderr is one JSON object, whichever library writes it
     _Server = uvicorn_server_class()
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
-        log.info(json.dumps({"event": "start", "url": f"http://{config.host}:{config.port}",
-                             "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}))
+        start = {"event": "start", "url": f"http://{config.host}:{config.port}",
+                 "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}
+        log.info(json.dumps(start), extra={"json": start})
         app = create_app(reme, config)
         server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                               log_level="warning", lifespan="on",
-                                               timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
+                                        log_level="warning", log_config=None, lifespan="on",
+                                        timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
         try:
             await server.serve()
         finally:

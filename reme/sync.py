@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence,
 from reme.errors import ReMeError
 
 if TYPE_CHECKING:
+    from reme.markdown import MarkdownExport, MarkdownSyncResult
     from reme.schema import (MemoryNode, MemoryPage, MemoryVersion, MessagesSpec, RetrieveResult, SearchResult,
                              SummaryResult)
 
@@ -136,6 +137,12 @@ class SyncFace:
 
     def optimize(self) -> bool:
         return self._run(self._face.optimize())
+
+    def export_markdown(self, directory: str | Path, **kwargs: Any) -> MarkdownExport:
+        return self._run(self._face.export_markdown(directory, **kwargs))
+
+    def sync_markdown(self, directory: str | Path, **kwargs: Any) -> MarkdownSyncResult:
+        return self._run(self._face.sync_markdown(directory, **kwargs))
 
     def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
         return self._run(self._face.history(memory_id, **kwargs))

@@ -120,6 +120,9 @@ async def operation(wd):
                      "time": "2024-05-03T10:00:00Z"}]
             result = await reme.summarize_memory(chat, user_name="alice", now=T0)
             assert result.updated and len(result.added) > 4, result
+        elif OP == "markdown_sync":
+            result = await reme.sync_markdown(Path(wd) / "md", user_name="alice")
+            assert result.applied and result.added and result.updated and result.deleted, result
         else:
             raise SystemExit(f"unknown op {OP}")
 
@@ -338,6 +341,21 @@ async def test_summarize_memory_write_phase_is_all_or_nothing(tmp_path: Path) ->
     async with ReMe(working_dir=wd, embedding=EMBEDDING) as reme:
         await reme.add_memory("Alice lives in Paris", user_name="alice", message_time=T0)
     await assert_before_or_after(tmp_path, "summarize", wd)
+
+
+async def test_a_markdown_sync_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    async with ReMe(working_dir=base, embedding=EMBEDDING) as reme:  # the tree travels with each copy
+        await reme.export_markdown(base / "md", user_name="alice")
+    memory = base / "md" / "MEMORY.md"
+    lines = memory.read_text(encoding="utf-8").split("\n")
+    items = [i for i, line in enumerate(lines) if line.startswith("- ")]
+    lines[items[0]] = lines[items[0]].replace("Alice fact", "Alice fact, edited in Markdown")
+    del lines[items[1]]
+    memory.write_text("\n".join(lines), encoding="utf-8")
+    # New items in a journal day: their message_time is that day, the same in every run.
+    (base / "md" / "journal").mkdir()
+    (base / "md" / "journal" / "2024-05-03.md").write_text("- Alice added one\n- Alice added two\n", encoding="utf-8")
+    await assert_before_or_after(tmp_path, "markdown_sync", base)
 
 
 async def test_qdrant_recover_rolls_a_leftover_intent_record_forward() -> None:

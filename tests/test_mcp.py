@@ -19,6 +19,7 @@ from reme import ReMe
 from reme.access import Caller, Limits, ServerConfig, TokenConfig
 from reme.mcp import TOOLS, MemoryTools, build_server
 
+from conftest import dump_store
 from openai_server import OpenAITestServer
 from service_process import DIM, ROOT, Served, pythonpath
 
@@ -230,3 +231,70 @@ async def test_reme_mcp_over_http_needs_a_token_and_keeps_to_its_scope(tmp_path:
 def test_mcp_takes_one_default_target(argv: list[str], message: str, tmp_path: Path) -> None:
     served = Served(tmp_path / "wd", command="mcp", args=argv)
     assert served.wait_exit(30) == 2 and message in served.output()
+
+
+# An argument each tool does not declare, and a value its schema refuses: the schema says
+# additionalProperties false, so a misspelt target (`user` for `user_name`) must not fall back to
+# the default target and read or write another user's memories.
+UNDECLARED = {
+    "retrieve_personal_memory": {"query": "seats", "user": "bob"},
+    "retrieve_task_memory": {"query": "plan", "task_name": "trip", "task": "other"},
+    "retrieve_tool_memory": {"tool_names": ["web"], "tool": "other"},
+    "add_memory": {"content": "Bob likes jazz", "user": "bob"},
+    "search_memory": {"query": "seats", "user": "bob"},
+    "list_memory": {"user": "bob"},
+    "summarize_memory": {"messages": [{"role": "user", "content": "hi"}], "user": "bob"},
+    "delete_memory": {"memory_id": "8c1c5f0e-5a8e-4a7e-9a53-1d4f8e0f0a11", "memoryid": "x"},
+}
+
+
+def test_every_tool_is_checked_for_undeclared_arguments() -> None:
+    assert set(UNDECLARED) == {t["name"] for t in TOOLS}
+
+
+@pytest.mark.parametrize("tool", sorted(UNDECLARED))
+async def test_an_undeclared_argument_is_refused_typed_and_nothing_is_read_or_written(reme: ReMe, tool: str) -> None:
+    await reme.add_memory("Alice prefers window seats", user_name="alice")
+    before = await dump_store(reme)
+
+    async def body(session: ClientSession) -> None:
+        refused = await call(session, tool, **UNDECLARED[tool])
+        assert refused["error"].startswith("InvalidInputError"), refused
+        unknown = sorted(set(UNDECLARED[tool]) - set(next(t for t in TOOLS if t["name"] == tool)
+                                                      ["inputSchema"]["properties"]))
+        assert all(repr(name) in refused["error"] for name in unknown), refused
+        assert "Alice" not in refused["error"]
+
+    await with_session(MemoryTools(reme, user_name="alice"), body)
+    assert await dump_store(reme) == before
+
+
+async def test_arguments_that_break_the_tools_schema_are_refused_typed(reme: ReMe) -> None:
+    async def body(session: ClientSession) -> None:
+        for name, arguments in [("search_memory", {}), ("search_memory", {"query": 7}),
+                                ("search_memory", {"query": "x", "top_k": "3"}),
+                                ("search_memory", {"query": "x", "top_k": 0}),
+                                ("add_memory", {"content": "x", "tags": "travel"}),
+                                ("summarize_memory", {"trajectories": [{"messages": []}]})]:
+            refused = await call(session, name, **arguments)
+            assert refused["error"].startswith("InvalidInputError"), (name, arguments, refused)
+        assert await reme.count_memory() == 0
+        # a null stands for an argument not given: the default target
+        assert (await call(session, "add_memory", content="Alice likes tea", user_name=None))["target"] == "user:alice"
+
+    await with_session(MemoryTools(reme, user_name="alice"), body)
+
+
+async def test_the_server_reports_the_package_version(reme: ReMe) -> None:
+    from reme import __version__
+
+    server = build_server(MemoryTools(reme, user_name="alice"))
+    to_server_send, to_server_recv = anyio.create_memory_object_stream[Any](100)
+    to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](100)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.run, to_server_recv, to_client_send, server.create_initialization_options())
+            async with ClientSession(to_client_recv, to_server_send) as session:
+                info = (await session.initialize()).model_dump(by_alias=True)["serverInfo"]
+            tg.cancel_scope.cancel()
+    assert info["name"] == "reme" and info["version"] == __version__ and __version__

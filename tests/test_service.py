@@ -592,7 +592,7 @@ def test_openapi_covers_every_endpoint_and_error_shape(service: Served) -> None:
                 ("post", "/v1/summarize"), ("post", "/v1/retrieve"), ("post", "/v1/prune"),
                 ("post", "/v1/forget"), ("post", "/v1/flush_reads"),
                 ("post", "/v1/optimize"), ("post", "/v1/backup"), ("post", "/v1/restore"), ("get", "/v1/health"),
-                ("get", "/v1/version")}
+                ("get", "/v1/version"), ("post", "/v1/markdown/export"), ("post", "/v1/markdown/sync")}
     assert {(m, p) for p, ops in paths.items() for m in ops} == expected
     for path, ops in paths.items():
         for op in ops.values():
@@ -719,3 +719,64 @@ def test_the_service_and_client_variables_are_not_mistaken_for_engine_settings()
     env = {"REME_URL": "http://127.0.0.1:1", "REME_TOKEN": "t" * 16, "REME_SERVER_CONFIG": "/nowhere.toml",
            "REME_EMBEDDING__BACKEND": "hash"}
     assert ReMeConfig.load(env=env).embedding.backend == "hash"
+
+
+# -- the shape of paths and logs -------------------------------------------------------------------
+def test_an_action_path_with_the_wrong_method_is_405_naming_the_right_one(service: Served) -> None:
+    """`GET /v1/memories/search` is not a read of a memory called "search": every POST action
+    under /v1/memories answers another method with 405 and `Allow: POST`."""
+    paths = httpx.get(f"{service.url}/openapi.json").json()["paths"]
+    actions = [p for p, ops in paths.items() if p.startswith("/v1/memories/") and "{" not in p]
+    assert "/v1/memories/search" in actions and len(actions) >= 8
+    for path in actions:
+        for method in ("GET", "PATCH", "DELETE"):
+            r = httpx.request(method, f"{service.url}{path}")
+            assert r.status_code == 405 and r.headers["allow"] == "POST", (method, path, r.text)
+            error = r.json()["error"]
+            assert error["type"] == "InvalidInputError" and "POST" in error["message"] and path in error["message"]
+    r = httpx.get(f"{service.url}/v1/memories/search/history")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/memories/not-a-uuid"), ("DELETE", "/v1/memories/x"),
+                                         ("PATCH", "/v1/memories/searching"),
+                                         ("GET", "/v1/memories/not-a-uuid/history")])
+def test_an_id_that_is_not_a_uuid_is_invalid_not_missing(service: Served, method: str, path: str) -> None:
+    r = httpx.request(method, f"{service.url}{path}", json={"content": "x"} if method == "PATCH" else None)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["type"] == "InvalidInputError" and "not a memory id" in r.json()["error"]["message"]
+
+
+def test_every_line_the_service_logs_is_json(tmp_path: Path) -> None:
+    """From the first line to the last, whoever writes it: the start, each request, a library
+    loading the local embedding model, uvicorn failing to bind, the exit."""
+    served = Served(tmp_path / "wd", env={"REME_EMBEDDING__BACKEND": "local", "REME_EMBEDDING__DIMENSIONS": "384"})
+    try:
+        served.wait_ready(120)
+        httpx.get(f"{served.url}/v1/memories/search")
+    finally:
+        assert served.stop() == 0, served.output()
+    lines = served.output().splitlines()
+    assert lines and all(isinstance(json.loads(line), dict) for line in lines), served.output()
+    assert json.loads(lines[0])["event"] == "start"
+    with socket.socket() as taken:  # the port is held: uvicorn's own error, then the exit
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = Served(tmp_path / "wd", args=["--port", str(taken.getsockname()[1])])
+        assert busy.wait_exit(60) != 0
+    lines = busy.output().splitlines()
+    assert len(lines) >= 2 and all(isinstance(json.loads(line), dict) for line in lines), busy.output()
+    assert "address already in use" in busy.output().lower()
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/memories/{id}"), ("DELETE", "/v1/memories/{id}"),
+                                         ("GET", "/v1/memories/{id}/history"), ("POST", "/v1/memories/import")])
+def test_an_undeclared_query_parameter_is_refused_not_ignored(service: Served, method: str, path: str) -> None:
+    """`?user=bob` is not `?user_name=bob`: ignored, it would make the call unscoped."""
+    with ReMeClientSync(service.url) as client:
+        node = client.add_memory(f"kept {uuid.uuid4()}", user_name="alice")
+    r = httpx.request(method, f"{service.url}{path.format(id=node.memory_id)}", params={"user": "bob"}, content=b"")
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["type"] == "InvalidInputError" and "'user'" in r.json()["error"]["message"]
+    with ReMeClientSync(service.url) as client:
+        assert client.get_memory(node.memory_id, user_name="alice") == node
