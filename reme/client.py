@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -171,10 +171,12 @@ class ReMeClient:
                          when_to_use: str = "", metadata: Mapping[str, Any] | None = None,
                          tags: Sequence[str] | None = None, score: float = 0.0,
                          message_time: datetime | None = None, author: str = "",
-                         ref_ids: Sequence[str] | None = None) -> MemoryNode:
+                         ref_ids: Sequence[str] | None = None, expires_at: datetime | None = None,
+                         ttl: timedelta | float | None = None) -> MemoryNode:
+        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
         body = _body(content=content, memory_type=memory_type, when_to_use=when_to_use, metadata=metadata, tags=tags,
-                     score=score, message_time=message_time, author=author, ref_ids=ref_ids,
-                     **_scope(user_name, task_name, tool_name))
+                     score=score, message_time=message_time, author=author, ref_ids=ref_ids, expires_at=expires_at,
+                     ttl=seconds, **_scope(user_name, task_name, tool_name))
         return MemoryNode.model_validate_json((await self._call("POST", "/v1/memories", json=body)).content)
 
     async def add_memories(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
@@ -185,10 +187,10 @@ class ReMeClient:
                             metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
                             score: float | None = None, message_time: datetime | None = None,
                             author: str | None = None, ref_ids: Sequence[str] | None = None,
-                            user_name: str | None = None, task_name: str | None = None,
-                            tool_name: str | None = None) -> MemoryNode:
+                            expires_at: datetime | None = None, user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None) -> MemoryNode:
         body = _body(content=content, when_to_use=when_to_use, metadata=metadata, tags=tags, score=score,
-                     message_time=message_time, author=author, ref_ids=ref_ids,
+                     message_time=message_time, author=author, ref_ids=ref_ids, expires_at=expires_at,
                      **_scope(user_name, task_name, tool_name))
         response = await self._call("PATCH", f"/v1/memories/{_quote(memory_id)}", json=body)
         return MemoryNode.model_validate_json(response.content)
@@ -366,9 +368,23 @@ class ReMeClient:
         body = _body(memory_ids=ids, success=success, **_scope(user_name, task_name, tool_name))
         return _NODES.validate_json((await self._call("POST", "/v1/memories/usage", json=body)).content)
 
-    async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:
-        body = _body(task_name=task_name, min_freq=min_freq, min_utility_ratio=min_utility_ratio)
+    async def prune(self, task_name: str | None = None, *, user_name: str | None = None, tool_name: str | None = None,
+                    min_freq: int = 3, min_utility_ratio: float = 0.3, everything: bool = False,
+                    now: datetime | None = None) -> list[MemoryNode]:
+        body = _body(task_name=task_name, user_name=user_name, tool_name=tool_name, min_freq=min_freq,
+                     min_utility_ratio=min_utility_ratio, everything=everything, now=now)
         return _NODES.validate_json((await self._call("POST", "/v1/prune", json=body)).content)
+
+    async def forget(self, *, user_name: str | Sequence[str] | None = None,
+                     task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                     memory_type: MemoryType | str | None = None, filters: FilterSpec = None,
+                     purge: bool = False, scrub: bool = False, everything: bool = False) -> int:
+        body = _body(user_name=user_name, task_name=task_name, tool_name=tool_name, memory_type=memory_type,
+                     filters=filters, purge=purge, scrub=scrub, everything=everything)
+        return int((await self._call("POST", "/v1/forget", json=body)).json()["count"])
+
+    async def flush_reads(self) -> int:
+        return int((await self._call("POST", "/v1/flush_reads")).json()["count"])
 
     async def optimize(self) -> bool:
         return bool((await self._call("POST", "/v1/optimize")).json()["optimized"])

@@ -155,6 +155,23 @@ class RetrievalConfig(_Section):
     recency_weight: float = Field(default=0.1, ge=0)
     half_life_days: float = Field(default=90.0, gt=0)
     importance_weight: float = Field(default=0.1, ge=0)
+    time_weight: float = Field(default=0.25, ge=0)
+    """Added to the weight of a memory inside the period a query names ("last week", "in May
+    2023": found by rules in the query, `reme.temporal`, when no explicit or LLM window applies);
+    said inside it or an event inside it. 0 turns detection off. Chosen leave-one-conversation-out
+    on LoCoMo (benchmark/locomo/README.md)."""
+    decay_half_life_days: float = Field(default=0.0, ge=0)
+    """Decay by age: the ranking score halves every this many days since `message_time`. 0: off."""
+    disuse_half_life_days: float = Field(default=0.0, ge=0)
+    """Decay by disuse: the ranking score halves every this many days since the memory was last
+    read (`last_accessed`, counted with `track_reads`) or used (`record_usage`), or since it was
+    stored. 0: off."""
+    track_reads: bool = False
+    """Count the memories `search_memory` and `retrieve_memory` return (`access_count`,
+    `last_accessed`). Counts are kept in memory and written in one batch every `read_flush`
+    distinct memories, on `flush_reads()` and on `close()`: no write per read; a crash loses at
+    most the pending counts."""
+    read_flush: int = Field(default=256, ge=1)
 
 
 class ProceduralConfig(_Section):

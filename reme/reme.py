@@ -24,18 +24,20 @@ from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messa
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
 from reme.memory.context import check_context, compact, compact_tool_results, context_messages, positive, tokens_of
-from reme.memory.repo import VERSIONS_SUFFIX, Change, MemoryRepo, scope_filter
 from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, message_dict,
                                  session_scope, summary_id, summary_message, text_batches, to_plain_messages)
+from reme.memory.repo import HASH_LOOKUP, VERSIONS_SUFFIX, Change, MemoryRepo, expired, scope_filter
+from reme.memory.repo import alive as live
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_TAGS, MemoryNode, MemoryPage,
                          MemoryType, MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text, utcnow)
-from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp, open_store
+from reme.store import (CreateCollection, Delete, DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp,
+                        open_store)
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, read_jsonl
-from reme.store.filters import And, Eq, Filter, parse_filter
+from reme.store.filters import And, Eq, Filter, In, parse_filter
 from reme.sync import SyncFace
 from reme.working import CompactedContext, ContextSplit, SessionMessage, SessionSize, Tokenizer
 
@@ -192,6 +194,22 @@ def _window_arg(value: Any) -> TimeWindow | None:
     return TimeWindow(start=value[0], end=value[1])
 
 
+def _expiry_arg(expires_at: Any, ttl: Any) -> datetime | None:
+    """`expires_at=` (a datetime, naive means UTC) or `ttl=` (a timedelta or seconds from now), not both."""
+    if expires_at is not None and ttl is not None:
+        raise InvalidInputError("give expires_at or ttl, not both")
+    if expires_at is not None:
+        if not isinstance(expires_at, datetime):
+            raise InvalidInputError(f"expires_at must be a datetime, not {type(expires_at).__name__}")
+        return as_aware(expires_at)
+    if ttl is None:
+        return None
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else check_number(ttl, "ttl", low=0, high=1e11)
+    if not 0 < seconds <= 1e11:
+        raise InvalidInputError("ttl must be positive and at most about 3,000 years")
+    return utcnow() + timedelta(seconds=seconds)
+
+
 def _path_arg(value: Any) -> Path:
     if not isinstance(value, (str, os.PathLike)):
         raise InvalidInputError(f"path must be a string or a Path, not {type(value).__name__}")
@@ -268,6 +286,7 @@ class ReMe:
         self.background_errors: list[BaseException] = []
         """Failures of background work (see `prepare_context`), each also logged."""
         self._errors_seen = 0
+        self._reads: dict[str, tuple[int, datetime]] = {}  # reads counted, not yet written (track_reads)
         self.progress = progress
         """Told, in a few words, what slow work is under way (loading the embedding model, embedding
         N of M texts); the CLI shows it on stderr."""
@@ -355,9 +374,11 @@ class ReMe:
 
     async def close(self) -> None:
         """Release the store (and its directory lock) once background work has finished. Writes
-        were already durable."""
+        were already durable; reads counted (`retrieval.track_reads`) are written first."""
         if self._background:
             await self.wait_background()
+        if self._reads and self._repo is not None and self._opened:
+            await self.flush_reads()
         if self._store is not None:
             await self._store.close()
             if self._owns_store:
@@ -382,11 +403,14 @@ class ReMe:
                          when_to_use: str = "", metadata: Mapping[str, Any] | None = None,
                          tags: Sequence[str] | None = None, score: float = 0.0,
                          message_time: datetime | None = None, author: str = "",
-                         ref_ids: Sequence[str] | None = None) -> MemoryNode:
+                         ref_ids: Sequence[str] | None = None, expires_at: datetime | None = None,
+                         ttl: timedelta | float | None = None) -> MemoryNode:
         """Store one memory for a user, task or tool and return it.
 
         Adding the same content (after normalizing case and spaces) for the same type and target
-        again returns the memory already stored instead of a duplicate.
+        again returns the memory already stored instead of a duplicate. `expires_at` (or `ttl`, a
+        timedelta or seconds from now) makes it expire: no read returns it after that time, and
+        `prune` deletes it.
         """
         scope = self._require_scope(user_name, task_name, tool_name, "add_memory")
         mtype = scope_types(scope, memory_type)[0]
@@ -396,6 +420,9 @@ class ReMe:
                                       score=score, author=author, ref_ids=_list_arg(ref_ids, "ref_ids"))
         if message_time is not None:
             fields["message_time"] = message_time
+        expiry = _expiry_arg(expires_at, ttl)
+        if expiry is not None:
+            fields["expires_at"] = expiry
         try:
             node = MemoryNode(**fields)
         except ValidationError as exc:
@@ -416,12 +443,13 @@ class ReMe:
                             metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
                             score: float | None = None, message_time: datetime | None = None,
                             author: str | None = None, ref_ids: Sequence[str] | None = None,
-                            user_name: str | None = None, task_name: str | None = None,
-                            tool_name: str | None = None) -> MemoryNode:
-        """Change fields of a memory; its id stays, `version` goes up, `time_modified` is now."""
+                            expires_at: datetime | None = None, user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None) -> MemoryNode:
+        """Change fields of a memory; its id stays, `version` goes up, `time_modified` is now.
+        An expired memory is not found (as for every call by id)."""
         changes = {k: v for k, v in dict(content=content, when_to_use=when_to_use, metadata=metadata, tags=tags,
                                          score=score, message_time=message_time, author=author,
-                                         ref_ids=ref_ids).items() if v is not None}
+                                         ref_ids=ref_ids, expires_at=expires_at).items() if v is not None}
         if not changes:
             raise InvalidInputError("update_memory needs at least one field to change")
         memory_id = _canonical_id(memory_id)
@@ -435,7 +463,8 @@ class ReMe:
             except ValidationError as exc:
                 raise _invalid(exc) from None
 
-        (node,) = await self.repo.modify([_canonical_id(memory_id)], revise, scope=scope, reason="update_memory")
+        (node,) = await self.repo.modify([_canonical_id(memory_id)], revise, scope=scope, reason="update_memory",
+                                         alive_at=utcnow())
         return node
 
     async def delete_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
@@ -471,8 +500,9 @@ class ReMe:
     # -- reading ---------------------------------------------------------------------------------
     async def get_memory(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                          tool_name: str | None = None) -> MemoryNode:
-        """One memory by id; with a scope, a memory of another target counts as not found."""
-        found = await self.repo.get([_canonical_id(memory_id)], scope_of(user_name, task_name, tool_name))
+        """One memory by id; with a scope, a memory of another target counts as not found, and so
+        does an expired one."""
+        found = await self.repo.get([_canonical_id(memory_id)], scope_of(user_name, task_name, tool_name), utcnow())
         if not found:
             raise MemoryNotFoundError(str(memory_id))
         return next(iter(found.values()))
@@ -497,8 +527,10 @@ class ReMe:
             score_threshold = check_number(score_threshold, "score_threshold")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters, primary=True)
         vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
-        return await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
+        hits = await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
                                        limit=top_k, score_threshold=score_threshold)
+        await self._count_reads([h.node.memory_id for h in hits])
+        return hits
 
     async def list_memory(self, *, user_name: str | Sequence[str] | None = None,
                           task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
@@ -818,15 +850,36 @@ class ReMe:
             query = _text_arg(query, "query", MAX_QUERY_CHARS)
             retriever = ProceduralRetriever(self.repo, self._llm, self._prompts_lib, self.config.procedural,
                                             self.config.retrieval)
-            return await retriever.retrieve(query, scope.name, top_k=top_k or 5, rerank=rerank, rewrite=rewrite)
+            found = await retriever.retrieve(query, scope.name, top_k=top_k or 5, rerank=rerank, rewrite=rewrite)
+            await self._count_reads([m.node.memory_id for m in found.memories])
+            return found
         return await self._retrieve_personal(query, [scope.name], top_k, rewrite, window, with_source, now)
 
     async def _retrieve_personal(self, query: Any, users: list[str], top_k: int | None, rewrite: bool | None,
                                  window: TimeWindow | None, with_source: bool, now: datetime | None) -> RetrieveResult:
         query = _text_arg(query, "query", MAX_QUERY_CHARS)
         personal = PersonalRetriever(self.repo, self._llm, self._prompts_lib, self.config.retrieval)
-        return await personal.retrieve(query, users, top_k=top_k or 10, rewrite=rewrite, time_window=window,
-                                       with_source=with_source, now=now)
+        found = await personal.retrieve(query, users, top_k=top_k or 10, rewrite=rewrite, time_window=window,
+                                        with_source=with_source, now=now)
+        await self._count_reads([m.node.memory_id for m in found.memories])
+        return found
+
+    async def _count_reads(self, ids: list[str]) -> None:
+        """Note reads (with `retrieval.track_reads`); written in one batch once `read_flush` are pending."""
+        if not self.config.retrieval.track_reads or not ids:
+            return
+        now = utcnow()
+        for mid in ids:
+            count, _ = self._reads.get(mid, (0, now))
+            self._reads[mid] = (count + 1, now)
+        if len(self._reads) >= self.config.retrieval.read_flush:
+            await self.flush_reads()
+
+    async def flush_reads(self) -> int:
+        """Write the reads counted so far (`access_count`, `last_accessed`; see
+        `retrieval.track_reads`) in one write; returns how many memories it updated."""
+        reads, self._reads = self._reads, {}
+        return await self.repo.touch(reads)
 
     async def record_usage(self, memory_ids: Sequence[str], success: bool, *, user_name: str | None = None,
                            task_name: str | None = None, tool_name: str | None = None) -> list[MemoryNode]:
@@ -835,21 +888,45 @@ class ReMe:
         scope, another target's id is not found; an id not found means nothing is counted."""
         memory_ids = [memory_ids] if isinstance(memory_ids, str) else _list_arg(memory_ids, "memory_ids")
         ids = list(dict.fromkeys(_canonical_id(m) for m in memory_ids))
-        return await self.repo.modify(ids, lambda old: counted(old, bool(success)),
-                                      scope=scope_of(user_name, task_name, tool_name), keep_version=False)
+        now = utcnow()
 
-    async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:
-        """Delete the task's lessons used at least `min_freq` times that succeeded in less than
-        `min_utility_ratio` of their uses; returns them (their last state stays in `history`)."""
-        scope = self._require_scope(None, task_name, None, "prune")
+        def used(old: MemoryNode) -> MemoryNode:
+            return counted(old, bool(success)).model_copy(update={"access_count": old.access_count + 1,
+                                                                  "last_accessed": now})
+
+        return await self.repo.modify(ids, used, scope=scope_of(user_name, task_name, tool_name), keep_version=False,
+                                      alive_at=now)
+
+    async def prune(self, task_name: str | None = None, *, user_name: str | None = None, tool_name: str | None = None,
+                    min_freq: int = 3, min_utility_ratio: float = 0.3, everything: bool = False,
+                    now: datetime | None = None) -> list[MemoryNode]:
+        """Delete what has had its time; returns the memories deleted (their last state stays in
+        `history`, see `forget(purge=True)` to remove that too).
+
+        - every memory of the target (user, task or tool; all of them with `everything=True`)
+          whose `expires_at` has passed (at `now`, default the current time);
+        - with `task_name`, also the task's lessons used at least `min_freq` times that succeeded
+          in less than `min_utility_ratio` of their uses.
+        """
+        if not isinstance(everything, bool):
+            raise InvalidInputError("everything must be True or False")
+        scope = scope_of(user_name, task_name, tool_name)
+        if scope is None and not everything:
+            raise InvalidInputError("prune needs user_name, task_name or tool_name, or everything=True")
         check_int(min_freq, "min_freq", high=INT64_MAX)
         check_number(min_utility_ratio, "min_utility_ratio", low=0, high=1)
-        doomed: list[MemoryNode] = []
-        async for record in self.store.iter_records(self.collection, prune_filter(scope.name, min_freq)):
-            if failing(record.node, min_freq, min_utility_ratio):
-                doomed.append(record.node)
-        written = await self.repo.apply([Change(old=n, reason=f"pruned: utility below {min_utility_ratio}")
-                                         for n in doomed])
+        when = _now_arg(now) or utcnow()
+        doomed: dict[str, Change] = {}
+        base = self._scope_filter(scope, None, primary=False)
+        flt = expired(when) if base is None else And(filters=[base, expired(when)])
+        async for record in self.store.iter_records(self.collection, flt):
+            doomed[record.node.memory_id] = Change(old=record.node, reason=f"expired at {record.node.expires_at}")
+        if scope is not None and scope.kind == "task":
+            async for record in self.store.iter_records(self.collection, prune_filter(scope.name, min_freq)):
+                if failing(record.node, min_freq, min_utility_ratio):
+                    doomed.setdefault(record.node.memory_id, Change(
+                        old=record.node, reason=f"pruned: utility below {min_utility_ratio}"))
+        written = await self.repo.apply(list(doomed.values()))
         return [node for node, wrote in written if wrote]
 
     # -- working memory: sessions (reme/memory/session.py) and context (reme/memory/context.py) ----
@@ -1081,6 +1158,59 @@ class ReMe:
         failed = len(self.background_errors) - self._errors_seen
         self._errors_seen = len(self.background_errors)
         return failed
+    async def forget(self, *, user_name: str | Sequence[str] | None = None,
+                     task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
+                     memory_type: MemoryType | str | None = None, filters: FilterSpec = None,
+                     purge: bool = False, scrub: bool = False, everything: bool = False) -> int:
+        """Delete every memory of the target(s) matching `filters` (any type the target holds
+        unless `memory_type` says which; expired ones included), as one write; returns how many.
+
+        `purge=False`: each deleted memory's last state is kept as a version (`history` shows
+        it), as `delete_memory` does. `purge=True`: the memories and every version of them are
+        removed from the store (privacy: nothing of them stays readable). The engine marks deleted
+        points and reclaims their space later, so their bytes may stay in its files for a while;
+        `scrub=True` (with `purge`) rewrites both collections without them at once (the whole
+        store passes through memory; one crash-atomic write). Forgetting across all targets needs
+        `everything=True`.
+
+        >>> await reme.forget(user_name="alice", filters={"tags": {"any": ["health"]}}, purge=True)
+        """
+        if not all(isinstance(flag, bool) for flag in (purge, scrub, everything)):
+            raise InvalidInputError("purge, scrub and everything must be True or False")
+        if scrub and not purge:
+            raise InvalidInputError("scrub goes with purge=True (a kept history would keep the text)")
+        scopes = scopes_of(user_name, task_name, tool_name)
+        if scopes is None and not everything:
+            raise InvalidInputError("forget needs user_name, task_name or tool_name, or everything=True")
+        flt = self._where(user_name, task_name, tool_name, memory_type, filters, alive=False)
+        repo = self.repo
+        async with repo.lock:
+            nodes = [r.node async for r in self.store.iter_records(self.collection, flt)]
+            if not nodes:
+                return 0
+            ids = [n.memory_id for n in nodes]
+            if not purge:
+                written = await repo._write([Change(old=n, reason="forget") for n in nodes])
+                return sum(wrote for _, wrote in written)
+            ops: list[WriteOp] = [Delete(self.collection, ids)]
+            for start in range(0, len(ids), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+                ops.append(DeleteWhere(repo.versions, In(field="metadata.version_of", values=list(ids[start:start + HASH_LOOKUP]))))
+            if scrub:  # the survivors, written into fresh collections: the old files go
+                ops = await self._rewrite_ops(set(ids))
+            await self.store.write(ops)  # one write: the memories and their versions, or nothing
+            return len(ids)
+
+    async def _rewrite_ops(self, dropped: set[str]) -> list[WriteOp]:
+        """Both collections dropped and created again holding every record but the memories in
+        `dropped` and their versions."""
+        dim = await self.store.collection_dim(self.collection)
+        assert dim is not None
+        ops: list[WriteOp] = []
+        for name in (self.collection, self.repo.versions):
+            keep = [r async for r in self.store.iter_records(name, with_vectors=True)
+                    if r.node.memory_id not in dropped and r.node.metadata.get("version_of") not in dropped]
+            ops += [DropCollection(name), CreateCollection(name, dim), Upsert(name, keep)]
+        return ops
 
     def _require_llm(self, what: str) -> ChatModel:
         if self._llm is None:
@@ -1120,13 +1250,14 @@ class ReMe:
     @classmethod
     def _where(cls, user_name: str | Sequence[str] | None, task_name: str | Sequence[str] | None,
                tool_name: str | Sequence[str] | None, memory_type: MemoryType | str | None, filters: FilterSpec, *,
-               primary: bool = False) -> Filter | None:
-        """The caller's scope (or scopes) ANDed with their filters: a filter narrows, never widens."""
+               primary: bool = False, alive: bool = True) -> Filter | None:
+        """The caller's scope (or scopes) ANDed with their filters: a filter narrows, never widens;
+        with `alive`, expired memories are left out (every read leaves them out)."""
         base = cls._scope_filter(scopes_of(user_name, task_name, tool_name), memory_type, primary=primary)
-        parsed = parse_filter(filters)
-        if base is None or parsed is None:
-            return base or parsed
-        return And(filters=[base, parsed])
+        parts = [f for f in (base, parse_filter(filters), live() if alive else None) if f is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else And(filters=parts)
 
 
 class ReMeSync(SyncFace):

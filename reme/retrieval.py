@@ -9,7 +9,7 @@ from typing import Sequence
 from reme.config import RetrievalConfig
 from reme.schema import MemoryNode, RetrievedMemory, SearchResult, TimeWindow, normalize_text
 from reme.store import VectorStore
-from reme.store.filters import Filter, Range
+from reme.store.filters import And, Filter, Or, Range
 
 TIME_FORMAT = "%Y-%m-%d %H:%M"
 """How `ctx.text` prints `message_time`: `[2024-05-03 14:00] Alice prefers window seats`."""
@@ -110,18 +110,52 @@ async def fused_search(store: VectorStore, collection: str, query: str, vector: 
     return score_fuse(dense, keyword, config.dense_weight)
 
 
-def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime) -> float:
-    """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance)`."""
+def in_window(node: MemoryNode, window: TimeWindow | None) -> float:
+    """How far a memory falls inside `window`, 0 to 1: 1 when it was said inside it
+    (`message_time`), else the share of what it tells (its event range) that lies inside it (an
+    instant: 1 or 0; a month-long event for a one-week window: 7/31)."""
+    if window is None:
+        return 0.0
+    low, high = window.start, window.end
+    said = node.message_time
+    if (low is None or said >= low) and (high is None or said <= high):
+        return 1.0
+    if node.event_start is None:
+        return 0.0
+    start, end = node.event_window
+    first, last = max(start, low) if low else start, min(end, high) if high else end
+    if last < first:
+        return 0.0
+    span = (end - start).total_seconds()
+    return 1.0 if span <= 0 else min((last - first).total_seconds() / span, 1.0)
+
+
+def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime,
+           window: TimeWindow | None = None) -> float:
+    """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance
+    + time_weight * inside) * decay`: age from `message_time`; `inside` is how far the memory
+    falls inside the period the query names (`in_window`); `decay` is `0.5 ** (age_days / decay_half_life_days)`
+    times `0.5 ** (idle_days / disuse_half_life_days)` (idle: since `last_accessed`, or since it was
+    stored when never read), each only when its half-life is set."""
     age_days = max((now - node.message_time).total_seconds() / 86400.0, 0.0)
     recency: float = 0.5 ** (age_days / config.half_life_days)
     importance = min(max(node.score, 0.0), 1.0)
-    return score * (1.0 + config.recency_weight * recency + config.importance_weight * importance)
+    boost = config.time_weight * in_window(node, window) if config.time_weight else 0.0
+    out = score * (1.0 + config.recency_weight * recency + config.importance_weight * importance + boost)
+    if config.decay_half_life_days:
+        out *= 0.5 ** (age_days / config.decay_half_life_days)
+    if config.disuse_half_life_days:
+        used = node.last_accessed or node.time_created
+        idle = max((now - used).total_seconds() / 86400.0, 0.0)
+        out *= 0.5 ** (idle / config.disuse_half_life_days)
+    return out
 
 
 def rank(lists: Sequence[Sequence[SearchResult]], config: RetrievalConfig, now: datetime,
-         top_k: int) -> list[RetrievedMemory]:
-    """Fuse, weight, drop repeated texts (the best-ranked copy stays) and keep `top_k`."""
-    fused = [(node, weight(node, score, config, now)) for node, score in rrf_fuse(lists, config.rrf_k)]
+         top_k: int, window: TimeWindow | None = None) -> list[RetrievedMemory]:
+    """Fuse, weight (a memory inside `window` ranks higher, see `weight`), drop repeated texts
+    (the best-ranked copy stays) and keep `top_k`."""
+    fused = [(node, weight(node, score, config, now, window)) for node, score in rrf_fuse(lists, config.rrf_k)]
     fused.sort(key=lambda pair: -pair[1])
     seen: set[str] = set()
     out: list[RetrievedMemory] = []
@@ -137,9 +171,14 @@ def rank(lists: Sequence[Sequence[SearchResult]], config: RetrievalConfig, now: 
 
 
 def window_filter(window: TimeWindow | None) -> Filter | None:
+    """Memories inside `window` (see `in_window`): said inside it, or an event range overlapping it."""
     if window is None or (window.start is None and window.end is None):
         return None
-    return Range(field="message_time", gte=window.start, lte=window.end)
+    said = Range(field="message_time", gte=window.start, lte=window.end)
+    overlap: list[Filter] = [Range(field="event_start", lte=window.end)] if window.end else []
+    if window.start:
+        overlap.append(Range(field="event_end", gte=window.start))
+    return Or(filters=[said, overlap[0] if len(overlap) == 1 else And(filters=overlap)])
 
 
 def day_window(start: date | None, end: date | None) -> TimeWindow | None:
@@ -157,7 +196,15 @@ def render(memories: Sequence[RetrievedMemory]) -> str:
     attached, follows on lines indented by two spaces after `  source: `."""
     lines: list[str] = []
     for memory in memories:
-        lines.append(f"[{memory.node.message_time.strftime(TIME_FORMAT)}] {memory.node.content}")
+        node = memory.node
+        happened = ""
+        if node.event_start is not None:  # when it happened, where that is not the day it was said
+            first, last = node.event_window
+            days = {first.date(), last.date()}
+            if days != {node.message_time.date()}:
+                happened = (f" (happened {first.date().isoformat()})" if len(days) == 1 else
+                            f" (happened {first.date().isoformat()} to {last.date().isoformat()})")
+        lines.append(f"[{node.message_time.strftime(TIME_FORMAT)}] {node.content}{happened}")
         if memory.source:
             lines.extend(f"  source: {line}" for line in memory.source.splitlines())
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import uuid
 from datetime import datetime, timezone
 from enum import Enum
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Iterator, Literal, NamedTuple, TypeVar
+from typing import Annotated, Any, ClassVar, Iterator, Literal, NamedTuple, TypeVar
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
@@ -318,6 +318,21 @@ class MemoryNode(BaseModel):
                                                                              max_length=MAX_REF_IDS)
     metadata: JsonMetadata = Field(default_factory=dict)
     version: int = Field(default=1, ge=1)
+    # -- time and forgetting: optional, absent in stores and files written before them ----------
+    event_start: AwareDatetime | None = None
+    """When what the memory tells happened (the start of a range), resolved against the time it
+    was said: "yesterday" said on 2023-05-08 is 2023-05-07. None: not known (`message_time` stands in)."""
+    event_end: AwareDatetime | None = None
+    """The end of that range (the last microsecond of its last day); equal to `event_start` for an instant."""
+    expires_at: AwareDatetime | None = None
+    """After this time no read returns the memory and `prune` deletes it. None: never expires."""
+    last_accessed: AwareDatetime | None = None
+    """When a read last returned the memory or `record_usage` counted it (with `retrieval.track_reads`)."""
+    access_count: int = Field(default=0, ge=0, le=INT64_MAX)
+    """How many reads returned the memory (counted in batches, see `retrieval.track_reads`) plus uses recorded."""
+
+    ACCESS_FIELDS: ClassVar[tuple[str, ...]] = ("last_accessed", "access_count")
+    """Bookkeeping a read updates: not part of a memory's state (no version, no conflict)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -343,6 +358,30 @@ class MemoryNode(BaseModel):
     def scope(self) -> Scope:
         """(target_kind, memory_target): the wall the memory lives behind."""
         return Scope(self.target_kind, self.memory_target)
+
+    @model_validator(mode="after")
+    def _event_range(self) -> "MemoryNode":
+        if self.event_end is not None and self.event_start is None:
+            raise ValueError("event_end needs event_start")
+        if self.event_start is not None and self.event_end is not None and self.event_end < self.event_start:
+            raise ValueError("event_end is before event_start")
+        return self
+
+    def expired(self, now: datetime) -> bool:
+        """Whether `expires_at` has passed at `now`."""
+        return self.expires_at is not None and self.expires_at <= now
+
+    @property
+    def event_window(self) -> tuple[datetime, datetime]:
+        """When it happened, as (start, end): the event range when known, else `message_time`."""
+        if self.event_start is None:
+            return self.message_time, self.message_time
+        return self.event_start, self.event_end or self.event_start
+
+    def same_state(self, other: "MemoryNode") -> bool:
+        """Equal but for the access bookkeeping (`ACCESS_FIELDS`), which reads change."""
+        keep = {f: getattr(self, f) for f in self.ACCESS_FIELDS}
+        return other.model_copy(update=keep) == self
 
     @field_validator("memory_id")
     @classmethod
@@ -529,7 +568,8 @@ class SummaryResult(BaseModel):
 
 
 class TimeWindow(BaseModel):
-    """An inclusive range of `message_time`; either end may be open."""
+    """An inclusive range of time; either end may be open. A memory falls inside when it was said
+    inside (`message_time`) or what it tells happened inside (`event_start`..`event_end` overlaps)."""
 
     start: AwareDatetime | None = None
     end: AwareDatetime | None = None

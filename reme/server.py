@@ -18,7 +18,7 @@ Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-co
     tasks = ["triage"]
     tools = []
     sessions = ["*"]       # working memory (add_messages, prepare_context, ...)
-    destructive = false    # delete_all, import, prune and restore need true
+    destructive = false    # delete_all, forget, import, prune and restore need true
     [server.limits]
     max_body_bytes = 10485760
 """
@@ -126,6 +126,9 @@ class AddRequest(ScopeArgs):
     message_time: datetime | None = None
     author: str = ""
     ref_ids: list[str] | None = None
+    expires_at: datetime | None = None
+    ttl: float | None = None
+    """Seconds from now until the memory expires."""
 
 
 class AddBatchRequest(_Strict):
@@ -141,6 +144,7 @@ class UpdateRequest(ScopeArgs):
     message_time: datetime | None = None
     author: str | None = None
     ref_ids: list[str] | None = None
+    expires_at: datetime | None = None
 
 
 class FilterArgs(ScopeArgs):
@@ -245,10 +249,17 @@ class UsageRequest(ScopeArgs):
     success: bool
 
 
-class PruneRequest(_Strict):
-    task_name: str
+class PruneRequest(ScopeArgs):
     min_freq: int = 3
     min_utility_ratio: float = 0.3
+    everything: bool = False
+    now: datetime | None = None
+
+
+class ForgetRequest(ReadArgs):
+    purge: bool = False
+    scrub: bool = False
+    everything: bool = False
 
 
 # working memory: the session is named in the path; messages are free-form dicts the facade checks
@@ -640,9 +651,20 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
 
     @app.post("/v1/prune", response_model=list[MemoryNode], tags=["pipelines"])
     async def prune(body: PruneRequest, caller: Caller = Auth, reme: ReMe = Facade) -> list[MemoryNode]:
-        caller.permit([("task", body.task_name)], destructive="prune")
+        caller.permit(body.targets(), destructive="prune")
         args = body.model_dump()
         return await run(reme.prune(args.pop("task_name"), **args))
+
+    @app.post("/v1/forget", response_model=Count, tags=["pipelines"])
+    async def forget(body: ForgetRequest, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit(body.targets(), destructive="forget")
+        batch(len(body.targets()), "targets")
+        return Count(count=await run(reme.forget(**body.model_dump())))
+
+    @app.post("/v1/flush_reads", response_model=Count, tags=["pipelines"])
+    async def flush_reads(caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit([])
+        return Count(count=await run(reme.flush_reads()))
 
     @app.post("/v1/optimize", response_model=Optimized, tags=["pipelines"])
     async def optimize(caller: Caller = Auth, reme: ReMe = Facade) -> Optimized:

@@ -157,7 +157,7 @@ class SyncFace:
     def record_usage(self, memory_ids: Sequence[str], success: bool, **kwargs: Any) -> list[MemoryNode]:
         return self._run(self._face.record_usage(memory_ids, success, **kwargs))
 
-    def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
+    def prune(self, task_name: str | None = None, **kwargs: Any) -> list[MemoryNode]:
         return self._run(self._face.prune(task_name, **kwargs))
 
     # -- working memory ----------------------------------------------------------------------------
@@ -205,3 +205,9 @@ class SyncFace:
 
     def wait_background(self) -> int:
         return self._run(self._face.wait_background())
+
+    def forget(self, **kwargs: Any) -> int:
+        return self._run(self._face.forget(**kwargs))
+
+    def flush_reads(self) -> int:
+        return self._run(self._face.flush_reads())

@@ -108,6 +108,19 @@ async def operation(wd):
             await reme.delete_all(everything=True)
         elif OP == "import":
             await reme.import_memory(IMPORT_FILE)
+        elif OP == "forget":
+            assert await reme.forget(user_name="alice", filters={"content": {"contains": "revised"}}) == 1
+        elif OP == "forget_purge":
+            assert await reme.forget(user_name="alice", purge=True) == 5
+        elif OP == "forget_scrub":
+            assert await reme.forget(user_name="alice", purge=True, scrub=True) == 5
+        elif OP == "prune_expired":
+            assert len(await reme.prune(user_name="alice")) == 3
+        elif OP == "flush_reads":
+            reme.config.retrieval.track_reads = True
+            for query in ("Alice fact", "Bob fact", "revised"):
+                await reme.search_memory(query, user_name="alice" if query != "Bob fact" else "bob", top_k=10)
+            assert await reme.flush_reads() == 7
         elif OP == "summarize":
             chat = [{"role": "user", "name": "Alice", "content": "I moved to Berlin last week!",
                      "time": "2024-05-03T10:00:00Z"}]
@@ -213,7 +226,7 @@ def run_ops(tmp_path: Path, op: str, base: Path | None, *, random_kills: int,
 def _strip_times(value: Any) -> Any:
     """Clock readings differ from run to run; everything else must match exactly."""
     if isinstance(value, dict):
-        clock = ("time_created", "time_modified", "time") + (  # a session record's default message_time is now
+        clock = ("time_created", "time_modified", "time", "last_accessed") + (  # a session record's default message_time is now
             ("message_time", "expires_at") if value.get("target_kind") == "session" or "expires_at" in value else ())
         return {k: _strip_times(v) for k, v in value.items() if k not in clock}
     if isinstance(value, list):
@@ -315,6 +328,29 @@ async def test_import_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
             await reme.add_memory(f"Imported fact {i}", user_name="carol", message_time=T0)
         await reme.export_memory(tmp_path / "export.jsonl", with_vectors=True)
     await assert_before_or_after(tmp_path, "import", base, import_file=tmp_path / "export.jsonl")
+
+
+async def test_forget_keeping_history_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    await assert_before_or_after(tmp_path, "forget", base)
+
+
+async def test_forget_with_purge_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    await assert_before_or_after(tmp_path, "forget_purge", base)
+
+
+async def test_forget_with_scrub_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    await assert_before_or_after(tmp_path, "forget_scrub", base)
+
+
+async def test_prune_of_expired_memories_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    async with ReMe(working_dir=base, embedding=EMBEDDING) as reme:
+        for i in range(3):
+            await reme.add_memory(f"Alice expired fact {i}", user_name="alice", expires_at=T0)
+    await assert_before_or_after(tmp_path, "prune_expired", base)
+
+
+async def test_a_flush_of_counted_reads_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    await assert_before_or_after(tmp_path, "flush_reads", base)
 
 
 async def test_summarize_memory_write_phase_is_all_or_nothing(tmp_path: Path) -> None:

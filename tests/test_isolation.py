@@ -5,6 +5,7 @@ references across them), reads and changes nothing outside that target."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ async def seed(reme: ReMe, scope: Scope) -> dict[str, list[MemoryNode]]:
         await reme.update_memory(main.memory_id, content=f"bob likes green tea {secret(kind)}", **kw)
         history = await reme.add_memory(f"[2024-05-03 10:00] bob: I like tea {secret(kind)}",
                                         memory_type="history", **kw)
-        seeded[kind] = [main, history]
+        expired = await reme.add_memory(f"bob's old note {secret(kind)}", expires_at=datetime(2020, 1, 1), **kw)
+        seeded[kind] = [main, history, expired]
         if kind != scope.kind:
             seeded[kind].append(await reme.add_memory(SAME_TEXT, **kw))
             seeded[kind].append(await reme.add_memory(SAME_HISTORY, memory_type="history", **kw))
@@ -149,7 +151,20 @@ async def exercise(reme: ReMe, scope: Scope, others: list[MemoryNode], tmp_path:
         ctx = await reme.retrieve_memory(tool_name=NAME)
         inside([m.node for m in ctx.memories])
     inside(result.added + result.updated + result.deleted + result.history)
+    # time and forgetting: reads counted, expired memories swept, memories forgotten
+    reme.config.retrieval.track_reads = True
+    await reme.search_memory("bob tea note", top_k=50, **kw)
+    await reme.flush_reads()
+    reme.config.retrieval.track_reads = False
+    pruned = await reme.prune(**kw)
+    inside(pruned)
+    assert scope.kind == "task" or [n.content for n in pruned] == [f"bob's old note {secret(scope.kind)}"]
+    assert await reme.forget(filters={"tags": {"any": ["shared"]}}, **kw) == 1
+    with pytest.raises(MemoryNotFoundError):
+        await reme.get_memory(own.memory_id, **kw)
     assert await reme.delete_all(**kw) > 0
+    await reme.add_memory("bob's last note", **kw)
+    assert await reme.forget(purge=True, scrub=True, **kw) == 1  # rewrites the store: others' records intact
 
 
 @pytest.mark.parametrize("kind", KINDS)

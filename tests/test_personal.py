@@ -67,8 +67,10 @@ async def test_summary_extracts_and_stores_memories_citing_the_conversation(
     assert history.content.splitlines()[0] == "[2024-05-03 10:00] Alice: I moved to Berlin last week!"
     moved, seat = result.added
     assert moved.ref_ids == [history.memory_id] and moved.tags == ["event"] and moved.score == 0.9
-    assert moved.message_time == datetime(2024, 4, 26, tzinfo=timezone.utc)  # when it happened
-    assert seat.message_time == datetime(2024, 5, 3, 10, 2, tzinfo=timezone.utc)  # the day it was said: its time
+    assert moved.message_time == datetime(2024, 5, 3, 10, 0, tzinfo=timezone.utc)  # when it was said
+    assert (moved.event_start, moved.event_end) == (datetime(2024, 4, 26, tzinfo=timezone.utc),  # when it happened
+                                                    datetime(2024, 4, 26, 23, 59, 59, 999999, tzinfo=timezone.utc))
+    assert seat.message_time == datetime(2024, 5, 3, 10, 2, tzinfo=timezone.utc)
     assert seat.metadata["source_turns"] == [2]
     assert result.usage.calls == 1  # nothing stored yet: no reconcile call
     assert result.usage.total_tokens > 0

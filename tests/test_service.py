@@ -12,7 +12,7 @@ import json
 import signal
 import socket
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
@@ -96,6 +96,26 @@ def uid() -> str:
 
 
 # -- the behaviour suite ------------------------------------------------------------------------
+@module_loop
+async def test_expiry_prune_and_forget_behave_alike_in_process_and_served(api: Any, uid: str) -> None:
+    past = datetime.now(timezone.utc) - timedelta(seconds=1)
+    gone = await api.add_memory("Alice's old door code", user_name=uid, expires_at=past)
+    soon = await api.add_memory("Alice's new door code", user_name=uid, ttl=3600)
+    later = await api.update_memory(soon.memory_id, expires_at=past + timedelta(days=2), user_name=uid)
+    assert later.expires_at == past + timedelta(days=2)
+    assert await api.count_memory(user_name=uid) == 1
+    with pytest.raises(MemoryNotFoundError):
+        await api.get_memory(gone.memory_id, user_name=uid)
+    assert [n.memory_id for n in await api.prune(user_name=uid)] == [gone.memory_id]
+    assert [n.memory_id for n in await api.prune(user_name=uid, now=past + timedelta(days=3))] == [soon.memory_id]
+    kept = await api.add_memory("Alice has asthma", user_name=uid, tags=["health"])
+    assert await api.forget(user_name=uid, filters={"tags": {"any": ["health"]}}, purge=True) == 1
+    with pytest.raises(MemoryNotFoundError):
+        await api.history(kept.memory_id, user_name=uid)
+    assert await api.flush_reads() >= 0
+    assert await api.count_memory(user_name=uid) == 0
+
+
 @module_loop
 async def test_add_get_update_history_delete_round_trip(api: Any, uid: str) -> None:
     node = await api.add_memory("Alice prefers window seats", user_name=uid, tags=["travel"],
@@ -430,6 +450,10 @@ async def test_a_403_touches_nothing(guarded: Served, tmp_path: Path) -> None:
             alice.search_memory("jazz", user_name=["alice", "bob"]),
             alice.delete_all(user_name="alice"),  # not destructive
             alice.prune("trip"),
+            alice.prune(user_name="bob"),
+            alice.forget(user_name="alice"),  # not destructive
+            alice.forget(user_name="bob", purge=True),
+            alice.flush_reads(),
             alice.record_usage([bob.memory_id], True),
             alice.summarize_memory([{"role": "user", "content": "hi"}], user_name=["alice", "bob"]),
             alice.retrieve_memory("jazz", user_name="bob"),
@@ -600,6 +624,7 @@ def test_openapi_covers_every_endpoint_and_error_shape(service: Served) -> None:
                 ("post", "/v1/memories/count"), ("post", "/v1/memories/search"), ("post", "/v1/memories/delete_all"),
                 ("post", "/v1/memories/usage"), ("post", "/v1/memories/export"), ("post", "/v1/memories/import"),
                 ("post", "/v1/summarize"), ("post", "/v1/retrieve"), ("post", "/v1/prune"),
+                ("post", "/v1/forget"), ("post", "/v1/flush_reads"),
                 ("post", "/v1/optimize"), ("post", "/v1/backup"), ("post", "/v1/restore"), ("get", "/v1/health"),
                 ("get", "/v1/version"), ("post", "/v1/markdown/export"), ("post", "/v1/markdown/sync")}
     session = "/v1/sessions/{session_name}"

@@ -10,6 +10,7 @@ import shutil
 import sys
 import time
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
@@ -22,6 +23,7 @@ from reme.config import EmbeddingConfig
 from reme.embedding import create_embedder
 from reme.memory.personal import Transcript
 from reme.schema import content_hash
+from reme.temporal import find_window
 
 RETRIEVAL_KEYS = [*(f"recall@{k}" for k in KS), "mrr"]
 DRAGON = {"recall@5": 58.8, "recall@10": 67.5}
@@ -55,9 +57,23 @@ def turn_nodes(conv: Conversation) -> list[MemoryNode]:
         nodes += [MemoryNode(memory_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{t.dia_id}")),
                              memory_type=MemoryType.PERSONAL, memory_target=conv.sample_id, content=t.content,
                              message_time=t.time, author=t.speaker, ref_ids=[history.memory_id],
-                             metadata={"dia_id": t.dia_id, "source_turns": [index[t.dia_id]]})
+                             metadata={"dia_id": t.dia_id, "source_turns": [index[t.dia_id]]},
+                             **event_fields(t.content.split(": ", 1)[-1], t.time))
                   for t in turns]
     return nodes
+
+
+def event_fields(text: str, said: datetime) -> dict[str, Any]:
+    """When what a turn or fact tells happened, resolved against the time it was said by the
+    rules the personal summarizer falls back on (`reme.temporal`): "last weekend" said on
+    2023-05-08 is 6-7 May. Empty when it names no time."""
+    window = find_window(text, said)
+    return {} if window is None else {"event_start": window.start, "event_end": window.end}
+
+
+def question_time(conv: Conversation) -> datetime:
+    """When a question is asked: the day after the conversation's last session."""
+    return max(when for when, _ in conv.sessions) + timedelta(days=1)
 
 
 def dia_ids_by_hash(conv: Conversation) -> dict[str, list[str]]:
@@ -96,7 +112,7 @@ def observation_nodes(conv: Conversation) -> list[MemoryNode]:
                 nodes.append(MemoryNode(
                     memory_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.sample_id}/{number}/{speaker}/{i}")),
                     memory_type=MemoryType.PERSONAL, memory_target=user, content=fact, message_time=when,
-                    ref_ids=[history.memory_id],
+                    ref_ids=[history.memory_id], **event_fields(fact, when),
                     metadata={"source_turns": sorted({index[d] for d in cited if d in index})}))
     return nodes
 
@@ -196,7 +212,7 @@ async def retrieval_mode(args: argparse.Namespace, convs: list[Conversation], da
 async def default_ranking(reme: ReMe, corpus: Corpus, conv: Conversation, question: str) -> list[MemoryNode]:
     users = corpus.users(conv)
     ctx = await reme.retrieve_memory(question, user_name=users if len(users) > 1 else users[0], top_k=max(KS),
-                                     rewrite=False)
+                                     rewrite=False, now=question_time(conv))
     return [m.node for m in ctx.memories]
 
 
@@ -216,9 +232,13 @@ async def score_question(reme: ReMe, corpus: Corpus, conv: Conversation, q: Any)
 
 CONTEXT = [(0.0, 0.0, 0.0), (0.15, 0.1, 0.1), (0.15, 0.1, 0.2), (0.3, 0.2, 0.2)]
 """(before_weight, after_weight, source_weight): off, the defaults, a stronger conversation, stronger neighbours."""
-CV_GRID = [{"dense_weight": w, "candidates": c, "before_weight": b, "after_weight": a, "source_weight": s}
-           for w in (0.5, 0.6, 0.7) for c in (20, 40) for b, a, s in CONTEXT]
-"""The retrieval settings cross-validation chooses among."""
+TIME_WEIGHTS = (0.0, 0.25, 0.5)
+"""`retrieval.time_weight`: 0 is the retriever without the time features (no window is looked
+for in the question, so event times are never read)."""
+CV_GRID = [{"dense_weight": w, "candidates": c, "before_weight": b, "after_weight": a, "source_weight": s,
+            "time_weight": t} for t in TIME_WEIGHTS for w in (0.5, 0.6, 0.7) for c in (20, 40) for b, a, s in CONTEXT]
+"""The retrieval settings cross-validation chooses among; those with `time_weight` 0 alone give
+the out-of-fold figure without the time features."""
 CV_KEY = "recall@10"
 
 
@@ -245,24 +265,34 @@ async def cross_validate(reme: ReMe, corpus: Corpus, work: Sequence[tuple[Conver
         return sum(scores[setting][i][CV_KEY] for i in picked) / max(len(picked), 1)
 
     everything = [i for i, (_, q) in enumerate(work) if q.category in SCORED]
-    folds: list[dict[str, Any]] = []
-    oof_rows: list[dict[str, Any]] = []
-    for sample_id in dict.fromkeys(c.sample_id for c, _ in work):
-        train = [i for i in everything if work[i][0].sample_id != sample_id]
-        best = max(range(len(CV_GRID)), key=lambda s: (round(mean(s, train), 6), -s))
-        held = [i for i, (c, _) in enumerate(work) if c.sample_id == sample_id]
-        oof_rows += [{"category": work[i][1].category, **scores[best][i]} for i in held]
-        folds.append({"held_out": sample_id, "chosen": CV_GRID[best], "train_recall@10": round(mean(best, train), 2)})
-    best_all = max(range(len(CV_GRID)), key=lambda s: (round(mean(s, everything), 6), -s))
+
+    def out_of_fold(settings: Sequence[int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        folds: list[dict[str, Any]] = []
+        oof_rows: list[dict[str, Any]] = []
+        for sample_id in dict.fromkeys(c.sample_id for c, _ in work):
+            train = [i for i in everything if work[i][0].sample_id != sample_id]
+            best = max(settings, key=lambda s: (round(mean(s, train), 6), -s))
+            held = [i for i, (c, _) in enumerate(work) if c.sample_id == sample_id]
+            oof_rows += [{"category": work[i][1].category, **scores[best][i]} for i in held]
+            folds.append({"held_out": sample_id, "chosen": CV_GRID[best],
+                          "train_recall@10": round(mean(best, train), 2)})
+        return folds, oof_rows
+
+    every = list(range(len(CV_GRID)))
+    no_time = [i for i, s in enumerate(CV_GRID) if not s.get("time_weight")]
+    folds, oof_rows = out_of_fold(every)
+    folds_no_time, oof_no_time = out_of_fold(no_time)
+    best_all = max(every, key=lambda s: (round(mean(s, everything), 6), -s))
 
     def rows(setting: int) -> list[dict[str, Any]]:
         return [{"category": q.category, **scores[setting][i]} for i, (_, q) in enumerate(work)]
 
     default_index = next((i for i, s in enumerate(CV_GRID) if s == defaults), None)
-    return {"grid": CV_GRID, "folds": folds, "best_in_sample": CV_GRID[best_all],
+    return {"grid": CV_GRID, "folds": folds, "folds_without_time": folds_no_time, "best_in_sample": CV_GRID[best_all],
             "in_sample_best": aggregate(rows(best_all), RETRIEVAL_KEYS),
             "in_sample_default": aggregate(rows(default_index), RETRIEVAL_KEYS) if default_index is not None else None,
-            "out_of_fold": aggregate(oof_rows, RETRIEVAL_KEYS)}
+            "out_of_fold": aggregate(oof_rows, RETRIEVAL_KEYS),
+            "out_of_fold_without_time": aggregate(oof_no_time, RETRIEVAL_KEYS)}
 
 
 class CachedEmbedder:
@@ -314,6 +344,7 @@ def markdown(report: dict[str, Any]) -> str:
                   "| figure | group | n | " + " | ".join(keys) + " |", "|---|---|---|" + "---|" * len(keys)]
         figures = [("in-sample, library defaults", cv["in_sample_default"]),
                    (f"in-sample, best of grid {cv['best_in_sample']}", cv["in_sample_best"]),
+                   ("out-of-fold, without the time features (time_weight 0)", cv.get("out_of_fold_without_time")),
                    ("out-of-fold", cv["out_of_fold"])]
         for figure, result in figures:
             if result is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, time
 from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
@@ -31,12 +31,14 @@ from reme.config import RetrievalConfig
 from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
+from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, in_context, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, Fallback,
                          MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope, SearchResult, SummaryResult,
                          TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
-from reme.store.filters import Filter
+from reme.store.filters import And, Filter
+from reme.temporal import find_window
 
 log = logging.getLogger("reme.personal")
 
@@ -52,6 +54,7 @@ class ExtractedMemory(BaseModel):
     kind: Annotated[str, BeforeValidator(lambda v: "fact" if v is None else v)] = Field(
         default="fact", max_length=MAX_NAME_CHARS)
     time: str | None = Field(default=None, max_length=64)
+    time_end: str | None = Field(default=None, max_length=64)
     sources: IntList = Field(default_factory=list)
     importance: Fraction = 0.5
 
@@ -160,6 +163,38 @@ def excerpt(history: MemoryNode, turns: Any) -> str:
     return "\n".join(lines) if lines else history.content
 
 
+# -- when it happened ----------------------------------------------------------------------------
+def _day_or_instant(text: str | None, said: datetime, last: bool) -> datetime | None:
+    """A date the model wrote ("2023-05-06": that whole day, in the timezone of the message) or a
+    datetime (that instant); None for anything else."""
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        when = parse_iso(text)
+    except ValueError:
+        return None
+    if len(text.strip()) <= 10:  # a bare date
+        return datetime.combine(when.date(), time.max if last else time.min, said.tzinfo)
+    return when
+
+
+def event_time(item: ExtractedMemory, content: str, sources: list[str], said: datetime) -> TimeWindow | None:
+    """When what a memory tells happened: the model's resolved date (or range), else the first
+    time expression found in the memory or in the messages it comes from, resolved against the
+    time they were said (`reme.temporal`: "yesterday" said on 8 May is 7 May). None when nothing
+    says when."""
+    start = _day_or_instant(item.time, said, last=False)
+    if start is not None:
+        end = (_day_or_instant(item.time_end, said, last=True) or _day_or_instant(item.time, said, last=True)
+               or start)
+        return TimeWindow(start=start, end=max(end, start))
+    for text in (content, *sources):
+        window = find_window(text, said)
+        if window is not None:
+            return window
+    return None
+
+
 # -- summarizer ----------------------------------------------------------------------------------
 @dataclass
 class Plan:
@@ -225,15 +260,12 @@ class PersonalSummarizer:
             seen.add(normalize_text(text))
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             said = transcript.times[sources[-1]] if sources else transcript.times[-1]
-            try:
-                when = parse_iso(item.time)
-                if len(item.time or "") <= 10 and when.date() == said.date():
-                    when = said  # a bare date of the day it was said: the message's time is more precise
-            except ValueError:
-                when = said
+            event = event_time(item, text, [transcript.messages[i].content for i in sources], said)
             try:
                 out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
-                                      message_time=when, time_created=now, time_modified=now, score=item.importance,
+                                      message_time=said, event_start=event.start if event else None,
+                                      event_end=event.end if event else None,
+                                      time_created=now, time_modified=now, score=item.importance,
                                       tags=[item.kind.strip().lower()] if item.kind.strip() else [],
                                       ref_ids=[history.memory_id],
                                       metadata={"source_turns": sources, "said_at": said.isoformat()}))
@@ -245,8 +277,8 @@ class PersonalSummarizer:
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
                        user_name: str) -> list[MemoryNode]:
-        """The user's stored memories most like the candidates, searched as the retriever searches."""
-        flt = user_filter(user_name)
+        """The user's stored memories most like the candidates (not expired), searched as the retriever searches."""
+        flt = user_filter(user_name, live())
         lists = await asyncio.gather(*(
             fused_search(self.repo.store, self.repo.collection, c.content, v, flt, SIMILAR_PER_CANDIDATE, self.config)
             for c, v in zip(candidates, vectors)))
@@ -300,7 +332,8 @@ class PersonalSummarizer:
                 continue
             meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
             try:  # the newest tags and sources are kept when the lists would pass their limits
-                new = old.revised(content=text, message_time=cand.message_time, score=max(old.score, cand.score),
+                new = old.revised(content=text, message_time=cand.message_time, event_start=cand.event_start,
+                                  event_end=cand.event_end, score=max(old.score, cand.score),
                                   tags=list(dict.fromkeys(old.tags + cand.tags))[-MAX_TAGS:],
                                   ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:],
                                   metadata=meta)
@@ -329,6 +362,11 @@ class PersonalSummarizer:
             else:
                 result.updated.append(node)
         return result
+
+
+def and_all(*filters: Filter | None) -> Filter | None:
+    given = [f for f in filters if f is not None]
+    return None if not given else given[0] if len(given) == 1 else And(filters=given)
 
 
 def user_filter(users: str | Sequence[str], extra: Filter | None = None) -> Filter:
@@ -372,14 +410,20 @@ class PersonalRetriever:
             if window is None:
                 window = day_window(plan.start, plan.end)
                 inferred = window is not None
+        detected = None
+        if window is None and self.config.time_weight:
+            # The period the question names, found by rules: it ranks (see `retrieval.weight`), never filters.
+            detected = find_window(query, now)
         vectors = await self.repo.embedder.embed(queries)
         limit = max(self.config.candidates, top_k)
-        lists = await self._search(queries, vectors, user_filter(users, window_filter(window)), limit)
+        alive = live(now)
+        lists = await self._search(queries, vectors, user_filter(users, and_all(window_filter(window), alive)), limit)
         if inferred and not any(lists):
             # A window the model inferred narrows the search; when nothing falls inside it, it is dropped.
             window = None
-            lists = await self._search(queries, vectors, user_filter(users), limit)
-        memories = rank(lists, self.config, now, top_k)
+            lists = await self._search(queries, vectors, user_filter(users, alive), limit)
+        memories = rank(lists, self.config, now, top_k, detected)
+        window = window or detected
         if with_source:
             await self._attach_sources(memories)
         return RetrieveResult(memories=memories, text=render(memories), queries=queries, time_window=window,

@@ -18,7 +18,7 @@ from reme.embedding import Embedder
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError
 from reme.schema import TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, utcnow
 from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
-from reme.store.filters import And, Eq, Filter, In
+from reme.store.filters import And, Eq, Filter, In, Not, Range
 
 VERSIONS_SUFFIX = "-versions"
 HASH_LOOKUP = 500
@@ -73,16 +73,19 @@ class MemoryRepo:
             ordered = sorted(hashes)
             for start in range(0, len(ordered), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
                 chunk: list[Any] = ordered[start:start + HASH_LOOKUP]
-                flt = scope_filter(scope, (mtype,), In(field="content_hash", values=chunk))
+                flt = scope_filter(scope, (mtype,), And(filters=[In(field="content_hash", values=chunk), alive()]))
                 page = await self.store.list(self.collection, flt=flt, limit=len(chunk) + 1)
                 for node in page:
                     found[node.content_hash] = node
         return found
 
-    async def get(self, ids: Sequence[str], scope: Scope | None = None) -> dict[str, MemoryNode]:
-        """The stored memories among `ids`, by id; with a scope, only those inside it."""
+    async def get(self, ids: Sequence[str], scope: Scope | None = None,
+                  alive_at: datetime | None = None) -> dict[str, MemoryNode]:
+        """The stored memories among `ids`, by id; with a scope, only those inside it; with
+        `alive_at`, only those not expired then."""
         got = await self.store.get(self.collection, list(dict.fromkeys(ids)))
-        return {r.node.memory_id: r.node for r in got.found if scope is None or scope.holds(r.node)}
+        return {r.node.memory_id: r.node for r in got.found
+                if (scope is None or scope.holds(r.node)) and (alive_at is None or not r.node.expired(alive_at))}
 
     async def apply(self, changes: Sequence[Change]) -> list[tuple[MemoryNode, bool]]:
         """Write a batch: adds (deduplicated by content hash), replacements and deletions.
@@ -98,13 +101,14 @@ class MemoryRepo:
             return await self._write(changes)
 
     async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode], *,
-                     scope: Scope | None = None, reason: str = "", keep_version: bool = True) -> list[MemoryNode]:
+                     scope: Scope | None = None, reason: str = "", keep_version: bool = True,
+                     alive_at: datetime | None = None) -> list[MemoryNode]:
         """Read, change and write memories under the write lock, so concurrent changes of one
         memory never lose each other. `revise` gets each stored node and returns its next state
         (or raises, and nothing is written). `MemoryNotFoundError` if any of them is not stored
         (inside `scope`, when given): then nothing is written either."""
         async with self.lock:
-            stored = await self.get(memory_ids, scope)
+            stored = await self.get(memory_ids, scope, alive_at)
             missing = [m for m in memory_ids if m not in stored]
             if missing:
                 raise MemoryNotFoundError(missing[0])
@@ -155,9 +159,15 @@ class MemoryRepo:
             got = await self.store.get(self.collection, [o.memory_id for o in olds], with_vectors=True)
             old_vectors = {r.node.memory_id: r.vector for r in got.found}
             stored = {r.node.memory_id: r.node for r in got.found}
-            for old in olds:
-                if old.memory_id in stored and stored[old.memory_id] != old:
+            for old in olds:  # reads counted meanwhile (access bookkeeping) are no change
+                if old.memory_id in stored and not stored[old.memory_id].same_state(old):
                     raise ConflictError(f"memory {old.memory_id} changed after it was read; nothing was written")
+            for change in changes:  # ... and a new state that did not set them keeps the stored counts
+                if change.new is not None and change.old is not None and change.old.memory_id in stored:
+                    now_stored = stored[change.old.memory_id]
+                    if all(getattr(change.new, f) == getattr(change.old, f) for f in MemoryNode.ACCESS_FIELDS):
+                        change.new = change.new.model_copy(
+                            update={f: getattr(now_stored, f) for f in MemoryNode.ACCESS_FIELDS})
         adds = [c.new for c in changes if c.old is None and c.new is not None]
         existing = await self.existing_by_hash(adds) if adds else {}
         fresh = [n for n in adds if n.content_hash not in existing]
@@ -200,6 +210,19 @@ class MemoryRepo:
                                 Delete(self.collection, deletes)])
         return out
 
+    async def touch(self, reads: dict[str, tuple[int, datetime]]) -> int:
+        """Add counted reads (`{memory_id: (reads, last read)}`) to the stored memories in one
+        write, without a version; ids no longer stored are skipped. Returns how many were written."""
+        if not reads:
+            return 0
+        async with self.lock:
+            stored = await self.get(list(reads))
+            changes = [Change(new=old.model_copy(update={
+                "access_count": old.access_count + reads[mid][0],
+                "last_accessed": max(reads[mid][1], old.last_accessed or reads[mid][1])}),
+                old=old, keep_version=False) for mid, old in stored.items()]
+            return sum(wrote for _, wrote in await self._write(changes))
+
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first; `MemoryNotFoundError` when the id is neither
         a stored memory nor has versions (inside `scope`, when given)."""
@@ -237,8 +260,19 @@ def scope_filter(scope: Scope | Sequence[Scope], types: Sequence[MemoryType] | N
 
 
 def target_filter(target: str, memory_type: MemoryType, extra: Filter | None = None) -> Filter:
-    """Memories of one main type (personal, procedural, tool) of the target it implies."""
-    return scope_filter(Scope(TYPE_KIND[memory_type], target), (memory_type,), extra)
+    """Memories of one main type (personal, procedural, tool) of the target it implies, not expired."""
+    return scope_filter(Scope(TYPE_KIND[memory_type], target), (memory_type,),
+                        alive() if extra is None else And(filters=[alive(), extra]))
+
+
+def alive(now: datetime | None = None) -> Filter:
+    """Memories not expired at `now` (default: the current time): no `expires_at`, or a later one."""
+    return Not(filter=Range(field="expires_at", lte=now or utcnow()))
+
+
+def expired(now: datetime | None = None) -> Filter:
+    """Memories whose `expires_at` has passed at `now`."""
+    return Range(field="expires_at", lte=now or utcnow())
 
 
 def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:

@@ -54,7 +54,7 @@ _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Fields a backend indexes so that filters on them stay fast; `content_hash` serves deduplication.
 KEYWORD_FIELDS = ("memory_id", "memory_type", "target_kind", "memory_target", "author", "tags", "ref_ids",
                   "content_hash")
-DATETIME_FIELDS = ("message_time", "time_created", "time_modified")
+DATETIME_FIELDS = ("message_time", "time_created", "time_modified", "event_start", "event_end", "expires_at")
 
 
 class VectorRecord(BaseModel):
@@ -206,6 +206,9 @@ def to_payload(node: MemoryNode) -> dict[str, Any]:
     return payload
 
 
+_OPTIONAL_TIMES = ("event_start", "event_end", "expires_at", "last_accessed")
+_OPTIONAL: dict[str, Any] = {"access_count": 0, **{k: None for k in _OPTIONAL_TIMES}}
+"""Fields added after stores existed: a payload written before them lacks them (their defaults)."""
 _NODE_FIELDS = tuple(MemoryNode.model_fields)
 _TYPES = {t.value: t for t in MemoryType}
 
@@ -215,13 +218,20 @@ def from_payload(payload: dict[str, Any]) -> MemoryNode:
     they are not validated again (validating was most of a search's cost): only the types JSON
     cannot carry are restored. A payload without that shape goes through full validation."""
     try:
-        fields = {k: payload[k] for k in _NODE_FIELDS}
+        fields = {k: payload[k] if k not in _OPTIONAL else payload.get(k, _OPTIONAL[k]) for k in _NODE_FIELDS}
         fields["memory_type"] = _TYPES[fields["memory_type"]]
         said, created, modified = (_iso_time(fields["message_time"]), _iso_time(fields["time_created"]),
                                    _iso_time(fields["time_modified"]))
         if said.tzinfo is None or created.tzinfo is None or modified.tzinfo is None:
             raise ValueError("a stored time without a timezone")
         fields["message_time"], fields["time_created"], fields["time_modified"] = said, created, modified
+        for key in _OPTIONAL_TIMES:
+            if fields[key] is not None:
+                fields[key] = _iso_time(fields[key])
+                if fields[key].tzinfo is None:
+                    raise ValueError("a stored time without a timezone")
+        if type(fields["access_count"]) is not int:
+            raise TypeError("access_count is not an integer")
     except (ValueError, TypeError, KeyError, AttributeError):
         return MemoryNode.model_validate({k: v for k, v in payload.items() if k in MemoryNode.model_fields})
     return _construct(MemoryNode, fields)

@@ -1,0 +1,280 @@
+"""Time expressions in text, resolved against a reference time: rule-based, no model.
+
+`find_window("What did Alice do last weekend?", now)` is the weekend before `now`;
+`find_window("I went hiking yesterday", said)` is the day before the message was said. The
+summarizer resolves what a memory's source says against the message's time (when the LLM gave
+no date), and the retriever finds the period a question asks about (before, or without, the LLM
+rewrite). English, plus the commonest Chinese expressions; anything else finds nothing, which
+is always a safe answer: a window only narrows or reorders, it is never required.
+
+>>> find_window("in May 2023", datetime(2024, 1, 1, tzinfo=timezone.utc))
+TimeWindow(start=datetime(2023, 5, 1, 0, 0, tzinfo=...), end=datetime(2023, 5, 31, 23, 59, 59, 999999, ...))
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from typing import Callable
+
+from reme.schema import TimeWindow, as_aware
+
+MONTHS = {name: i for i, names in enumerate(
+    [(), ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+     ("december", "dec")]) for name in names}
+WEEKDAYS = {name: i for i, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                               "sunday"))}
+NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2, "couple of": 2,
+           "a few": 3, "few": 3, "several": 4}
+FUZZY = {"a couple of", "a couple", "couple of", "a few", "few", "several"}
+"""Counts that are not exact: "a few days ago" is a range of days around three."""
+SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11), "winter": (12, 2)}
+MAX_TEXT = 2_000
+"""Only the first characters of a text are read: a question or a memory, not a book."""
+
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_NUM = r"(?P<n>\d{1,3}|" + "|".join(sorted((re.escape(k) for k in NUMBERS), key=len, reverse=True)) + ")"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+_WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")s?"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A period found in a text: whole days, `first` to `last` inclusive."""
+
+    first: date
+    last: date
+
+    def window(self, zone: tzinfo) -> TimeWindow:
+        return TimeWindow(start=datetime.combine(self.first, time.min, zone),
+                          end=datetime.combine(self.last, time.max, zone))
+
+
+def _month_span(year: int, month: int) -> Span:
+    return Span(date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1]))
+
+
+def _week_of(day: date) -> Span:
+    monday = day - timedelta(days=day.weekday())
+    return Span(monday, monday + timedelta(days=6))
+
+
+def _add_months(day: date, months: int) -> tuple[int, int]:
+    index = day.year * 12 + day.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def _day(year: int, month: int, day: int) -> Span | None:
+    try:
+        d = date(year, month, day)
+    except ValueError:
+        return None
+    return Span(d, d)
+
+
+def _latest_month(month: int, today: date) -> int:
+    """The year of the latest `month` not after today's month (a question about "May" in
+    January means last May)."""
+    return today.year if month <= today.month else today.year - 1
+
+
+def _season(name: str, year: int) -> Span:
+    first, last = SEASONS[name]
+    if first > last:  # winter runs into the next year
+        return Span(date(year, first, 1), _month_span(year + 1, last).last)
+    return Span(date(year, first, 1), _month_span(year, last).last)
+
+
+Rule = tuple["re.Pattern[str]", Callable[["re.Match[str]", date], "Span | None"]]
+
+
+def _month(m: re.Match[str]) -> int:
+    """The month a match names; "may" and "march" in lower case are the verbs (KeyError: no match)."""
+    name = m["month"]
+    if name in ("may", "march", "mar"):
+        raise KeyError(name)
+    return MONTHS[name.lower()]
+
+
+def _absolute_day(m: re.Match[str], today: date) -> Span | None:
+    year = int(m["year"]) if m["year"] else None
+    month, day = _month(m), int(m["day"])
+    if year is None:
+        year = today.year if (month, day) <= (today.month, today.day) else today.year - 1
+    return _day(year, month, day)
+
+
+def _relative_unit(m: re.Match[str], today: date) -> Span | None:
+    raw = m["n"].lower()
+    n = int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
+    unit, fuzzy = m["unit"].lower(), raw in FUZZY
+    if n > 400:
+        return None
+    if unit == "day":
+        d = today - timedelta(days=n)
+        return Span(d - timedelta(days=1), d + timedelta(days=1)) if fuzzy else Span(d, d)
+    if unit == "week":
+        d = today - timedelta(weeks=n)
+        return Span(d - timedelta(days=3), d + timedelta(days=3)) if fuzzy else _week_of(d)
+    if unit == "month":
+        year, month = _add_months(today, -n)
+        return _month_span(year, month)
+    if today.year - n < 1:
+        return None
+    return Span(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
+
+
+def _relative_period(m: re.Match[str], today: date) -> Span | None:
+    which, unit = m["which"].lower(), m["unit"].lower()
+    shift = {"last": -1, "past": -1, "previous": -1, "this": 0, "current": 0, "next": 1, "coming": 1}[which]
+    if unit == "week":
+        if which == "past":
+            return Span(today - timedelta(days=7), today)
+        return _week_of(today + timedelta(weeks=shift))
+    if unit == "weekend":
+        if shift < 0:  # the latest Saturday and Sunday both before today
+            saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+            if saturday + timedelta(days=1) >= today:
+                saturday -= timedelta(days=7)
+        else:
+            saturday = today - timedelta(days=today.weekday()) + timedelta(days=5 + 7 * shift)
+        return Span(saturday, saturday + timedelta(days=1))
+    if unit == "month":
+        if which == "past":
+            return Span(today - timedelta(days=30), today)
+        return _month_span(*_add_months(today, shift))
+    if unit == "year":
+        if which == "past":
+            return Span(today - timedelta(days=365), today)
+        return Span(date(today.year + shift, 1, 1), date(today.year + shift, 12, 31))
+    if shift < 0:  # the latest season of that name that has ended
+        year = today.year
+        while _season(unit, year).last >= today:
+            year -= 1
+        return _season(unit, year)
+    return _season(unit, today.year + shift)
+
+
+def _weekday(m: re.Match[str], today: date) -> Span | None:
+    which = (m["which"] or "on").lower()
+    target = WEEKDAYS[m["weekday"].lower()]
+    if which == "next":
+        ahead = (target - today.weekday()) % 7 or 7
+        d = today + timedelta(days=ahead)
+    elif which == "this":
+        d = today - timedelta(days=today.weekday()) + timedelta(days=target)
+    else:  # last, past, on: the latest one before today
+        back = (today.weekday() - target) % 7 or 7
+        d = today - timedelta(days=back)
+    return Span(d, d)
+
+
+def _fixed(offset: int) -> Callable[[re.Match[str], date], Span]:
+    def make(m: re.Match[str], today: date) -> Span:
+        d = today + timedelta(days=offset)
+        return Span(d, d)
+
+    return make
+
+
+def _cn_days_ago(m: re.Match[str], today: date) -> Span | None:
+    n = int(m["n"])
+    return None if n > 10_000 else _fixed(-n)(m, today)
+
+
+_F = re.IGNORECASE
+RULES: list[Rule] = [
+    (re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"),
+     lambda m, t: _day(int(m["year"]), int(m["m"]), int(m["d"]))),
+    (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _F), _absolute_day),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", _F), _absolute_day),
+    (re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", _F),
+     lambda m, t: _month_span(int(m["year"]), _month(m))),
+    (re.compile(r"\b(?:the\s+)?(?P<unit>spring|summer|autumn|fall|winter)\s+(?:of\s+)?(?P<year>(?:19|20)\d\d)\b", _F),
+     lambda m, t: _season(m["unit"].lower(), int(m["year"]))),
+    (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)(?P<year>)", _F), _absolute_day),
+    (re.compile(rf"\b(?:on\s+)?{_MONTH}\s+{_DAY}\b(?P<year>)(?!,?\s*\d)", _F), _absolute_day),
+    (re.compile(rf"\b(?:in|during|since|by|throughout|early|late|mid)[\s-]+{_MONTH}(?!\w)", _F),
+     lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
+    (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _F), _fixed(-2)),
+    (re.compile(r"\byesterday\b|\blast\s+night\b", _F), _fixed(-1)),
+    (re.compile(r"\btoday\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b", _F), _fixed(0)),
+    (re.compile(r"\bthe\s+day\s+after\s+tomorrow\b", _F), _fixed(2)),
+    (re.compile(r"\btomorrow\b", _F), _fixed(1)),
+    (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", _F), _relative_unit),
+    (re.compile(r"\b(?P<which>last|past|previous|this|current|next|coming)\s+"
+                r"(?P<unit>week|weekend|month|year|spring|summer|autumn|fall|winter)\b", _F), _relative_period),
+    (re.compile(rf"\b(?P<which>last|past|this|next|on)\s+{_WEEKDAY}\b", _F), _weekday),
+    (re.compile(r"\bearlier\s+this\s+year\b", _F), lambda m, t: Span(date(t.year, 1, 1), t)),
+    (re.compile(r"\b(?:in|during|since|of|by)\s+(?P<year>(?:19|20)\d\d)\b(?!-)", _F),
+     lambda m, t: Span(date(int(m["year"]), 1, 1), date(int(m["year"]), 12, 31))),
+    # Chinese: 前天 昨天 今天 明天, 上周 本周 下周, 上个月 这个月 下个月, 去年 今年 明年, N天前
+    (re.compile(r"前天"), _fixed(-2)),
+    (re.compile(r"昨天|昨晚"), _fixed(-1)),
+    (re.compile(r"今天|今晚"), _fixed(0)),
+    (re.compile(r"明天"), _fixed(1)),
+    (re.compile(r"(?P<n>\d{1,4})\s*天前"), _cn_days_ago),
+    (re.compile(r"上(?:个)?(?:周|星期|礼拜)"), lambda m, t: _week_of(t - timedelta(weeks=1))),
+    (re.compile(r"(?:本|这)(?:个)?(?:周|星期|礼拜)"), lambda m, t: _week_of(t)),
+    (re.compile(r"下(?:个)?(?:周|星期|礼拜)"), lambda m, t: _week_of(t + timedelta(weeks=1))),
+    (re.compile(r"上个?月"), lambda m, t: _month_span(*_add_months(t, -1))),
+    (re.compile(r"(?:这个|本)月"), lambda m, t: _month_span(t.year, t.month)),
+    (re.compile(r"下个?月"), lambda m, t: _month_span(*_add_months(t, 1))),
+    (re.compile(r"去年"), lambda m, t: Span(date(t.year - 1, 1, 1), date(t.year - 1, 12, 31))),
+    (re.compile(r"今年"), lambda m, t: Span(date(t.year, 1, 1), date(t.year, 12, 31))),
+    (re.compile(r"(?P<year>(?:19|20)\d\d)\s*年(?:\s*(?P<m>1[0-2]|0?[1-9])\s*月)?(?:\s*(?P<d>[0-3]?\d)\s*日)?"),
+     lambda m, t: (_day(int(m["year"]), int(m["m"]), int(m["d"])) if m["d"] and m["m"] else
+                   _month_span(int(m["year"]), int(m["m"])) if m["m"] else
+                   Span(date(int(m["year"]), 1, 1), date(int(m["year"]), 12, 31)))),
+]
+_ANCHOR = re.compile(r"^\s*(?:before|prior\s+to|preceding)\s+", _F)
+
+
+def find_spans(text: str, today: date) -> list[tuple[int, int, Span]]:
+    """Every period the rules find in `text` read on `today`, as (start, end, span), in text order;
+    where two matches overlap, the one found first by the rule list (the more specific) is kept."""
+    text = text[:MAX_TEXT]
+    taken: list[tuple[int, int, Span]] = []
+    for pattern, resolve in RULES:
+        for m in pattern.finditer(text):
+            if any(m.start() < end and start < m.end() for start, end, _ in taken):
+                continue
+            try:
+                span = resolve(m, today)
+            except (ValueError, OverflowError, KeyError):  # a date out of range, a made-up month
+                span = None
+            if span is not None:
+                taken.append((m.start(), m.end(), span))
+    return sorted(taken, key=lambda t: t[0])
+
+
+def find_window(text: str, now: datetime) -> TimeWindow | None:
+    """The period `text` speaks of, read at `now` (whole days in `now`'s timezone; naive means
+    UTC), or None when it names none. Of several, the narrowest is taken; a relative period
+    followed by "before <date>" ("last weekend before April 10, 2023") is read at that date."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    now = as_aware(now)
+    zone = now.tzinfo or timezone.utc
+    found = find_spans(text, now.date())
+    if not found:
+        return None
+    for i, (start, end, _) in enumerate(found[:-1]):
+        nxt_start, nxt_end, anchor = found[i + 1]
+        if _ANCHOR.match(text[end:nxt_start]) and anchor.first == anchor.last:
+            again = find_spans(text[start:end], anchor.first)
+            if again:
+                found[i] = (start, end, again[0][2])
+                del found[i + 1]
+                break
+    best = min(found, key=lambda t: ((t[2].last - t[2].first).days, t[0]))
+    return best[2].window(zone)
+
+
+__all__ = ["find_window", "find_spans", "Span"]
