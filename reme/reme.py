@@ -8,7 +8,7 @@ import os
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,7 +20,8 @@ from reme.llm import ChatModel
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
-from reme.memory.repo import VERSIONS_SUFFIX, Change, MemoryRepo, scope_filter
+from reme.memory.repo import (VERSIONS_SUFFIX, Change, Imported, MemoryRepo, read_export, scope_filter,
+                              version_record)
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
 from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
@@ -28,7 +29,7 @@ from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, 
                          ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
 from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
 from reme.store import backup as backups
-from reme.store.base import Direction, SearchMode, read_jsonl
+from reme.store.base import Direction, SearchMode, VectorRecord, write_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
 from reme.sync import SyncFace
 
@@ -39,6 +40,9 @@ WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 
 # What the original ReMe (`reme-ai`) takes: its `ReMe`/`ReMeApp` settings, as AgentScope's shipped
 # middlewares pass them. Both packages are `import reme`, so code written for it may call this one.
+EXPORT_PAGE = 500
+"""Memories an export reads at a time (their versions are looked up together)."""
+
 ORIGINAL_REME_KEYWORDS = frozenset({"workspace_dir", "enable_logo", "log_to_console", "service", "jobs", "components",
                                     "llm_api_key", "llm_api_base", "embedding_api_key", "embedding_api_base",
                                     "config_path"})
@@ -482,11 +486,44 @@ class ReMe:
     # -- files -----------------------------------------------------------------------------------
     async def export_memory(self, path: str | Path, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
-                            filters: FilterSpec = None, with_vectors: bool = False) -> int:
-        """Write memories to a JSONL file (every field; vectors on request); returns how many."""
+                            filters: FilterSpec = None, with_vectors: bool = False,
+                            with_history: bool = True) -> int:
+        """Write memories to a JSONL file, one a line (every field; vectors on request); returns
+        how many. A memory with earlier versions carries them in `history` (oldest first, as
+        `history()` returns them, with their vectors on request), so `import_memory` into
+        another store restores them too; `with_history=False` leaves them out."""
         path = _path_arg(path)
+        if not isinstance(with_vectors, bool) or not isinstance(with_history, bool):
+            raise InvalidInputError("with_vectors and with_history are True or False")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
-        return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
+        repo = self.repo
+
+        async def rows(records: list[VectorRecord]) -> list[dict[str, Any]]:
+            versions = await repo.versions_of([r.node.memory_id for r in records], with_vectors=with_vectors) \
+                if with_history else {}
+            out = []
+            for record in records:
+                row = record.node.model_dump(mode="json")
+                if with_vectors:
+                    row["vector"] = record.vector
+                if versions.get(record.node.memory_id):
+                    row["history"] = [{**v.model_dump(mode="json"), **({"vector": vec} if with_vectors else {})}
+                                      for v, vec in versions[record.node.memory_id]]
+                out.append(row)
+            return out
+
+        async def lines() -> AsyncIterator[dict[str, Any]]:
+            page: list[VectorRecord] = []
+            async for record in self.store.iter_records(self.collection, flt, with_vectors=with_vectors):
+                page.append(record)
+                if len(page) == EXPORT_PAGE:
+                    for row in await rows(page):
+                        yield row
+                    page = []
+            for row in await rows(page):
+                yield row
+
+        return await write_jsonl(path, lines())
 
     async def backup(self, path: str | Path) -> int:
         """Write the whole store (every memory and every version, vectors included) to one JSONL
@@ -498,7 +535,8 @@ class ReMe:
         """Load a file written by `backup` into this store, which must hold no memories yet (a new
         working directory, or after `delete_all(everything=True)`); all or nothing, as one write.
         Returns how many records were restored."""
-        dim, records = backups.load(_path_arg(path), {"memories", "versions"})
+        dim, records = backups.load(_path_arg(path), {"memories": MemoryNode.model_validate,
+                                                      "versions": version_record})
         async with self.repo.lock:
             held = await self.store.count(self.collection) + await self.store.count(self.repo.versions)
             if held:
@@ -529,32 +567,16 @@ class ReMe:
         """
         path = _path_arg(path)
         if format == "jsonl":
-            nodes = await self._read_export(path, scope_of(user_name, task_name, tool_name))
-            return await self.repo.restore(nodes, source=str(path))
+            scope = scope_of(user_name, task_name, tool_name)
+            dim = await self.store.collection_dim(self.collection) or await self.embedder.dimension()
+            return await self.repo.restore(read_export(path, dim, scope), source=str(path))
         if format != "reme-jsonl":
             raise InvalidInputError(f"unknown import format {str(format)[:40]!r}; use jsonl or reme-jsonl")
         if user_name is not None or tool_name is not None:
             raise InvalidInputError("a reme-jsonl pool holds task memories: name task_name")
         scope = self._require_scope(None, task_name, None, "import_memory with format reme-jsonl")
         pool = read_reme_jsonl(path, scope.name)
-        return await self.repo.restore([(n, None) for n in pool], source=str(path), foreign="new_id")
-
-    async def _read_export(self, path: str | Path, scope: Scope | None) -> list[tuple[MemoryNode, list[float] | None]]:
-        """The nodes of an export file with their vectors (None where a line has none of this
-        store's size); an invalid line, or one outside `scope`, is an `InvalidInputError` naming it."""
-        dim = await self.store.collection_dim(self.collection) or await self.embedder.dimension()
-        out: list[tuple[MemoryNode, list[float] | None]] = []
-        for lineno, row in read_jsonl(path):
-            vector = row.pop("vector", None)
-            try:
-                node = MemoryNode.model_validate(row)
-            except ValidationError as exc:
-                raise InvalidInputError(f"{path}:{lineno}: {describe(exc)}; nothing was imported") from None
-            if scope is not None and not scope.holds(node):
-                raise InvalidInputError(f"{path}:{lineno}: a memory of {node.target_kind} {node.memory_target!r}, "
-                                        f"outside {scope}; nothing was imported")
-            out.append((node, vector if isinstance(vector, list) and len(vector) == dim else None))
-        return out
+        return await self.repo.restore([Imported(n) for n in pool], source=str(path), foreign="new_id")
 
     async def history(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                       tool_name: str | None = None) -> list[MemoryVersion]:
@@ -694,9 +716,13 @@ class ReMe:
         """Count one use of each memory (`metadata.freq`) and, when it went well, one success
         (`metadata.utility`). Typically called after an agent used retrieved lessons. With a
         scope, another target's id is not found; an id not found means nothing is counted."""
+        if memory_ids is None:
+            raise InvalidInputError("record_usage needs memory_ids: a memory id or a list of them")
+        if not isinstance(success, bool):
+            raise InvalidInputError(f"success must be True or False, not {type(success).__name__}")
         memory_ids = [memory_ids] if isinstance(memory_ids, str) else _list_arg(memory_ids, "memory_ids")
         ids = list(dict.fromkeys(_canonical_id(m) for m in memory_ids))
-        return await self.repo.modify(ids, lambda old: counted(old, bool(success)),
+        return await self.repo.modify(ids, lambda old: counted(old, success),
                                       scope=scope_of(user_name, task_name, tool_name), keep_version=False)
 
     async def prune(self, task_name: str, *, min_freq: int = 3, min_utility_ratio: float = 0.3) -> list[MemoryNode]:

@@ -487,8 +487,8 @@ class MemoryVersion(BaseModel):
 
     node: MemoryNode
     event: Literal["UPDATE", "DELETE"]
-    time: datetime
-    reason: str = ""
+    time: AwareDatetime
+    reason: Text = ""
 
 
 class SummaryResult(BaseModel):

@@ -134,28 +134,35 @@ _line = st.one_of(
 )
 
 
-@settings(deadline=None, derandomize=True, database=None, max_examples=40,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                 HealthCheck.data_too_large])
-@given(extra=st.lists(st.tuples(st.integers(0, LINES), _line), min_size=1, max_size=3))
-def test_any_import_succeeds_or_changes_nothing(reme_factory: Callable[..., ReMe], tmp_path: Path,
-                                                extra: list[tuple[int, bytes]]) -> None:
-    """Any line anywhere in a long file: success, or a ReMeError and the store exactly as it was."""
-    lines = [encoded(good_line(i, content=f"bulk fact {i}")) for i in range(LINES)]
+@pytest.fixture(scope="module")
+def one_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One ReMe on its own loop for every example (creating a store takes seconds)."""
+    loop = asyncio.new_event_loop()
+    reme = ReMe(working_dir=tmp_path_factory.mktemp("prop") / "wd", embedding=HASH)
+    loop.run_until_complete(reme.open())
+    yield loop, reme
+    loop.run_until_complete(reme.close())
+    loop.close()
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=30,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(extra=st.lists(st.tuples(st.integers(0, LINES), _line), min_size=1, max_size=3), batch=st.uuids())
+def test_any_import_succeeds_or_changes_nothing(one_store: Any, tmp_path_factory: pytest.TempPathFactory,
+                                                extra: list[tuple[int, bytes]], batch: uuid.UUID) -> None:
+    """Any line anywhere in a long file (whose other lines are new memories: more than one engine
+    call): success, or a ReMeError and the store exactly as it was."""
+    loop, reme = one_store
+    lines = [encoded({**good_line(i, content=f"bulk fact {i} of {batch}"), "memory_id": str(uuid.uuid5(batch, str(i)))})
+             for i in range(LINES)]
     for at, line in extra:
         lines.insert(at, line)
-    path = write_lines(tmp_path / "in.jsonl", lines)
-
-    async def attempt() -> None:
-        async with reme_factory(working_dir=tmp_path / "prop") as reme:
-            before = await dump_store(reme)
-            try:
-                await reme.import_memory(path)
-            except ReMeError:
-                assert await dump_store(reme) == before
-            await reme.delete_all(everything=True)
-
-    asyncio.run(attempt())
+    path = write_lines(tmp_path_factory.mktemp("imp") / "in.jsonl", lines)
+    before = loop.run_until_complete(dump_store(reme))
+    try:
+        loop.run_until_complete(reme.import_memory(path))
+    except ReMeError:
+        assert loop.run_until_complete(dump_store(reme)) == before
 
 
 # -- record_usage ---------------------------------------------------------------------------------
