@@ -233,6 +233,7 @@ class ReMe:
         self._owns_store, self._owns_embedder, self._owns_llm = store is None, embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
+        self._made_dirs: list[Path] = []
         self._opening = asyncio.Lock()  # binds to a loop only when two openings meet
         self.progress = progress
         """Told, in a few words, what slow work is under way (loading the embedding model, embedding
@@ -270,6 +271,7 @@ class ReMe:
 
     async def _open(self) -> None:
         working_dir = Path(self.config.working_dir).expanduser()
+        self._made_dirs = [d for d in (working_dir, *working_dir.parents) if not d.exists()]
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
         except (OSError, ValueError) as exc:  # ValueError: a NUL or a lone surrogate in the path
@@ -296,13 +298,44 @@ class ReMe:
             if not isinstance(self._embedder, LazyEmbedder) or None in await self._stored_dims():
                 await self._repo.create()  # a new store needs the size now; an existing one has it on disk
         except BaseException:
-            await self._store.close()
-            self._store = None
+            if not await self._discard_empty_new_store() and self._store is not None:
+                await self._store.close()
+                self._store = None
             if self._llm is not None and self._owns_llm:
                 await self._llm.close()
                 self._llm = None
             raise
         self._opened = True
+
+    async def discard(self) -> bool:
+        """Close, and remove the store if this `ReMe` created it when it opened and it still holds
+        nothing (no memory, no version): what a command that failed before writing calls, so
+        that it leaves no empty store behind (nor the working directory, if it made that and it
+        is left empty). True if the store was removed; a store that was there before, or holds
+        anything, is only closed."""
+        removed = await self._discard_empty_new_store()
+        await self.close()
+        return removed
+
+    async def _discard_empty_new_store(self) -> bool:
+        store, self._opened = self._store, False
+        if store is None or not self._owns_store:
+            return False
+        self._store = None
+        try:
+            empty = all([await store.count(name) == 0 for name in (self.collection, self.collection + VERSIONS_SUFFIX)
+                         if await store.collection_dim(name) is not None])
+        except ReMeError:
+            empty = False
+        if not (empty and await store.remove()):
+            await store.close()
+            return False
+        for folder in self._made_dirs:  # deepest first; each only if left empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        return True
 
     async def _stored_dims(self) -> list[int | None]:
         assert self._store is not None

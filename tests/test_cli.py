@@ -17,7 +17,7 @@ from reme.cli import build_parser
 from openai_server import OpenAITestServer
 
 COMMANDS = ["add", "get", "list", "search", "update", "delete", "export", "import", "demo", "history", "count",
-            "delete-all", "summarize", "retrieve", "optimize"]
+            "delete-all", "summarize", "retrieve", "optimize", "backup", "restore"]
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -310,7 +310,7 @@ def test_cli_import_takes_a_target(tmp_path: Path) -> None:
 def test_a_failed_command_leaves_no_store_behind(tmp_path: Path, command: list[str], content: str, code: int) -> None:
     (tmp_path / "in.jsonl").write_text(content)
     wd = tmp_path / "wd"
-    cli(wd, *[c.format(file=tmp_path / "in.jsonl") for c in command], check=code,
+    cli(wd, *[str(tmp_path / "in.jsonl") if c == "{file}" else c for c in command], check=code,
         env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
     assert not wd.exists(), sorted(str(p) for p in wd.rglob("*"))
 

@@ -434,6 +434,13 @@ class VectorStore(ABC):
     async def close(self) -> None:
         return None
 
+    async def remove(self) -> bool:
+        """Close the store and delete it, where the backend can and the store is this one's to
+        delete (an embedded store whose directory it made); True if it did. Backends that keep
+        their data elsewhere (a server) only close."""
+        await self.close()
+        return False
+
     # -- the write path --------------------------------------------------------------------------
     async def write(self, ops: Sequence[WriteOp]) -> None:
         """Apply `ops`, in order, as one: after a crash at any point, the store (once `recover`
