@@ -36,7 +36,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, T
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, uvicorn_server_class
@@ -153,6 +153,7 @@ class SearchRequest(ReadArgs):
 
 class ExportRequest(FilterArgs):
     with_vectors: bool = False
+    with_history: bool = True
 
 
 class DeleteAllRequest(ScopeArgs):
@@ -202,7 +203,7 @@ class RetrieveRequest(_Strict):
 
 class UsageRequest(ScopeArgs):
     memory_ids: list[str]
-    success: bool
+    success: StrictBool
 
 
 class PruneRequest(_Strict):

@@ -330,3 +330,23 @@ def test_a_failed_summary_with_an_unreachable_llm_leaves_no_store(tmp_path: Path
         env={"REME_LLM__MODEL": "m", "REME_LLM__BASE_URL": "http://127.0.0.1:9/v1", "REME_LLM__API_KEY": "k",
              "REME_LLM__MAX_RETRIES": "0", "REME_LLM__TIMEOUT": "2"})
     assert not wd.exists()
+
+
+async def test_a_memory_with_deep_metadata_updates_and_keeps_its_history(reme_factory: Callable[..., ReMe],
+                                                                        tmp_path: Path) -> None:
+    """Its version record nests the memory's metadata two levels down: that is no reason to refuse it."""
+    deep: Any = 1
+    for key in "hgfedcba":
+        deep = {key: deep}
+    async with reme_factory(working_dir=tmp_path / "a") as reme:
+        node = await reme.add_memory("Alice's settings", user_name="alice", metadata=deep)
+        await reme.update_memory(node.memory_id, content="Alice's new settings")
+        assert [v.node.metadata for v in await reme.history(node.memory_id)] == [deep]
+        await reme.backup(tmp_path / "b.jsonl")
+        await reme.export_memory(tmp_path / "e.jsonl")
+    async with reme_factory(working_dir=tmp_path / "b") as other:
+        assert await other.restore(tmp_path / "b.jsonl") == 2
+        assert [v.node.metadata for v in await other.history(node.memory_id)] == [deep]
+    async with reme_factory(working_dir=tmp_path / "c") as other:
+        assert await other.import_memory(tmp_path / "e.jsonl") == 1
+        assert [v.node.metadata for v in await other.history(node.memory_id)] == [deep]
