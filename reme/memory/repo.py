@@ -19,7 +19,7 @@ from reme.embedding import Embedder
 from pydantic import ValidationError
 
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
-from reme.schema import TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
+from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
 from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.base import line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In
@@ -292,6 +292,7 @@ def read_export(path: str | Path, dim: int, scope: Scope | None = None) -> list[
     `InvalidInputError` naming its line."""
     out: list[Imported] = []
     first: dict[str, int] = {}
+    versions = 0
     for lineno, row in read_jsonl(path):
         where = f"{path}:{lineno}"
         vector = line_vector(row.pop("vector", None), dim, where)
@@ -305,6 +306,9 @@ def read_export(path: str | Path, dim: int, scope: Scope | None = None) -> list[
             raise InvalidInputError(f"{where}: a memory of {node.target_kind} {node.memory_target!r}, outside {scope}; "
                                     "nothing was imported")
         out.append(Imported(node, vector, _read_history(history, node, dim, where)))
+        versions += len(out[-1].history)
+        if versions > MAX_IMPORT_LINES:
+            raise InvalidInputError(f"{where}: more than {MAX_IMPORT_LINES} versions in one file; split it")
     return out
 
 

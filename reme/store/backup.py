@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from reme.errors import InvalidInputError, describe
-from reme.schema import MemoryNode, parse_json
+from reme.schema import MAX_IMPORT_LINES, MemoryNode, parse_json
 from reme.store.base import VectorRecord, VectorStore, write_jsonl
 
 FORMAT = "reme-backup"
@@ -66,6 +66,8 @@ def load(path: Path, roles: Mapping[str, Callable[[Any], MemoryNode]]) -> tuple[
         lines = path.read_bytes().splitlines()
     except OSError as exc:
         raise InvalidInputError(f"cannot read the backup {path}: {exc.strerror or exc}") from None
+    if len(lines) > MAX_IMPORT_LINES + 1:
+        raise InvalidInputError(f"{path}: more than {MAX_IMPORT_LINES} records; nothing was restored")
     header = _line(lines[0], path, 1) if lines else {}
     if header.get("format") != FORMAT or header.get("version") != VERSION:
         raise InvalidInputError(f"{path} is not a ReMe backup (format {FORMAT!r}, version {VERSION})")
