@@ -90,7 +90,7 @@ def assert_each_turn_summarized_once(llm: OpenAITestServer, conversation: list[t
 
 
 def run_readme(env: str, llm: OpenAITestServer, tmp_path: Path) -> str:
-    """Run the README's one block marked `env=<env>` as a user would; its output."""
+    """Run the one documentation block marked `env=<env>` (README.md, docs/*.md) as a user would; its output."""
     blocks = readme_code(env)
     assert len(blocks) == 1
     (tmp_path / "snippet.py").write_text(blocks[0][1], encoding="utf-8")

@@ -11,15 +11,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from docs_support import env_of, readme_blocks  # noqa: E402
+from docs_support import doc_blocks, env_of  # noqa: E402
 
 if TYPE_CHECKING:
     from openai_server import OpenAITestServer
 
 
 def readme_code(env: str) -> list[tuple[str, str, int]]:
-    """(language, code, line) of the README blocks marked `env=<env>`."""
-    return [(lang, code, line) for lang, flags, code, line in readme_blocks() if env_of(flags) == env]
+    """(language, code, line) of the blocks marked `env=<env>` in README.md and docs/*.md."""
+    return [(lang, code, line) for _, lang, flags, code, line in doc_blocks() if env_of(flags) == env]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from reme.errors import InvalidInputError, describe
 
 M = TypeVar("M", bound=BaseModel)
 
-# -- input limits: every input has one, enforced with InvalidInputError (README lists them) ------
+# -- input limits: every input has one, enforced with InvalidInputError (docs/errors.md lists them) ---
 MAX_CONTENT_CHARS = 100_000
 """Longest `content` or `when_to_use` accepted; a whole conversation fits, a 1 MB blob does not."""
 MAX_TARGET_CHARS = 256

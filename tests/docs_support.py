@@ -1,6 +1,7 @@
-"""Running documentation as a user would: the README's fenced blocks, and the environment a user
-exports (hash embeddings, the scripted LLM server as OPENAI_BASE_URL). Shared by tests/test_docs.py
-and the framework suites in envtests/ (each in its own virtual environment)."""
+"""Running documentation as a user would: the fenced blocks of README.md and of every page in docs/,
+and the environment a user exports (hash embeddings, the scripted LLM server as OPENAI_BASE_URL).
+Shared by tests/test_docs.py and the framework suites in envtests/ (each in its own virtual
+environment)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 ENVTESTS = ROOT / "envtests"
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 
 
-def readme_blocks(path: Path = README) -> list[tuple[str, set[str], str, int]]:
-    """(language, flags, code, line) of every fenced block."""
+def doc_pages() -> list[Path]:
+    """README.md, then every page in docs/ (a new page is picked up without being listed)."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def doc_blocks() -> list[tuple[str, str, set[str], str, int]]:
+    """(page, language, flags, code, line) of every fenced block of every documentation page; the
+    page as a path from the repository root (docs/memory.md)."""
+    return [(page.relative_to(ROOT).as_posix(), *block) for page in doc_pages() for block in fenced_blocks(page)]
+
+
+def fenced_blocks(path: Path) -> list[tuple[str, set[str], str, int]]:
+    """(language, flags, code, line) of every fenced block of one page."""
     text = path.read_text(encoding="utf-8")
     out = []
     for match in FENCE.finditer(text):

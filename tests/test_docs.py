@@ -1,9 +1,10 @@
-"""The documentation runs as written: every ```python and ```bash block of README.md and every
-script in examples/, each in a fresh directory, as a user would run it, configured only through
-the environment (hash embeddings, the scripted LLM server on 127.0.0.1 as OPENAI_BASE_URL).
+"""The documentation runs as written: every ```python and ```bash block of README.md and of every
+page in docs/ (docs/*.md, so a new page is run without being listed here), and every script in
+examples/, each in a fresh directory, as a user would run it, configured only through the
+environment (hash embeddings, the scripted LLM server on 127.0.0.1 as OPENAI_BASE_URL).
 
 A block that is deliberately not runnable carries `no-run` after its language (```bash no-run):
-visible in the README's source, and listed by `test_few_blocks_are_marked_no_run`. Blocks without
+visible in the page's source, and listed by `test_few_blocks_are_marked_no_run`. Blocks without
 `no-run` in any other language than python or bash are refused, so a new block cannot slip by
 unexecuted. One block is excluded here by name instead: the set-up block (`./scripts/demo.sh`,
 `./scripts/test.sh`), because it creates a virtual environment and runs this very test suite.
@@ -17,18 +18,18 @@ from typing import Any, Iterator
 
 import pytest
 
-from docs_support import ENVTESTS, env_of, readme_blocks, run, user_environment
+from docs_support import ENVTESTS, doc_blocks, env_of, run, user_environment
 from openai_server import OpenAITestServer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 RUNNABLE = {"python", "bash"}
 SETUP_BLOCK = "./scripts/test.sh"  # the set-up block: it would install .venv and run the suite itself
-README_BLOCKS = readme_blocks()
+BLOCKS = doc_blocks()  # (page, language, flags, code, line) of README.md and docs/*.md
 
 
 def _runnable(language: str) -> list[Any]:
-    return [pytest.param(code, id=f"README.md:{line}") for lang, flags, code, line in README_BLOCKS
+    return [pytest.param(code, id=f"{page}:{line}") for page, lang, flags, code, line in BLOCKS
             if lang == language and "no-run" not in flags and not env_of(flags) and SETUP_BLOCK not in code]
 
 
@@ -65,33 +66,35 @@ def user_env(llm: OpenAITestServer, tmp_path: Path) -> dict[str, str]:
 
 
 def test_every_block_is_runnable_or_marked() -> None:
-    unknown = [(lang, line) for lang, flags, _, line in README_BLOCKS if lang not in RUNNABLE and "no-run" not in flags]
-    assert unknown == [], "a README block in a language this test cannot run: mark it `no-run` or make it python/bash"
+    unknown = [f"{page}:{line} ({lang})" for page, lang, flags, _, line in BLOCKS
+               if lang not in RUNNABLE and "no-run" not in flags]
+    assert unknown == [], "a block in a language this test cannot run: mark it `no-run` or make it python/bash"
     assert len(_runnable("python")) >= 4 and len(_runnable("bash")) >= 1
 
 
 def test_environment_blocks_are_run_in_their_environment() -> None:
     """A block marked `env=NAME` (```python env=langgraph) needs a framework this environment lacks:
     envtests/NAME/ runs it in that framework's own virtual environment (scripts/envs.sh)."""
-    for lang, flags, _, line in README_BLOCKS:
+    for page, _, flags, _, line in BLOCKS:
         env = env_of(flags)
         if env:
-            assert (ENVTESTS / env / "test_readme.py").is_file(), f"README.md:{line}: no envtests/{env}/test_readme.py"
+            assert (ENVTESTS / env / "test_readme.py").is_file(), f"{page}:{line}: no envtests/{env}/test_readme.py"
 
 
 def test_few_blocks_are_marked_no_run() -> None:
-    marked = [(lang, line) for lang, flags, _, line in README_BLOCKS if "no-run" in flags]
+    """Counted over README.md and every docs/ page together."""
+    marked = [f"{page}:{line} ({lang})" for page, lang, flags, _, line in BLOCKS if "no-run" in flags]
     assert len(marked) <= 2, f"blocks not run by the tests: {marked}"  # today: pip install, the MCP client entry
 
 
 @pytest.mark.parametrize("code", _runnable("python"))
-def test_readme_python_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
+def test_doc_python_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
     run([sys.executable, "snippet.py"], user_env, tmp_path)
 
 
 @pytest.mark.parametrize("code", _runnable("bash"))
-def test_readme_shell_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
+def test_doc_shell_block_runs(code: str, user_env: dict[str, str], tmp_path: Path) -> None:
     out = run(["bash", "-euo", "pipefail", "-c", code], user_env, tmp_path)
     assert out.strip()
 

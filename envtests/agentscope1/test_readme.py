@@ -1,4 +1,4 @@
-"""The README's AgentScope 1.x example (```python env=agentscope1) runs as written, configured only
+"""The AgentScope 1.x example of docs/frameworks.md (```python env=agentscope1) runs as written, configured only
 through the environment, its agent and ReMe's summarizer answered by the scripted server."""
 
 from __future__ import annotations

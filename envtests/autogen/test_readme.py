@@ -1,4 +1,4 @@
-"""The README's AutoGen example (```python env=autogen) runs as written, configured only through
+"""The AutoGen example of docs/frameworks.md (```python env=autogen) runs as written, configured only through
 the environment: the scripted server answers AutoGen's OpenAI client and ReMe's own LLM calls."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docs_support import env_of, readme_blocks, run, user_environment
+from docs_support import doc_blocks, env_of, run, user_environment
 from openai_server import OpenAITestServer
 
-BLOCKS = [code for lang, flags, code, _ in readme_blocks() if lang == "python" and env_of(flags) == "autogen"]
+BLOCKS = [code for _, lang, flags, code, _ in doc_blocks() if lang == "python" and env_of(flags) == "autogen"]
 
 
 def reply(body: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""The README's LangGraph example (```python env=langgraph) runs as written, configured only
+"""The LangGraph example of docs/frameworks.md (```python env=langgraph) runs as written, configured only
 through the environment: the scripted server is the agent's model."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_support import env_of, readme_blocks, run, user_environment
+from docs_support import doc_blocks, env_of, run, user_environment
 from openai_server import Message, OpenAITestServer
 
-BLOCKS = [code for lang, flags, code, _ in readme_blocks() if lang == "python" and env_of(flags) == "langgraph"]
+BLOCKS = [code for _, lang, flags, code, _ in doc_blocks() if lang == "python" and env_of(flags) == "langgraph"]
 
 
 @pytest.mark.parametrize("code", BLOCKS)
