@@ -243,7 +243,7 @@ async def _run(args: argparse.Namespace) -> int:
                 try:
                     return await _dispatch(reme, args)
                 except BaseException:
-                    await reme.discard()  # a store this command created and left empty goes too
+                    await reme.close(discard=True)  # a store this command created and left empty goes
                     raise
     finally:
         if scratch and not args.keep:

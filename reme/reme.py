@@ -307,16 +307,6 @@ class ReMe:
             raise
         self._opened = True
 
-    async def discard(self) -> bool:
-        """Close, and remove the store if this `ReMe` created it when it opened and it still holds
-        nothing (no memory, no version): what a command that failed before writing calls, so
-        that it leaves no empty store behind (nor the working directory, if it made that and it
-        is left empty). True if the store was removed; a store that was there before, or holds
-        anything, is only closed."""
-        removed = await self._discard_empty_new_store()
-        await self.close()
-        return removed
-
     async def _discard_empty_new_store(self) -> bool:
         store, self._opened = self._store, False
         if store is None or not self._owns_store:
@@ -350,8 +340,15 @@ class ReMe:
                                       "embedder it was made with, another vector_store.collection, or export "
                                       "and import into a new one")
 
-    async def close(self) -> None:
-        """Release the store (and its directory lock). Writes were already durable."""
+    async def close(self, *, discard: bool = False) -> bool:
+        """Release the store (and its directory lock). Writes were already durable.
+
+        `discard=True` also removes the store if this `ReMe` created it when it opened and it
+        still holds nothing (no memory, no version): what a command that failed before writing
+        does, so that it leaves no empty store behind (nor the working directory, if it made that
+        and it is left empty). Returns whether the store was removed; a store that was there
+        before, or holds anything, is only closed."""
+        removed = discard and await self._discard_empty_new_store()
         if self._store is not None:
             await self._store.close()
             if self._owns_store:
@@ -363,6 +360,7 @@ class ReMe:
             await self._llm.close()
             self._llm = None
         self._opened = False
+        return removed
 
     async def __aenter__(self) -> "ReMe":
         return await self.open()
