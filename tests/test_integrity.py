@@ -350,3 +350,49 @@ async def test_a_memory_with_deep_metadata_updates_and_keeps_its_history(reme_fa
     async with reme_factory(working_dir=tmp_path / "c") as other:
         assert await other.import_memory(tmp_path / "e.jsonl") == 1
         assert [v.node.metadata for v in await other.history(node.memory_id)] == [deep]
+
+
+async def test_close_with_discard_removes_only_a_new_empty_store(reme_factory: Callable[..., ReMe],
+                                                                  tmp_path: Path) -> None:
+    fresh = reme_factory(working_dir=tmp_path / "new" / "wd")
+    await fresh.open()
+    assert await fresh.close(discard=True)
+    assert not (tmp_path / "new").exists()  # the folders it made, too
+    async with reme_factory(working_dir=tmp_path / "kept") as reme:
+        await reme.add_memory("Alice prefers window seats", user_name="alice")
+    again = reme_factory(working_dir=tmp_path / "kept")
+    await again.open()
+    assert not await again.close(discard=True)  # it was there before
+    async with reme_factory(working_dir=tmp_path / "kept") as reme:
+        assert await reme.count_memory() == 1
+
+
+async def test_an_open_that_fails_leaves_no_store(reme_factory: Callable[..., ReMe], tmp_path: Path) -> None:
+    reme = reme_factory(working_dir=tmp_path / "wd", embedding={"backend": "openai", "api_key": "k",
+                                                               "base_url": "http://127.0.0.1:9/v1", "max_retries": 0})
+    with pytest.raises(ReMeError):
+        await reme.open()  # a new store needs the embedder's size, and it cannot be asked
+    assert not (tmp_path / "wd").exists()
+
+
+def test_a_command_waiting_for_a_store_that_is_discarded_makes_its_own(tmp_path: Path) -> None:
+    """The holder removes its new store (lock file included) while the command waits for the
+    lock: the command must lock the directory anew, not the removed file."""
+    import subprocess
+    import sys
+
+    wd = tmp_path / "wd"
+    holder = ("import asyncio, sys, time\nfrom reme import ReMe\n"
+              "async def main():\n"
+              "    reme = ReMe(working_dir=sys.argv[1], embedding={'backend': 'hash', 'dimensions': 64})\n"
+              "    await reme.open()\n    print('ready', flush=True)\n    time.sleep(4)\n"
+              "    assert await reme.close(discard=True)\n"
+              "asyncio.run(main())\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        cli(wd, "add", "Alice prefers window seats", "--user", "alice", "--wait", "60")
+    finally:
+        assert proc.wait(timeout=60) == 0
+    assert cli(wd, "count").stdout.strip() == "1"
+    assert (wd / "store" / ".lock").exists()
