@@ -38,11 +38,11 @@ P = TypeVar("P")
 FilterSpec = Filter | Mapping[str, Any] | None
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 
-# What the original ReMe (`reme-ai`) takes: its `ReMe`/`ReMeApp` settings, as AgentScope's shipped
-# middlewares pass them. Both packages are `import reme`, so code written for it may call this one.
 EXPORT_PAGE = 500
 """Memories an export reads at a time (their versions are looked up together)."""
 
+# What the original ReMe (`reme-ai`) takes: its `ReMe`/`ReMeApp` settings, as AgentScope's shipped
+# middlewares pass them. Both packages are `import reme`, so code written for it may call this one.
 ORIGINAL_REME_KEYWORDS = frozenset({"workspace_dir", "enable_logo", "log_to_console", "service", "jobs", "components",
                                     "llm_api_key", "llm_api_base", "embedding_api_key", "embedding_api_base",
                                     "config_path"})

@@ -396,3 +396,12 @@ def test_a_command_waiting_for_a_store_that_is_discarded_makes_its_own(tmp_path:
         assert proc.wait(timeout=60) == 0
     assert cli(wd, "count").stdout.strip() == "1"
     assert (wd / "store" / ".lock").exists()
+
+
+async def test_a_pool_with_an_id_on_two_lines_names_both(imported: ReMe, tmp_path: Path) -> None:
+    row = {"memory_id": str(uuid.UUID(int=7)), "content": "Log in first", "when_to_use": "before any call"}
+    path = write_lines(tmp_path / "pool.jsonl", [encoded(row), encoded({**row, "content": "Log out last"})])
+    before = await dump_store(imported)
+    with pytest.raises(InvalidInputError, match=r"pool\.jsonl line 2: memory_id \S+ is also on line 1"):
+        await imported.import_memory(path, format="reme-jsonl", task_name="appworld")
+    assert await dump_store(imported) == before
