@@ -537,9 +537,10 @@ class ReMe:
                 row = record.node.model_dump(mode="json")
                 if with_vectors:
                     row["vector"] = record.vector
-                if versions.get(record.node.memory_id):
-                    row["history"] = [{**v.model_dump(mode="json"), **({"vector": vec} if with_vectors else {})}
-                                      for v, vec in versions[record.node.memory_id]]
+                history = [{**v.model_dump(mode="json"), **({"vector": vec} if with_vectors else {})}
+                           for v, vec in versions.get(record.node.memory_id, []) if v.node.scope == record.node.scope]
+                if history:  # (a version of another scope under this id could only come from a forged file)
+                    row["history"] = history
                 out.append(row)
             return out
 
