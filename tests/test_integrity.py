@@ -69,6 +69,17 @@ HOSTILE: list[Callable[[int], bytes]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def one_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One ReMe on its own loop for every example (creating a store takes seconds)."""
+    loop = asyncio.new_event_loop()
+    reme = ReMe(working_dir=tmp_path_factory.mktemp("prop") / "wd", embedding=HASH)
+    loop.run_until_complete(reme.open())
+    yield loop, reme
+    loop.run_until_complete(reme.close())
+    loop.close()
+
+
 @pytest.fixture
 async def imported(reme_factory: Callable[..., ReMe]) -> Any:
     async with reme_factory() as reme:
@@ -77,15 +88,16 @@ async def imported(reme_factory: Callable[..., ReMe]) -> Any:
 
 
 @pytest.mark.parametrize("hostile", range(len(HOSTILE)))
-async def test_a_bad_line_late_in_a_long_file_imports_nothing_and_is_named(imported: ReMe, tmp_path: Path,
-                                                                           hostile: int) -> None:
+def test_a_bad_line_late_in_a_long_file_imports_nothing_and_is_named(one_store: Any, tmp_path: Path,
+                                                                     hostile: int) -> None:
+    loop, reme = one_store
     lines = [encoded(good_line(i)) for i in range(LINES)]
     lines[279] = HOSTILE[hostile](279)
     path = write_lines(tmp_path / "in.jsonl", lines)
-    before = await dump_store(imported)
+    before = loop.run_until_complete(dump_store(reme))
     with pytest.raises(InvalidInputError, match=r"in\.jsonl:280\b"):
-        await imported.import_memory(path)
-    assert await dump_store(imported) == before
+        loop.run_until_complete(reme.import_memory(path))
+    assert loop.run_until_complete(dump_store(reme)) == before
 
 
 async def test_the_same_id_on_two_lines_names_both(imported: ReMe, tmp_path: Path) -> None:
@@ -134,18 +146,7 @@ _line = st.one_of(
 )
 
 
-@pytest.fixture(scope="module")
-def one_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One ReMe on its own loop for every example (creating a store takes seconds)."""
-    loop = asyncio.new_event_loop()
-    reme = ReMe(working_dir=tmp_path_factory.mktemp("prop") / "wd", embedding=HASH)
-    loop.run_until_complete(reme.open())
-    yield loop, reme
-    loop.run_until_complete(reme.close())
-    loop.close()
-
-
-@settings(deadline=None, derandomize=True, database=None, max_examples=30,
+@settings(deadline=None, derandomize=True, database=None, max_examples=20,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(extra=st.lists(st.tuples(st.integers(0, LINES), _line), min_size=1, max_size=3), batch=st.uuids())
 def test_any_import_succeeds_or_changes_nothing(one_store: Any, tmp_path_factory: pytest.TempPathFactory,
