@@ -75,6 +75,7 @@ def one_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     loop = asyncio.new_event_loop()
     reme = ReMe(working_dir=tmp_path_factory.mktemp("prop") / "wd", embedding=HASH)
     loop.run_until_complete(reme.open())
+    loop.run_until_complete(reme.add_memory("Alice prefers window seats", user_name="alice"))
     yield loop, reme
     loop.run_until_complete(reme.close())
     loop.close()
