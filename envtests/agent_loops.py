@@ -89,9 +89,10 @@ def assert_each_turn_summarized_once(llm: OpenAITestServer, conversation: list[t
     assert not any(hint in p for p in extracts)
 
 
-def run_readme(env: str, llm: OpenAITestServer, tmp_path: Path) -> str:
-    """Run the one documentation block marked `env=<env>` (README.md, docs/*.md) as a user would; its output."""
-    blocks = readme_code(env)
+def run_readme(env: str, llm: OpenAITestServer, tmp_path: Path, name: str | None = None) -> str:
+    """Run the one documentation block marked `env=<env>` (and `name=<name>`, or no name) in README.md
+    or docs/*.md as a user would; its output."""
+    blocks = readme_code(env, name)
     assert len(blocks) == 1
     (tmp_path / "snippet.py").write_text(blocks[0][1], encoding="utf-8")
     return run([sys.executable, "snippet.py"], user_environment(llm.base_url, tmp_path), tmp_path)

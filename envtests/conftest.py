@@ -17,9 +17,17 @@ if TYPE_CHECKING:
     from openai_server import OpenAITestServer
 
 
-def readme_code(env: str) -> list[tuple[str, str, int]]:
-    """(language, code, line) of the blocks marked `env=<env>` in README.md and docs/*.md."""
-    return [(lang, code, line) for _, lang, flags, code, line in doc_blocks() if env_of(flags) == env]
+def name_of(flags: set[str]) -> str | None:
+    """The name that tells apart an environment's blocks (```python env=langgraph name=session), if any."""
+    names = [f.split("=", 1)[1] for f in flags if f.startswith("name=")]
+    return names[0] if names else None
+
+
+def readme_code(env: str, name: str | None = None) -> list[tuple[str, str, int]]:
+    """(language, code, line) of the blocks marked `env=<env>` (and `name=<name>`, or no name) in
+    README.md and docs/*.md."""
+    return [(lang, code, line) for _, lang, flags, code, line in doc_blocks()
+            if env_of(flags) == env and name_of(flags) == name]
 
 
 @pytest.fixture

@@ -12,8 +12,10 @@ from reme.errors import (AuthenticationError, CollectionNotFoundError, ConfigErr
                          NotFoundError, NotReadyError, OriginalReMeAPIError, PayloadTooLargeError,
                          PermissionDeniedError, PromptError, PromptTooLargeError, ReMeError, RequestTimeoutError,
                          ServiceError, StoreError, StoreLockedError, VectorSizeError)
-from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrievedMemory, RetrieveResult,
-                         Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory, Usage)
+from reme.markdown import MarkdownExport, MarkdownIssue, MarkdownSyncResult
+from reme.schema import (Fallback, MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, Rejection,
+                         RetrievedMemory, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow, ToolCallRecord,
+                         Trajectory, Usage)
 
 if TYPE_CHECKING:
     from reme.reme import ReMe, ReMeSync
@@ -24,11 +26,12 @@ __version__ = "0.1.0"
 __all__ = [
     "AuthenticationError", "NotReadyError", "PayloadTooLargeError", "PermissionDeniedError", "RequestTimeoutError",
     "ServiceError", "CollectionNotFoundError", "ConfigError", "ConflictError", "EmbeddingConfig", "EmbeddingError",
-    "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError", "MemoryNode",
+    "Fallback", "InvalidFilterError", "InvalidInputError", "LLMConfig", "LLMError", "LLMOutputError",
+    "MarkdownExport", "MarkdownIssue", "MarkdownSyncResult", "MemoryNode",
     "MemoryNotFoundError", "MemoryPage", "MemoryType", "MemoryVersion", "Message", "NotFoundError",
     "OriginalReMeAPIError",
     "ProceduralConfig", "PromptError", "PromptTooLargeError", "PromptsConfig", "ReMe", "ReMeConfig", "ReMeError",
-    "ReMeSync", "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError",
+    "ReMeSync", "Rejection", "RetrievalConfig", "RetrievedMemory", "RetrieveResult", "Scope", "SearchResult", "StoreError",
     "StoreLockedError", "SummaryResult", "TimeWindow", "ToolCallRecord", "ToolConfig", "Trajectory", "Usage",
     "VectorSizeError", "VectorStoreConfig", "filters",
 ]

@@ -40,17 +40,22 @@ class TokenConfig(_Strict):
     users: list[str] = Field(default_factory=list)
     tasks: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
+    sessions: list[str] = Field(default_factory=list)
+    """Sessions (working memory) it may touch; not needed for unscoped calls."""
     destructive: bool = False
 
     @field_validator("secret")
     @classmethod
     def _long_enough(cls, value: SecretStr) -> SecretStr:
-        if len(value.get_secret_value().strip()) < 16:
+        secret = value.get_secret_value()
+        if secret != secret.strip():  # never presented as configured: HTTP drops spaces around a header value
+            raise ValueError("a token secret must not start or end with whitespace")
+        if len(secret) < 16:
             raise ValueError("a token secret needs at least 16 characters")
         return value
 
     def names(self, kind: str) -> list[str]:
-        return {"user": self.users, "task": self.tasks, "tool": self.tools}[kind]
+        return {"user": self.users, "task": self.tasks, "tool": self.tools, "session": self.sessions}[kind]
 
     def may_touch(self, kind: str, name: str) -> bool:
         allowed = self.names(kind)
@@ -135,8 +140,10 @@ class Caller:
 
 
 def find_token(tokens: Sequence[TokenConfig], presented: str) -> TokenConfig | None:
-    """The token whose secret is `presented`, compared in constant time against every token."""
-    given = presented.strip().encode("utf-8")
+    """The token whose secret is `presented`, compared in constant time against every token.
+    Only the spaces and tabs HTTP allows around a header value are ignored: any other whitespace
+    (a no-break space, a line separator) is part of what was presented, so it does not match."""
+    given = presented.strip(" \t").encode("utf-8")
     match = None
     for token in tokens:  # compare with every token, so timing does not tell which one was close
         if hmac.compare_digest(given, token.secret.get_secret_value().encode("utf-8")):
@@ -243,9 +250,9 @@ class Guard:
 
             await self.app(scope, replay, send_logged)
         finally:
-            self.log.info(json.dumps({"method": scope["method"], "path": scope["path"], "status": status,
-                                      "ms": round((time.perf_counter() - started) * 1000, 1),
-                                      "token": state.get("token_name")}))
+            line = {"method": scope["method"], "path": scope["path"], "status": status,
+                    "ms": round((time.perf_counter() - started) * 1000, 1), "token": state.get("token_name")}
+            self.log.info(json.dumps(line), extra={"json": line})
 
     async def _read(self, scope: Scope, receive: Receive) -> tuple[bytes, tuple[int, str, str] | None]:
         limit = self.limits.max_body_bytes
@@ -281,6 +288,36 @@ class Guard:
             if nested_deeper_than(body, self.limits.max_depth):  # JSON and JSONL alike
                 return b"", (400, "InvalidInputError", f"the body is nested deeper than {self.limits.max_depth} levels")
         return body, None
+
+
+class JsonLines(logging.Formatter):
+    """Each record as one JSON object on one line: ReMe's own (`extra={"json": {...}}`) as they
+    are, any other library's (uvicorn, sentence-transformers, ...) as `{"level", "logger",
+    "message"}`, with its traceback as `exception`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        given = getattr(record, "json", None)
+        out = dict(given) if isinstance(given, dict) else {
+            "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+def log_json_lines() -> None:
+    """Log to stderr as `JsonLines`: warnings from any library, ReMe's own lines (`reme.*`,
+    one per request) from INFO up."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLines())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("reme").setLevel(logging.INFO)
+
+
+def json_line(**fields: Any) -> str:
+    """`fields` as the JSON line `JsonLines` writes (for what is printed, not logged)."""
+    return json.dumps(fields, ensure_ascii=False, default=str)
 
 
 def uvicorn_server_class() -> Any:

@@ -20,10 +20,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from reme import __version__
 from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMError, NotFoundError, ReMeError,
                          StoreError)
+from reme import markdown
+from reme.access import json_line
 from reme.config import ReMeConfig
-from reme.reme import ReMe
+from reme.reme import ReMe, file_in_the_way, working_dir_is_a_file
 from reme.schema import MemoryNode, parse_json, plural
 from reme.store import edge_root
 
@@ -76,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
                                      epilog=BENCH_HELP if _benchmarks_here() else None,
                                      formatter_class=_OneLineCommands)
+    parser.add_argument("--version", action="version", version=f"reme {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("add", parents=[common], help="store a memory")
@@ -188,7 +192,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int)
     p.add_argument("--no-rewrite", dest="rewrite", action="store_false", default=None,
                    help="search the query as given (no LLM rewrite)")
+    _markdown_parser(sub, common)
     return parser
+
+
+def _markdown_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """`reme md export DIR --user NAME` and `reme md sync DIR [--dry-run] [--force]`."""
+    p = sub.add_parser("md", help="memories as Markdown files: export, edit, sync back")
+    md = p.add_subparsers(dest="md_command", required=True, metavar="ACTION")
+    e = md.add_parser("export", parents=[common], help="write MEMORY.md (+ journal/), LESSONS.md or TOOL.md")
+    e.add_argument("dir")
+    _scope_args(e, required=True)
+    e.add_argument("--overwrite", action="store_true", help="replace a tree with edits not synced yet")
+    s = md.add_parser("sync", parents=[common], help="write the edits of an exported tree back to the store")
+    s.add_argument("dir")
+    _scope_args(s)
+    s.add_argument("--dry-run", action="store_true", help="only report what would change")
+    s.add_argument("--force", action="store_true",
+                   help="write the clear changes even when some items are reported (conflicts, ambiguous)")
 
 
 BENCH_HELP = "reme bench locomo [options]: the LoCoMo benchmark (in a source checkout, where it lives)"
@@ -233,7 +254,7 @@ async def _run(args: argparse.Namespace) -> int:
         working_dir = tempfile.mkdtemp(prefix="reme-demo-")
     try:
         config = _config(args, working_dir)
-        if args.command in READ_COMMANDS:
+        if args.command in READ_COMMANDS or (args.command, getattr(args, "md_command", None)) == ("md", "export"):
             _require_store(config)
         if args.command == "import":
             _require_lines(args.file)
@@ -292,6 +313,8 @@ class _Progress:
 
 def _require_store(config: ReMeConfig) -> None:
     """A reading command on a store that does not exist is a mistyped path, not a new store."""
+    if file_in_the_way(Path(config.working_dir).expanduser()) is not None:
+        raise working_dir_is_a_file(Path(config.working_dir).expanduser())
     if config.vector_store.backend != "edge":
         return
     root = edge_root(config.vector_store, Path(config.working_dir))
@@ -371,7 +394,51 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
         await demo(reme, as_json=args.json)
     elif cmd in ("history", "count", "delete-all", "summarize", "retrieve", "optimize"):
         await _more(reme, args)
+    elif cmd == "md":
+        return await _markdown(reme, args)
     return EXIT_OK
+
+
+async def _markdown(reme: ReMe, args: argparse.Namespace) -> int:
+    """`reme md export` / `reme md sync`. A sync that reports items exits 2 (an ambiguous item)
+    or 5 (a conflict), a dry run too, so a script can tell before writing."""
+    out = print
+    if args.md_command == "export":
+        done = await reme.export_markdown(args.dir, overwrite=args.overwrite, **_scope(args))
+        out(_dump(done.model_dump(mode="json")) if args.json
+            else f"exported {plural(done.memories, 'memory', 'memories')} to {done.directory}: "
+                 f"{', '.join(done.files)}")
+        return EXIT_OK
+    scope = _scope(args)
+    if not scope:
+        named = markdown.read_tree(Path(args.dir)).scope
+        if named is None:
+            raise InvalidInputError(f"{args.dir} holds no Markdown tree written by `reme md export`")
+        scope = {f"{named.kind}_name": named.name}
+    result = await reme.sync_markdown(args.dir, dry_run=args.dry_run, force=args.force, **scope)
+    code = EXIT_USAGE if result.ambiguous else EXIT_STORE if result.conflicts else EXIT_OK
+    if args.json:
+        out(_dump(result.model_dump(mode="json")))
+        return code
+    for label, nodes in (("added", result.added), ("updated", result.updated), ("deleted", result.deleted)):
+        for node in nodes:
+            out(f"{label:9} {_line(node)}")
+    for label, issues in (("conflict", result.conflicts), ("ambiguous", result.ambiguous)):
+        for issue in issues:
+            where = f"{issue.file}:{issue.line}" if issue.line else issue.file
+            text = " ".join(issue.text.split())
+            out(f"{label:9} {where}  {issue.reason}" + (f"  | {text[:80]}" if text else ""))
+    summary = (f"{len(result.added)} added, {len(result.updated)} updated, {len(result.deleted)} deleted, "
+               f"{plural(len(result.conflicts), 'conflict')}, {len(result.ambiguous)} ambiguous, "
+               f"{result.unchanged} unchanged")
+    if result.dry_run:
+        summary += "; dry run: nothing written"
+    elif not result.applied:
+        summary += "; nothing written: resolve the reported items (or --force to write the rest)"
+    elif result.rewritten:
+        summary += f"; {args.dir} rewritten from the store"
+    out(summary)
+    return code
 
 
 async def _more(reme: ReMe, args: argparse.Namespace) -> None:
@@ -541,10 +608,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(command: str, exc: BaseException) -> None:
-    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show)."""
+    """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show);
+    a JSON object from the commands that log JSON lines (serve, mcp)."""
     text = " ".join(str(exc).split())
-    print(f"reme {command}: {type(exc).__name__}: {text}".encode("utf-8", "backslashreplace").decode("utf-8"),
-          file=sys.stderr)
+    if command in ("serve", "mcp"):
+        line = json_line(level="error", event="exit", command=f"reme {command}", type=type(exc).__name__, message=text)
+    else:
+        line = f"reme {command}: {type(exc).__name__}: {text}"
+    print(line.encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,13 @@ from typing import Any, Literal, Mapping, Sequence
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from reme import errors
+from reme import errors, markdown
 from reme.errors import InvalidInputError, ReMeError, ServiceError
+from reme.markdown import MarkdownExport, MarkdownExportReply, MarkdownSyncReply, MarkdownSyncResult
 from reme.sync import SyncFace
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, MessagesSpec, RetrieveResult,
                          SearchResult, SummaryResult, TimeWindow, ToolCallRecord, Trajectory)
+from reme.working import (CompactedContext, SessionMessage, SessionSize, Tokenizer, count_tokens, message_tokens)
 FilterSpec = Mapping[str, Any] | BaseModel | None
 SearchMode = Literal["dense", "keyword", "hybrid"]
 Direction = Literal["asc", "desc"]
@@ -34,6 +36,7 @@ WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 _NODES = TypeAdapter(list[MemoryNode])
 _HITS = TypeAdapter(list[SearchResult])
 _VERSIONS = TypeAdapter(list[MemoryVersion])
+_MESSAGES = TypeAdapter(list[SessionMessage])
 
 
 def _error_classes() -> dict[str, type[ReMeError]]:
@@ -298,6 +301,33 @@ class ReMeClient:
                                     headers={"Content-Type": "application/x-ndjson"})
         return int(response.json()["count"])
 
+    async def export_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                              task_name: str | None = None, tool_name: str | None = None,
+                              overwrite: bool = False) -> MarkdownExport:
+        """The service's Markdown of a target, written under the local `directory` (the tree
+        there is sent along, so the same checks hold); see `ReMe.export_markdown`."""
+        root = markdown.directory_arg(directory)
+        local = markdown.tree_texts(root)
+        body = _body(files=local, overwrite=overwrite, **_scope(user_name, task_name, tool_name))
+        response = await self._call("POST", "/v1/markdown/export", json=body)
+        reply = MarkdownExportReply.model_validate_json(response.content)
+        markdown.write_tree(root, reply.files, stale=[rel for rel in local if rel not in reply.files])
+        return reply.export.model_copy(update={"directory": str(root)})
+
+    async def sync_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None, dry_run: bool = False,
+                            force: bool = False) -> MarkdownSyncResult:
+        """Send the local tree under `directory` to the service, which applies it as
+        `ReMe.sync_markdown` does (one batch, or nothing); the tree it rewrites comes back."""
+        root = markdown.directory_arg(directory)
+        local = markdown.tree_texts(root)
+        body = _body(files=local, dry_run=dry_run, force=force, **_scope(user_name, task_name, tool_name))
+        response = await self._call("POST", "/v1/markdown/sync", json=body)
+        reply = MarkdownSyncReply.model_validate_json(response.content)
+        if reply.result.rewritten:
+            markdown.write_tree(root, reply.files, stale=[rel for rel in local if rel not in reply.files])
+        return reply.result
+
     async def import_memory(self, path: str | Path, *, format: str = "jsonl", user_name: str | None = None,
                             task_name: str | None = None, tool_name: str | None = None) -> int:
         """Send the local JSONL file `path` to the service; see `ReMe.import_memory`."""
@@ -310,9 +340,10 @@ class ReMeClient:
                                trajectories: Sequence[Trajectory | Mapping[str, Any]] | None = None,
                                task_name: str | None = None,
                                tool_calls: Sequence[ToolCallRecord | Mapping[str, Any]] | None = None,
-                               tool_name: str | None = None, now: datetime | None = None) -> SummaryResult:
+                               tool_name: str | None = None, now: datetime | None = None,
+                               session_name: str | None = None) -> SummaryResult:
         body = _body(messages=messages, user_name=user_name, trajectories=trajectories, task_name=task_name,
-                     tool_calls=tool_calls, tool_name=tool_name, now=now)
+                     tool_calls=tool_calls, tool_name=tool_name, now=now, session_name=session_name)
         return SummaryResult.model_validate_json((await self._call("POST", "/v1/summarize", json=body)).content)
 
     async def retrieve_memory(self, query: str | None = None, *, user_name: str | Sequence[str] | None = None,
@@ -345,6 +376,105 @@ class ReMeClient:
 
     async def optimize(self) -> bool:
         return bool((await self._call("POST", "/v1/optimize")).json()["optimized"])
+
+    # -- working memory ----------------------------------------------------------------------------
+    def _session(self, session_name: str, tail: str) -> str:
+        if not isinstance(session_name, str) or not session_name.strip():
+            raise InvalidInputError("session_name must be a non-empty string")
+        return f"/v1/sessions/{_quote(session_name)}{tail}"
+
+    async def add_messages(self, messages: Sequence[Any], *, session_name: str,
+                           marks: str | Sequence[str] | None = None) -> list[SessionMessage]:
+        body = _body(messages=list(messages), marks=marks)
+        return _MESSAGES.validate_json((await self._call("POST", self._session(session_name, "/messages"),
+                                                         json=body)).content)
+
+    async def get_messages(self, *, session_name: str, mark: str | Sequence[str] | None = None,
+                           exclude_mark: str | Sequence[str] | None = None,
+                           prepend_summary: bool = False) -> list[SessionMessage]:
+        body = _body(mark=mark, exclude_mark=exclude_mark, prepend_summary=prepend_summary)
+        response = await self._call("POST", self._session(session_name, "/messages/get"), json=body, idempotent=True)
+        return _MESSAGES.validate_json(response.content)
+
+    async def delete_messages(self, ids: Sequence[str], *, session_name: str) -> int:
+        body = {"ids": [ids] if isinstance(ids, str) else list(ids)}
+        return int((await self._call("POST", self._session(session_name, "/messages/delete"),
+                                     json=body)).json()["count"])
+
+    async def delete_messages_by_mark(self, mark: str | Sequence[str], *, session_name: str) -> int:
+        return int((await self._call("POST", self._session(session_name, "/messages/delete_by_mark"),
+                                     json=_body(mark=mark))).json()["count"])
+
+    async def update_marks(self, *, session_name: str, ids: Sequence[str] | None = None,
+                           add: str | Sequence[str] | None = None,
+                           remove: str | Sequence[str] | None = None) -> int:
+        body = _body(ids=[ids] if isinstance(ids, str) else ids, add=add, remove=remove)
+        return int((await self._call("POST", self._session(session_name, "/marks"), json=body)).json()["count"])
+
+    async def update_compressed_summary(self, summary: str, *, session_name: str) -> None:
+        await self._call("PUT", self._session(session_name, "/summary"), json={"summary": summary})
+
+    async def session_size(self, *, session_name: str, tokenizer: Tokenizer | None = None) -> SessionSize:
+        """With a tokenizer, the messages are fetched and counted here (a callable does not travel)."""
+        if tokenizer is None:
+            response = await self._call("GET", self._session(session_name, "/size"), idempotent=True)
+            return SessionSize.model_validate_json(response.content)
+        if not callable(tokenizer):
+            raise InvalidInputError("tokenizer must be a callable: text -> token count or list of tokens")
+        state = await self.session_state(session_name=session_name)
+        summary = state.get("_compressed_summary") or ""
+        summary_tokens = count_tokens(summary, tokenizer) if summary else 0
+        tokens = sum(message_tokens(message, tokenizer) for message, _ in state.get("content", []))
+        return SessionSize(messages=len(state.get("content", [])), tokens=tokens + summary_tokens,
+                           summary_tokens=summary_tokens)
+
+    async def clear_session(self, *, session_name: str) -> int:
+        return int((await self._call("POST", self._session(session_name, "/clear"))).json()["count"])
+
+    async def session_state(self, *, session_name: str) -> dict[str, Any]:
+        state = (await self._call("GET", self._session(session_name, "/state"), idempotent=True)).json()
+        return state if isinstance(state, dict) else {}
+
+    async def load_session_state(self, state: Mapping[str, Any], *, session_name: str) -> int:
+        if not isinstance(state, Mapping):
+            raise InvalidInputError("a session state is a dict with `content` and `_compressed_summary`")
+        return int((await self._call("PUT", self._session(session_name, "/state"),
+                                     json={"state": _plain(state)})).json()["count"])
+
+    async def compact_tool_results(self, messages: Sequence[Any], *, session_name: str,
+                                   max_chars: int | None = None, ttl_s: float | None = None) -> CompactedContext:
+        body = _body(messages=list(messages), max_chars=max_chars, ttl_s=ttl_s)
+        response = await self._call("POST", self._session(session_name, "/tool_results"), json=body)
+        return CompactedContext.model_validate_json(response.content)
+
+    async def read_tool_result(self, ref: str, *, session_name: str) -> str:
+        response = await self._call("GET", self._session(session_name, f"/tool_results/{_quote(ref)}"),
+                                    idempotent=True)
+        return str(response.json()["content"])
+
+    @staticmethod
+    def _no_tokenizer(tokenizer: Tokenizer | None) -> None:
+        if tokenizer is not None:
+            raise InvalidInputError("a tokenizer cannot travel over HTTP: the service estimates tokens "
+                                    "(leave tokenizer out, or use ReMe in process)")
+
+    async def compact_context(self, messages: Sequence[Any], *, previous_summary: str = "",
+                              threshold: int | None = None, reserve: int | None = None,
+                              tokenizer: Tokenizer | None = None) -> CompactedContext:
+        self._no_tokenizer(tokenizer)
+        body = _body(messages=list(messages), previous_summary=previous_summary, threshold=threshold, reserve=reserve)
+        return CompactedContext.model_validate_json((await self._call("POST", "/v1/context/compact",
+                                                                      json=body)).content)
+
+    async def prepare_context(self, *, session_name: str, threshold: int | None = None, reserve: int | None = None,
+                              user_name: str | None = None, tokenizer: Tokenizer | None = None) -> CompactedContext:
+        self._no_tokenizer(tokenizer)
+        body = _body(threshold=threshold, reserve=reserve, user_name=user_name)
+        response = await self._call("POST", self._session(session_name, "/prepare"), json=body)
+        return CompactedContext.model_validate_json(response.content)
+
+    async def wait_background(self) -> int:
+        return int((await self._call("POST", "/v1/background/wait")).json()["count"])
 
 
 def _quote(memory_id: str) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from reme.errors import ConfigError, describe
 
@@ -88,14 +89,31 @@ class LLMConfig(_Section):
     model: str | None = None
     temperature: float = 0.0
     max_tokens: int | None = None
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0)
+    """Seconds one call may take in all, its retries and their waits included (time queued behind
+    `max_concurrency` is not counted). Raise it for a slow local model."""
     max_retries: int = Field(default=4, ge=0)
     max_concurrency: int = Field(default=8, ge=1)
     max_prompt_chars: int = Field(default=400_000, ge=1)
     """The longest prompt sent (characters over all messages); a longer one raises `PromptTooLargeError`."""
-    json_mode: bool | None = None
-    """Ask for `response_format=json_object`: None tries it and drops it if the endpoint refuses."""
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
+    """How a reply's shape is asked for. `json_schema`: the reply model's JSON schema, strict (the
+    endpoint constrains decoding to it: OpenAI, vLLM, llama.cpp); `json_object`: any JSON object;
+    `none`: nothing beyond the prompt. `auto` starts with `json_schema` and steps down to the next
+    when the endpoint refuses one (HTTP 400), remembering it; a named mode is never stepped down
+    from (a refusal raises). Replies are parsed leniently and repaired either way."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None  # an empty OPENAI_BASE_URL-style setting means "not set"
+        if value is not None and not re.match(r"^https?://[^/\s]", value.strip(), re.IGNORECASE):
+            hint = f"; write http://{value.strip()}" if "://" not in value else ""
+            raise ValueError(f"base_url {value!r} is not an http:// or https:// URL{hint} "
+                             "(an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1)")
+        return value.strip() if value is not None else None
 
     @property
     def configured(self) -> bool:
@@ -166,6 +184,19 @@ class ToolConfig(_Section):
     top_failures: int = Field(default=5, ge=1)
 
 
+class ContextConfig(_Section):
+    """Working memory (`prepare_context`, `compact_context`, `compact_tool_results`): compact when
+    the messages take more than `threshold` tokens, keeping the newest `reserve` tokens; tool
+    results longer than `max_tool_chars` characters move to the store (their first
+    `preview_chars` stay in the message) and can be read back for `tool_result_ttl_s` seconds."""
+
+    threshold: int = Field(default=64_000, ge=1)
+    reserve: int = Field(default=16_000, ge=0)
+    max_tool_chars: int = Field(default=8_000, ge=1)
+    preview_chars: int = Field(default=1_000, ge=0)
+    tool_result_ttl_s: float = Field(default=86_400.0, gt=0)
+
+
 class ReMeConfig(_Section):
     working_dir: Path = Path(".reme")
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
@@ -175,6 +206,7 @@ class ReMeConfig(_Section):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     procedural: ProceduralConfig = Field(default_factory=ProceduralConfig)
     tool: ToolConfig = Field(default_factory=ToolConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -220,7 +252,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     sections: dict[str, type[BaseModel]] = {"vector_store": VectorStoreConfig, "embedding": EmbeddingConfig, "llm": LLMConfig,
                 "prompts": PromptsConfig, "retrieval": RetrievalConfig, "procedural": ProceduralConfig,
-                "tool": ToolConfig}
+                "tool": ToolConfig, "context": ContextConfig}
     for key, value in env.items():
         if not key.startswith("REME_") or key in NOT_SETTINGS:
             continue

@@ -18,14 +18,15 @@ import contextvars
 import json
 import logging
 import os
-import sys
 from typing import Any
 
 import mcp.types as types
+from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
+from reme import __version__
 from reme.access import (LOOPBACK, App, Caller, Guard, Receive, Scope, Send, ServerConfig, bounded, caller_from,
-                         find_token, send_error, uvicorn_server_class)
+                         find_token, log_json_lines, send_error, uvicorn_server_class)
 from reme.errors import AuthenticationError, ConfigError, InvalidInputError, ReMeError
 from reme.reme import ReMe
 from reme.schema import MemoryNode, check_int
@@ -41,6 +42,11 @@ _TARGET = {
 _MESSAGE = {"type": "object", "properties": {"role": {"type": "string"}, "content": {"type": "string"},
                                               "time": {"type": "string", "description": "ISO 8601, optional"}},
             "required": ["content"]}
+
+
+_CHAT_MESSAGE = {"type": "object", "required": ["role"], "additionalProperties": False, "properties": {
+    "role": {"type": "string"}, "content": {"type": ["string", "null"]}, "name": {"type": "string"},
+    "tool_calls": {"type": "array", "items": {"type": "object"}}, "tool_call_id": {"type": "string"}}}
 
 
 def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -104,6 +110,21 @@ TOOLS: list[dict[str, Any]] = [
                             "success": {"type": "boolean"}, "time_cost": {"type": "number"},
                             "token_cost": {"type": "integer"}, "error": {"type": "string"}}}},
          **_TARGET})},
+    {"name": "compact_context",
+     "description": "Keep a long conversation within your context window: when `messages` take more than "
+                    "`threshold` tokens, the older ones are summarized (goal, constraints, progress, decisions, "
+                    "next steps, critical context), building on `previous_summary`, and you get back `messages` "
+                    "to continue with (the summary first, then the newest messages, at most `reserve` tokens; a "
+                    "tool call always stays with its result) and the new `summary` to pass next time. Nothing "
+                    "is stored.",
+     "inputSchema": _schema({
+         "messages": {"type": "array", "items": _CHAT_MESSAGE, "description": "The conversation, oldest first."},
+         "previous_summary": {"type": "string", "description": "The summary a previous call returned (optional)."},
+         "threshold": {"type": "integer", "minimum": 1, "description": "Compact above this many tokens (default: "
+                                                                      "the server's context.threshold)."},
+         "reserve": {"type": "integer", "minimum": 0, "description": "Tokens of recent messages to keep (default: "
+                                                                    "the server's context.reserve)."}},
+         ["messages"])},
     {"name": "delete_memory",
      "description": "Delete one memory by its `memory_id` (from search_memory or list_memory), for instance "
                     "when the user says it is no longer true.",
@@ -112,6 +133,27 @@ TOOLS: list[dict[str, Any]] = [
 
 
 TOOL_NAMES = frozenset(t["name"] for t in TOOLS)
+_VALIDATORS = {t["name"]: Draft202012Validator(t["inputSchema"]) for t in TOOLS}
+
+
+def check_arguments(name: str, args: Any) -> dict[str, Any]:
+    """The arguments of a call to tool `name` as its schema declares them, or an
+    `InvalidInputError` saying what is wrong: an argument the tool does not take (a misspelt
+    `user` must not fall back to the default target), a missing one, or a value of the wrong
+    type. A null stands for an argument not given."""
+    if not isinstance(args, dict):
+        raise InvalidInputError(f"{name} takes a JSON object of arguments, not {type(args).__name__}")
+    schema = next(t["inputSchema"] for t in TOOLS if t["name"] == name)
+    unknown = sorted(set(args) - set(schema["properties"]))
+    if unknown:
+        raise InvalidInputError(f"{name} takes no argument {', '.join(map(repr, unknown))}; its arguments are "
+                                f"{', '.join(schema['properties'])}")
+    given = {k: v for k, v in args.items() if v is not None}
+    errors = sorted(_VALIDATORS[name].iter_errors(given), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise InvalidInputError(f"{name}: " + "; ".join(
+            f"{'.'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}" for e in errors[:3]))
+    return given
 
 
 def _brief(node: MemoryNode) -> dict[str, Any]:
@@ -161,7 +203,7 @@ class MemoryTools:
         handler = getattr(self, f"_{name}", None)
         if name not in TOOL_NAMES or handler is None:
             raise InvalidInputError(f"unknown tool {name!r}")
-        result = await bounded(handler(dict(args)), self.config.limits.timeout_s)
+        result = await bounded(handler(check_arguments(name, args)), self.config.limits.timeout_s)
         return json.dumps(result, ensure_ascii=False, default=str)
 
     async def _retrieve_personal_memory(self, a: dict[str, Any]) -> Any:
@@ -221,6 +263,20 @@ class MemoryTools:
         return {"added": [_brief(n) for n in r.added], "updated": [_brief(n) for n in r.updated],
                 "deleted": [_brief(n) for n in r.deleted]}
 
+    async def _compact_context(self, a: dict[str, Any]) -> Any:
+        caller = _caller.get(self.caller)
+        if caller is None:
+            raise AuthenticationError("a valid bearer token is required")
+        if not (caller.token is not None and caller.token.sessions):  # stores nothing: any session right will do
+            caller.permit([])
+        messages = a.get("messages")
+        if not isinstance(messages, list) or len(messages) > self.config.limits.max_batch:
+            raise InvalidInputError(f"messages is a list of at most {self.config.limits.max_batch} messages")
+        r = await self.reme.compact_context(messages, previous_summary=a.get("previous_summary") or "",
+                                            threshold=a.get("threshold"), reserve=a.get("reserve"))
+        return {"messages": r.messages, "summary": r.summary, "compacted": r.compacted,
+                "tokens_before": r.tokens_before, "tokens_after": r.tokens_after}
+
     async def _delete_memory(self, a: dict[str, Any]) -> Any:
         await self.reme.delete_memory(a.get("memory_id"), **self._target(a))  # type: ignore[arg-type]
         return {"deleted": a.get("memory_id")}
@@ -241,7 +297,7 @@ def build_server(tools: MemoryTools) -> Any:
         return types.CallToolResult.model_validate({"content": [{"type": "text", "text": text}], "isError": error})
 
     if hasattr(Server, "call_tool"):  # mcp 1.x
-        server: Any = Server("reme")
+        server: Any = Server("reme", version=__version__)
 
         async def list_tools() -> list[Any]:
             return listed
@@ -259,7 +315,9 @@ def build_server(tools: MemoryTools) -> Any:
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         return await run_tool(params.name, params.arguments)
 
-    return Server("reme", on_list_tools=on_list_tools, on_call_tool=on_call_tool)  # type: ignore[call-arg]
+    # As a dict: mypy reads the signature of whichever mcp is installed, and 1.x has no such keywords.
+    handlers: dict[str, Any] = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool}
+    return Server("reme", version=__version__, **handlers)
 
 
 async def run_stdio(tools: MemoryTools) -> None:
@@ -301,9 +359,8 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
           task_name: str | None = None, tool_name: str | None = None) -> int:
     """Open the store, then serve the tools over stdio (until stdin closes) or HTTP (until
     SIGTERM/SIGINT). Returns the exit code."""
-    # stdout is the MCP channel over stdio: logs go to stderr, one JSON line per HTTP request.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
-    log.setLevel(logging.INFO)
+    # stdout is the MCP channel over stdio: logs go to stderr as JSON lines (one per HTTP request).
+    log_json_lines()
     caller: Caller | None = Caller(None) if not config.tokens else None  # over HTTP: each request's token
     if transport == "stdio" and config.tokens:
         token = find_token(config.tokens, os.environ.get("REME_TOKEN", ""))
@@ -324,7 +381,7 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
 
             app, manager = http_app(tools, config)
             server = uvicorn_server_class()(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                                           log_level="warning", lifespan="off"))
+                                                           log_level="warning", log_config=None, lifespan="off"))
             async with manager.run():
                 await server.serve()
             return 0 if server.started else 1

@@ -64,6 +64,10 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "query": "str: the new task",
         "experiences": "list of {when_to_use: str, content: str}",
     },
+    "context/compact": {
+        "previous_summary": "str: the summary so far (empty for the first compaction)",
+        "conversation": "str: the messages to compact, one `[index] speaker: text` line each (long ones cut)",
+    },
     "tool/guideline": {
         "tool_name": "str: the tool",
         "stats": "ToolStats: calls, success_rate, time_mean, time_p95, tokens_mean, tokens_p95, top_failures "

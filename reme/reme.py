@@ -4,37 +4,45 @@ the memory API. `ReMeSync` mirrors it name for name without `async`."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
 from reme.config import ReMeConfig
-from reme.embedding import NO_LOCAL_BACKEND, Embedder, LazyEmbedder, create_embedder, local_backend_installed
+from reme.embedding import Embedder, LazyEmbedder, create_embedder
 from reme.errors import (ConfigError, InvalidInputError, MemoryNotFoundError, OriginalReMeAPIError, ReMeError,
                          VectorSizeError, describe)
+from reme import markdown
 from reme.llm import ChatModel
+from reme.markdown import MarkdownExport, MarkdownSyncResult
 from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messages
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
+from reme.memory.context import check_context, compact, compact_tool_results, context_messages, positive, tokens_of
 from reme.memory.repo import (VERSIONS_SUFFIX, Change, Imported, MemoryRepo, read_export, scope_filter,
                               version_record)
+from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, message_dict,
+                                 session_scope, summary_id, summary_message, text_batches, to_plain_messages)
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
-from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MemoryNode, MemoryPage, MemoryType,
-                         MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
-                         ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text)
-from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, open_store
+from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_TAGS, MemoryNode, MemoryPage,
+                         MemoryType, MemoryVersion, MessagesSpec, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow,
+                         ToolCallRecord, Trajectory, as_aware, check_int, check_number, safe_text, utcnow)
+from reme.store import DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp, open_store
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, VectorRecord, write_jsonl
 from reme.store.filters import And, Eq, Filter, parse_filter
 from reme.sync import SyncFace
+from reme.working import CompactedContext, ContextSplit, SessionMessage, SessionSize, Tokenizer
 
 T = TypeVar("T")
 P = TypeVar("P")
+log = logging.getLogger("reme")
 FilterSpec = Filter | Mapping[str, Any] | None
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
 
@@ -99,7 +107,7 @@ def scope_types(scope: Scope, memory_type: MemoryType | str | None) -> tuple[Mem
 
 def _canonical_id(memory_id: Any) -> str:
     """Ids as stored: a UUID in any spelling (no dashes, upper case) means the same memory.
-    Anything but a short, valid string is an InvalidInputError (another string is not found)."""
+    Anything else is an InvalidInputError: every stored id is a UUID, so it cannot name one."""
     if not isinstance(memory_id, str) or len(memory_id) > MAX_NAME_CHARS:
         raise InvalidInputError(f"a memory id is a UUID string, got {type(memory_id).__name__} "
                                 f"{str(memory_id)[:40]!r}")
@@ -107,7 +115,24 @@ def _canonical_id(memory_id: Any) -> str:
     try:
         return str(uuid.UUID(memory_id))
     except ValueError:
-        return memory_id
+        raise InvalidInputError(f"{memory_id[:40]!r} is not a memory id: memory ids are UUIDs, as add_memory, "
+                                "list_memory and search_memory return them") from None
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """`path` itself or the nearest of its parents that exists, when that is not a folder: a
+    working directory that can never be opened (None when there is nothing in the way)."""
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            return None if p.is_dir() else p
+    return None
+
+
+def working_dir_is_a_file(path: Path) -> ConfigError:
+    blocker = file_in_the_way(path)
+    where = "" if blocker == path else f" (on the way to working_dir {str(path)!r})"
+    return ConfigError(f"{blocker} is a file, not a folder{where}: point --working-dir / REME_WORKING_DIR / "
+                       "working_dir at a folder")
 
 
 def _safe(value: str, what: str) -> str:
@@ -135,6 +160,13 @@ def _list_arg(value: Any, what: str, limit: int = MAX_BATCH) -> list[Any]:
     if len(value) > limit:
         raise InvalidInputError(f"{what} holds {len(value)} items; the limit is {limit}")
     return list(value)
+
+
+def _messages_arg(value: Any) -> list[Any]:
+    """A list of messages (it may be empty); None or a single message is refused."""
+    if value is None:
+        raise InvalidInputError("messages must be a list of messages (dicts with role and content), not None")
+    return _list_arg(value, "messages")
 
 
 def _mapping_arg(value: Any, what: str) -> Any:
@@ -213,7 +245,7 @@ class ReMe:
 
     def __init__(self, config: ReMeConfig | Mapping[str, Any] | None = None, *, working_dir: str | Path | None = None,
                  vector_store: Any = None, embedding: Any = None, llm: Any = None, prompts: Any = None,
-                 retrieval: Any = None, procedural: Any = None, tool: Any = None,
+                 retrieval: Any = None, procedural: Any = None, tool: Any = None, context: Any = None,
                  config_file: str | Path | None = None, embedder: Embedder | None = None,
                  store: VectorStore | None = None, chat_model: ChatModel | None = None,
                  progress: Callable[[str], None] | None = None, **unknown: Any) -> None:
@@ -224,7 +256,8 @@ class ReMe:
             raise TypeError(f"ReMe() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
         self.config = _config_of(config, config_file, {
             "working_dir": working_dir, "vector_store": vector_store, "embedding": embedding, "llm": llm,
-            "prompts": prompts, "retrieval": retrieval, "procedural": procedural, "tool": tool})
+            "prompts": prompts, "retrieval": retrieval, "procedural": procedural, "tool": tool,
+            "context": context})
         self._embedder: Embedder | None = embedder
         self._store: VectorStore | None = store
         self._repo: MemoryRepo | None = None
@@ -235,6 +268,11 @@ class ReMe:
         self._opened = False
         self._made_dirs: list[Path] = []
         self._opening = asyncio.Lock()  # binds to a loop only when two openings meet
+        self._background: set[asyncio.Task[None]] = set()
+        self._in_flight: set[str] = set()
+        self.background_errors: list[BaseException] = []
+        """Failures of background work (see `prepare_context`), each also logged."""
+        self._errors_seen = 0
         self.progress = progress
         """Told, in a few words, what slow work is under way (loading the embedding model, embedding
         N of M texts); the CLI shows it on stderr."""
@@ -274,6 +312,8 @@ class ReMe:
         self._made_dirs = [d for d in (working_dir, *working_dir.parents) if not d.exists()]
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise working_dir_is_a_file(working_dir) from None
         except (OSError, ValueError) as exc:  # ValueError: a NUL or a lone surrogate in the path
             raise ConfigError(f"working_dir {str(working_dir)!r} cannot be created: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
@@ -288,9 +328,9 @@ class ReMe:
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
             if self._embedder is None:
-                # Made on first use: reading commands never load a model (seconds for a local one).
-                if self.config.embedding.backend == "local" and not local_backend_installed():
-                    raise ConfigError(NO_LOCAL_BACKEND)  # said up front, not on the first search
+                # Made on first use: commands that embed nothing never load a model (seconds for a
+                # local one) nor need its package (a core install lists a store without
+                # sentence-transformers). A new store needs the vector size now, and says so here.
                 embedding = self.config.embedding
                 self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
                                               self._check_vector_size, self.progress)
@@ -341,13 +381,16 @@ class ReMe:
                                       "and import into a new one")
 
     async def close(self, *, discard: bool = False) -> bool:
-        """Release the store (and its directory lock). Writes were already durable.
+        """Release the store (and its directory lock) once background work has finished. Writes
+        were already durable.
 
         `discard=True` also removes the store if this `ReMe` created it when it opened and it
         still holds nothing (no memory, no version): what a command that failed before writing
         does, so that it leaves no empty store behind (nor the working directory, if it made that
         and it is left empty). Returns whether the store was removed; a store that was there
         before, or holds anything, is only closed."""
+        if self._background:
+            await self.wait_background()
         removed = discard and await self._discard_empty_new_store()
         if self._store is not None:
             await self._store.close()
@@ -617,17 +660,107 @@ class ReMe:
         named scope: another target's id is not found)."""
         return await self.repo.history(_canonical_id(memory_id), scope_of(user_name, task_name, tool_name))
 
+    # -- Markdown --------------------------------------------------------------------------------
+    async def export_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                              task_name: str | None = None, tool_name: str | None = None,
+                              overwrite: bool = False) -> MarkdownExport:
+        """Write a target's memories as editable Markdown under `directory`: `MEMORY.md` and
+        `journal/YYYY-MM-DD.md` for a user, `LESSONS.md` for a task, `TOOL.md` for a tool (see
+        docs/markdown.md). `sync_markdown` reads the edited tree back.
+
+        Writing over a tree with edits not synced yet, or over Markdown files ReMe did not
+        write, is refused (`InvalidInputError`) unless `overwrite=True`; another target's tree
+        always is. Files a previous export wrote that would now be empty journals are removed;
+        other files in the directory are left alone."""
+        scope = self._require_scope(user_name, task_name, tool_name, "export_markdown")
+        root = markdown.directory_arg(directory)
+        if not isinstance(overwrite, bool):
+            raise InvalidInputError("overwrite must be True or False")
+        async with self.repo.target_lock(scope.kind, scope.name):
+            nodes = await self._markdown_nodes(scope)
+            tree = markdown.read_tree(root)
+            held = tree.scope
+            if held is not None and held != scope:
+                raise InvalidInputError(f"{root} holds the Markdown of {held}, not {scope}: export into another "
+                                        "directory")
+            if not overwrite:
+                if held is None and tree.files:
+                    raise InvalidInputError(f"{root} holds {tree.files[0].path}, which ReMe did not write: pass "
+                                            "overwrite=True (--overwrite) to replace it, or export elsewhere")
+                if held is not None and not markdown.plan(tree, scope, {n.memory_id: n for n in nodes}).empty:
+                    raise InvalidInputError(f"{root} has edits not synced yet: sync_markdown them first, or pass "
+                                            "overwrite=True (--overwrite) to drop them")
+            return self._write_markdown(root, scope, nodes, tree)
+
+    async def sync_markdown(self, directory: str | Path, *, user_name: str | None = None,
+                            task_name: str | None = None, tool_name: str | None = None, dry_run: bool = False,
+                            force: bool = False) -> MarkdownSyncResult:
+        """Read a tree written by `export_markdown` for the same target back into the store: an
+        edited item is an update (the old state kept in `history`), a removed item a delete, an
+        item without a marker a new memory. An item edited or removed here that the store
+        changed since the export is a conflict; an item that cannot be read without guessing
+        (a marker twice, a broken marker, text outside a list item) is ambiguous.
+
+        All the changes are written as one batch, or none: with a conflict or an ambiguous item
+        nothing is written (`applied` False) unless `force=True`, which writes the clear changes
+        and leaves the reported items as the store has them. `dry_run=True` only reports. After
+        a clean sync the tree is written again from the store (new items get their markers)."""
+        scope = self._require_scope(user_name, task_name, tool_name, "sync_markdown")
+        root = markdown.directory_arg(directory)
+        if not isinstance(dry_run, bool) or not isinstance(force, bool):
+            raise InvalidInputError("dry_run and force must be True or False")
+        tree = markdown.read_tree(root)
+        held = tree.scope
+        if held is None:
+            raise InvalidInputError(f"{root} holds no Markdown tree written by ReMe (no file with its front "
+                                    "matter): export_markdown writes one")
+        if held != scope:
+            raise InvalidInputError(f"{root} holds the Markdown of {held}, not {scope}: a tree is synced only "
+                                    "into the target it was exported from")
+        async with self.repo.target_lock(scope.kind, scope.name):
+            stored = {n.memory_id: n for n in await self._markdown_nodes(scope)}
+            plan = markdown.plan(tree, scope, stored)
+            if dry_run or ((plan.conflicts or plan.ambiguous) and not force):
+                return plan.result(dry_run=dry_run, applied=False)
+            changes = ([Change(new=n, reason=f"markdown sync: {plan.where[n.memory_id]}") for n in plan.adds]
+                       + [Change(new=new, old=old, reason=f"markdown sync: {plan.where[old.memory_id]}")
+                          for old, new in plan.updates]
+                       + [Change(old=old, reason=f"markdown sync: removed from {plan.where[old.memory_id]}")
+                          for old in plan.deletes])
+            written = await self.repo.apply(changes) if changes else []
+            result = plan.result(dry_run=False, applied=True)
+            result.added = [n for (n, wrote), c in zip(written, changes) if wrote and c.old is None]
+            result.updated = [n for (n, wrote), c in zip(written, changes) if wrote and c.old and c.new]
+            result.deleted = [n for (n, wrote), c in zip(written, changes) if wrote and c.new is None]
+            if not result.blocked:
+                self._write_markdown(root, scope, await self._markdown_nodes(scope), tree)
+                result.rewritten = True
+            return result
+
+    async def _markdown_nodes(self, scope: Scope) -> list[MemoryNode]:
+        flt = scope_filter(scope, (markdown.main_type(scope),))
+        return [record.node async for record in self.store.iter_records(self.collection, flt)]
+
+    @staticmethod
+    def _write_markdown(root: Path, scope: Scope, nodes: list[MemoryNode], tree: markdown.Tree) -> MarkdownExport:
+        files = markdown.render(nodes, scope, utcnow())
+        owned = [f.path for f in tree.files if f.scope == scope]
+        markdown.write_tree(root, files, stale=owned)
+        return MarkdownExport(directory=str(root), files=sorted(files), memories=len(nodes))
+
     # -- pipelines -------------------------------------------------------------------------------
     async def summarize_memory(self, messages: MessagesSpec | None = None, *,
                                user_name: str | Sequence[str] | None = None,
                                trajectories: Sequence[Trajectory | Mapping[str, Any]] | None = None,
                                task_name: str | None = None,
                                tool_calls: Sequence[ToolCallRecord | Mapping[str, Any]] | None = None,
-                               tool_name: str | None = None, now: datetime | None = None) -> SummaryResult:
+                               tool_name: str | None = None, now: datetime | None = None,
+                               session_name: str | None = None) -> SummaryResult:
         """Turn what happened into memories; one of three inputs:
 
         - `messages` + `user_name` (one name or several, summarized concurrently): personal
           memories (2 LLM calls per user, 1 when nothing is stored yet or nothing is worth keeping);
+          `session_name` instead of `messages` reads them from that session (its summary not included);
         - `trajectories` + `task_name`: procedural lessons (one LLM call per trajectory, one
           comparing the best and worst run when both successes and failures are given, one
           validating the lessons);
@@ -638,6 +771,12 @@ class ReMe:
         and nothing is written. `now` stands in for the current time.
         """
         now = _now_arg(now)
+        if session_name is not None:
+            if messages is not None:
+                raise InvalidInputError("summarize_memory takes messages or session_name, not both")
+            messages = to_plain_messages(await self.get_messages(session_name=session_name))
+            if not messages:
+                raise InvalidInputError(f"session {session_name!r} holds no messages with text to summarize")
         given = [k for k, v in (("messages", messages), ("trajectories", trajectories), ("tool_calls", tool_calls))
                  if v is not None]
         if len(given) != 1:
@@ -770,6 +909,236 @@ class ReMe:
         written = await self.repo.apply([Change(old=n, reason=f"pruned: utility below {min_utility_ratio}")
                                          for n in doomed])
         return [node for node, wrote in written if wrote]
+
+    # -- working memory: sessions (reme/memory/session.py) and context (reme/memory/context.py) ----
+    @property
+    def _sessions(self) -> SessionLog:
+        return SessionLog(self.repo)
+
+    async def add_messages(self, messages: Sequence[Any], *, session_name: str,
+                           marks: str | Sequence[str] | None = None) -> list[SessionMessage]:
+        """Append messages (OpenAI-style dicts, or `Message`s) to a session, in order, each with
+        `marks`; one write. Returns them as stored (with their ids).
+
+        >>> await reme.add_messages([{"role": "user", "content": "Book a table for two"}], session_name="chat-1")
+        """
+        return await self._sessions.add(session_scope(session_name), messages, check_marks(marks))
+
+    async def get_messages(self, *, session_name: str, mark: str | Sequence[str] | None = None,
+                           exclude_mark: str | Sequence[str] | None = None,
+                           prepend_summary: bool = False) -> list[SessionMessage]:
+        """A session's messages in order: with any of `mark`, without any of `exclude_mark`; with
+        `prepend_summary`, the compressed summary (when there is one) first, as a user message."""
+        scope = session_scope(session_name)
+        nodes = await self._sessions.get(scope, check_marks(mark, "mark"), check_marks(exclude_mark, "exclude_mark"))
+        out = [as_message(n) for n in nodes]
+        if prepend_summary:
+            summary = await self._sessions.summary(scope)
+            if summary:
+                out.insert(0, SessionMessage(id=summary_id(scope), message=summary_message(summary), marks=[],
+                                             time=out[0].time if out else utcnow()))
+        return out
+
+    async def delete_messages(self, ids: Sequence[str], *, session_name: str) -> int:
+        """Delete messages of a session by id; returns how many were there."""
+        wanted = [_canonical_id(i) for i in _list_arg([ids] if isinstance(ids, str) else ids, "ids")]
+        return await self._sessions.delete(session_scope(session_name), wanted)
+
+    async def delete_messages_by_mark(self, mark: str | Sequence[str], *, session_name: str) -> int:
+        """Delete a session's messages carrying any of `mark`; returns how many."""
+        marks = check_marks(mark, "mark")
+        if not marks:
+            raise InvalidInputError("delete_messages_by_mark needs at least one mark")
+        return await self._sessions.delete_by_mark(session_scope(session_name), marks)
+
+    async def update_marks(self, *, session_name: str, ids: Sequence[str] | None = None,
+                           add: str | Sequence[str] | None = None,
+                           remove: str | Sequence[str] | None = None) -> int:
+        """Add and remove marks on a session's messages (those with `ids`; all when None), in one
+        write; returns how many messages changed."""
+        wanted = None if ids is None else [_canonical_id(i) for i in _list_arg(
+            [ids] if isinstance(ids, str) else ids, "ids")]
+        added, removed = check_marks(add, "add"), check_marks(remove, "remove")
+        if not added and not removed:
+            raise InvalidInputError("update_marks needs marks to add or to remove")
+        return await self._sessions.remark(session_scope(session_name), wanted, added, removed)
+
+    async def update_compressed_summary(self, summary: str, *, session_name: str) -> None:
+        """Replace a session's compressed summary (an empty string removes it)."""
+        if not isinstance(summary, str):
+            raise InvalidInputError("summary must be a string")
+        await self._sessions.set_summary(session_scope(session_name), _safe(summary, "summary"))
+
+    async def session_size(self, *, session_name: str, tokenizer: Tokenizer | None = None) -> SessionSize:
+        """How many messages a session holds and how many tokens they and its summary take:
+        estimated without a tokenizer, counted with `tokenizer` (text -> count or tokens)."""
+        if tokenizer is not None and not callable(tokenizer):
+            raise InvalidInputError("tokenizer must be a callable: text -> token count or list of tokens")
+        return await self._sessions.size(session_scope(session_name), tokenizer)
+
+    async def clear_session(self, *, session_name: str) -> int:
+        """Delete everything a session holds (messages, summary, offloaded tool results); returns
+        how many records."""
+        return await self._sessions.clear(session_scope(session_name))
+
+    async def session_state(self, *, session_name: str) -> dict[str, Any]:
+        """The session as AgentScope's `MemoryBase.state_dict()` has it: `{"content": [[message,
+        marks], ...], "_compressed_summary": str}`."""
+        return await self._sessions.state(session_scope(session_name))
+
+    async def load_session_state(self, state: Mapping[str, Any], *, session_name: str) -> int:
+        """Replace a session's messages and summary with a `session_state` (as one write);
+        returns how many messages it holds now."""
+        return await self._sessions.load_state(session_scope(session_name), state)
+
+    async def compact_tool_results(self, messages: Sequence[Any], *, session_name: str,
+                                   max_chars: int | None = None, ttl_s: float | None = None) -> CompactedContext:
+        """`messages` with every tool result longer than `max_chars` (`context.max_tool_chars`)
+        replaced by its head and a reference; the whole results are stored in the session (one
+        write) and `read_tool_result` gives them back for `ttl_s` seconds (`context.tool_result_ttl_s`)."""
+        scope = session_scope(session_name)
+        cfg = self.config.context
+        limit = positive(max_chars if max_chars is not None else cfg.max_tool_chars, "max_chars")
+        ttl = check_number(ttl_s if ttl_s is not None else cfg.tool_result_ttl_s, "ttl_s", low=1e-3, high=1e10)
+        messages = _messages_arg(messages)
+        before = tokens_of([message_dict(m, i) for i, m in enumerate(messages)], None)
+        out, refs, nodes = compact_tool_results(messages, self._sessions, scope, max_chars=limit,
+                                                ttl=timedelta(seconds=ttl), preview_chars=cfg.preview_chars)
+        await self._sessions.rewrite(nodes)
+        return CompactedContext(messages=out, offloaded=refs, tokens_before=before, tokens_after=tokens_of(out, None))
+
+    async def read_tool_result(self, ref: str, *, session_name: str) -> str:
+        """The whole tool result a reference in a compacted message names; `MemoryNotFoundError`
+        once it expired (or in another session)."""
+        return await self._sessions.read_tool_result(session_scope(session_name), _canonical_id(ref))
+
+    async def compact_context(self, messages: Sequence[Any], *, previous_summary: str = "",
+                              threshold: int | None = None, reserve: int | None = None,
+                              tokenizer: Tokenizer | None = None) -> CompactedContext:
+        """Compact a message list the caller holds: when it takes more than `threshold` tokens
+        (with `previous_summary`), the older part is summarized (one LLM call per chunk, building on `previous_summary`)
+        and `messages` of the result are the summary then the newest messages (at most
+        `reserve` tokens, never a tool call without its result). Stores nothing."""
+        if not isinstance(previous_summary, str):
+            raise InvalidInputError("previous_summary must be a string")
+        split = self._check(messages, threshold, reserve, tokenizer, previous_summary)
+        result = CompactedContext(messages=context_messages(previous_summary, split.keep), summary=previous_summary,
+                                  tokens_before=tokens_of(context_messages(previous_summary, split.compact + split.keep),
+                                                          tokenizer))
+        if split.compact:
+            structured = await compact(split.compact, previous_summary, self._require_llm("compact_context"),
+                                       self._prompts_lib, usage=result.usage)
+            result.summary, result.structured, result.compacted = structured.render(), structured, len(split.compact)
+            result.messages = context_messages(result.summary, split.keep)
+        result.tokens_after = tokens_of(result.messages, tokenizer)
+        return result
+
+    def _check(self, messages: Any, threshold: int | None, reserve: int | None, tokenizer: Tokenizer | None,
+               summary: str) -> ContextSplit:
+        """The split, with `threshold` counting the summary too (what is sent is both)."""
+        cfg = self.config.context
+        limit = check_int(cfg.threshold if threshold is None else threshold, "threshold", low=0, high=2 ** 40)
+        keep = check_int(min(cfg.reserve, limit) if reserve is None else reserve, "reserve", low=0, high=2 ** 40)
+        if keep > limit:
+            raise InvalidInputError(f"reserve ({keep}) must not exceed threshold ({limit})")
+        room = limit - tokens_of(context_messages(summary, []), tokenizer)
+        return check_context(_messages_arg(messages), max(room, keep), keep, tokenizer=tokenizer)
+
+    async def prepare_context(self, *, session_name: str, threshold: int | None = None, reserve: int | None = None,
+                              user_name: str | None = None, tokenizer: Tokenizer | None = None) -> CompactedContext:
+        """Before a model call: the session's messages, made to fit. Offloaded tool results past
+        their age are dropped; tool results over `context.max_tool_chars` move to the store (a
+        reference stays); when the summary and the messages not yet compacted take more than
+        `threshold` tokens,
+        the older ones are summarized into the session's compressed summary and marked
+        `compressed` (one write with the new summary). Returns the summary then the messages
+        kept, ready to send. With `user_name`, what was compacted is also summarized into the
+        user's long-term memory in the background (`wait_background` waits for it; `close` does)."""
+        scope = session_scope(session_name)
+        user = self._require_scope(user_name, None, None, "prepare_context").name if user_name is not None else None
+        cfg = self.config.context
+        sessions = self._sessions
+        self._check([], threshold, reserve, tokenizer, "")  # the arguments, before anything is read or written
+        async with sessions.lock(scope):
+            expired = await sessions.expired(scope)
+            nodes = await sessions.get(scope, [], [COMPRESSED])
+            messages = [as_message(n).message for n in nodes]
+            summary = await sessions.summary(scope)
+            before = tokens_of(context_messages(summary, messages), tokenizer)
+            messages, refs, offloads = compact_tool_results(
+                messages, sessions, scope, max_chars=cfg.max_tool_chars,
+                ttl=timedelta(seconds=cfg.tool_result_ttl_s), preview_chars=cfg.preview_chars)
+            now = utcnow()
+            for ref in refs:  # the stored message keeps only the reference, in the same write as the result
+                nodes[ref.message_index] = nodes[ref.message_index].model_copy(update={
+                    "content": messages[ref.message_index]["content"], "time_modified": now})
+            changed = {nodes[r.message_index].memory_id for r in refs}
+            split = self._check(messages, threshold, reserve, tokenizer, summary)
+            result = CompactedContext(messages=[], summary=summary, offloaded=refs, tokens_before=before)
+            extra: list[WriteOp] = list(expired)
+            if split.compact:  # the LLM call comes before any write: when it fails, nothing is written
+                structured = await compact(split.compact, summary, self._require_llm("prepare_context"),
+                                           self._prompts_lib, usage=result.usage)
+                summary = structured.render()
+                for i in range(len(split.compact)):
+                    nodes[i] = nodes[i].model_copy(update={"tags": [*nodes[i].tags, COMPRESSED][-MAX_TAGS:],
+                                                           "time_modified": now})
+                    changed.add(nodes[i].memory_id)
+                extra += sessions.summary_ops(scope, summary, await sessions.placeholder())
+                result.summary, result.structured, result.compacted = summary, structured, len(split.compact)
+            # One write: expired results gone, offloaded results, the messages now holding references
+            # or marked compressed, and the new summary: all there after a crash, or none of them.
+            await sessions.rewrite([n for n in nodes if n.memory_id in changed] + offloads, extra)
+            result.messages = context_messages(summary, split.keep)
+            result.tokens_after = tokens_of(result.messages, tokenizer)
+            if user is not None:
+                await self._summarize_compacted_later(scope, user)
+        return result
+
+    async def _summarize_compacted_later(self, scope: Scope, user: str) -> None:
+        """Start summarizing the session's compacted messages not yet in the user's long-term
+        memory (those a crash left behind included), in the background."""
+        pending = [n for n in await self._sessions.get(scope, [COMPRESSED], [])
+                   if not n.metadata.get(SUMMARIZED) and n.memory_id not in self._in_flight]
+        if not pending:
+            return
+        ids = [n.memory_id for n in pending]
+        self._in_flight.update(ids)
+        task = asyncio.create_task(self._summarize_into(scope, user, ids))
+        self._background.add(task)
+        task.add_done_callback(lambda t: self._finished(t, ids))
+
+    async def _summarize_into(self, scope: Scope, user: str, ids: list[str]) -> None:
+        sessions = self._sessions
+        wanted = set(ids)
+        nodes = [n for n in await sessions.nodes(scope) if n.memory_id in wanted]
+        for batch in text_batches(to_plain_messages([as_message(n) for n in nodes])):
+            await self.summarize_memory(batch, user_name=user)
+        async with sessions.lock(scope):
+            fresh = [n for n in await sessions.nodes(scope) if n.memory_id in wanted]
+            await sessions.rewrite([n.model_copy(update={"metadata": {**n.metadata, SUMMARIZED: user}})
+                                    for n in fresh])
+
+    def _finished(self, task: "asyncio.Task[None]", ids: list[str]) -> None:
+        self._background.discard(task)
+        self._in_flight.difference_update(ids)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("summarizing compacted session messages into long-term memory failed: %s", exc,
+                      exc_info=exc)
+            self.background_errors.append(exc)
+
+    async def wait_background(self) -> int:
+        """Wait for the background work `prepare_context` started (summaries of compacted messages
+        into long-term memory); returns how many of them failed since the last call (each was
+        logged, and is in `background_errors`; they are tried again by the next `prepare_context`)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        failed = len(self.background_errors) - self._errors_seen
+        self._errors_seen = len(self.background_errors)
+        return failed
 
     def _require_llm(self, what: str) -> ChatModel:
         if self._llm is None:

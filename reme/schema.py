@@ -91,15 +91,18 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
 
-TargetKind = Literal["user", "task", "tool"]
-"""The kind of target a memory belongs to; a scope is (kind, name)."""
+TargetKind = Literal["user", "task", "tool", "session"]
+"""The kind of target a memory belongs to; a scope is (kind, name). A session (working memory:
+the messages of one conversation in progress, see reme/memory/session.py) holds history only."""
 KIND_TYPES: dict[str, tuple[MemoryType, ...]] = {
     "user": (MemoryType.PERSONAL, MemoryType.HISTORY),
     "task": (MemoryType.PROCEDURAL, MemoryType.HISTORY),
     "tool": (MemoryType.TOOL, MemoryType.HISTORY),
+    "session": (MemoryType.HISTORY,),
 }
 """The memory types each kind of target holds; the first is its main type."""
-TYPE_KIND: dict[MemoryType, str] = {types[0]: kind for kind, types in KIND_TYPES.items()}
+TYPE_KIND: dict[MemoryType, str] = {types[0]: kind for kind, types in KIND_TYPES.items() if kind != "session"}
+"""The kind a main type implies (history implies none: a history memory names its kind)."""
 
 
 def content_hash(memory_type: MemoryType | str, target: str, text: str, target_kind: str | None = None) -> str:
@@ -300,7 +303,7 @@ class MemoryNode(BaseModel):
     memory_type: MemoryType
     # The default is never kept: `_kind_from_type` fills it in from memory_type, or rejects the node.
     target_kind: TargetKind = Field(default=None)  # type: ignore[arg-type]
-    """user, task or tool: with `memory_target`, the scope the memory lives in. Implied by
+    """user, task, tool or session: with `memory_target`, the scope the memory lives in. Implied by
     personal (user), procedural (task) and tool (tool) memories; a history memory names it."""
     memory_target: Name
     when_to_use: Text = ""
@@ -325,7 +328,7 @@ class MemoryNode(BaseModel):
             except ValueError:
                 return data  # the type's own error says what is wrong
             if kind is None:
-                raise ValueError("a history memory needs target_kind: user, task or tool")
+                raise ValueError("a history memory needs target_kind: user, task, tool or session")
             return {**data, "target_kind": kind}
         return data
 
@@ -491,15 +494,29 @@ class MemoryVersion(BaseModel):
     reason: Text = ""
 
 
+class Rejection(BaseModel):
+    """A value the model returned that was not used as given: an item `dropped` (a memory with no
+    usable text, a decision naming nothing shown, items cut off at `max_tokens`) or a field
+    `defaulted` (an importance of NaN, an UPDATE's text over the length limit). `step` is the
+    prompt (`personal/extract`), `path` the value's place in the reply (`memories[3].importance`)."""
+
+    step: str
+    path: str = ""
+    action: Literal["dropped", "defaulted"]
+    reason: str
+
+
 class SummaryResult(BaseModel):
     """What one `summarize_memory` call wrote: new, changed and deleted memories (as they were
-    before deletion), the history nodes it stored, and the LLM usage."""
+    before deletion), the history nodes it stored, the LLM usage, and what the model returned
+    that was not used (`rejected`; nothing of a rejected value is written)."""
 
     added: list[MemoryNode] = Field(default_factory=list)
     updated: list[MemoryNode] = Field(default_factory=list)
     deleted: list[MemoryNode] = Field(default_factory=list)
     history: list[MemoryNode] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    rejected: list[Rejection] = Field(default_factory=list)
 
     def merge(self, other: "SummaryResult") -> "SummaryResult":
         self.added += other.added
@@ -507,6 +524,7 @@ class SummaryResult(BaseModel):
         self.deleted += other.deleted
         self.history += other.history
         self.usage.add(other.usage)
+        self.rejected += other.rejected
         return self
 
 
@@ -527,15 +545,25 @@ class RetrievedMemory(BaseModel):
     source: str | None = None
 
 
+class Fallback(BaseModel):
+    """An optional LLM step of a retrieval that failed and was skipped: `rewrite` (the query was
+    searched as it is), `rerank` (the search's order was kept). `error` says why."""
+
+    step: Literal["rewrite", "rerank"]
+    error: str
+
+
 class RetrieveResult(BaseModel):
     """What `retrieve_memory` found: ranked memories, the text to paste into a prompt, the
-    queries actually searched, the time window applied, and the LLM usage."""
+    queries actually searched, the time window applied, the LLM usage, and the LLM steps that
+    failed and were skipped (`fallbacks`: the result is then plain retrieval's)."""
 
     memories: list[RetrievedMemory] = Field(default_factory=list)
     text: str = ""
     queries: list[str] = Field(default_factory=list)
     time_window: TimeWindow | None = None
     usage: Usage = Field(default_factory=Usage)
+    fallbacks: list[Fallback] = Field(default_factory=list)
 
 
 def parse_items(items: Any, model: type[M], what: str, limit: int = MAX_BATCH) -> list[M]:

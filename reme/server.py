@@ -17,6 +17,7 @@ Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-co
     users = ["*"]          # any user; or a list of names
     tasks = ["triage"]
     tools = []
+    sessions = ["*"]       # working memory (add_messages, prepare_context, ...)
     destructive = false    # delete_all, import, prune and restore need true
     [server.limits]
     max_body_bytes = 10485760
@@ -37,15 +38,19 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, uvicorn_server_class
+from reme.access import Caller, Guard, ServerConfig, bounded, caller_from, log_json_lines, uvicorn_server_class
 from reme.errors import (AuthenticationError, ConfigError, ConflictError, EmbeddingError, InvalidInputError, LLMError,
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
+from reme import markdown
+from reme.markdown import MarkdownExportReply, MarkdownSyncReply
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
                          SummaryResult, TimeWindow, ToolCallRecord, Trajectory, check_int)
+from reme.working import CompactedContext, SessionMessage, SessionSize
 
 T = TypeVar("T")
 log = logging.getLogger("reme.server")
@@ -62,6 +67,7 @@ STATUS: list[tuple[type[ReMeError], int]] = [
 DOCUMENTED: dict[int, str] = {
     400: "malformed body (not JSON, invalid UTF-8, nested too deep)", 401: "no or an unknown bearer token",
     403: "the token may not touch that target or call that operation", 404: "not found in the caller's scope",
+    405: "the path takes another method (the `Allow` header names it)",
     408: "the operation took longer than limits.timeout_s", 409: "a concurrent change; read again and retry",
     413: "body larger than limits.max_body_bytes",
     422: "invalid input (InvalidInputError and its subclasses: InvalidFilterError, PromptTooLargeError, ...)",
@@ -72,6 +78,27 @@ DOCUMENTED: dict[int, str] = {
 
 def status_of(exc: ReMeError) -> int:
     return next(code for cls, code in STATUS if isinstance(exc, cls))
+
+
+ACTIONS = ("batch", "list", "count", "search", "delete_all", "usage", "export", "import")
+"""The POST routes under /v1/memories/ (a test checks the list against the app's routes)."""
+
+
+class MemoryIdConvertor(Convertor[str]):
+    """The `{memory_id}` of a path: any segment but an action's name, so that `GET
+    /v1/memories/search` answers 405 with `Allow: POST` instead of looking for a memory called
+    "search". Another segment that is not a UUID reaches the facade: an `InvalidInputError`."""
+
+    regex = "(?!(?:" + "|".join(ACTIONS) + ")(?:/|$))[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("memory_id", MemoryIdConvertor())
 
 
 # -- request and response models -----------------------------------------------------------------
@@ -156,12 +183,24 @@ class ExportRequest(FilterArgs):
     with_history: bool = True
 
 
+class MarkdownExportRequest(ScopeArgs):
+    files: dict[str, str] = Field(default_factory=dict, description="the tree already in the directory, by path")
+    overwrite: bool = False
+
+
+class MarkdownSyncRequest(ScopeArgs):
+    files: dict[str, str] = Field(default_factory=dict, description="the edited tree, by path")
+    dry_run: bool = False
+    force: bool = False
+
+
 class DeleteAllRequest(ScopeArgs):
     memory_type: MemoryType | None = None
     everything: bool = False
 
 
 class SummarizeRequest(_Strict):
+    session_name: str | None = None
     messages: list[Message] | None = None
     user_name: str | list[str] | None = None
     trajectories: list[Trajectory] | None = None
@@ -175,6 +214,7 @@ class SummarizeRequest(_Strict):
         with `*` for every kind gets that far, and the facade then says what is missing)."""
         users = [self.user_name] if isinstance(self.user_name, str) else self.user_name or []
         out = [("user", u) for u in users] + ([("task", self.task_name)] if self.task_name is not None else [])
+        out += [("session", self.session_name)] if self.session_name is not None else []
         if self.tool_name is not None:
             out.append(("tool", self.tool_name))
         elif self.tool_calls:
@@ -210,6 +250,63 @@ class PruneRequest(_Strict):
     task_name: str
     min_freq: int = 3
     min_utility_ratio: float = 0.3
+
+
+# working memory: the session is named in the path; messages are free-form dicts the facade checks
+class AddMessagesRequest(_Strict):
+    messages: list[dict[str, Any]]
+    marks: str | list[str] | None = None
+
+
+class GetMessagesRequest(_Strict):
+    mark: str | list[str] | None = None
+    exclude_mark: str | list[str] | None = None
+    prepend_summary: bool = False
+
+
+class IdsRequest(_Strict):
+    ids: list[str]
+
+
+class MarkRequest(_Strict):
+    mark: str | list[str]
+
+
+class MarksRequest(_Strict):
+    ids: list[str] | None = None
+    add: str | list[str] | None = None
+    remove: str | list[str] | None = None
+
+
+class SummaryRequest(_Strict):
+    summary: str
+
+
+class StateRequest(_Strict):
+    state: dict[str, Any]
+
+
+class ToolResultsRequest(_Strict):
+    messages: list[dict[str, Any]]
+    max_chars: int | None = None
+    ttl_s: float | None = None
+
+
+class ToolResult(BaseModel):
+    content: str
+
+
+class CompactRequest(_Strict):
+    messages: list[dict[str, Any]]
+    previous_summary: str = ""
+    threshold: int | None = None
+    reserve: int | None = None
+
+
+class PrepareRequest(_Strict):
+    threshold: int | None = None
+    reserve: int | None = None
+    user_name: str | None = None
 
 
 class Count(BaseModel):
@@ -267,6 +364,25 @@ Auth = Depends(authenticate)
 Facade = Depends(facade)
 
 
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    return {p.alias for p in dependant.query_params}.union(*(_query_names(d) for d in dependant.dependencies))
+
+
+def known_query(request: Request) -> None:
+    """Every route's first dependency: a query parameter the route does not declare is an
+    `InvalidInputError`, never ignored (`?user=bob` for `?user_name=bob` would make the call
+    unscoped: a read or a delete of any target's memory)."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise InvalidInputError(f"{request.url.path} takes no query parameter {', '.join(map(repr, unknown))}"
+                                + (f"; it takes {', '.join(sorted(known))}" if known else ""))
+
+
 def scope_query(user_name: str | None = Query(None), task_name: str | None = Query(None),
                 tool_name: str | None = Query(None)) -> ScopeArgs:
     return ScopeArgs(user_name=user_name, task_name=task_name, tool_name=tool_name)
@@ -291,6 +407,7 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
 
     errors = {code: {"model": ErrorBody, "description": text} for code, text in DOCUMENTED.items()}
     app = FastAPI(title="ReMe", version=__version__, lifespan=lifespan, responses=errors,  # type: ignore[arg-type]
+                  dependencies=[Depends(known_query)],
                   description="Typed long-term memory for AI agents, over HTTP. Every error body is "
                               '`{"error": {"type", "message", "details"}}`.')
     app.state.reme, app.state.config, app.state.closing = reme, config, False
@@ -353,7 +470,13 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         type_ = "NotFoundError" if exc.status_code == 404 else "InvalidInputError"
-        return error_response(exc.status_code, type_, str(exc.detail))
+        message = str(exc.detail)
+        allow = (exc.headers or {}).get("Allow")
+        if exc.status_code == 405 and allow:
+            message = f"{request.method} is not allowed on {request.url.path}: use {allow}"
+        response = error_response(exc.status_code, type_, message)
+        response.headers.update(exc.headers or {})
+        return response
 
     @app.exception_handler(Exception)
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
@@ -381,26 +504,26 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         batch(len(body.nodes), "nodes")
         return await run(reme.add_memories(body.nodes))
 
-    @app.get("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    @app.get("/v1/memories/{memory_id:memory_id}", response_model=MemoryNode, tags=["memories"])
     async def get_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                          reme: ReMe = Facade) -> MemoryNode:
         caller.permit(scope.targets())
         return await run(reme.get_memory(memory_id, **scope.model_dump()))
 
-    @app.patch("/v1/memories/{memory_id}", response_model=MemoryNode, tags=["memories"])
+    @app.patch("/v1/memories/{memory_id:memory_id}", response_model=MemoryNode, tags=["memories"])
     async def update_memory(memory_id: str, body: UpdateRequest, caller: Caller = Auth,
                             reme: ReMe = Facade) -> MemoryNode:
         caller.permit(body.targets())
         return await run(reme.update_memory(memory_id, **body.model_dump()))
 
-    @app.delete("/v1/memories/{memory_id}", status_code=204, response_class=Response, tags=["memories"])
+    @app.delete("/v1/memories/{memory_id:memory_id}", status_code=204, response_class=Response, tags=["memories"])
     async def delete_memory(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                             reme: ReMe = Facade) -> Response:
         caller.permit(scope.targets())
         await run(reme.delete_memory(memory_id, **scope.model_dump()))
         return Response(status_code=204)
 
-    @app.get("/v1/memories/{memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
+    @app.get("/v1/memories/{memory_id:memory_id}/history", response_model=list[MemoryVersion], tags=["memories"])
     async def history(memory_id: str, scope: ScopeArgs = Depends(scope_query), caller: Caller = Auth,
                       reme: ReMe = Facade) -> list[MemoryVersion]:
         caller.permit(scope.targets())
@@ -471,6 +594,34 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         caller.permit([], destructive="restore")
         return Count(count=await unspooled(await request.body(), lambda path: reme.restore(path)))
 
+    # -- Markdown --
+    async def in_tree(files: dict[str, str], call: Callable[[Path], Awaitable[T]]) -> tuple[T, dict[str, str]]:
+        """Hand a tree sent as text to a facade method that works on a directory; return what it
+        returns and the tree's files after it."""
+        with tempfile.TemporaryDirectory(prefix="reme-md-") as folder:
+            root = Path(folder) / "tree"
+            await asyncio.to_thread(markdown.write_tree, root, files)
+            try:
+                out = await run(call(root))
+            except InvalidInputError as exc:  # name the tree, not the spool directory
+                raise type(exc)(str(exc).replace(str(root), "the tree")) from None
+            return out, await asyncio.to_thread(markdown.tree_texts, root)
+
+    @app.post("/v1/markdown/export", response_model=MarkdownExportReply, tags=["files"])
+    async def export_markdown(body: MarkdownExportRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> MarkdownExportReply:
+        caller.permit(body.targets())
+        args = body.model_dump()
+        done, files = await in_tree(args.pop("files"), lambda root: reme.export_markdown(root, **args))
+        return MarkdownExportReply(export=done.model_copy(update={"directory": "."}), files=files)
+
+    @app.post("/v1/markdown/sync", response_model=MarkdownSyncReply, tags=["files"])
+    async def sync_markdown(body: MarkdownSyncRequest, caller: Caller = Auth, reme: ReMe = Facade) -> MarkdownSyncReply:
+        caller.permit(body.targets())
+        args = body.model_dump()
+        result, files = await in_tree(args.pop("files"), lambda root: reme.sync_markdown(root, **args))
+        return MarkdownSyncReply(result=result, files=files)
+
     # -- pipelines --
     @app.post("/v1/summarize", response_model=SummaryResult, tags=["pipelines"])
     async def summarize_memory(body: SummarizeRequest, caller: Caller = Auth, reme: ReMe = Facade) -> SummaryResult:
@@ -499,6 +650,100 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         caller.permit([])
         return Optimized(optimized=await run(reme.optimize()))
 
+    # -- working memory (sessions and context) --
+    @app.post("/v1/sessions/{session_name}/messages", response_model=list[SessionMessage], tags=["sessions"])
+    async def add_messages(session_name: str, body: AddMessagesRequest, caller: Caller = Auth,
+                           reme: ReMe = Facade) -> list[SessionMessage]:
+        caller.permit([("session", session_name)])
+        batch(len(body.messages), "messages")
+        return await run(reme.add_messages(body.messages, session_name=session_name, marks=body.marks))
+
+    @app.post("/v1/sessions/{session_name}/messages/get", response_model=list[SessionMessage], tags=["sessions"])
+    async def get_messages(session_name: str, body: GetMessagesRequest, caller: Caller = Auth,
+                           reme: ReMe = Facade) -> list[SessionMessage]:
+        caller.permit([("session", session_name)])
+        return await run(reme.get_messages(session_name=session_name, **body.model_dump()))
+
+    @app.post("/v1/sessions/{session_name}/messages/delete", response_model=Count, tags=["sessions"])
+    async def delete_messages(session_name: str, body: IdsRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        batch(len(body.ids), "ids")
+        return Count(count=await run(reme.delete_messages(body.ids, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/messages/delete_by_mark", response_model=Count, tags=["sessions"])
+    async def delete_messages_by_mark(session_name: str, body: MarkRequest, caller: Caller = Auth,
+                                      reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        return Count(count=await run(reme.delete_messages_by_mark(body.mark, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/marks", response_model=Count, tags=["sessions"])
+    async def update_marks(session_name: str, body: MarksRequest, caller: Caller = Auth,
+                           reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        batch(len(body.ids or []), "ids")
+        return Count(count=await run(reme.update_marks(session_name=session_name, **body.model_dump())))
+
+    @app.put("/v1/sessions/{session_name}/summary", status_code=204, response_class=Response, tags=["sessions"])
+    async def update_compressed_summary(session_name: str, body: SummaryRequest, caller: Caller = Auth,
+                                        reme: ReMe = Facade) -> Response:
+        caller.permit([("session", session_name)])
+        await run(reme.update_compressed_summary(body.summary, session_name=session_name))
+        return Response(status_code=204)
+
+    @app.get("/v1/sessions/{session_name}/size", response_model=SessionSize, tags=["sessions"])
+    async def session_size(session_name: str, caller: Caller = Auth, reme: ReMe = Facade) -> SessionSize:
+        caller.permit([("session", session_name)])
+        return await run(reme.session_size(session_name=session_name))
+
+    @app.post("/v1/sessions/{session_name}/clear", response_model=Count, tags=["sessions"])
+    async def clear_session(session_name: str, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        return Count(count=await run(reme.clear_session(session_name=session_name)))
+
+    @app.get("/v1/sessions/{session_name}/state", tags=["sessions"])
+    async def session_state(session_name: str, caller: Caller = Auth, reme: ReMe = Facade) -> dict[str, Any]:
+        caller.permit([("session", session_name)])
+        return await run(reme.session_state(session_name=session_name))
+
+    @app.put("/v1/sessions/{session_name}/state", response_model=Count, tags=["sessions"])
+    async def load_session_state(session_name: str, body: StateRequest, caller: Caller = Auth,
+                                 reme: ReMe = Facade) -> Count:
+        caller.permit([("session", session_name)])
+        return Count(count=await run(reme.load_session_state(body.state, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/tool_results", response_model=CompactedContext, tags=["context"])
+    async def compact_tool_results(session_name: str, body: ToolResultsRequest, caller: Caller = Auth,
+                                   reme: ReMe = Facade) -> CompactedContext:
+        caller.permit([("session", session_name)])
+        batch(len(body.messages), "messages")
+        args = body.model_dump()
+        return await run(reme.compact_tool_results(args.pop("messages"), session_name=session_name, **args))
+
+    @app.get("/v1/sessions/{session_name}/tool_results/{ref}", response_model=ToolResult, tags=["context"])
+    async def read_tool_result(session_name: str, ref: str, caller: Caller = Auth,
+                               reme: ReMe = Facade) -> ToolResult:
+        caller.permit([("session", session_name)])
+        return ToolResult(content=await run(reme.read_tool_result(ref, session_name=session_name)))
+
+    @app.post("/v1/sessions/{session_name}/prepare", response_model=CompactedContext, tags=["context"])
+    async def prepare_context(session_name: str, body: PrepareRequest, caller: Caller = Auth,
+                              reme: ReMe = Facade) -> CompactedContext:
+        caller.permit([("session", session_name)] + ([("user", body.user_name)] if body.user_name else []))
+        return await run(reme.prepare_context(session_name=session_name, **body.model_dump()))
+
+    @app.post("/v1/context/compact", response_model=CompactedContext, tags=["context"])
+    async def compact_context(body: CompactRequest, caller: Caller = Auth, reme: ReMe = Facade) -> CompactedContext:
+        if not (caller.token is not None and caller.token.sessions):  # stores nothing: any session right will do
+            caller.permit([])
+        batch(len(body.messages), "messages")
+        args = body.model_dump()
+        return await run(reme.compact_context(args.pop("messages"), **args))
+
+    @app.post("/v1/background/wait", response_model=Count, tags=["context"])
+    async def wait_background(caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        return Count(count=await run(reme.wait_background()))
+
     app.add_middleware(Guard, limits=limits, log=log)
     return app
 
@@ -508,18 +753,18 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
     in-flight requests finish, then the store is closed. Returns the exit code."""
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # its lines name upstream URLs, one per LLM call
+    log_json_lines()  # every line on stderr is one JSON object, whichever library writes it
     _Server = uvicorn_server_class()
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
-        log.info(json.dumps({"event": "start", "url": f"http://{config.host}:{config.port}",
-                             "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}))
+        start = {"event": "start", "url": f"http://{config.host}:{config.port}",
+                 "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}
+        log.info(json.dumps(start), extra={"json": start})
         app = create_app(reme, config)
         server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                               log_level="warning", lifespan="on",
-                                               timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
+                                        log_level="warning", log_config=None, lifespan="on",
+                                        timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
         try:
             await server.serve()
         finally:

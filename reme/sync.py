@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, Sequence,
 from reme.errors import ReMeError
 
 if TYPE_CHECKING:
+    from reme.markdown import MarkdownExport, MarkdownSyncResult
     from reme.schema import (MemoryNode, MemoryPage, MemoryVersion, MessagesSpec, RetrieveResult, SearchResult,
                              SummaryResult)
+    from reme.working import CompactedContext, SessionMessage, SessionSize
 
 T = TypeVar("T")
 
@@ -137,6 +139,12 @@ class SyncFace:
     def optimize(self) -> bool:
         return self._run(self._face.optimize())
 
+    def export_markdown(self, directory: str | Path, **kwargs: Any) -> MarkdownExport:
+        return self._run(self._face.export_markdown(directory, **kwargs))
+
+    def sync_markdown(self, directory: str | Path, **kwargs: Any) -> MarkdownSyncResult:
+        return self._run(self._face.sync_markdown(directory, **kwargs))
+
     def history(self, memory_id: str, **kwargs: Any) -> list[MemoryVersion]:
         return self._run(self._face.history(memory_id, **kwargs))
 
@@ -151,3 +159,49 @@ class SyncFace:
 
     def prune(self, task_name: str, **kwargs: Any) -> list[MemoryNode]:
         return self._run(self._face.prune(task_name, **kwargs))
+
+    # -- working memory ----------------------------------------------------------------------------
+    def add_messages(self, messages: Sequence[Any], **kwargs: Any) -> list[SessionMessage]:
+        return self._run(self._face.add_messages(messages, **kwargs))
+
+    def get_messages(self, **kwargs: Any) -> list[SessionMessage]:
+        return self._run(self._face.get_messages(**kwargs))
+
+    def delete_messages(self, ids: Sequence[str], **kwargs: Any) -> int:
+        return self._run(self._face.delete_messages(ids, **kwargs))
+
+    def delete_messages_by_mark(self, mark: str | Sequence[str], **kwargs: Any) -> int:
+        return self._run(self._face.delete_messages_by_mark(mark, **kwargs))
+
+    def update_marks(self, **kwargs: Any) -> int:
+        return self._run(self._face.update_marks(**kwargs))
+
+    def update_compressed_summary(self, summary: str, **kwargs: Any) -> None:
+        return self._run(self._face.update_compressed_summary(summary, **kwargs))
+
+    def session_size(self, **kwargs: Any) -> SessionSize:
+        return self._run(self._face.session_size(**kwargs))
+
+    def clear_session(self, **kwargs: Any) -> int:
+        return self._run(self._face.clear_session(**kwargs))
+
+    def session_state(self, **kwargs: Any) -> dict[str, Any]:
+        return self._run(self._face.session_state(**kwargs))
+
+    def load_session_state(self, state: Any, **kwargs: Any) -> int:
+        return self._run(self._face.load_session_state(state, **kwargs))
+
+    def compact_tool_results(self, messages: Sequence[Any], **kwargs: Any) -> CompactedContext:
+        return self._run(self._face.compact_tool_results(messages, **kwargs))
+
+    def read_tool_result(self, ref: str, **kwargs: Any) -> str:
+        return self._run(self._face.read_tool_result(ref, **kwargs))
+
+    def compact_context(self, messages: Sequence[Any], **kwargs: Any) -> CompactedContext:
+        return self._run(self._face.compact_context(messages, **kwargs))
+
+    def prepare_context(self, **kwargs: Any) -> CompactedContext:
+        return self._run(self._face.prepare_context(**kwargs))
+
+    def wait_background(self) -> int:
+        return self._run(self._face.wait_background())

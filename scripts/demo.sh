@@ -5,4 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/reme demo --embedding local "$@"
+.venv/bin/reme demo --embedding local "$@"
+echo "The reme command is installed in .venv: run 'source .venv/bin/activate' (or call .venv/bin/reme)" \
+     "before the README's reme commands." >&2

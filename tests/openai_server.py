@@ -9,13 +9,14 @@ Each test scripts it:
 - `server.fail_next(status, times, retry_after=None)`: the next requests get that HTTP error.
 - `server.hang_next(seconds, times=1)`: the next requests wait that long before answering.
 - `server.reject_json_mode = True`: a request with `response_format` gets a 400, as some
-  endpoints do.
+  endpoints do; `server.reject_formats = {"json_schema"}`: only those `response_format` types do.
 - `server.raw_next(body, status=200, content_type="text/html", times=1)`: the next requests get
   exactly these bytes (HTML, an empty body, JSON nested too deep...).
 - `server.vectors = fn`: embedding requests are answered with `fn(texts)` as the list of
   embeddings (one too few, strings, NaN...) instead of the hashing embedder's vectors.
 - A reply may be a `Message(content, tool_calls=[{"name": ..., "arguments": {...}}])`: an
-  assistant turn with tool calls, as agent frameworks expect. `stream: true` requests are answered
+  assistant turn with tool calls, as agent frameworks expect (`finish_reason="length"`: a reply
+  cut off at max_tokens). `stream: true` requests are answered
   as server-sent events (content and tool-call deltas, usage when `stream_options.include_usage`).
   `script("", reply, times=1)` rules added in order behave as a queue of agent turns.
 Embedding vectors come from the hashing embedder, so they are deterministic. Every request is
@@ -35,8 +36,9 @@ from reme.embedding import HashEmbedder
 class Message:
     """An assistant turn: text and/or tool calls ({"name": str, "arguments": dict | str})."""
 
-    def __init__(self, content: str | None = None, tool_calls: Sequence[dict[str, Any]] = ()) -> None:
-        self.content, self.tool_calls = content, list(tool_calls)
+    def __init__(self, content: str | None = None, tool_calls: Sequence[dict[str, Any]] = (),
+                 finish_reason: str | None = None) -> None:
+        self.content, self.tool_calls, self.finish_reason = content, list(tool_calls), finish_reason
 
 
 Reply = str | dict[str, Any] | Message | Callable[[dict[str, Any]], "str | dict[str, Any] | Message"]
@@ -62,6 +64,7 @@ class OpenAITestServer:
         self.embedder = HashEmbedder(dim=dim)
         self.requests: list[dict[str, Any]] = []
         self.reject_json_mode = False
+        self.reject_formats: set[str] = set()
         self.in_flight = 0
         self.calls = 0
         self.max_in_flight = 0
@@ -114,7 +117,8 @@ class OpenAITestServer:
                                   "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
 
             def _chat(self, body: dict[str, Any]) -> None:
-                if server.reject_json_mode and "response_format" in body:
+                if "response_format" in body and (server.reject_json_mode or (
+                        body["response_format"] or {}).get("type") in server.reject_formats):
                     self._reply(400, {"error": {"message": "response_format is not supported",
                                                 "type": "invalid_request_error"}})
                     return
@@ -141,7 +145,7 @@ class OpenAITestServer:
                 prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
                 usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                          "total_tokens": prompt_tokens + completion_tokens}
-                finish = "tool_calls" if calls else "stop"
+                finish = message.finish_reason or ("tool_calls" if calls else "stop")
                 head = {"id": f"chatcmpl-test-{n}", "created": int(time.time()), "model": body.get("model")}
                 if body.get("stream"):
                     self._stream(head, message.content, calls, finish,

@@ -305,3 +305,74 @@ def test_optimize_builds_the_index_on_request_and_keeps_every_memory(tmp_path: P
             await store.close()
     assert asyncio.run(unindexed()) == 0
     assert reme(wd, "count", env=env).stdout == "8000\n"
+
+
+CORE_ONLY = ("import sys; sys.modules['sentence_transformers'] = None  # as on a core install: not importable\n"
+             "from reme.cli import main; sys.exit(main())")
+
+
+def core_reme(wd: Path, *args: str, check: int = 0) -> subprocess.CompletedProcess[str]:
+    """`reme` where sentence-transformers cannot be imported, with the default (local) embedder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REME_")}
+    env.update({"REME_WORKING_DIR": str(wd), "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])})
+    proc = subprocess.run([sys.executable, "-c", CORE_ONLY, *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == check, proc.stderr
+    return proc
+
+
+def test_commands_that_embed_nothing_work_on_a_core_install(tmp_path: Path) -> None:
+    """The store knows its vector size: listing, reading, exporting, counting, deleting and a
+    keyword search need no embedder, so a core install runs them without `--embedding` again."""
+    wd, dump = tmp_path / "wd", tmp_path / "dump.jsonl"
+    memory_id = reme(wd, "add", "Alice prefers window seats", "--user", "alice").stdout.strip()
+    reme(wd, "add", "Bob prefers aisle seats", "--user", "bob")
+    reme(wd, "update", memory_id, "--score", "0.5")
+    assert "Alice prefers window seats" in core_reme(wd, "list").stdout
+    assert "Alice prefers window seats" in core_reme(wd, "get", memory_id).stdout
+    assert core_reme(wd, "count").stdout.strip() == "2"
+    assert "update_memory" in core_reme(wd, "history", memory_id).stdout
+    hits = json.loads(core_reme(wd, "search", "window", "--user", "alice", "--mode", "keyword", "--json").stdout)
+    assert [h["node"]["memory_id"] for h in hits] == [memory_id]
+    core_reme(wd, "export", str(dump), "--user", "bob", "--with-vectors")
+    core_reme(wd, "delete-all", "--user", "bob", "--yes")
+    core_reme(wd, "optimize")
+    assert json.loads(core_reme(wd, "import", str(dump), "--json").stdout)["imported"] == 1  # vectors given
+    core_reme(wd, "delete-all", "--user", "bob", "--yes")
+    # what does embed says which extra it needs, exit 4, and changes nothing
+    for args in (["search", "window", "--user", "alice"], ["add", "new", "--user", "alice"]):
+        failed = core_reme(wd, *args, check=4)
+        assert "pip install" in failed.stderr and "sentence-transformers" in failed.stderr
+    assert reme(wd, "count").stdout.strip() == "1"
+    # a new store needs the vector size at once
+    failed = core_reme(tmp_path / "new", "add", "x", "--user", "alice", check=4)
+    assert "sentence-transformers" in failed.stderr
+
+
+def test_a_working_directory_that_is_a_file_is_named_as_one(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for wd in (blocker, blocker / "wd"):
+        for args in (["add", "x", "--user", "a"], ["list"], ["count"], ["demo", "-w", str(wd)]):
+            failed = reme(wd, *args, check=4)
+            assert f"{blocker} is a file" in failed.stderr and "File exists" not in failed.stderr, failed.stderr
+    assert blocker.read_text() == ""
+
+
+@pytest.mark.parametrize("command", [["get"], ["delete"], ["history"], ["update", "--content", "y"]])
+def test_an_id_that_is_not_a_uuid_is_invalid_not_missing(tmp_path: Path, command: list[str]) -> None:
+    wd = tmp_path / "wd"
+    reme(wd, "add", "x", "--user", "a")
+    failed = reme(wd, command[0], "not-a-uuid", *command[1:], check=2)
+    assert failed.stderr.startswith(f"reme {command[0]}: InvalidInputError") and "UUID" in failed.stderr
+    spelt = reme(wd, "list", "--json").stdout
+    memory_id = json.loads(spelt)["memories"][0]["memory_id"]
+    assert reme(wd, "get", memory_id.replace("-", "").upper(), "--json").stdout.count(memory_id) == 1
+
+
+def test_version_is_printed(tmp_path: Path) -> None:
+    from reme import __version__
+
+    proc = subprocess.run([sys.executable, "-m", "reme.cli", "--version"], capture_output=True, text=True,
+                          check=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.strip() == f"reme {__version__}"

@@ -86,6 +86,12 @@ async def operation(wd):
             {"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice lives in Berlin", "reason": "moved"}]
             + [{"candidate": i, "action": "ADD"} for i in range(1, len(facts))]})
         llm = {"llm": {"base_url": server.base_url, "api_key": "k", "model": "test-model", "max_retries": 0}}
+    if OP == "session_prepare":
+        from openai_server import OpenAITestServer
+        server = OpenAITestServer().__enter__()
+        server.script("working memory of an AI agent", {"goal": "plan a trip", "progress": ["weather checked"]})
+        llm = {"llm": {"base_url": server.base_url, "api_key": "k", "model": "test-model", "max_retries": 0},
+               "context": {"max_tool_chars": 1000}}
     async with open_reme(wd, **llm) as reme:
         state["armed"] = True
         if OP == "apply":
@@ -107,6 +113,19 @@ async def operation(wd):
                      "time": "2024-05-03T10:00:00Z"}]
             result = await reme.summarize_memory(chat, user_name="alice", now=T0)
             assert result.updated and len(result.added) > 4, result
+        elif OP == "session_add":
+            await reme.add_messages([{"role": "user", "content": f"message {i}"} for i in range(9)],
+                                    session_name="chat", marks=["new"])
+        elif OP == "session_load":
+            await reme.load_session_state({"content": [[{"role": "user", "content": f"loaded {i}"}, ["m"]]
+                                                       for i in range(9)], "_compressed_summary": "loaded"},
+                                          session_name="chat")
+        elif OP == "session_prepare":
+            result = await reme.prepare_context(session_name="chat", threshold=200, reserve=60)
+            assert result.compacted and result.offloaded, result
+        elif OP == "markdown_sync":
+            result = await reme.sync_markdown(Path(wd) / "md", user_name="alice")
+            assert result.applied and result.added and result.updated and result.deleted, result
         else:
             raise SystemExit(f"unknown op {OP}")
 
@@ -194,7 +213,9 @@ def run_ops(tmp_path: Path, op: str, base: Path | None, *, random_kills: int,
 def _strip_times(value: Any) -> Any:
     """Clock readings differ from run to run; everything else must match exactly."""
     if isinstance(value, dict):
-        return {k: _strip_times(v) for k, v in value.items() if k not in ("time_created", "time_modified", "time")}
+        clock = ("time_created", "time_modified", "time") + (  # a session record's default message_time is now
+            ("message_time", "expires_at") if value.get("target_kind") == "session" or "expires_at" in value else ())
+        return {k: _strip_times(v) for k, v in value.items() if k not in clock}
     if isinstance(value, list):
         return [_strip_times(v) for v in value]
     return value
@@ -315,6 +336,21 @@ async def test_summarize_memory_write_phase_is_all_or_nothing(tmp_path: Path) ->
     await assert_before_or_after(tmp_path, "summarize", wd)
 
 
+async def test_a_markdown_sync_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    async with ReMe(working_dir=base, embedding=EMBEDDING) as reme:  # the tree travels with each copy
+        await reme.export_markdown(base / "md", user_name="alice")
+    memory = base / "md" / "MEMORY.md"
+    lines = memory.read_text(encoding="utf-8").split("\n")
+    items = [i for i, line in enumerate(lines) if line.startswith("- ")]
+    lines[items[0]] = lines[items[0]].replace("Alice fact", "Alice fact, edited in Markdown")
+    del lines[items[1]]
+    memory.write_text("\n".join(lines), encoding="utf-8")
+    # New items in a journal day: their message_time is that day, the same in every run.
+    (base / "md" / "journal").mkdir()
+    (base / "md" / "journal" / "2024-05-03.md").write_text("- Alice added one\n- Alice added two\n", encoding="utf-8")
+    await assert_before_or_after(tmp_path, "markdown_sync", base)
+
+
 async def test_qdrant_recover_rolls_a_leftover_intent_record_forward() -> None:
     store = QdrantStore(location=":memory:", batch_size=2)
     await store.create_collection("mem", DIM)
@@ -427,3 +463,23 @@ async def test_sync_os_fsyncs_before_a_write_returns(tmp_path: Path, monkeypatch
         fsyncs.clear()
         assert await reme.delete_all(user_name="alice") == 5
         assert (len(fsyncs) > 0) == (sync == "os")
+
+
+async def prepare_session(wd: Path) -> None:
+    """A chat session: turns, a tool call with a big result, a summary; and alice's memories."""
+    await prepare(wd, with_history=False)
+    async with ReMe(working_dir=wd, embedding=EMBEDDING) as reme:
+        turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 40}
+                 for i in range(8)]
+        call = {"role": "assistant", "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}
+        await reme.add_messages([*turns, call, {"role": "tool", "tool_call_id": "c1", "content": "r" * 5000}],
+                                session_name="chat")
+        await reme.update_compressed_summary("earlier: hello", session_name="chat")
+
+
+@pytest.mark.parametrize("op", ["session_add", "session_load", "session_prepare"])
+async def test_session_writes_are_all_or_nothing(tmp_path: Path, op: str) -> None:
+    wd = tmp_path / "base"
+    await prepare_session(wd)
+    await assert_before_or_after(tmp_path, op, wd)

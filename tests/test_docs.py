@@ -8,6 +8,8 @@ visible in the page's source, and listed by `test_few_blocks_are_marked_no_run`.
 `no-run` in any other language than python or bash are refused, so a new block cannot slip by
 unexecuted. One block is excluded here by name instead: the set-up block (`./scripts/demo.sh`,
 `./scripts/test.sh`), because it creates a virtual environment and runs this very test suite.
+A block marked `real-model` (```bash real-model) needs the local model (docs/real-model.md): the
+real-model tier, tests/real_model/, runs it against that model instead.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ BLOCKS = doc_blocks()  # (page, language, flags, code, line) of README.md and do
 
 def _runnable(language: str) -> list[Any]:
     return [pytest.param(code, id=f"{page}:{line}") for page, lang, flags, code, line in BLOCKS
-            if lang == language and "no-run" not in flags and not env_of(flags) and SETUP_BLOCK not in code]
+            if lang == language and "no-run" not in flags and "real-model" not in flags and not env_of(flags)
+            and SETUP_BLOCK not in code]
 
 
 # Replies for every prompt the documented calls send: personal extract, reconcile and rewrite;
@@ -50,6 +53,10 @@ def script(server: OpenAITestServer) -> None:
         server.script(prompt, {"memories": [lesson]})
     server.script("Rate each candidate lesson", {"results": [{"index": i, "score": 0.9} for i in range(10)]})
     server.script("Write the usage guideline", {"guideline": "Use short queries; retry once on a timeout."})
+    server.script("working memory of an AI agent", {  # docs/working-memory.md: compaction, and the agent's turns
+        "goal": "Plan a train trip to Lisbon in May", "constraints": ["train only"],
+        "progress": ["looking for a hotel near the river"], "next_steps": ["suggest a day trip"]})
+    server.script("You are a concise travel assistant", "Noted. Anything else?")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +86,13 @@ def test_environment_blocks_are_run_in_their_environment() -> None:
         env = env_of(flags)
         if env:
             assert (ENVTESTS / env / "test_readme.py").is_file(), f"{page}:{line}: no envtests/{env}/test_readme.py"
+
+
+def test_real_model_blocks_are_run_by_the_real_model_tier() -> None:
+    marked = [(lang, page, line) for page, lang, flags, _, line in BLOCKS if "real-model" in flags]
+    assert all(lang in RUNNABLE for lang, _, _ in marked), marked
+    tier = (ROOT / "tests" / "real_model" / "test_real_model.py").read_text(encoding="utf-8")
+    assert not marked or '"real-model" in flags' in tier
 
 
 def test_few_blocks_are_marked_no_run() -> None:

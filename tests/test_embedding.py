@@ -148,7 +148,6 @@ def test_downloads_are_an_explicit_choice() -> None:
 
 async def test_a_core_only_install_names_the_extra_when_the_store_opens(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("reme.reme.local_backend_installed", lambda: False)
     monkeypatch.setattr("reme.embedding.local_backend_installed", lambda: False)
     with pytest.raises(ConfigError, match=r"pip install 'reme-memory\[local\]'"):
         async with ReMe(working_dir=tmp_path, embedding={"backend": "local"}):

@@ -160,9 +160,12 @@ async def test_unicode_round_trips(reme: ReMe) -> None:
 
 
 async def test_missing_ids_and_bad_queries_raise_typed_errors(reme: ReMe) -> None:
-    for call in (reme.get_memory(MISSING), reme.delete_memory(MISSING), reme.update_memory(MISSING, content="x"),
-                 reme.get_memory("not-a-uuid")):
+    for call in (reme.get_memory(MISSING), reme.delete_memory(MISSING), reme.update_memory(MISSING, content="x")):
         with pytest.raises(MemoryNotFoundError):
+            await call
+    for call in (reme.get_memory("not-a-uuid"), reme.delete_memory("search"), reme.history("x"),
+                 reme.update_memory("not-a-uuid", content="x"), reme.record_usage(["not-a-uuid"], True)):
+        with pytest.raises(InvalidInputError, match="not a memory id"):  # every stored id is a UUID
             await call
     with pytest.raises(InvalidInputError):
         await reme.search_memory("", user_name="a")

@@ -119,6 +119,20 @@ async def exercise(reme: ReMe, scope: Scope, others: list[MemoryNode], tmp_path:
     assert own.version == 2 and len(await reme.history(own.memory_id, **kw)) == 1  # inside the scope: found
     (counted,) = await reme.record_usage([own.memory_id], True, **kw)
     assert counted.metadata["freq"] == 1
+    # Markdown: the scope's tree holds only its memories; edited to reach others' ids, it writes none of them
+    tree = tmp_path / "md"
+    done = await reme.export_markdown(tree, **kw)
+    files = "".join((tree / f).read_text(encoding="utf-8") for f in done.files)
+    assert not any(secret(k) in files for k in KINDS if k != scope.kind)
+    root = tree / done.files[0]
+    text = root.read_text(encoding="utf-8")
+    first_id = text.split('"id": "', 1)[1].split('"', 1)[0]
+    text = text.replace(first_id, other_ids[0]).replace("\n- ", "\n- hijacked ", 1)  # its item comes first
+    root.write_text(text + "- bob writes a note in Markdown\n", encoding="utf-8")
+    synced = await reme.sync_markdown(tree, force=True, **kw)
+    assert [c.memory_id for c in synced.conflicts] == [other_ids[0]]
+    assert [n.content for n in synced.added] == ["bob writes a note in Markdown"] and not synced.updated
+    inside(synced.added)
     # pipelines
     if scope.kind == "user":
         result = await reme.summarize_memory([{"role": "user", "content": "I like tea"}], user_name=NAME)

@@ -49,7 +49,12 @@ async def test_structured_reply_is_parsed_and_usage_counted(server: OpenAITestSe
     assert usage.calls == 1 and usage.prompt_tokens == 6 and usage.completion_tokens == 4
     assert usage.total_tokens == 10 and usage.llm_seconds > 0
     body = server.chat_requests[0]
-    assert body["model"] == "test-model" and body["response_format"] == {"type": "json_object"}
+    assert body["model"] == "test-model"
+    # The reply model's schema, strict: every property required, nothing else allowed.
+    assert body["response_format"]["type"] == "json_schema"
+    sent = body["response_format"]["json_schema"]
+    assert sent["name"] == "Answer" and sent["strict"] is True
+    assert sent["schema"]["required"] == ["name", "count"] and sent["schema"]["additionalProperties"] is False
     assert server.requests[0]["auth"] == "Bearer test-key"
     await llm.close()
 
@@ -142,31 +147,79 @@ async def test_client_errors_are_not_retried(server: OpenAITestServer) -> None:
     assert len(server.chat_requests) == 1
 
 
-async def test_a_hang_past_the_timeout_is_retried_then_reported(server: OpenAITestServer) -> None:
+async def test_an_endpoint_that_never_answers_fails_at_the_one_deadline_naming_its_url(
+        server: OpenAITestServer) -> None:
     server.script("apples", "fine")
-    server.hang_next(2.0, times=1)
-    llm = make(server, timeout=0.5)
-    assert await llm.chat(ASK) == "fine"
-    server.hang_next(2.0, times=3)
-    with pytest.raises(LLMError, match="timed out"):
+    server.hang_next(30.0, times=10)
+    llm = make(server, timeout=1.0, max_retries=5)  # five retries of 1 s each used to take 6 s and more
+    started = time.monotonic()
+    with pytest.raises(LLMError) as info:
         await llm.chat(ASK)
+    assert time.monotonic() - started < 2.5
+    assert server.base_url in str(info.value) and "llm.timeout" in str(info.value)
 
 
-async def test_json_mode_is_dropped_when_the_endpoint_refuses_it(server: OpenAITestServer) -> None:
+async def test_retries_happen_within_the_deadline(server: OpenAITestServer) -> None:
+    server.script("apples", "fine")
+    server.fail_next(503, times=2)
+    assert await make(server, timeout=5.0).chat(ASK) == "fine"
+    assert len(server.chat_requests) == 3
+
+
+async def test_a_connection_error_names_the_url() -> None:
+    import socket
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    llm = ChatModel(LLMConfig(base_url=url, model="m", max_retries=1), retry_initial=0.01, retry_max=0.02)
+    with pytest.raises(LLMError) as info:
+        await llm.chat(ASK)
+    assert url in str(info.value) and "Connection error." != str(info.value)
+
+
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "127.0.0.1:8080", "ftp://example.com/v1"])
+def test_a_base_url_without_http_is_explained(url: str) -> None:
+    from reme.config import ReMeConfig
+    with pytest.raises(ConfigError, match="http://") as info:
+        ReMeConfig.load(env={}, llm={"base_url": url, "model": "m"})
+    if "://" not in url:
+        assert f"http://{url}" in str(info.value)
+
+
+async def test_response_format_steps_down_when_the_endpoint_refuses_it(server: OpenAITestServer) -> None:
+    server.reject_formats = {"json_schema"}
+    server.script("apples", {"name": "Bob", "count": 3})
+    llm = make(server)
+    assert await llm.structured(ASK, Answer) == Answer(name="Bob", count=3)
+    assert await llm.structured(ASK, Answer) == Answer(name="Bob", count=3)
+    formats = [(body.get("response_format") or {}).get("type") for body in server.chat_requests]
+    assert formats == ["json_schema", "json_object", "json_object"]  # refused once, never sent again
+
+
+async def test_an_endpoint_refusing_every_response_format_gets_none(server: OpenAITestServer) -> None:
     server.reject_json_mode = True
     server.script("apples", {"name": "Bob", "count": 3})
     llm = make(server)
     assert await llm.structured(ASK, Answer) == Answer(name="Bob", count=3)
     assert await llm.structured(ASK, Answer) == Answer(name="Bob", count=3)
     formats = ["response_format" in body for body in server.chat_requests]
-    assert formats == [True, False, False]  # refused once, never sent again
+    assert formats == [True, True, False, False]
 
 
-async def test_json_mode_forced_on_surfaces_the_refusal(server: OpenAITestServer) -> None:
+@pytest.mark.parametrize("mode", ["json_schema", "json_object"])
+async def test_a_named_structured_output_mode_surfaces_the_refusal(server: OpenAITestServer, mode: str) -> None:
     server.reject_json_mode = True
     with pytest.raises(LLMError) as info:
-        await make(server, json_mode=True).structured(ASK, Answer)
+        await make(server, structured_output=mode).structured(ASK, Answer)
     assert info.value.status_code == 400
+    assert server.chat_requests[0]["response_format"]["type"] == mode
+
+
+async def test_structured_output_none_sends_no_response_format(server: OpenAITestServer) -> None:
+    server.script("apples", {"name": "Bob", "count": 3})
+    assert await make(server, structured_output="none").structured(ASK, Answer) == Answer(name="Bob", count=3)
+    assert "response_format" not in server.chat_requests[0]
 
 
 async def test_concurrency_is_bounded_per_model(server: OpenAITestServer) -> None:

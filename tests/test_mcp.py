@@ -19,6 +19,7 @@ from reme import ReMe
 from reme.access import Caller, Limits, ServerConfig, TokenConfig
 from reme.mcp import TOOLS, MemoryTools, build_server
 
+from conftest import dump_store
 from openai_server import OpenAITestServer
 from service_process import DIM, ROOT, Served, pythonpath
 
@@ -48,12 +49,16 @@ async def call(session: ClientSession, name: str, **arguments: Any) -> Any:
 
 
 async def test_the_tools_are_listed_with_descriptions_for_a_model(reme: ReMe) -> None:
+    compact = next(t for t in TOOLS if t["name"] == "compact_context")["inputSchema"]
+    assert compact["additionalProperties"] is False and compact["properties"]["messages"]["items"][
+        "additionalProperties"] is False  # strict: unknown arguments are not silently dropped
+
     async def body(session: ClientSession) -> None:
         listed = (await session.list_tools()).tools
         assert [t.name for t in listed] == [t["name"] for t in TOOLS]
         assert {t.name for t in listed} == {"retrieve_personal_memory", "retrieve_task_memory",
                                             "retrieve_tool_memory", "add_memory", "search_memory", "list_memory",
-                                            "summarize_memory", "delete_memory"}
+                                            "summarize_memory", "compact_context", "delete_memory"}
         for tool in listed:
             assert len(tool.description or "") > 60
             assert tool.model_dump(by_alias=True)["inputSchema"]["type"] == "object"
@@ -138,6 +143,34 @@ async def test_summarize_messages_for_the_default_user(llm_reme: ReMe, server: O
 
     await with_session(MemoryTools(llm_reme, user_name="alice"), body)
     assert await llm_reme.count_memory(user_name="alice", memory_type="personal") == 1
+
+
+async def test_compact_context_summarizes_the_old_part_and_stores_nothing(llm_reme: ReMe,
+                                                                          server: OpenAITestServer) -> None:
+    server.script("working memory of an AI agent", {"goal": "Plan a trip to Oslo", "next_steps": ["book a hotel"]})
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 60}
+             for i in range(8)]
+    call_turns = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "rain"}]
+    before = await llm_reme.count_memory()
+
+    async def body(session: ClientSession) -> None:
+        result = await call(session, "compact_context", messages=turns + call_turns, threshold=300, reserve=40,
+                            previous_summary="The user is travelling.")
+        assert result["compacted"] == 8 and result["messages"][1:] == call_turns
+        assert "## Goal\nPlan a trip to Oslo" in result["summary"]
+        assert result["tokens_after"] < result["tokens_before"]
+        assert "The user is travelling." in server.requests[-1]["body"]["messages"][0]["content"]
+        small = await call(session, "compact_context", messages=turns[:1])
+        assert small["compacted"] == 0 and small["messages"] == turns[:1]
+        for bad in ({"messages": "hi"}, {"messages": turns, "threshold": 10, "reserve": 20},
+                    {"messages": [{"content": "no role"}]}, {"messages": turns, "previous_summary": 5},
+                    {"messages": [{"role": "user", "content": "x", "extra": 1}]}):
+            assert "error" in await call(session, "compact_context", **bad), bad
+
+    await with_session(MemoryTools(llm_reme, user_name="alice"), body)
+    assert await llm_reme.count_memory() == before
 
 
 async def test_a_slow_tool_call_times_out_typed_and_its_write_still_completes(llm_reme: ReMe,
@@ -230,3 +263,71 @@ async def test_reme_mcp_over_http_needs_a_token_and_keeps_to_its_scope(tmp_path:
 def test_mcp_takes_one_default_target(argv: list[str], message: str, tmp_path: Path) -> None:
     served = Served(tmp_path / "wd", command="mcp", args=argv)
     assert served.wait_exit(30) == 2 and message in served.output()
+
+
+# An argument each tool does not declare, and a value its schema refuses: the schema says
+# additionalProperties false, so a misspelt target (`user` for `user_name`) must not fall back to
+# the default target and read or write another user's memories.
+UNDECLARED = {
+    "retrieve_personal_memory": {"query": "seats", "user": "bob"},
+    "retrieve_task_memory": {"query": "plan", "task_name": "trip", "task": "other"},
+    "retrieve_tool_memory": {"tool_names": ["web"], "tool": "other"},
+    "add_memory": {"content": "Bob likes jazz", "user": "bob"},
+    "search_memory": {"query": "seats", "user": "bob"},
+    "list_memory": {"user": "bob"},
+    "summarize_memory": {"messages": [{"role": "user", "content": "hi"}], "user": "bob"},
+    "delete_memory": {"memory_id": "8c1c5f0e-5a8e-4a7e-9a53-1d4f8e0f0a11", "memoryid": "x"},
+    "compact_context": {"messages": [{"role": "user", "content": "hi"}], "session_name": "s"},
+}
+
+
+def test_every_tool_is_checked_for_undeclared_arguments() -> None:
+    assert set(UNDECLARED) == {t["name"] for t in TOOLS}
+
+
+@pytest.mark.parametrize("tool", sorted(UNDECLARED))
+async def test_an_undeclared_argument_is_refused_typed_and_nothing_is_read_or_written(reme: ReMe, tool: str) -> None:
+    await reme.add_memory("Alice prefers window seats", user_name="alice")
+    before = await dump_store(reme)
+
+    async def body(session: ClientSession) -> None:
+        refused = await call(session, tool, **UNDECLARED[tool])
+        assert refused["error"].startswith("InvalidInputError"), refused
+        unknown = sorted(set(UNDECLARED[tool]) - set(next(t for t in TOOLS if t["name"] == tool)
+                                                      ["inputSchema"]["properties"]))
+        assert all(repr(name) in refused["error"] for name in unknown), refused
+        assert "Alice" not in refused["error"]
+
+    await with_session(MemoryTools(reme, user_name="alice"), body)
+    assert await dump_store(reme) == before
+
+
+async def test_arguments_that_break_the_tools_schema_are_refused_typed(reme: ReMe) -> None:
+    async def body(session: ClientSession) -> None:
+        for name, arguments in [("search_memory", {}), ("search_memory", {"query": 7}),
+                                ("search_memory", {"query": "x", "top_k": "3"}),
+                                ("search_memory", {"query": "x", "top_k": 0}),
+                                ("add_memory", {"content": "x", "tags": "travel"}),
+                                ("summarize_memory", {"trajectories": [{"messages": []}]})]:
+            refused = await call(session, name, **arguments)
+            assert refused["error"].startswith("InvalidInputError"), (name, arguments, refused)
+        assert await reme.count_memory() == 0
+        # a null stands for an argument not given: the default target
+        assert (await call(session, "add_memory", content="Alice likes tea", user_name=None))["target"] == "user:alice"
+
+    await with_session(MemoryTools(reme, user_name="alice"), body)
+
+
+async def test_the_server_reports_the_package_version(reme: ReMe) -> None:
+    from reme import __version__
+
+    server = build_server(MemoryTools(reme, user_name="alice"))
+    to_server_send, to_server_recv = anyio.create_memory_object_stream[Any](100)
+    to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](100)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.run, to_server_recv, to_client_send, server.create_initialization_options())
+            async with ClientSession(to_client_recv, to_server_send) as session:
+                info = (await session.initialize()).model_dump(by_alias=True)["serverInfo"]
+            tg.cancel_scope.cancel()
+    assert info["name"] == "reme" and info["version"] == __version__ and __version__

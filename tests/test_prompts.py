@@ -34,6 +34,7 @@ SAMPLES: dict[str, Any] = {
     "calls": [{"input": {"q": "x"}, "output": "y", "success": False, "time_cost": 2.0, "token_cost": 400,
                "error": "timeout"}],
     "previous": "",
+    "previous_summary": "## Goal\nHelp Alice settle in Berlin",
 }
 
 

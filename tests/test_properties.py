@@ -315,6 +315,54 @@ def test_cli_exits_with_a_documented_code_and_one_line(tmp_path_factory: pytest.
         assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
 
 
+# -- working memory --------------------------------------------------------------------------------
+roles = mostly(st.sampled_from(["user", "assistant", "tool", "system"]), st.one_of(weird, numbers, st.none()))
+chat_messages = mostly(
+    st.fixed_dictionaries({"role": roles, "content": st.one_of(texts, st.none(), st.lists(json_values, max_size=3))},
+                          optional={"name": texts, "tool_call_id": texts, "tool_calls": json_values, "time": datetimes,
+                                    "id": texts, "extra": json_values}),
+    anything)
+message_lists = mostly(st.lists(chat_messages, min_size=1, max_size=4), anything)
+marks = st.one_of(st.none(), good_tags, texts, lists_of_text, numbers)
+sessions = mostly(st.sampled_from(["chat", "other"]), st.one_of(texts, numbers, st.none()))
+
+
+@SETTINGS
+@given(messages=message_lists, session=sessions, marks_=marks)
+def test_add_messages_succeeds_or_rejects_cleanly(h: Harness, messages: Any, session: Any, marks_: Any) -> None:
+    h.check(lambda: h.reme.add_messages(messages, session_name=session, marks=marks_))
+
+
+@SETTINGS
+@given(state=mostly(st.fixed_dictionaries(
+    {"content": st.lists(st.tuples(chat_messages, marks).map(list), max_size=3)},
+    optional={"_compressed_summary": st.one_of(texts, numbers, st.none())}), anything), session=sessions)
+def test_load_session_state_succeeds_or_rejects_cleanly(h: Harness, state: Any, session: Any) -> None:
+    h.check(lambda: h.reme.load_session_state(state, session_name=session))
+
+
+@SETTINGS
+@given(ids=st.one_of(st.none(), lists_of_text, ids), add=marks, remove=marks, session=sessions,
+       mark=marks, exclude=marks)
+def test_marks_succeed_or_reject_cleanly(h: Harness, ids: Any, add: Any, remove: Any, session: Any, mark: Any,
+                                         exclude: Any) -> None:
+    h.check(lambda: h.reme.update_marks(session_name=session, ids=ids, add=add, remove=remove))
+    h.check(lambda: h.reme.get_messages(session_name=session, mark=mark, exclude_mark=exclude))
+    h.check(lambda: h.reme.delete_messages_by_mark(mark, session_name=session))
+
+
+@SETTINGS
+@given(messages=message_lists, session=sessions, max_chars=mostly(st.integers(1, 50), st.one_of(numbers, texts)),
+       ttl=mostly(st.none(), st.one_of(numbers, texts)), threshold=mostly(st.integers(0, 10_000), numbers),
+       reserve=mostly(st.integers(0, 100), numbers))
+def test_context_calls_succeed_or_reject_cleanly(h: Harness, messages: Any, session: Any, max_chars: Any, ttl: Any,
+                                                 threshold: Any, reserve: Any) -> None:
+    h.check(lambda: h.reme.compact_tool_results(messages, session_name=session, max_chars=max_chars, ttl_s=ttl))
+    # no LLM here: a compaction that is needed is a ConfigError, and then nothing is written
+    h.check(lambda: h.reme.prepare_context(session_name=session, threshold=threshold, reserve=reserve))
+    h.check(lambda: h.reme.compact_context(messages, threshold=threshold, reserve=reserve))
+
+
 def test_every_property_saw_both_successes_and_rejections(h: Harness) -> None:
     """Runs after the properties above (file order): a property whose inputs were all rejected (or
     all accepted) would pass while testing only half of its claim."""

@@ -38,7 +38,8 @@ GUIDE = "Write the usage guideline"
 ADMIN, ALICE, READER = "admin-secret-0123456789", "alice-secret-0123456789", "reader-secret-0123456789"
 TOKENS = [
     {"name": "admin", "secret": ADMIN, "users": ["*"], "tasks": ["*"], "tools": ["*"], "destructive": True},
-    {"name": "alice-app", "secret": ALICE, "users": ["alice"], "tasks": ["trip"], "destructive": False},
+    {"name": "alice-app", "secret": ALICE, "users": ["alice"], "tasks": ["trip"], "sessions": ["alice-chat"],
+     "destructive": False},
     {"name": "reader", "secret": READER, "users": ["*"], "tasks": ["*"], "tools": ["*"]},
 ]
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -320,6 +321,32 @@ async def test_summarize_messages_then_retrieve(api: Any, uid: str, llm: OpenAIT
 
 
 @module_loop
+async def test_a_session_round_trips_and_its_context_is_prepared(api: Any, uid: str, llm: OpenAITestServer) -> None:
+    llm.script(["working memory of an AI agent", uid], {"goal": f"help {uid}", "next_steps": ["answer"]}, times=1)
+    turns = [{"role": "user", "content": f"{uid} turn {i} " + "word " * 60} for i in range(6)]
+    added = await api.add_messages(turns, session_name=uid, marks="new")
+    assert [m.message for m in await api.get_messages(session_name=uid, mark="new")] == turns
+    assert await api.update_marks(session_name=uid, ids=[added[0].id], remove="new") == 1
+    assert (await api.session_size(session_name=uid)).messages == 6
+    words = await api.session_size(session_name=uid, tokenizer=lambda text: text.split())
+    assert words.tokens == 6 * (4 + 63)
+    out = await api.compact_tool_results([{"role": "tool", "content": "z" * 3000}], session_name=uid, max_chars=100)
+    assert await api.read_tool_result(out.offloaded[0].ref, session_name=uid) == "z" * 3000
+    ready = await api.prepare_context(session_name=uid, threshold=200, reserve=100)
+    assert ready.compacted == 5 and ready.messages[1:] == turns[5:] and f"help {uid}" in ready.summary
+    assert await api.wait_background() == 0
+    state = await api.session_state(session_name=uid)
+    assert await api.load_session_state(state, session_name=uid + "-copy") == 6
+    assert await api.session_state(session_name=uid + "-copy") == state
+    assert await api.delete_messages_by_mark("compressed", session_name=uid + "-copy") == 5
+    with pytest.raises(MemoryNotFoundError):
+        await api.read_tool_result(out.offloaded[0].ref, session_name=uid + "-copy")
+    with pytest.raises(InvalidInputError):
+        await api.add_messages([{"content": "no role"}], session_name=uid)
+    assert await api.clear_session(session_name=uid) == 8  # the messages, the summary, the offloaded result
+
+
+@module_loop
 async def test_summarize_tool_calls_then_retrieve_the_guideline(api: Any, uid: str, llm: OpenAITestServer) -> None:
     llm.script([GUIDE, uid], {"guideline": f"Call {uid} with a short query."}, times=1)
     calls = [{"tool_name": uid, "input": {"q": "x"}, "output": "ok", "success": True, "time_cost": 1.0},
@@ -436,6 +463,11 @@ async def test_a_403_touches_nothing(guarded: Served, tmp_path: Path) -> None:
             alice.retrieve_memory("jazz", user_name="bob"),
             alice.optimize(),
             alice.backup(tmp_path / "all.jsonl"),
+            alice.add_messages([{"role": "user", "content": "hi"}], session_name="bob-chat"),
+            alice.get_messages(session_name="bob-chat"),
+            alice.clear_session(session_name="bob-chat"),
+            alice.prepare_context(session_name="alice-chat", user_name="bob"),
+            alice.summarize_memory(session_name="bob-chat", user_name="alice"),
         ]
         for call in refused:
             with pytest.raises(PermissionDeniedError) as caught:
@@ -449,6 +481,8 @@ async def test_a_403_touches_nothing(guarded: Served, tmp_path: Path) -> None:
             await alice.restore(path)
         assert not (tmp_path / "all.jsonl").exists()
         assert await admin.count_memory() == before
+        await alice.add_messages([{"role": "user", "content": "hi"}], session_name="alice-chat")  # its own session
+        assert [m.message["content"] for m in await alice.get_messages(session_name="alice-chat")] == ["hi"]
         assert await admin.get_memory(bob.memory_id) == bob
         assert await alice.get_memory(mine.memory_id, user_name="alice") == mine
         assert await alice.count_memory(task_name="trip") == 0
@@ -595,7 +629,14 @@ def test_openapi_covers_every_endpoint_and_error_shape(service: Served) -> None:
                 ("post", "/v1/memories/usage"), ("post", "/v1/memories/export"), ("post", "/v1/memories/import"),
                 ("post", "/v1/summarize"), ("post", "/v1/retrieve"), ("post", "/v1/prune"),
                 ("post", "/v1/optimize"), ("post", "/v1/backup"), ("post", "/v1/restore"), ("get", "/v1/health"),
-                ("get", "/v1/version")}
+                ("get", "/v1/version"), ("post", "/v1/markdown/export"), ("post", "/v1/markdown/sync")}
+    session = "/v1/sessions/{session_name}"
+    expected |= {("post", session + "/messages"), ("post", session + "/messages/get"),
+                 ("post", session + "/messages/delete"), ("post", session + "/messages/delete_by_mark"),
+                 ("post", session + "/marks"), ("put", session + "/summary"), ("get", session + "/size"),
+                 ("post", session + "/clear"), ("get", session + "/state"), ("put", session + "/state"),
+                 ("post", session + "/tool_results"), ("get", session + "/tool_results/{ref}"),
+                 ("post", session + "/prepare"), ("post", "/v1/context/compact"), ("post", "/v1/background/wait")}
     assert {(m, p) for p, ops in paths.items() for m in ops} == expected
     for path, ops in paths.items():
         for op in ops.values():
@@ -722,3 +763,64 @@ def test_the_service_and_client_variables_are_not_mistaken_for_engine_settings()
     env = {"REME_URL": "http://127.0.0.1:1", "REME_TOKEN": "t" * 16, "REME_SERVER_CONFIG": "/nowhere.toml",
            "REME_EMBEDDING__BACKEND": "hash"}
     assert ReMeConfig.load(env=env).embedding.backend == "hash"
+
+
+# -- the shape of paths and logs -------------------------------------------------------------------
+def test_an_action_path_with_the_wrong_method_is_405_naming_the_right_one(service: Served) -> None:
+    """`GET /v1/memories/search` is not a read of a memory called "search": every POST action
+    under /v1/memories answers another method with 405 and `Allow: POST`."""
+    paths = httpx.get(f"{service.url}/openapi.json").json()["paths"]
+    actions = [p for p, ops in paths.items() if p.startswith("/v1/memories/") and "{" not in p]
+    assert "/v1/memories/search" in actions and len(actions) >= 8
+    for path in actions:
+        for method in ("GET", "PATCH", "DELETE"):
+            r = httpx.request(method, f"{service.url}{path}")
+            assert r.status_code == 405 and r.headers["allow"] == "POST", (method, path, r.text)
+            error = r.json()["error"]
+            assert error["type"] == "InvalidInputError" and "POST" in error["message"] and path in error["message"]
+    r = httpx.get(f"{service.url}/v1/memories/search/history")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/memories/not-a-uuid"), ("DELETE", "/v1/memories/x"),
+                                         ("PATCH", "/v1/memories/searching"),
+                                         ("GET", "/v1/memories/not-a-uuid/history")])
+def test_an_id_that_is_not_a_uuid_is_invalid_not_missing(service: Served, method: str, path: str) -> None:
+    r = httpx.request(method, f"{service.url}{path}", json={"content": "x"} if method == "PATCH" else None)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["type"] == "InvalidInputError" and "not a memory id" in r.json()["error"]["message"]
+
+
+def test_every_line_the_service_logs_is_json(tmp_path: Path) -> None:
+    """From the first line to the last, whoever writes it: the start, each request, a library
+    loading the local embedding model, uvicorn failing to bind, the exit."""
+    served = Served(tmp_path / "wd", env={"REME_EMBEDDING__BACKEND": "local", "REME_EMBEDDING__DIMENSIONS": "384"})
+    try:
+        served.wait_ready(120)
+        httpx.get(f"{served.url}/v1/memories/search")
+    finally:
+        assert served.stop() == 0, served.output()
+    lines = served.output().splitlines()
+    assert lines and all(isinstance(json.loads(line), dict) for line in lines), served.output()
+    assert json.loads(lines[0])["event"] == "start"
+    with socket.socket() as taken:  # the port is held: uvicorn's own error, then the exit
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = Served(tmp_path / "wd", args=["--port", str(taken.getsockname()[1])])
+        assert busy.wait_exit(60) != 0
+    lines = busy.output().splitlines()
+    assert len(lines) >= 2 and all(isinstance(json.loads(line), dict) for line in lines), busy.output()
+    assert "address already in use" in busy.output().lower()
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/memories/{id}"), ("DELETE", "/v1/memories/{id}"),
+                                         ("GET", "/v1/memories/{id}/history"), ("POST", "/v1/memories/import")])
+def test_an_undeclared_query_parameter_is_refused_not_ignored(service: Served, method: str, path: str) -> None:
+    """`?user=bob` is not `?user_name=bob`: ignored, it would make the call unscoped."""
+    with ReMeClientSync(service.url) as client:
+        node = client.add_memory(f"kept {uuid.uuid4()}", user_name="alice")
+    r = httpx.request(method, f"{service.url}{path.format(id=node.memory_id)}", params={"user": "bob"}, content=b"")
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["type"] == "InvalidInputError" and "'user'" in r.json()["error"]["message"]
+    with ReMeClientSync(service.url) as client:
+        assert client.get_memory(node.memory_id, user_name="alice") == node

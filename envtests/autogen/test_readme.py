@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import name_of
 from docs_support import doc_blocks, env_of, run, user_environment
 from openai_server import OpenAITestServer
 
-BLOCKS = [code for _, lang, flags, code, _ in doc_blocks() if lang == "python" and env_of(flags) == "autogen"]
+BLOCKS = [code for _, lang, flags, code, _ in doc_blocks() if lang == "python" and env_of(flags) == "autogen"
+          and name_of(flags) is None]
 
 
 def reply(body: dict[str, Any]) -> str:

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import name_of
 from docs_support import doc_blocks, env_of, run, user_environment
 from openai_server import Message, OpenAITestServer
 
-BLOCKS = [code for _, lang, flags, code, _ in doc_blocks() if lang == "python" and env_of(flags) == "langgraph"]
+BLOCKS = [code for _, lang, flags, code, _ in doc_blocks() if lang == "python" and env_of(flags) == "langgraph"
+          and name_of(flags) is None]
 
 
 @pytest.mark.parametrize("code", BLOCKS)

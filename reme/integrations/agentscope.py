@@ -1,5 +1,8 @@
 """ReMe as AgentScope 2.x middleware (`pip install 'reme-memory[agentscope]'`).
 
+`ReMeCompressionMiddleware(reme)` in `Agent(middlewares=[...])` compresses the agent's context
+with ReMe (`on_compress_context`): see the class. For long-term memory:
+
 `ReMeMemoryMiddleware(reme, user_name=...)` (or `task_name=...`) in `Agent(middlewares=[...])`:
 
 - before the agent reasons on a new input, the memories relevant to it are retrieved and shown to
@@ -30,7 +33,7 @@ from reme.integrations._agent import AgentMemory, message
 from reme.reme import ReMe
 from reme.schema import Message
 
-__all__ = ["ReMeMemoryMiddleware"]
+__all__ = ["ReMeCompressionMiddleware", "ReMeMemoryMiddleware"]
 
 HINT_NAME = "reme_memory"  # the name of the hint message, so it is never recorded
 Mode = Literal["static_control", "agent_control", "both"]
@@ -126,3 +129,55 @@ class ReMeMemoryMiddleware(MiddlewareBase):  # type: ignore[misc]  # agentscope 
             limit (int): The most memories to return per keyword.
         """
         return await self.memory.search(keywords, limit)
+
+
+def _block(block: Any) -> dict[str, Any]:
+    data: dict[str, Any] = block.model_dump(mode="json") if hasattr(block, "model_dump") else dict(block)
+    if data.get("type") == "tool_call":  # ReMe pairs calls and results by their id
+        data["type"] = "tool_use"
+    elif data.get("type") == "hint":
+        data = {"type": "text", "text": block.hint if isinstance(block.hint, str) else str(data.get("hint"))}
+    return data
+
+
+def _context_message(msg: Msg) -> dict[str, Any]:
+    return {"role": msg.role, "name": msg.name, "content": [_block(b) for b in msg.content]}
+
+
+def _summary_text(summary: Any) -> str:
+    if isinstance(summary, str):
+        return summary
+    return "\n".join(getattr(b, "text", "") or "" for b in summary or [])
+
+
+class ReMeCompressionMiddleware(MiddlewareBase):  # type: ignore[misc]  # agentscope is untyped
+    """AgentScope 2.x context compression done by ReMe (`on_compress_context` calls
+    `reme.compact_context`): when the agent's context takes more than `threshold` tokens, its
+    older messages are summarized (building on `agent.state.summary`) into ReMe's structured
+    summary (goal, constraints, progress, decisions, next steps, critical context) and the newest
+    messages, within `reserve` tokens and never a tool call without its result, stay in
+    `agent.state.context`. AgentScope's own compression does not run.
+
+    >>> agent = Agent(..., middlewares=[ReMeCompressionMiddleware(reme)])
+
+    `threshold` and `reserve` default to the agent's `context_config` (`trigger_ratio` and
+    `reserve_ratio` of the model's `context_size`), counted by ReMe's estimate over the context
+    messages. The `ReMe` belongs to the caller.
+    """
+
+    def __init__(self, reme: ReMe, *, threshold: int | None = None, reserve: int | None = None) -> None:
+        self.reme, self.threshold, self.reserve = reme, threshold, reserve
+
+    async def on_compress_context(self, agent: Any, input_kwargs: dict[str, Any],
+                                  next_handler: Callable[..., Any]) -> None:
+        cfg = input_kwargs.get("context_config") or agent.context_config
+        size = agent.model.context_size
+        threshold = self.threshold if self.threshold is not None else int(cfg.trigger_ratio * size)
+        reserve = self.reserve if self.reserve is not None else min(int(cfg.reserve_ratio * size), threshold)
+        context = list(agent.state.context)
+        result = await self.reme.compact_context([_context_message(m) for m in context],
+                                                 previous_summary=_summary_text(agent.state.summary),
+                                                 threshold=threshold, reserve=reserve)
+        if result.compacted:
+            agent.state.summary = result.summary
+            agent.state.context = context[result.compacted:]

@@ -1,4 +1,8 @@
-"""ReMe as AgentScope 1.x long-term memory (`pip install 'reme-memory[agentscope1]'`).
+"""ReMe as AgentScope 1.x memory (`pip install 'reme-memory[agentscope1]'`).
+
+`ReMeSessionMemory(reme, session_name)`, an `agentscope.memory.MemoryBase` for
+`ReActAgent(memory=...)`: the agent's short-term memory kept as a ReMe session (persistent, marks,
+compressed summary; see `ReMeSessionMemory`).
 
 Three `agentscope.memory.LongTermMemoryBase` classes for `ReActAgent(long_term_memory=...)`, in any
 `long_term_memory_mode`:
@@ -17,15 +21,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from agentscope.memory import LongTermMemoryBase
+from agentscope.memory import LongTermMemoryBase, MemoryBase
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
 
 from reme.integrations._agent import AgentMemory, message, tool_call_records
+from reme.memory.session import SUMMARY_PREFIX
 from reme.reme import ReMe
 from reme.schema import Message
+from reme.working import CompactedContext, SessionMessage
 
-__all__ = ["ReMePersonalMemory", "ReMeTaskMemory", "ReMeToolMemory"]
+__all__ = ["ReMePersonalMemory", "ReMeSessionMemory", "ReMeTaskMemory", "ReMeToolMemory"]
 
 INJECTED = "long_term_memory"  # the name ReActAgent gives the message holding retrieved memories
 
@@ -222,3 +228,113 @@ class ReMeToolMemory(_ReMeLongTermMemory):
                 Unused: each tool has one guideline. Defaults to 5.
         """
         return _text(await self._guidelines(keywords) or f"No guidelines yet for {', '.join(keywords)}.")
+
+
+def _msg(stored: SessionMessage) -> Msg:
+    """A session message as the `Msg` it was added as; the compressed summary ReMe prepends as
+    `InMemoryMemory` shows it (a user `Msg` holding the summary alone)."""
+    data = stored.message
+    if "name" in data and "id" in data:
+        return Msg.from_dict(data)
+    text = data.get("content")
+    if isinstance(text, str) and text.startswith(SUMMARY_PREFIX):
+        text = text[len(SUMMARY_PREFIX):]
+    return Msg(name=str(data.get("name") or data.get("role") or "user"), content=text or "",
+               role=data.get("role") if data.get("role") in ("user", "assistant", "system") else "user")
+
+
+class ReMeSessionMemory(MemoryBase):  # type: ignore[misc]  # agentscope is untyped
+    """An AgentScope 1.x agent's short-term memory kept in ReMe as the session `session_name`:
+    every call is one facade call (`add_messages`, `get_messages`, `update_marks`, ...), every
+    write durable when it returns, so an agent made again with the same session name (another
+    process, after a crash) goes on where it was.
+
+    >>> agent = ReActAgent(..., memory=ReMeSessionMemory(reme, "chat-42"))
+
+    Marks, `delete_by_mark`, `update_messages_mark` and the compressed summary behave as in
+    `InMemoryMemory` (the same calls give the same answers), so `ReActAgent`'s hint messages and its
+    own compression (`compression_config`) work unchanged. `state_dict()` holds the session's name (the messages are in ReMe already);
+    `export_state()` / `import_state()` give and take `InMemoryMemory`'s state (to move a
+    conversation between the two). The `ReMe` belongs to the caller."""
+
+    def __init__(self, reme: ReMe, session_name: str) -> None:
+        super().__init__()
+        self.reme, self.session_name = reme, session_name
+
+    async def add(self, memories: Msg | list[Msg] | None, marks: str | list[str] | None = None,
+                  allow_duplicates: bool = False, **kwargs: Any) -> None:
+        msgs = _as_list(memories)
+        if not allow_duplicates and msgs:
+            stored = {m.message.get("id") for m in await self.reme.get_messages(session_name=self.session_name)}
+            msgs = [m for m in msgs if m.id not in stored]
+        if msgs:
+            await self.reme.add_messages([m.to_dict() for m in msgs], session_name=self.session_name, marks=marks)
+
+    async def _ids(self, msg_ids: Sequence[str] | None = None, mark: str | None = None) -> list[str]:
+        """The session's ids of the messages with AgentScope ids `msg_ids` (all when None) and `mark`."""
+        wanted = None if msg_ids is None else set(msg_ids)
+        return [m.id for m in await self.reme.get_messages(session_name=self.session_name, mark=mark)
+                if wanted is None or m.message.get("id") in wanted]
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        ids = await self._ids(msg_ids)
+        return await self.reme.delete_messages(ids, session_name=self.session_name) if ids else 0
+
+    async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
+        return await self.reme.delete_messages_by_mark(mark, session_name=self.session_name)
+
+    async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
+                         prepend_summary: bool = True, **kwargs: Any) -> list[Msg]:
+        got = await self.reme.get_messages(session_name=self.session_name, mark=mark, exclude_mark=exclude_mark,
+                                           prepend_summary=prepend_summary)
+        return [_msg(m) for m in got]
+
+    async def update_messages_mark(self, new_mark: str | None, old_mark: str | None = None,
+                                   msg_ids: list[str] | None = None) -> int:
+        if new_mark is None and old_mark is None:
+            return 0
+        ids = await self._ids(msg_ids, old_mark)
+        if not ids:
+            return 0
+        return await self.reme.update_marks(session_name=self.session_name, ids=ids, add=new_mark, remove=old_mark)
+
+    async def update_compressed_summary(self, summary: str) -> None:
+        await self.reme.update_compressed_summary(summary, session_name=self.session_name)
+
+    async def size(self) -> int:
+        return (await self.reme.session_size(session_name=self.session_name)).messages
+
+    async def clear(self) -> None:
+        await self.reme.clear_session(session_name=self.session_name)
+
+    async def compact(self, threshold: int | None = None, reserve: int | None = None) -> CompactedContext:
+        """ReMe's compaction of the session (`reme.prepare_context`): oversized tool results
+        offloaded, older messages summarized into the compressed summary and marked `compressed`,
+        as `ReActAgent`'s own compression marks them."""
+        return await self.reme.prepare_context(session_name=self.session_name, threshold=threshold, reserve=reserve)
+
+    async def pre_reasoning_hook(self, agent: Any, kwargs: dict[str, Any]) -> None:
+        """`compact()` before each model call, as a `ReActAgent` hook:
+        `agent.register_instance_hook("pre_reasoning", "reme", memory.pre_reasoning_hook)`. The agent
+        leaves compressed messages out of its prompt when its `compression_config` is enabled."""
+        await self.compact()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"session_name": self.session_name}
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        name = state_dict.get("session_name")
+        if isinstance(name, str):
+            self.session_name = name
+        elif strict:
+            raise KeyError("the state_dict of a ReMeSessionMemory holds its session_name")
+
+    async def export_state(self) -> dict[str, Any]:
+        """The session as `InMemoryMemory.state_dict()` has it (`content`: [message, marks] pairs,
+        `_compressed_summary`)."""
+        return await self.reme.session_state(session_name=self.session_name)
+
+    async def import_state(self, state: dict[str, Any]) -> int:
+        """Replace the session with an `InMemoryMemory` state (or an `export_state()`), in one
+        write; returns how many messages it holds now."""
+        return await self.reme.load_session_state(state, session_name=self.session_name)

@@ -1,4 +1,6 @@
-"""LangGraph: `ReMeStore`, a `BaseStore` whose items are ReMe memories (extra `langgraph`).
+"""LangGraph: `ReMeStore`, a `BaseStore` whose items are ReMe memories, and
+`ReMeContextMiddleware`, an agent's conversation kept as a ReMe session and compacted before each
+model call, and `ReMeChatMessageHistory`, LangChain's chat history over a session (extra `langgraph`).
 
 >>> store = ReMeStore(working_dir=".reme", fields=["text"])
 >>> store.put(("memories", "alice"), "tea", {"text": "Alice likes green tea"})
@@ -29,13 +31,20 @@ import operator
 import uuid
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, convert_to_messages, convert_to_openai_messages
+from langchain_core.tools import StructuredTool
+from langgraph.config import get_config
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result,
                                   SearchItem, SearchOp, get_text_at_path, tokenize_path)
 
 from reme.errors import InvalidInputError, MemoryNotFoundError
-from reme.reme import ReMe
+from reme.reme import ReMe, ReMeSync
 from reme.schema import KIND_TYPES, MAX_CONTENT_CHARS, MAX_LIMIT, MemoryNode
 from reme.sync import LoopThread
+from reme.working import CompactedContext, SessionMessage
 
 Kind = Literal["user", "task", "tool"]
 ITEM_IDS = uuid.UUID("5d1f0c52-4f7e-4b8a-9a39-6c1b0e7d2a10")
@@ -295,3 +304,164 @@ def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> 
 
 
 __all__ = ["ReMeStore"]
+
+
+# -- working memory: the conversation of a thread as a ReMe session ----------------------------------
+SUMMARY_MESSAGE_ID = "reme-session-summary"
+"""The id of the message holding the session's compressed summary in the graph's state."""
+
+
+def _session_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages as OpenAI-style dicts that keep their LangChain ids."""
+    dicts: list[dict[str, Any]] = convert_to_openai_messages(list(messages))
+    return [{**d, "id": m.id} for d, m in zip(dicts, messages)]
+
+
+def _graph_messages(dicts: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:
+    """Session messages as LangChain messages with their ids (the summary with SUMMARY_MESSAGE_ID)."""
+    return list(convert_to_messages([{**d, "id": d.get("id") or SUMMARY_MESSAGE_ID} for d in dicts]))
+
+
+class _Facade:
+    """Calls a facade method by name on a `ReMe` (awaited) or a `ReMeSync` (in a worker thread
+    from async code), so one adapter serves LangChain's sync and async entry points."""
+
+    reme: ReMe | ReMeSync
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(self.reme, ReMe):
+            return await getattr(self.reme, name)(*args, **kwargs)
+        return await asyncio.to_thread(getattr(self.reme, name), *args, **kwargs)
+
+    def _call_sync(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(self.reme, ReMe):
+            raise InvalidInputError(f"a {type(self).__name__} over an async ReMe serves async calls (ainvoke, "
+                                    "astream, aget_messages...); for sync ones give it a ReMeSync")
+        return getattr(self.reme, name)(*args, **kwargs)
+
+
+class ReMeChatMessageHistory(_Facade, BaseChatMessageHistory):  # type: ignore[misc, unused-ignore]
+    """LangChain's `BaseChatMessageHistory` over a ReMe session (for `RunnableWithMessageHistory`
+    or any code that keeps a chat history): `messages` are the session's, with its compressed
+    summary first (`prepend_summary`), `add_messages` appends in one write, `clear` empties the
+    session. `reme` is a `ReMe` (the `a*` methods) or a `ReMeSync` (both)."""
+
+    def __init__(self, reme: ReMe | ReMeSync, session_name: str, *, prepend_summary: bool = True) -> None:
+        self.reme, self.session_name, self.prepend_summary = reme, session_name, prepend_summary
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override, unused-ignore]
+        got = self._call_sync("get_messages", session_name=self.session_name, prepend_summary=self.prepend_summary)
+        return list(_graph_messages([m.message for m in got]))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        got = await self._call("get_messages", session_name=self.session_name, prepend_summary=self.prepend_summary)
+        return list(_graph_messages([m.message for m in got]))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self._call_sync("add_messages", _session_dicts(messages), session_name=self.session_name)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await self._call("add_messages", _session_dicts(messages), session_name=self.session_name)
+
+    def clear(self) -> None:
+        self._call_sync("clear_session", session_name=self.session_name)
+
+    async def aclear(self) -> None:
+        await self._call("clear_session", session_name=self.session_name)
+
+
+class ReMeContextMiddleware(_Facade, AgentMiddleware):  # type: ignore[misc, unused-ignore]  # Any where langchain is not installed
+    """The conversation of a LangGraph agent (`langchain.agents.create_agent`) kept as a ReMe
+    session and fitted to the context window before every model call.
+
+    >>> agent = create_agent(model, tools, middleware=[ReMeContextMiddleware(reme, threshold=8000)],
+    ...                      checkpointer=InMemorySaver())
+    >>> agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "chat-42"}})
+
+    Before each model call (and at the end of a run) the state's new messages are added to the
+    session (named `session_name`, else the thread's `thread_id`); before a model call `prepare_context` offloads oversized
+    tool results and compacts the older messages into the session's summary once they take more
+    than `threshold` tokens. The state's messages become what the model is to see: the summary
+    (a user message with id `SUMMARY_MESSAGE_ID`) and the messages kept. So a checkpoint holds
+    the fitted context, not the whole log (that is in ReMe, with `compressed` marks), and a
+    thread without a checkpointer goes on from the session. The `read_tool_result` tool gives
+    the agent an offloaded result back. With `user_name`, what is compacted is also summarized
+    into that user's long-term memory, in the background.
+
+    `reme` is a `ReMe` (for `ainvoke`/`astream`) or a `ReMeSync` (for both, the async calls in a
+    worker thread); it belongs to the caller.
+    """
+
+    def __init__(self, reme: ReMe | ReMeSync, *, session_name: str | None = None, threshold: int | None = None,
+                 reserve: int | None = None, user_name: str | None = None) -> None:
+        super().__init__()
+        self.reme, self.session_name = reme, session_name
+        self.threshold, self.reserve, self.user_name = threshold, reserve, user_name
+        self.tools = [StructuredTool.from_function(self._read_sync, coroutine=self._read, name="read_tool_result",
+                                                   description=self._read.__doc__)]
+
+    def session(self) -> str:
+        """The session of the running graph: `session_name`, else its thread's id."""
+        if self.session_name is not None:
+            return self.session_name
+        thread = (get_config().get("configurable") or {}).get("thread_id")
+        if thread is None:
+            raise InvalidInputError("name the session: ReMeContextMiddleware(session_name=...), or run the graph "
+                                    "with config={'configurable': {'thread_id': ...}}")
+        return str(thread)
+
+    @staticmethod
+    def _new(state: Mapping[str, Any], stored: Sequence[SessionMessage]) -> list[dict[str, Any]]:
+        known = {m.message.get("id") for m in stored} | {SUMMARY_MESSAGE_ID}
+        return _session_dicts([m for m in state["messages"] if m.id not in known])
+
+    @staticmethod
+    def _update(state: Mapping[str, Any], context: CompactedContext) -> dict[str, Any] | None:
+        messages = _graph_messages(context.messages)
+        if [m.id for m in messages] == [m.id for m in state["messages"]] and not context.offloaded:
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
+
+    def _record_sync(self, state: Any) -> str:
+        session = self.session()
+        new = self._new(state, self._call_sync("get_messages", session_name=session))
+        if new:
+            self._call_sync("add_messages", new, session_name=session)
+        return session
+
+    async def _record(self, state: Any) -> str:
+        session = self.session()
+        new = self._new(state, await self._call("get_messages", session_name=session))
+        if new:
+            await self._call("add_messages", new, session_name=session)
+        return session
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        session = self._record_sync(state)
+        return self._update(state, self._call_sync("prepare_context", session_name=session, threshold=self.threshold,
+                                                   reserve=self.reserve, user_name=self.user_name))
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        session = await self._record(state)
+        return self._update(state, await self._call("prepare_context", session_name=session,
+                                                    threshold=self.threshold, reserve=self.reserve,
+                                                    user_name=self.user_name))
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        self._record_sync(state)  # the final reply
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        await self._record(state)
+
+    async def _read(self, ref: str) -> str:
+        """Read back the whole output of an earlier tool call that was cut short in the conversation
+        ("Tool result offloaded ... read_tool_result(ref=...)").
+
+        Args:
+            ref: the reference given in the shortened tool result.
+        """
+        return str(await self._call("read_tool_result", ref, session_name=self.session()))
+
+    def _read_sync(self, ref: str) -> str:
+        return str(self._call_sync("read_tool_result", ref, session_name=self.session()))

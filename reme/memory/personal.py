@@ -23,19 +23,19 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Literal, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
 from reme.config import RetrievalConfig
-from reme.errors import InvalidInputError, describe
+from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import day_window, fused_search, in_context, rank, render, window_filter
-from reme.schema import (MAX_CONTENT_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, MemoryNode, MemoryType,
-                         Message, RetrieveResult, Scope, SearchResult, SummaryResult, TimeWindow, Usage, normalize_text,
-                         parse_items, parse_iso, utcnow)
+from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, Fallback,
+                         MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope, SearchResult, SummaryResult,
+                         TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import Filter
 
 log = logging.getLogger("reme.personal")
@@ -48,9 +48,10 @@ MAX_SHOWN = 40
 
 # -- what the LLM returns ----------------------------------------------------------------------
 class ExtractedMemory(BaseModel):
-    content: str
-    kind: str = "fact"
-    time: str | None = None
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
+    kind: Annotated[str, BeforeValidator(lambda v: "fact" if v is None else v)] = Field(
+        default="fact", max_length=MAX_NAME_CHARS)
+    time: str | None = Field(default=None, max_length=64)
     sources: IntList = Field(default_factory=list)
     importance: Fraction = 0.5
 
@@ -63,8 +64,8 @@ class Decision(BaseModel):
     candidate: int
     action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     id: int | None = None
-    text: str | None = None
-    reason: Note = ""
+    text: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
+    reason: Note = Field(default="", max_length=2000)
 
     @field_validator("action", mode="before")
     @classmethod
@@ -77,7 +78,8 @@ class Decisions(BaseModel):
 
 
 class QueryPlan(BaseModel):
-    queries: list[str] = Field(default_factory=list)
+    queries: Annotated[list[str], BeforeValidator(lambda v: v[:10] if isinstance(v, list) else v)] = Field(
+        default_factory=list)
     start: date | None = None
     end: date | None = None
 
@@ -167,6 +169,7 @@ class Plan:
     history: MemoryNode
     changes: list[Change] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    rejected: list[Rejection] = field(default_factory=list)
 
 
 class PersonalSummarizer:
@@ -184,8 +187,8 @@ class PersonalSummarizer:
         extraction = await self.llm.structured(
             self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
                                   today=transcript.times[-1].date().isoformat()),
-            Extraction, usage=plan.usage)
-        candidates = self._candidates(extraction, transcript, history, user_name, now)
+            Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
+        candidates = self._candidates(extraction, transcript, history, user_name, now, plan.rejected)
         if not candidates:
             return plan
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
@@ -199,21 +202,25 @@ class PersonalSummarizer:
                   for i, c in enumerate(candidates)]
         decisions = await self.llm.structured(
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
-            Decisions, usage=plan.usage)
-        plan.changes = self._decide(decisions, candidates, vectors, existing, history)
+            Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
+            budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
+        plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected)
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
-                    user_name: str, now: datetime) -> list[MemoryNode]:
+                    user_name: str, now: datetime, rejected: list[Rejection]) -> list[MemoryNode]:
         out: list[MemoryNode] = []
         seen: set[str] = set()
         items = extraction.memories
         if len(items) > MAX_SUMMARY_CANDIDATES:
             log.warning("extraction returned %d memories; the first %d are kept", len(items), MAX_SUMMARY_CANDIDATES)
+            rejected.append(Rejection(step="personal/extract", path=f"memories[{MAX_SUMMARY_CANDIDATES}:]",
+                                      action="dropped", reason=f"{len(items)} memories in one reply; the first "
+                                                               f"{MAX_SUMMARY_CANDIDATES} are kept"))
             items = items[:MAX_SUMMARY_CANDIDATES]
-        for item in items:
+        for index, item in enumerate(items):
             text = item.content.strip()
-            if not text or normalize_text(text) in seen or len(text) > MAX_CONTENT_CHARS:
+            if not text or normalize_text(text) in seen:
                 continue
             seen.add(normalize_text(text))
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
@@ -230,8 +237,10 @@ class PersonalSummarizer:
                                       tags=[item.kind.strip().lower()] if item.kind.strip() else [],
                                       ref_ids=[history.memory_id],
                                       metadata={"source_turns": sources, "said_at": said.isoformat()}))
-            except ValidationError as exc:  # e.g. a `kind` longer than a tag may be
+            except ValidationError as exc:  # e.g. text that is not valid Unicode
                 log.warning("extracted memory %r dropped: %s", text[:80], describe(exc))
+                rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
+                                          reason=describe(exc)[:200]))
         return out
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
@@ -249,15 +258,22 @@ class PersonalSummarizer:
 
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
-                existing: list[MemoryNode], history: MemoryNode) -> list[Change]:
-        """The writes the model's decisions call for; decisions naming what was not shown are dropped."""
+                existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection]) -> list[Change]:
+        """The writes the model's decisions call for; decisions naming what was not shown are
+        dropped (and listed in `rejected`)."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
         added: set[int] = set()
-        for d in decisions.decisions:
+
+        def reject(k: int, reason: str) -> None:
+            log.warning("reconcile decision %d ignored: %s", k, reason)
+            rejected.append(Rejection(step="personal/reconcile", path=f"decisions[{k}]", action="dropped",
+                                      reason=reason))
+
+        for k, d in enumerate(decisions.decisions):
             if not 0 <= d.candidate < len(candidates):
-                log.warning("reconcile named candidate %s of %d; ignored", d.candidate, len(candidates))
+                reject(k, f"it names candidate {d.candidate}; there are {len(candidates)}")
                 continue
             cand = candidates[d.candidate]
             if d.action in ("ADD", "NONE"):
@@ -267,11 +283,10 @@ class PersonalSummarizer:
                     changes.append(Change(new=cand, vector=vectors[d.candidate]))
                 continue
             if d.id is None or not 0 <= d.id < len(existing):
-                log.warning("reconcile %s named memory id %s, not one of the %d shown; ignored",
-                            d.action, d.id, len(existing))
+                reject(k, f"{d.action} names memory id {d.id}, not one of the {len(existing)} shown")
                 continue
             if d.id in claimed:
-                log.warning("reconcile touched memory id %s twice; the first decision stands", d.id)
+                reject(k, f"memory id {d.id} was already changed by an earlier decision")
                 decided.add(d.candidate)
                 continue
             old = existing[d.id]
@@ -290,7 +305,7 @@ class PersonalSummarizer:
                                   ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:],
                                   metadata=meta)
             except ValidationError as exc:
-                log.warning("reconcile UPDATE of memory id %s dropped: %s", d.id, describe(exc))
+                reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
                 continue
             changes.append(Change(new=new, old=old, reason=d.reason or f"updated by: {cand.content}"))
         for i, cand in enumerate(candidates):
@@ -300,7 +315,7 @@ class PersonalSummarizer:
         return changes
 
     async def commit(self, plan: Plan) -> SummaryResult:
-        result = SummaryResult(usage=plan.usage)
+        result = SummaryResult(usage=plan.usage, rejected=plan.rejected)
         written = await self.repo.apply([Change(new=plan.history), *plan.changes])
         history, _ = written[0]
         result.history.append(history)
@@ -337,11 +352,18 @@ class PersonalRetriever:
         window = time_window
         inferred = False
         rewrite = self.config.rewrite if rewrite is None else rewrite
+        fallbacks: list[Fallback] = []
+        plan: QueryPlan | None = None
         if rewrite and self.llm is not None:
-            plan = await self.llm.structured(
-                self.prompts.messages("personal/rewrite", query=query, user_name=" and ".join(users),
-                                      today=now.date().isoformat(), max_queries=self.config.max_queries),
-                QueryPlan, usage=usage)
+            try:
+                plan = await self.llm.structured(
+                    self.prompts.messages("personal/rewrite", query=query, user_name=" and ".join(users),
+                                          today=now.date().isoformat(), max_queries=self.config.max_queries),
+                    QueryPlan, usage=usage, step="personal/rewrite", budget=96 + 64 * self.config.max_queries)
+            except LLMError as exc:  # the rewrite only sharpens the search: without it, search the query as asked
+                log.warning("query rewrite skipped: %s", exc)
+                fallbacks.append(Fallback(step="rewrite", error=str(exc)[:500]))
+        if plan is not None:
             seen = {normalize_text(queries[0])}
             for q in plan.queries:
                 if q.strip() and normalize_text(q) not in seen and len(queries) <= self.config.max_queries:
@@ -361,7 +383,7 @@ class PersonalRetriever:
         if with_source:
             await self._attach_sources(memories)
         return RetrieveResult(memories=memories, text=render(memories), queries=queries, time_window=window,
-                              usage=usage)
+                              usage=usage, fallbacks=fallbacks)
 
     async def _search(self, queries: list[str], vectors: list[list[float]], flt: Filter,
                       limit: int) -> list[list[SearchResult]]:

@@ -29,17 +29,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from reme.config import ProceduralConfig, RetrievalConfig
-from reme.errors import InvalidInputError, describe
+from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
 from reme.retrieval import fused_search
-from reme.schema import (MAX_CONTENT_CHARS, MAX_IMPORT_LINES, MAX_SUMMARY_CANDIDATES, MAX_TRAJECTORIES, FiniteFloat,
-                         MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult, Trajectory, Usage,
-                         parse_items, parse_iso, parse_json, utcnow)
+from reme.schema import (MAX_CONTENT_CHARS, MAX_IMPORT_LINES, MAX_SUMMARY_CANDIDATES, MAX_TRAJECTORIES, Fallback,
+                         FiniteFloat, MemoryNode, MemoryType, Rejection, RetrievedMemory, RetrieveResult, SummaryResult,
+                         Trajectory, Usage, parse_items, parse_iso, parse_json, utcnow)
 from reme.store.filters import Filter, Range
 
 log = logging.getLogger("reme.procedural")
@@ -51,8 +51,8 @@ CATEGORIES = ("success", "failure", "comparative")
 
 
 class Lesson(BaseModel):
-    when_to_use: str
-    content: str
+    when_to_use: str = Field(max_length=MAX_CONTENT_CHARS)
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
     confidence: Fraction = 0.5
 
 
@@ -63,7 +63,7 @@ class Lessons(BaseModel):
 class Rating(BaseModel):
     index: int
     score: FiniteFloat
-    reason: Note = ""
+    reason: Note = Field(default="", max_length=2000)
 
 
 class Ratings(BaseModel):
@@ -112,6 +112,7 @@ class Plan:
     history: list[MemoryNode] = field(default_factory=list)
     lessons: list[Change] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    rejected: list[Rejection] = field(default_factory=list)
 
 
 class ProceduralSummarizer:
@@ -131,7 +132,7 @@ class ProceduralSummarizer:
             best = max(successes, key=lambda i: trajectories[i].score)
             worst = min(failures, key=lambda i: trajectories[i].score)
             jobs.append(("comparative", [best, worst]))
-        extracted = await asyncio.gather(*(self._extract(kind, [trajectories[i] for i in idx], plan.usage)
+        extracted = await asyncio.gather(*(self._extract(kind, [trajectories[i] for i in idx], plan)
                                            for kind, idx in jobs))
         candidates: list[MemoryNode] = []
         for (kind, idx), lessons in zip(jobs, extracted):
@@ -139,20 +140,22 @@ class ProceduralSummarizer:
             if len(lessons) > MAX_SUMMARY_CANDIDATES:
                 log.warning("%s extraction returned %d lessons; the first %d are kept", kind, len(lessons),
                             MAX_SUMMARY_CANDIDATES)
+                plan.rejected.append(Rejection(step=f"procedural/{kind}", path=f"memories[{MAX_SUMMARY_CANDIDATES}:]",
+                                               action="dropped", reason=f"{len(lessons)} lessons in one reply; the "
+                                                                        f"first {MAX_SUMMARY_CANDIDATES} are kept"))
                 lessons = lessons[:MAX_SUMMARY_CANDIDATES]
             for lesson in lessons:
                 if not lesson.when_to_use.strip() or not lesson.content.strip():
                     continue
                 candidates.append(MemoryNode(
                     memory_type=MemoryType.PROCEDURAL, memory_target=task_name,
-                    when_to_use=lesson.when_to_use.strip()[:MAX_CONTENT_CHARS],
-                    content=lesson.content.strip()[:MAX_CONTENT_CHARS], score=lesson.confidence,
+                    when_to_use=lesson.when_to_use.strip(), content=lesson.content.strip(), score=lesson.confidence,
                     time_created=now, time_modified=now, message_time=now, tags=[kind],
                     ref_ids=[plan.history[i].memory_id for i in idx],
                     metadata={"category": kind, "confidence": lesson.confidence, "utility": 0, "freq": 0,
                               "task_query": task[:2000]}))
         if candidates and self.config.validate_lessons:
-            candidates = await self._validate(candidates, task_name, plan.usage)
+            candidates = await self._validate(candidates, task_name, plan)
         if candidates:
             plan.lessons = await self._dedupe(candidates, task_name)
         return plan
@@ -165,7 +168,7 @@ class ProceduralSummarizer:
                                                             "query": trajectory.task[:2000],
                                                             "run": trajectory.metadata})
 
-    async def _extract(self, kind: str, runs: list[Trajectory], usage: Usage) -> list[Lesson]:
+    async def _extract(self, kind: str, runs: list[Trajectory], plan: Plan) -> list[Lesson]:
         if kind == "comparative":
             best, worst = runs
             variables: dict[str, Any] = dict(task=best.task, best=render_run(best), best_score=best.score,
@@ -173,15 +176,15 @@ class ProceduralSummarizer:
         else:
             variables = dict(task=runs[0].task, trajectory=render_run(runs[0]), score=runs[0].score)
         result = await self.llm.structured(self.prompts.messages(f"procedural/{kind}", **variables), Lessons,
-                                           usage=usage)
+                                           usage=plan.usage, rejected=plan.rejected, step=f"procedural/{kind}")
         return result.memories
 
-    async def _validate(self, candidates: list[MemoryNode], task_name: str, usage: Usage) -> list[MemoryNode]:
+    async def _validate(self, candidates: list[MemoryNode], task_name: str, plan: Plan) -> list[MemoryNode]:
         listed = [{"index": i, "category": c.metadata["category"], "when_to_use": c.when_to_use, "content": c.content}
                   for i, c in enumerate(candidates)]
         ratings = await self.llm.structured(
             self.prompts.messages("procedural/validate", task_name=task_name, candidates=listed), Ratings,
-            usage=usage)
+            usage=plan.usage, rejected=plan.rejected, step="procedural/validate", budget=64 + 96 * len(candidates))
         scores = {r.index: r for r in ratings.results if 0 <= r.index < len(candidates)}
         kept = []
         for i, cand in enumerate(candidates):
@@ -215,7 +218,7 @@ class ProceduralSummarizer:
 
     async def commit(self, plan: Plan) -> SummaryResult:
         written = await self.repo.apply([*(Change(new=n) for n in plan.history), *plan.lessons])
-        result = SummaryResult(usage=plan.usage)
+        result = SummaryResult(usage=plan.usage, rejected=plan.rejected)
         result.history = [node for node, _ in written[:len(plan.history)]]
         result.added = [node for node, wrote in written[len(plan.history):] if wrote]
         return result
@@ -237,22 +240,31 @@ class ProceduralRetriever:
                                   self.retrieval.model_copy(update={"dense_weight": self.config.dense_weight}))
         nodes = [h.node for h in hits]
         scores = {h.node.memory_id: h.similarity for h in hits}
+        fallbacks: list[Fallback] = []
         if rerank and self.llm is not None and nodes:
             listed = [{"index": i, "when_to_use": n.when_to_use, "content": n.content} for i, n in enumerate(nodes)]
-            ranking = await self.llm.structured(
-                self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k), Ranking,
-                usage=usage)
-            order = list(dict.fromkeys(i for i in ranking.ranking if 0 <= i < len(nodes)))
-            nodes = [nodes[i] for i in order]
+            try:
+                ranking = await self.llm.structured(
+                    self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k), Ranking,
+                    usage=usage, step="procedural/rerank", budget=32 + 8 * min(top_k, len(nodes)))
+                order = list(dict.fromkeys(i for i in ranking.ranking if 0 <= i < len(nodes)))
+                nodes = [nodes[i] for i in order]
+            except LLMError as exc:
+                log.warning("rerank skipped: %s", exc)
+                fallbacks.append(Fallback(step="rerank", error=str(exc)[:500]))
         memories = [RetrievedMemory(node=n, score=scores[n.memory_id], rank=i + 1) for i, n in enumerate(nodes[:top_k])]
         text = render_experiences(memories)
         if rewrite and self.llm is not None and memories:
-            advice = await self.llm.structured(
-                self.prompts.messages("procedural/rewrite", query=query, experiences=[
-                    {"when_to_use": m.node.when_to_use, "content": m.node.content} for m in memories]),
-                Advice, usage=usage)
-            text = advice.advice.strip()
-        return RetrieveResult(memories=memories, text=text, queries=[query], usage=usage)
+            try:
+                advice = await self.llm.structured(
+                    self.prompts.messages("procedural/rewrite", query=query, experiences=[
+                        {"when_to_use": m.node.when_to_use, "content": m.node.content} for m in memories]),
+                    Advice, usage=usage, step="procedural/rewrite")
+                text = advice.advice.strip() or text
+            except LLMError as exc:
+                log.warning("advice rewrite skipped: %s", exc)
+                fallbacks.append(Fallback(step="rewrite", error=str(exc)[:500]))
+        return RetrieveResult(memories=memories, text=text, queries=[query], usage=usage, fallbacks=fallbacks)
 
 
 def render_experiences(memories: Sequence[RetrievedMemory]) -> str:

@@ -34,7 +34,7 @@ MAX_FIELD_CHARS = 500
 
 
 class Guideline(BaseModel):
-    guideline: str
+    guideline: str = Field(max_length=MAX_CONTENT_CHARS)
 
 
 class Failure(BaseModel):
@@ -147,7 +147,7 @@ class ToolSummarizer:
         reply = await self.llm.structured(
             self.prompts.messages("tool/guideline", tool_name=tool_name, stats=stats.model_dump(), calls=calls,
                                   previous=old.content if old else ""),
-            Guideline, usage=plan_usage)
+            Guideline, usage=plan_usage, step="tool/guideline")
         text = reply.guideline.strip() or (old.content if old else f"No guideline yet for {tool_name}.")
         history = MemoryNode(memory_type=MemoryType.HISTORY, target_kind="tool", memory_target=tool_name,
                              message_time=now,
@@ -155,12 +155,12 @@ class ToolSummarizer:
                              metadata={"kind": "tool_calls", "calls": len(records)})
         meta = {"stats": stats.model_dump(), "raw": raw.model_dump()}
         if old is None:
-            new = MemoryNode(memory_type=MemoryType.TOOL, memory_target=tool_name, content=text[:MAX_CONTENT_CHARS],
+            new = MemoryNode(memory_type=MemoryType.TOOL, memory_target=tool_name, content=text,
                              when_to_use=f"Before calling the tool {tool_name}", message_time=now, time_created=now,
                              time_modified=now, tags=[GUIDELINE_TAG], ref_ids=[history.memory_id], metadata=meta)
             change = Change(new=new)
         else:
-            new = old.revised(content=text[:MAX_CONTENT_CHARS], message_time=now, metadata=meta,
+            new = old.revised(content=text, message_time=now, metadata=meta,
                               ref_ids=(old.ref_ids + [history.memory_id])[-20:])
             change = Change(new=new, old=old, reason=f"{plural(len(records), 'more call')}")
         return Plan(tool_name=tool_name, change=change, history=history, usage=plan_usage)

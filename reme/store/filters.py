@@ -104,8 +104,8 @@ def _check_value(name: str, kind: Kind, value: Any) -> Scalar:
         return _number(name, int(value)) if kind == "int" else float(value)
     if not isinstance(value, str):
         raise InvalidFilterError(f"{name} compares with strings; got {value!r}")
-    if name == "target_kind" and value not in ("user", "task", "tool"):
-        raise InvalidFilterError(f"unknown target kind {value!r}; use user, task or tool")
+    if name == "target_kind" and value not in ("user", "task", "tool", "session"):
+        raise InvalidFilterError(f"unknown target kind {value!r}; use user, task, tool or session")
     if name == "memory_type" and value not in {t.value for t in MemoryType}:
         raise InvalidFilterError(f"unknown memory type {value!r}; use one of {[t.value for t in MemoryType]}")
     if name == "memory_id":

@@ -1,0 +1,184 @@
+"""Session memory through the facade: order, marks, summary, size, state, isolation, durability."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from reme import ReMe, ReMeSync
+from reme.errors import InvalidInputError, MemoryNotFoundError
+
+from conftest import DIM, dump_store
+from openai_server import OpenAITestServer
+
+CALL = {"role": "assistant", "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]}
+RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "Oslo: 4 degrees, rain"}
+
+
+def texts(messages: list[Any]) -> list[Any]:
+    return [m.message.get("content") for m in messages]
+
+
+async def test_messages_come_back_in_order_as_they_were_added(reme: ReMe) -> None:
+    added = await reme.add_messages([{"role": "user", "content": "What is the weather in Oslo?"}, CALL, RESULT,
+                                     {"role": "assistant", "content": "4 degrees and rain."}], session_name="s1")
+    got = await reme.get_messages(session_name="s1")
+    assert [m.id for m in got] == [m.id for m in added]
+    assert got[1].message == CALL and got[2].message == RESULT
+    assert texts(got) == ["What is the weather in Oslo?", None, "Oslo: 4 degrees, rain", "4 degrees and rain."]
+    assert got[0].time < got[1].time < got[2].time < got[3].time
+
+
+async def test_concurrent_adds_keep_one_stable_order(reme: ReMe, reme_factory: Callable[..., ReMe]) -> None:
+    batches = [[{"role": "user", "content": f"batch {b} message {i}"} for i in range(5)] for b in range(12)]
+    await asyncio.gather(*(reme.add_messages(batch, session_name="s1") for batch in batches))
+    got = texts(await reme.get_messages(session_name="s1"))
+    assert sorted(got) == sorted(m["content"] for batch in batches for m in batch)
+    for batch in batches:  # each call's messages stay together, in their order
+        start = got.index(batch[0]["content"])
+        assert got[start:start + 5] == [m["content"] for m in batch]
+    assert texts(await reme.get_messages(session_name="s1")) == got
+    await reme.close()
+    async with reme_factory() as again:  # and after reopening
+        assert texts(await again.get_messages(session_name="s1")) == got
+
+
+async def test_equal_messages_are_kept_twice(reme: ReMe) -> None:
+    await reme.add_messages([{"role": "user", "content": "ok"}, {"role": "user", "content": "ok"}], session_name="s1")
+    assert texts(await reme.get_messages(session_name="s1")) == ["ok", "ok"]
+
+
+async def test_marks_filter_and_are_deleted_and_removed(reme: ReMe) -> None:
+    a = await reme.add_messages([{"role": "user", "content": "hint one"}], session_name="s1", marks=["hint"])
+    b = await reme.add_messages([{"role": "user", "content": "both"}], session_name="s1", marks=["hint", "todo"])
+    await reme.add_messages([{"role": "user", "content": "plain"}], session_name="s1")
+    assert texts(await reme.get_messages(session_name="s1", mark="hint")) == ["hint one", "both"]
+    assert texts(await reme.get_messages(session_name="s1", mark=["todo"])) == ["both"]
+    assert texts(await reme.get_messages(session_name="s1", exclude_mark="hint")) == ["plain"]
+    assert texts(await reme.get_messages(session_name="s1", mark="hint", exclude_mark="todo")) == ["hint one"]
+
+    assert await reme.update_marks(session_name="s1", ids=[a[0].id], remove="hint", add="seen") == 1
+    assert [m.marks for m in await reme.get_messages(session_name="s1")] == [["seen"], ["hint", "todo"], []]
+    assert await reme.update_marks(session_name="s1", remove=["todo"]) == 1  # every message
+    assert await reme.delete_messages_by_mark("hint", session_name="s1") == 1
+    assert texts(await reme.get_messages(session_name="s1")) == ["hint one", "plain"]
+    assert await reme.delete_messages([a[0].id, b[0].id], session_name="s1") == 1  # b is gone already
+    assert texts(await reme.get_messages(session_name="s1")) == ["plain"]
+
+
+async def test_the_summary_is_prepended_replaced_and_removed(reme: ReMe) -> None:
+    await reme.add_messages([{"role": "user", "content": "hello"}], session_name="s1")
+    assert texts(await reme.get_messages(session_name="s1", prepend_summary=True)) == ["hello"]
+    await reme.update_compressed_summary("The user greeted.", session_name="s1")
+    await reme.update_compressed_summary("The user greeted twice.", session_name="s1")
+    got = await reme.get_messages(session_name="s1", prepend_summary=True)
+    assert len(got) == 2 and got[0].message["content"].endswith("The user greeted twice.")
+    assert (await reme.session_state(session_name="s1"))["_compressed_summary"] == "The user greeted twice."
+    await reme.update_compressed_summary("", session_name="s1")
+    assert texts(await reme.get_messages(session_name="s1", prepend_summary=True)) == ["hello"]
+
+
+async def test_size_counts_messages_and_tokens_estimated_or_by_the_callers_tokenizer(reme: ReMe) -> None:
+    await reme.add_messages([{"role": "user", "content": "a" * 400}, {"role": "user", "content": "你好世界"}],
+                            session_name="s1")
+    size = await reme.session_size(session_name="s1")
+    assert size.messages == 2 and size.tokens == (4 + 100) + (4 + 4)
+    words = await reme.session_size(session_name="s1", tokenizer=lambda text: text.split())
+    assert words.tokens == (4 + 1) + (4 + 1)
+    await reme.update_compressed_summary("one two three", session_name="s1")
+    counted = await reme.session_size(session_name="s1", tokenizer=lambda text: len(text.split()))
+    assert counted.messages == 2 and counted.summary_tokens == 3 and counted.tokens == 13
+    with pytest.raises(InvalidInputError):
+        await reme.session_size(session_name="s1", tokenizer=lambda text: True)
+
+
+async def test_state_round_trips_into_another_session(reme: ReMe) -> None:
+    await reme.add_messages([{"role": "user", "content": "hi"}, CALL, RESULT], session_name="s1", marks=["m"])
+    await reme.update_compressed_summary("earlier: nothing", session_name="s1")
+    state = await reme.session_state(session_name="s1")
+    assert state["content"][1] == [CALL, ["m"]]
+    assert await reme.load_session_state(state, session_name="s2") == 3
+    assert await reme.session_state(session_name="s2") == state
+    await reme.add_messages([{"role": "user", "content": "more"}], session_name="s2")
+    assert await reme.load_session_state(state, session_name="s2") == 3  # replaces, does not append
+    assert await reme.session_state(session_name="s2") == state
+
+
+async def test_a_rejected_call_changes_nothing(reme: ReMe) -> None:
+    await reme.add_messages([{"role": "user", "content": "kept"}], session_name="s1")
+    before = await dump_store(reme)
+    bad: list[Any] = [
+        lambda: reme.add_messages([{"role": "user", "content": "fine"}, {"content": "no role"}], session_name="s1"),
+        lambda: reme.add_messages([{"role": "user", "content": "x" * 100_001}], session_name="s1"),
+        lambda: reme.add_messages("hello", session_name="s1"),
+        lambda: reme.add_messages([{"role": "user", "content": "nul\x00"}], session_name="s1"),
+        lambda: reme.add_messages([{"role": "user", "content": "a"}], session_name=""),
+        lambda: reme.add_messages([{"role": "user", "content": "a"}], session_name="s1", marks=[""]),
+        lambda: reme.load_session_state({"content": [[{"role": "user", "content": "a"}], "bad"]}, session_name="s1"),
+        lambda: reme.load_session_state({"content": [[{"content": "no role"}, []]]}, session_name="s1"),
+        lambda: reme.update_marks(session_name="s1"),
+        lambda: reme.delete_messages_by_mark([], session_name="s1"),
+    ]
+    for call in bad:
+        with pytest.raises(InvalidInputError):
+            await call()
+    assert await dump_store(reme) == before
+
+
+async def test_sessions_are_walls(reme: ReMe) -> None:
+    a = await reme.add_messages([{"role": "user", "content": "Alice's secret plan"}], session_name="a")
+    await reme.add_messages([{"role": "user", "content": "Bob's message"}], session_name="b")
+    await reme.add_memory("Alice likes tea", user_name="a")
+    await reme.add_memory("Alice's diary: a secret plan", user_name="a", memory_type="history")
+    assert texts(await reme.get_messages(session_name="b")) == ["Bob's message"]
+    assert texts(await reme.get_messages(session_name="a")) == ["Alice's secret plan"]
+    # another session cannot touch a's messages by id
+    assert await reme.delete_messages([a[0].id], session_name="b") == 0
+    assert await reme.update_marks(session_name="b", ids=[a[0].id], add="x") == 0
+    assert (await reme.get_messages(session_name="a"))[0].marks == []
+    # a user named like the session sees none of it, and the session sees none of the user's
+    hits = await reme.search_memory("secret plan", user_name="a", memory_type="history", mode="keyword")
+    assert [h.node.content for h in hits] == ["Alice's diary: a secret plan"]
+    assert await reme.count_memory(user_name="a") == 2  # the tea and the diary, not the session's message
+    assert await reme.clear_session(session_name="b") == 1
+    assert texts(await reme.get_messages(session_name="a")) == ["Alice's secret plan"]
+    assert await reme.count_memory(user_name="a", memory_type="history") == 1
+    with pytest.raises(MemoryNotFoundError):
+        await reme.get_memory(a[0].id, user_name="a")
+
+
+async def test_clear_session_removes_messages_summary_and_offloaded_results(reme: ReMe) -> None:
+    await reme.add_messages([{"role": "user", "content": "hi"}], session_name="s1")
+    await reme.update_compressed_summary("s", session_name="s1")
+    out = await reme.compact_tool_results([{"role": "tool", "content": "y" * 50}], session_name="s1", max_chars=10)
+    assert await reme.clear_session(session_name="s1") == 3
+    assert await reme.get_messages(session_name="s1", prepend_summary=True) == []
+    with pytest.raises(MemoryNotFoundError):
+        await reme.read_tool_result(out.offloaded[0].ref, session_name="s1")
+
+
+async def test_summarize_memory_reads_a_session_by_name(make_reme: Callable[..., ReMe],
+                                                        server: OpenAITestServer) -> None:
+    server.script("Read the conversation below", {"memories": [
+        {"content": "Alice is moving to Lisbon in May", "kind": "plan", "sources": [0], "importance": 0.8}]})
+    async with make_reme() as reme:
+        await reme.add_messages([{"role": "user", "name": "Alice", "content": "I'm moving to Lisbon in May!"},
+                                 CALL, RESULT], session_name="chat")
+        result = await reme.summarize_memory(session_name="chat", user_name="alice")
+        assert [n.content for n in result.added] == ["Alice is moving to Lisbon in May"]
+        prompt = server.requests[-1]["body"]["messages"][0]["content"]
+        assert "I'm moving to Lisbon in May!" in prompt and "Oslo: 4 degrees" in prompt
+        with pytest.raises(InvalidInputError):
+            await reme.summarize_memory(session_name="empty", user_name="alice")
+
+
+def test_the_sync_face_offers_the_session_api(tmp_path: Path) -> None:
+    with ReMeSync(working_dir=tmp_path / "wd", embedding={"backend": "hash", "dimensions": DIM}) as reme:
+        reme.add_messages([{"role": "user", "content": "hi"}], session_name="s1", marks="m")
+        assert [m.marks for m in reme.get_messages(session_name="s1")] == [["m"]]
+        assert reme.session_size(session_name="s1").messages == 1
+        assert reme.clear_session(session_name="s1") == 1
