@@ -129,12 +129,25 @@ def build_parser() -> argparse.ArgumentParser:
     _scope_args(p)
     _selection_args(p, with_filter=False)
     p.add_argument("--with-vectors", action="store_true")
+    p.add_argument("--no-history", dest="with_history", action="store_false",
+                   help="leave out each memory's earlier versions")
 
     p = sub.add_parser("import", parents=[common], help="load memories from a JSONL file")
     p.add_argument("file")
     p.add_argument("--format", default="jsonl", choices=["jsonl", "reme-jsonl"],
                    help="jsonl: written by `reme export`; reme-jsonl: a task-memory pool of the original ReMe")
-    p.add_argument("--task-name", "--task", dest="task_name", help="the task a reme-jsonl pool belongs to")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--user", dest="user_name", help="every line must be this user's memory")
+    g.add_argument("--task", "--task-name", dest="task_name",
+                   help="every line must be this task's memory (a reme-jsonl pool: the task it is for)")
+    g.add_argument("--tool", dest="tool_name", help="every line must be this tool's memory")
+
+    p = sub.add_parser("backup", parents=[common],
+                       help="write the whole store (memories, versions, vectors) to one file")
+    p.add_argument("file")
+
+    p = sub.add_parser("restore", parents=[common], help="load a file written by `reme backup` into an empty store")
+    p.add_argument("file")
 
     p = sub.add_parser("serve", parents=[common], help="serve the memory API over HTTP (extra: server)")
     p.add_argument("--host", help="address to bind (default 127.0.0.1; others need tokens)")
@@ -200,7 +213,7 @@ def _markdown_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 BENCH_HELP = "reme bench locomo [options]: the LoCoMo benchmark (in a source checkout, where it lives)"
-READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve", "optimize"}
+READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve", "optimize", "backup"}
 """Commands that change no memory: on a store that does not exist they fail instead of creating an
 empty one."""
 
@@ -243,10 +256,16 @@ async def _run(args: argparse.Namespace) -> int:
         config = _config(args, working_dir)
         if args.command in READ_COMMANDS or (args.command, getattr(args, "md_command", None)) == ("md", "export"):
             _require_store(config)
+        if args.command == "import":
+            _require_lines(args.file)
         with _Progress(args.command, enabled=not (args.quiet or args.json) and _interactive()) as progress:
             async with ReMe(config, progress=progress.phase) as reme:
                 progress.phase("working")
-                return await _dispatch(reme, args)
+                try:
+                    return await _dispatch(reme, args)
+                except BaseException:
+                    await reme.close(discard=True)  # a store this command created and left empty goes
+                    raise
     finally:
         if scratch and not args.keep:
             shutil.rmtree(working_dir, ignore_errors=True)
@@ -304,6 +323,17 @@ def _require_store(config: ReMeConfig) -> None:
                             "REME_WORKING_DIR; `reme add` or `reme import` creates one")
 
 
+def _require_lines(path: str) -> None:
+    """An import file with no line at all is a mistake, said before a store is opened or made."""
+    try:
+        with open(path, "rb") as fh:
+            if any(line.strip() for line in fh):
+                return
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    raise InvalidInputError(f"{path} holds no memories; nothing was imported")
+
+
 async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
     cmd, out = args.command, print
     if cmd == "add":
@@ -346,15 +376,20 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
         out(_dump({"deleted": args.memory_id}) if args.json else f"deleted {args.memory_id}")
     elif cmd == "export":
         n = await reme.export_memory(args.file, memory_type=args.memory_type, with_vectors=args.with_vectors,
-                                     **_scope(args))
+                                     with_history=args.with_history, **_scope(args))
         out(_dump({"exported": n, "file": args.file}) if args.json
             else f"exported {plural(n, 'memory', 'memories')} to {args.file}")
     elif cmd == "import":
         if args.format == "reme-jsonl" and not args.task_name:
-            raise InvalidInputError("--format reme-jsonl needs --task-name NAME")
-        n = await reme.import_memory(args.file, format=args.format, task_name=args.task_name)
+            raise InvalidInputError("--format reme-jsonl needs --task-name NAME (or --task NAME)")
+        n = await reme.import_memory(args.file, format=args.format, **_scope(args))
         out(_dump({"imported": n, "file": args.file}) if args.json
             else f"imported {plural(n, 'memory', 'memories')} from {args.file}")
+    elif cmd in ("backup", "restore"):
+        n = await (reme.backup(args.file) if cmd == "backup" else reme.restore(args.file))
+        done = "backed_up" if cmd == "backup" else "restored"
+        out(_dump({done: n, "file": args.file}) if args.json
+            else f"{done.replace('_', ' ')} {plural(n, 'record')} {'to' if cmd == 'backup' else 'from'} {args.file}")
     elif cmd == "demo":
         await demo(reme, as_json=args.json)
     elif cmd in ("history", "count", "delete-all", "summarize", "retrieve", "optimize"):

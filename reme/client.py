@@ -249,9 +249,10 @@ class ReMeClient:
     # -- files -------------------------------------------------------------------------------------
     async def export_memory(self, path: str | Path, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
-                            filters: FilterSpec = None, with_vectors: bool = False) -> int:
+                            filters: FilterSpec = None, with_vectors: bool = False,
+                            with_history: bool = True) -> int:
         """Stream the service's export into the local file `path`; returns how many memories."""
-        body = _body(memory_type=memory_type, filters=filters, with_vectors=with_vectors,
+        body = _body(memory_type=memory_type, filters=filters, with_vectors=with_vectors, with_history=with_history,
                      **_scope(user_name, task_name, tool_name))
         return await self._download("/v1/memories/export", body, path)
 
@@ -364,8 +365,11 @@ class ReMeClient:
 
     async def record_usage(self, memory_ids: Sequence[str], success: bool, *, user_name: str | None = None,
                            task_name: str | None = None, tool_name: str | None = None) -> list[MemoryNode]:
-        ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
-        body = _body(memory_ids=ids, success=success, **_scope(user_name, task_name, tool_name))
+        if isinstance(memory_ids, str):
+            memory_ids = [memory_ids]
+        if not isinstance(memory_ids, (list, tuple)) or not isinstance(success, bool):
+            raise InvalidInputError("record_usage takes a memory id or a list of them, and success True or False")
+        body = _body(memory_ids=list(memory_ids), success=success, **_scope(user_name, task_name, tool_name))
         return _NODES.validate_json((await self._call("POST", "/v1/memories/usage", json=body)).content)
 
     async def prune(self, task_name: str | None = None, *, user_name: str | None = None, tool_name: str | None = None,

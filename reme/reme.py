@@ -9,7 +9,7 @@ import os
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -26,7 +26,8 @@ from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, c
 from reme.memory.context import check_context, compact, compact_tool_results, context_messages, positive, tokens_of
 from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, message_dict,
                                  session_scope, summary_id, summary_message, text_batches, to_plain_messages)
-from reme.memory.repo import HASH_LOOKUP, VERSIONS_SUFFIX, Change, MemoryRepo, expired, scope_filter
+from reme.memory.repo import (HASH_LOOKUP, VERSIONS_SUFFIX, Change, Imported, MemoryRepo, expired, read_export,
+                              scope_filter, version_record)
 from reme.memory.repo import alive as live
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
@@ -36,7 +37,7 @@ from reme.schema import (INT64_MAX, MAX_BATCH, MAX_NAME_CHARS, MAX_QUERY_CHARS, 
 from reme.store import (CreateCollection, Delete, DeleteWhere, DropCollection, Upsert, VectorStore, WriteOp,
                         open_store)
 from reme.store import backup as backups
-from reme.store.base import Direction, SearchMode, read_jsonl
+from reme.store.base import Direction, SearchMode, VectorRecord, write_jsonl
 from reme.store.filters import And, Eq, Filter, In, parse_filter
 from reme.sync import SyncFace
 from reme.working import CompactedContext, ContextSplit, SessionMessage, SessionSize, Tokenizer
@@ -46,6 +47,9 @@ P = TypeVar("P")
 log = logging.getLogger("reme")
 FilterSpec = Filter | Mapping[str, Any] | None
 WindowSpec = TimeWindow | tuple[datetime | None, datetime | None] | None
+
+EXPORT_PAGE = 500
+"""Memories an export reads at a time (their versions are looked up together)."""
 
 # What the original ReMe (`reme-ai`) takes: its `ReMe`/`ReMeApp` settings, as AgentScope's shipped
 # middlewares pass them. Both packages are `import reme`, so code written for it may call this one.
@@ -280,6 +284,7 @@ class ReMe:
         self._owns_store, self._owns_embedder, self._owns_llm = store is None, embedder is None, chat_model is None
         self._prompts: PromptLibrary | None = None
         self._opened = False
+        self._made_dirs: list[Path] = []
         self._opening = asyncio.Lock()  # binds to a loop only when two openings meet
         self._background: set[asyncio.Task[None]] = set()
         self._in_flight: set[str] = set()
@@ -323,6 +328,7 @@ class ReMe:
 
     async def _open(self) -> None:
         working_dir = Path(self.config.working_dir).expanduser()
+        self._made_dirs = [d for d in (working_dir, *working_dir.parents) if not d.exists()]
         try:
             working_dir.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -351,13 +357,34 @@ class ReMe:
             if not isinstance(self._embedder, LazyEmbedder) or None in await self._stored_dims():
                 await self._repo.create()  # a new store needs the size now; an existing one has it on disk
         except BaseException:
-            await self._store.close()
-            self._store = None
+            if not await self._discard_empty_new_store() and self._store is not None:
+                await self._store.close()
+                self._store = None
             if self._llm is not None and self._owns_llm:
                 await self._llm.close()
                 self._llm = None
             raise
         self._opened = True
+
+    async def _discard_empty_new_store(self) -> bool:
+        store, self._opened = self._store, False
+        if store is None or not self._owns_store:
+            return False
+        self._store = None
+        try:
+            empty = all([await store.count(name) == 0 for name in (self.collection, self.collection + VERSIONS_SUFFIX)
+                         if await store.collection_dim(name) is not None])
+        except ReMeError:
+            empty = False
+        if not (empty and await store.remove()):
+            await store.close()
+            return False
+        for folder in self._made_dirs:  # deepest first; each only if left empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        return True
 
     async def _stored_dims(self) -> list[int | None]:
         assert self._store is not None
@@ -372,13 +399,20 @@ class ReMe:
                                       "embedder it was made with, another vector_store.collection, or export "
                                       "and import into a new one")
 
-    async def close(self) -> None:
+    async def close(self, *, discard: bool = False) -> bool:
         """Release the store (and its directory lock) once background work has finished. Writes
-        were already durable; reads counted (`retrieval.track_reads`) are written first."""
+        were already durable.
+
+        `discard=True` also removes the store if this `ReMe` created it when it opened and it
+        still holds nothing (no memory, no version): what a command that failed before writing
+        does, so that it leaves no empty store behind (nor the working directory, if it made that
+        and it is left empty). Returns whether the store was removed; a store that was there
+        before, or holds anything, is only closed."""
         if self._background:
             await self.wait_background()
         if self._reads and self._repo is not None and self._opened:
             await self.flush_reads()
+        removed = discard and await self._discard_empty_new_store()
         if self._store is not None:
             await self._store.close()
             if self._owns_store:
@@ -390,6 +424,7 @@ class ReMe:
             await self._llm.close()
             self._llm = None
         self._opened = False
+        return removed
 
     async def __aenter__(self) -> "ReMe":
         return await self.open()
@@ -557,11 +592,45 @@ class ReMe:
     # -- files -----------------------------------------------------------------------------------
     async def export_memory(self, path: str | Path, *, user_name: str | None = None, task_name: str | None = None,
                             tool_name: str | None = None, memory_type: MemoryType | str | None = None,
-                            filters: FilterSpec = None, with_vectors: bool = False) -> int:
-        """Write memories to a JSONL file (every field; vectors on request); returns how many."""
+                            filters: FilterSpec = None, with_vectors: bool = False,
+                            with_history: bool = True) -> int:
+        """Write memories to a JSONL file, one a line (every field; vectors on request); returns
+        how many. A memory with earlier versions carries them in `history` (oldest first, as
+        `history()` returns them, with their vectors on request), so `import_memory` into
+        another store restores them too; `with_history=False` leaves them out."""
         path = _path_arg(path)
+        if not isinstance(with_vectors, bool) or not isinstance(with_history, bool):
+            raise InvalidInputError("with_vectors and with_history are True or False")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters)
-        return await self.store.export_jsonl(self.collection, path, flt=flt, with_vectors=with_vectors)
+        repo = self.repo
+
+        async def rows(records: list[VectorRecord]) -> list[dict[str, Any]]:
+            versions = await repo.versions_of([r.node.memory_id for r in records], with_vectors=with_vectors) \
+                if with_history else {}
+            out = []
+            for record in records:
+                row = record.node.model_dump(mode="json")
+                if with_vectors:
+                    row["vector"] = record.vector
+                history = [{**v.model_dump(mode="json"), **({"vector": vec} if with_vectors else {})}
+                           for v, vec in versions.get(record.node.memory_id, []) if v.node.scope == record.node.scope]
+                if history:  # (a version of another scope under this id could only come from a forged file)
+                    row["history"] = history
+                out.append(row)
+            return out
+
+        async def lines() -> AsyncIterator[dict[str, Any]]:
+            page: list[VectorRecord] = []
+            async for record in self.store.iter_records(self.collection, flt, with_vectors=with_vectors):
+                page.append(record)
+                if len(page) == EXPORT_PAGE:
+                    for row in await rows(page):
+                        yield row
+                    page = []
+            for row in await rows(page):
+                yield row
+
+        return await write_jsonl(path, lines())
 
     async def backup(self, path: str | Path) -> int:
         """Write the whole store (every memory and every version, vectors included) to one JSONL
@@ -573,7 +642,8 @@ class ReMe:
         """Load a file written by `backup` into this store, which must hold no memories yet (a new
         working directory, or after `delete_all(everything=True)`); all or nothing, as one write.
         Returns how many records were restored."""
-        dim, records = backups.load(_path_arg(path), {"memories", "versions"})
+        dim, records = backups.load(_path_arg(path), {"memories": MemoryNode.model_validate,
+                                                      "versions": version_record})
         async with self.repo.lock:
             held = await self.store.count(self.collection) + await self.store.count(self.repo.versions)
             if held:
@@ -604,32 +674,16 @@ class ReMe:
         """
         path = _path_arg(path)
         if format == "jsonl":
-            nodes = await self._read_export(path, scope_of(user_name, task_name, tool_name))
-            return await self.repo.restore(nodes, source=str(path))
+            scope = scope_of(user_name, task_name, tool_name)
+            dim = await self.store.collection_dim(self.collection) or await self.embedder.dimension()
+            return await self.repo.restore(read_export(path, dim, scope), source=str(path))
         if format != "reme-jsonl":
             raise InvalidInputError(f"unknown import format {str(format)[:40]!r}; use jsonl or reme-jsonl")
         if user_name is not None or tool_name is not None:
             raise InvalidInputError("a reme-jsonl pool holds task memories: name task_name")
         scope = self._require_scope(None, task_name, None, "import_memory with format reme-jsonl")
         pool = read_reme_jsonl(path, scope.name)
-        return await self.repo.restore([(n, None) for n in pool], source=str(path), foreign="new_id")
-
-    async def _read_export(self, path: str | Path, scope: Scope | None) -> list[tuple[MemoryNode, list[float] | None]]:
-        """The nodes of an export file with their vectors (None where a line has none of this
-        store's size); an invalid line, or one outside `scope`, is an `InvalidInputError` naming it."""
-        dim = await self.store.collection_dim(self.collection) or await self.embedder.dimension()
-        out: list[tuple[MemoryNode, list[float] | None]] = []
-        for lineno, row in read_jsonl(path):
-            vector = row.pop("vector", None)
-            try:
-                node = MemoryNode.model_validate(row)
-            except ValidationError as exc:
-                raise InvalidInputError(f"{path}:{lineno}: {describe(exc)}; nothing was imported") from None
-            if scope is not None and not scope.holds(node):
-                raise InvalidInputError(f"{path}:{lineno}: a memory of {node.target_kind} {node.memory_target!r}, "
-                                        f"outside {scope}; nothing was imported")
-            out.append((node, vector if isinstance(vector, list) and len(vector) == dim else None))
-        return out
+        return await self.repo.restore([Imported(n) for n in pool], source=str(path), foreign="new_id")
 
     async def history(self, memory_id: str, *, user_name: str | None = None, task_name: str | None = None,
                       tool_name: str | None = None) -> list[MemoryVersion]:
@@ -886,6 +940,10 @@ class ReMe:
         """Count one use of each memory (`metadata.freq`) and, when it went well, one success
         (`metadata.utility`). Typically called after an agent used retrieved lessons. With a
         scope, another target's id is not found; an id not found means nothing is counted."""
+        if memory_ids is None:
+            raise InvalidInputError("record_usage needs memory_ids: a memory id or a list of them")
+        if not isinstance(success, bool):
+            raise InvalidInputError(f"success must be True or False, not {type(success).__name__}")
         memory_ids = [memory_ids] if isinstance(memory_ids, str) else _list_arg(memory_ids, "memory_ids")
         ids = list(dict.fromkeys(_canonical_id(m) for m in memory_ids))
         now = utcnow()

@@ -529,8 +529,8 @@ class MemoryVersion(BaseModel):
 
     node: MemoryNode
     event: Literal["UPDATE", "DELETE"]
-    time: datetime
-    reason: str = ""
+    time: AwareDatetime
+    reason: Text = ""
 
 
 class Rejection(BaseModel):

@@ -37,7 +37,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, T
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -184,6 +184,7 @@ class SearchRequest(ReadArgs):
 
 class ExportRequest(FilterArgs):
     with_vectors: bool = False
+    with_history: bool = True
 
 
 class MarkdownExportRequest(ScopeArgs):
@@ -246,7 +247,7 @@ class RetrieveRequest(_Strict):
 
 class UsageRequest(ScopeArgs):
     memory_ids: list[str]
-    success: bool
+    success: StrictBool
 
 
 class PruneRequest(ScopeArgs):

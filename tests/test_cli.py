@@ -17,7 +17,7 @@ from reme.cli import build_parser
 from openai_server import OpenAITestServer
 
 COMMANDS = ["add", "get", "list", "search", "update", "delete", "export", "import", "demo", "history", "count",
-            "delete-all", "summarize", "retrieve", "optimize"]
+            "delete-all", "summarize", "retrieve", "optimize", "backup", "restore"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -80,6 +80,8 @@ def test_export_and_import(tmp_path: Path) -> None:
 def test_exit_codes_scripts_can_rely_on(tmp_path: Path) -> None:
     wd = tmp_path / "wd"
     assert reme(wd, "add", "", "--user", "a", check=2).stderr.startswith("reme add: InvalidInputError")
+    assert not wd.exists()  # a failed command leaves no store behind
+    reme(wd, "add", "x", "--user", "a")
     reme(wd, "list", "--filter", '{"nope": 1}', check=2)
     reme(wd, "list", "--filter", "{not json", check=2)  # argparse usage error
     reme(wd, "add", "x", check=2)  # no target

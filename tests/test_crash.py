@@ -353,6 +353,18 @@ async def test_a_flush_of_counted_reads_is_all_or_nothing(tmp_path: Path, base: 
     await assert_before_or_after(tmp_path, "flush_reads", base)
 
 
+async def test_an_import_with_history_is_all_or_nothing(tmp_path: Path, base: Path) -> None:
+    """The memories and their earlier versions land in two collections: both, or neither."""
+    source = tmp_path / "source"
+    async with ReMe(working_dir=source, embedding=EMBEDDING) as reme:
+        for i in range(10):
+            node = await reme.add_memory(f"Imported fact {i}", user_name="carol", message_time=T0)
+            await reme.update_memory(node.memory_id, content=f"Imported fact {i}, revised")
+        await reme.export_memory(tmp_path / "export.jsonl")
+    assert all("history" in line for line in (tmp_path / "export.jsonl").read_text().splitlines())
+    await assert_before_or_after(tmp_path, "import", base, import_file=tmp_path / "export.jsonl")
+
+
 async def test_summarize_memory_write_phase_is_all_or_nothing(tmp_path: Path) -> None:
     wd = tmp_path / "base"
     async with ReMe(working_dir=wd, embedding=EMBEDDING) as reme:

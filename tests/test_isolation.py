@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reme import InvalidInputError, MemoryNotFoundError, ReMe
-from reme.schema import MemoryNode, Scope
+from reme.schema import MemoryNode, MemoryVersion, Scope
 
 from conftest import dump_store
 from openai_server import OpenAITestServer, prompt_of
@@ -112,7 +112,10 @@ async def exercise(reme: ReMe, scope: Scope, others: list[MemoryNode], tmp_path:
     inside(widened.nodes)
     exported = tmp_path / "mine.jsonl"
     n = await reme.export_memory(exported, **kw)
-    inside([MemoryNode.model_validate_json(line) for line in exported.read_text().splitlines()])
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    histories = [MemoryVersion.model_validate(v).node for row in rows for v in row.pop("history", [])]
+    inside([MemoryNode.model_validate(row) for row in rows] + histories)  # the versions an export carries too
+    assert histories
     assert n == await reme.count_memory(**kw)
     own = (await reme.list_memory(memory_type=scope.all_types[0], sort_key="version", limit=1, **kw)).nodes[0]
     assert own.version == 2 and len(await reme.history(own.memory_id, **kw)) == 1  # inside the scope: found

@@ -248,6 +248,34 @@ async def test_export_then_import_restores_a_scope(api: Any, uid: str, tmp_path:
 
 
 @module_loop
+async def test_an_export_carries_history_and_a_bad_line_imports_nothing(api: Any, uid: str, tmp_path: Path) -> None:
+    node = await api.add_memory("Kira drinks tea", user_name=uid)
+    await api.update_memory(node.memory_id, content="Kira drinks green tea", user_name=uid)
+    path = tmp_path / "out.jsonl"
+    assert await api.export_memory(path, user_name=uid) == 1
+    (row,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [v["node"]["content"] for v in row["history"]] == ["Kira drinks tea"]
+    assert await api.delete_all(user_name=uid) == 1  # the versions go with it
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text() + json.dumps({"memory_type": "personal", "memory_target": uid,
+                                                  "content": "x", "vector": 5}) + "\n")
+    with pytest.raises(InvalidInputError, match=r":2: vector"):
+        await api.import_memory(bad, user_name=uid)
+    assert await api.count_memory(user_name=uid) == 0
+    assert await api.import_memory(path, user_name=uid) == 1
+    assert [v.node.content for v in await api.history(node.memory_id, user_name=uid)] == ["Kira drinks tea"]
+
+
+@module_loop
+async def test_record_usage_needs_ids_and_a_bool(api: Any, uid: str) -> None:
+    node = await api.add_memory("Lena checks the quota", task_name=uid)
+    for ids, success in ((None, True), ([node.memory_id], "yes"), ([node.memory_id], None), (5, True)):
+        with pytest.raises(InvalidInputError):
+            await api.record_usage(ids, success, task_name=uid)
+    assert "freq" not in (await api.get_memory(node.memory_id)).metadata
+
+
+@module_loop
 async def test_backup_holds_every_record_and_restore_needs_an_empty_store(api: Any, uid: str, tmp_path: Path) -> None:
     node = await api.add_memory("Iris keeps bees", user_name=uid)
     await api.update_memory(node.memory_id, content="Iris keeps bees and goats", user_name=uid)

@@ -320,6 +320,7 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
     if len(lines) > MAX_IMPORT_LINES:
         raise InvalidInputError(f"{p}: more than {MAX_IMPORT_LINES} lines; split the file")
     nodes: list[MemoryNode] = []
+    first: dict[str, int] = {}
     now = utcnow()
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -350,4 +351,8 @@ def read_reme_jsonl(path: str | Path, task_name: str) -> list[MemoryNode]:
             detail = describe(exc) if isinstance(exc, ValidationError) else (
                 f"missing field {exc}" if isinstance(exc, KeyError) else str(exc))
             raise InvalidInputError(f"{p} line {number}: {detail}; nothing was imported") from None
+        if nodes[-1].memory_id in first:
+            raise InvalidInputError(f"{p} line {number}: memory_id {nodes[-1].memory_id} is also on line "
+                                    f"{first[nodes[-1].memory_id]}; nothing was imported")
+        first[nodes[-1].memory_id] = number
     return nodes

@@ -12,12 +12,16 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from reme.embedding import Embedder
-from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError
-from reme.schema import TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, utcnow
+from pydantic import ValidationError
+
+from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
+from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
 from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
+from reme.store.base import line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Range
 
 VERSIONS_SUFFIX = "-versions"
@@ -36,6 +40,17 @@ class Change:
     """False for bookkeeping (usage counters): the old state is not worth a version."""
     vector: list[float] | None = None
     """The new node's vector when the caller already computed it (it is not embedded again)."""
+    history: list[VectorRecord] = field(default_factory=list)
+    """Version records written with the new node when this change writes it (an import's history)."""
+
+
+@dataclass
+class Imported:
+    """One memory read from a file: its node, its vector (None: embed it) and its earlier states."""
+
+    node: MemoryNode
+    vector: list[float] | None = None
+    history: list[tuple[MemoryVersion, list[float] | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -117,19 +132,24 @@ class MemoryRepo:
             await self._embed(changes)
             return [node for node, _ in await self._write(changes)]
 
-    async def restore(self, nodes: Sequence[tuple[MemoryNode, list[float] | None]], *, source: str,
-                      foreign: str = "error") -> int:
+    async def restore(self, lines: Sequence[Imported], *, source: str, foreign: str = "error") -> int:
         """Write memories read from a file, as one batch: a new id is added (deduplicated by
         content), a stored id of the same scope is replaced (its old state kept as a version,
         unchanged ones skipped). A stored id of another scope is an `InvalidInputError` naming
         `source` (`foreign="error"`: nothing is written) or the line gets a new id
-        (`foreign="new_id"`, the old one kept as `metadata.original_memory_id`). Returns how
-        many memories were written."""
+        (`foreign="new_id"`, the old one kept as `metadata.original_memory_id`).
+
+        A line's `history` is written with it, less the versions already stored (the same
+        state, event and time), so importing a file twice adds nothing; a line whose content is
+        stored under another id brings no history (it is not that memory). Returns how many
+        memories were written."""
         async with self.lock:
-            stored = await self.get([n.memory_id for n, _ in nodes])
+            stored = await self.get([line.node.memory_id for line in lines])
+            known = await self._version_keys([line.node.memory_id for line in lines if line.history])
             changes: list[Change] = []
-            for node, vector in nodes:
-                old = stored.get(node.memory_id)
+            pending: list[tuple[Change | None, list[tuple[MemoryVersion, list[float] | None]]]] = []
+            for line in lines:
+                node, old = line.node, stored.get(line.node.memory_id)
                 if old is not None and old.scope != node.scope:
                     if foreign == "error":
                         raise InvalidInputError(f"{source}: memory_id {node.memory_id} belongs to another target; "
@@ -137,11 +157,56 @@ class MemoryRepo:
                     node = node.model_copy(update={"memory_id": str(uuid.uuid4()), "metadata": {
                         **node.metadata, "original_memory_id": node.memory_id}})
                     old = None
-                if old == node:
+                history = [(v, vec) for v, vec in line.history if _version_key(node.memory_id, v) not in known]
+                if old == node:  # stored as it is: only versions the store lacks are written
+                    pending.append((None, history))
                     continue
-                changes.append(Change(new=node, old=old, vector=vector, reason=f"imported from {source}"))
+                # The file's history may hold the stored state (exported from here): that version is kept, not a second.
+                change = Change(new=node, old=old, vector=line.vector, reason=f"imported from {source}",
+                                keep_version=old is None or not any(v.node == old for v, _ in line.history))
+                changes.append(change)
+                pending.append((change, history))
+            records = iter(await self._version_records([pair for _, history in pending for pair in history]))
+            extra: list[VectorRecord] = []
+            for owner, history in pending:
+                written = [next(records) for _ in history]
+                if owner is None:
+                    extra += written
+                else:
+                    owner.history = written
             await self._embed(changes)
-            return sum(wrote for _, wrote in await self._write(changes))
+            return sum(wrote for _, wrote in await self._write(changes, extra))
+
+    async def _version_keys(self, memory_ids: Sequence[str]) -> set[tuple[str, int, str, datetime]]:
+        """What identifies the stored versions of `memory_ids` (see `_version_key`)."""
+        keys: set[tuple[str, int, str, datetime]] = set()
+        ordered = sorted(set(memory_ids))
+        for start in range(0, len(ordered), HASH_LOOKUP):
+            chunk: list[Any] = ordered[start:start + HASH_LOOKUP]
+            async for record in self.store.iter_records(self.versions, In(field="metadata.version_of", values=chunk)):
+                keys.add(_version_key(record.node.metadata["version_of"], version_of(record.node)))
+        return keys
+
+    async def _version_records(self, versions: list[tuple[MemoryVersion, list[float] | None]]) -> list[VectorRecord]:
+        """Records for the versions collection, the vectors a file did not carry embedded in one batch."""
+        todo = [v.node.retrieval_text for v, vec in versions if vec is None]
+        made = iter(await self.embedder.embed(todo) if todo else [])
+        return [VectorRecord(node=_version_node(v.node, v.event, v.time, v.reason),
+                             vector=vec if vec is not None else next(made)) for v, vec in versions]
+
+    async def versions_of(self, memory_ids: Sequence[str], *,
+                          with_vectors: bool = False) -> dict[str, list[tuple[MemoryVersion, list[float] | None]]]:
+        """The stored versions of each of `memory_ids` (oldest first), with their vectors on request."""
+        out: dict[str, list[tuple[MemoryVersion, list[float] | None]]] = {}
+        ordered = sorted(set(memory_ids))
+        for start in range(0, len(ordered), HASH_LOOKUP):
+            chunk: list[Any] = ordered[start:start + HASH_LOOKUP]
+            flt = In(field="metadata.version_of", values=chunk)
+            async for record in self.store.iter_records(self.versions, flt, with_vectors=with_vectors):
+                out.setdefault(record.node.metadata["version_of"], []).append((version_of(record.node), record.vector))
+        for versions in out.values():
+            versions.sort(key=lambda pair: (pair[0].node.version, pair[0].time))
+        return out
 
     async def _embed(self, changes: list[Change]) -> None:
         """Fill in the vector of every new node whose retrieval text is new, in one batch."""
@@ -152,7 +217,8 @@ class MemoryRepo:
             for (change, _), vector in zip(todo, vectors):
                 change.vector = vector
 
-    async def _write(self, changes: list[Change]) -> list[tuple[MemoryNode, bool]]:
+    async def _write(self, changes: list[Change],
+                     extra_versions: Sequence[VectorRecord] = ()) -> list[tuple[MemoryNode, bool]]:
         olds = [c.old for c in changes if c.old is not None]
         old_vectors: dict[str, list[float] | None] = {}
         if olds:
@@ -177,7 +243,7 @@ class MemoryRepo:
                                     "replaces one (update_memory changes a memory); nothing was written")
         now = utcnow()
         writes: list[VectorRecord] = []
-        versions: list[VectorRecord] = []
+        versions: list[VectorRecord] = list(extra_versions)
         deletes: list[str] = []
         out: list[tuple[MemoryNode, bool]] = []
         for change in changes:
@@ -189,6 +255,7 @@ class MemoryRepo:
                     continue
                 existing[key] = change.new
                 writes.append(VectorRecord(node=change.new, vector=change.vector))
+                versions += change.history
                 out.append((change.new, True))
                 continue
             old_vector = old_vectors.get(change.old.memory_id)
@@ -204,6 +271,7 @@ class MemoryRepo:
                 out.append((change.old, True))
             else:
                 writes.append(VectorRecord(node=change.new, vector=change.vector or old_vector))
+                versions += change.history
                 out.append((change.new, True))
         # One write: after a crash, reopening shows all of it (versions, new states, deletions) or none.
         await self.store.write([Upsert(self.versions, versions), Upsert(self.collection, writes),
@@ -231,13 +299,64 @@ class MemoryRepo:
         if scope is not None:
             flt = scope_filter(scope, extra=flt)
         async for record in self.store.iter_records(self.versions, flt):
-            meta = record.node.metadata
-            out.append(MemoryVersion(node=MemoryNode.model_validate(meta["node"]), event=meta["event"],
-                                     time=meta["time"], reason=meta.get("reason", "")))
+            out.append(version_of(record.node))
         if not out and not await self.get([memory_id], scope):
             raise MemoryNotFoundError(memory_id)
         out.sort(key=lambda v: (v.node.version, v.time))
         return out
+
+
+def read_export(path: str | Path, dim: int, scope: Scope | None = None) -> list[Imported]:
+    """The memories of a file written by `export_memory`: each line a node's fields, optionally
+    its `vector` and its `history` (earlier states, oldest first, each `{"event", "time",
+    "reason", "node"}` and optionally a `vector`). Every line is checked before any is returned;
+    the first flaw (invalid JSON or field, a vector that is not a list of finite numbers, an id on
+    two lines, a history entry of another memory, a line outside `scope`) is an
+    `InvalidInputError` naming its line."""
+    out: list[Imported] = []
+    first: dict[str, int] = {}
+    versions = 0
+    for lineno, row in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        vector = line_vector(row.pop("vector", None), dim, where)
+        history = row.pop("history", None)
+        node = line_node(row, where)
+        if node.memory_id in first:
+            raise InvalidInputError(f"{where}: memory_id {node.memory_id} is also on line {first[node.memory_id]}; "
+                                    "nothing was imported")
+        first[node.memory_id] = lineno
+        if scope is not None and not scope.holds(node):
+            raise InvalidInputError(f"{where}: a memory of {node.target_kind} {node.memory_target!r}, outside {scope}; "
+                                    "nothing was imported")
+        out.append(Imported(node, vector, _read_history(history, node, dim, where)))
+        versions += len(out[-1].history)
+        if versions > MAX_IMPORT_LINES:
+            raise InvalidInputError(f"{where}: more than {MAX_IMPORT_LINES} versions in one file; split it")
+    return out
+
+
+def _read_history(value: Any, node: MemoryNode, dim: int,
+                  where: str) -> list[tuple[MemoryVersion, list[float] | None]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{where}: history must be a list of earlier versions; nothing was imported")
+    out: list[tuple[MemoryVersion, list[float] | None]] = []
+    for i, entry in enumerate(value, 1):
+        at = f"{where}: history entry {i}"
+        if not isinstance(entry, dict):
+            raise InvalidInputError(f"{at} is not a JSON object; nothing was imported")
+        entry = dict(entry)
+        vector = line_vector(entry.pop("vector", None), dim, at)
+        try:
+            version = MemoryVersion.model_validate(entry)
+        except ValidationError as exc:
+            raise InvalidInputError(f"{at}: {describe(exc)}; nothing was imported") from None
+        if version.node.memory_id != node.memory_id or version.node.scope != node.scope:
+            raise InvalidInputError(f"{at} is a state of another memory (id {version.node.memory_id}, "
+                                    f"{version.node.scope}); nothing was imported")
+        out.append((version, vector))
+    return out
 
 
 def scope_filter(scope: Scope | Sequence[Scope], types: Sequence[MemoryType] | None = None,
@@ -275,11 +394,60 @@ def expired(now: datetime | None = None) -> Filter:
     return Range(field="expires_at", lte=now or utcnow())
 
 
+def version_of(record: MemoryNode) -> MemoryVersion:
+    """The earlier state a record of the versions collection keeps; `ValueError` when the record
+    is not one `_version_node` could have made (a forged backup line)."""
+    meta = record.metadata
+    try:
+        version = MemoryVersion.model_validate({k: meta[k] for k in ("node", "event", "time", "reason") if k in meta})
+    except ValidationError as exc:
+        raise ValueError(f"not a version record: {describe(exc)}") from None
+    if meta.get("version_of") != version.node.memory_id:
+        raise ValueError("not a version record: metadata.version_of is not the id of the state it keeps")
+    if version.node.scope != record.scope or version.node.memory_type != record.memory_type:
+        raise ValueError("not a version record: the state it keeps belongs to another target or type")
+    return version
+
+
+def _version_key(memory_id: str, version: MemoryVersion) -> tuple[str, int, str, datetime]:
+    """Two versions of a memory are the same when they keep the same state, ended by the same event at the same time."""
+    return memory_id, version.node.version, version.event, as_aware(version.time)
+
+
 def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:
     """A copy of `old` for the versions collection: same type, target and text (so scope deletes
-    and searches find it), with the whole node kept in metadata."""
-    return MemoryNode(memory_id=str(uuid.uuid4()), memory_type=old.memory_type, target_kind=old.target_kind,
-                      memory_target=old.memory_target,
-                      when_to_use=old.when_to_use, content=old.content, message_time=old.message_time,
-                      metadata={"version_of": old.memory_id, "event": event, "time": when.isoformat(),
-                                "reason": reason, "node": old.model_dump(mode="json")})
+    and searches find it), with the whole node kept in metadata. The metadata is set after
+    validation: it nests `old`'s own metadata two levels down, which may be as deep and as large
+    as a memory's metadata may be, and `old` is valid already."""
+    record = MemoryNode(memory_id=str(uuid.uuid4()), memory_type=old.memory_type, target_kind=old.target_kind,
+                        memory_target=old.memory_target, when_to_use=old.when_to_use, content=old.content,
+                        message_time=old.message_time)
+    return record.model_copy(update={"metadata": _version_meta(old, event, when, reason)})
+
+
+def _version_meta(old: MemoryNode, event: str, when: datetime, reason: str) -> dict[str, Any]:
+    return {"version_of": old.memory_id, "event": event, "time": when.isoformat(), "reason": reason,
+            "node": old.model_dump(mode="json")}
+
+
+VERSION_KEYS = frozenset({"version_of", "event", "time", "reason", "node"})
+
+
+def version_record(fields: Any) -> MemoryNode:
+    """A record of the versions collection read from outside (a backup line): checked as one
+    `_version_node` makes (the state it keeps is a valid memory of the record's own target and
+    type), its metadata rebuilt from what was checked. `ValueError` (or pydantic's
+    `ValidationError`) says what is wrong."""
+    if not isinstance(fields, dict) or not isinstance(fields.get("metadata"), dict):
+        raise ValueError("a version record is an object whose metadata is an object")
+    meta = fields["metadata"]
+    if set(meta) != VERSION_KEYS:
+        raise ValueError(f"a version record's metadata has exactly the keys {', '.join(sorted(VERSION_KEYS))}")
+    record = MemoryNode.model_validate({**fields, "metadata": {}})
+    version = MemoryVersion.model_validate({k: meta[k] for k in ("node", "event", "time", "reason")})
+    if meta["version_of"] != version.node.memory_id:
+        raise ValueError("metadata.version_of is not the id of the state the record keeps")
+    if version.node.scope != record.scope or version.node.memory_type != record.memory_type:
+        raise ValueError("the state a version record keeps belongs to another target or type")
+    return record.model_copy(update={"metadata": _version_meta(version.node, version.event, version.time,
+                                                               version.reason)})

@@ -196,6 +196,9 @@ async def off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
     return fn(*args)
 
 
+F32_MAX = float(np.finfo(np.float32).max)
+"""The largest vector value: the engines store float32, where a larger one becomes infinity."""
+
 MAX_TIE_FETCH = 4096
 """How far a search widens its request to order a group of equal scores by id."""
 
@@ -441,6 +444,13 @@ class VectorStore(ABC):
     async def close(self) -> None:
         return None
 
+    async def remove(self) -> bool:
+        """Close the store and delete it, where the backend can and the store is this one's to
+        delete (an embedded store whose directory it made); True if it did. Backends that keep
+        their data elsewhere (a server) only close."""
+        await self.close()
+        return False
+
     # -- the write path --------------------------------------------------------------------------
     async def write(self, ops: Sequence[WriteOp]) -> None:
         """Apply `ops`, in order, as one: after a crash at any point, the store (once `recover`
@@ -605,8 +615,8 @@ class VectorStore(ABC):
             total = math.fsum(values)  # NaN or infinity anywhere makes the sum non-finite
         except (TypeError, OverflowError):
             raise InvalidInputError("a vector holds numbers only") from None
-        if not math.isfinite(total):
-            raise InvalidInputError("vector holds NaN or infinite values")
+        if not math.isfinite(total) or (values and max(map(abs, values)) > F32_MAX):
+            raise InvalidInputError("vector holds NaN, infinite values, or values beyond a 32-bit float")
         return values
 
     async def upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
@@ -732,19 +742,21 @@ class VectorStore(ABC):
         return await write_jsonl(Path(path), rows())
 
     async def import_jsonl(self, name: str, path: str | Path, *, embed: EmbedFn | None = None) -> int:
-        """Load a file written by `export_jsonl`. Every line is checked before anything is written;
-        lines without a vector (or with one of another size) are embedded with `embed`."""
+        """Load a file written by `export_jsonl`. Every line is checked before anything is written
+        (an `InvalidInputError` names the first bad one); lines without a vector (or with one of
+        another size) are embedded with `embed`."""
         dim = await self._require_dim(name)
-        rows = read_jsonl(path)
         records: list[VectorRecord] = []
-        for lineno, row in rows:
-            vector = row.pop("vector", None)
-            try:
-                node = MemoryNode.model_validate(row)
-            except ValidationError as exc:
-                raise InvalidInputError(f"{path}:{lineno}: {describe(exc)}") from None
-            usable = isinstance(vector, list) and len(vector) == dim
-            records.append(VectorRecord.model_construct(node=node, vector=vector if usable else None))
+        first: dict[str, int] = {}
+        for lineno, row in read_jsonl(path):
+            where = f"{path}:{lineno}"
+            vector = line_vector(row.pop("vector", None), dim, where)
+            node = line_node(row, where)
+            if node.memory_id in first:
+                raise InvalidInputError(f"{where}: memory_id {node.memory_id} is also on line {first[node.memory_id]}; "
+                                        "nothing was imported")
+            first[node.memory_id] = lineno
+            records.append(VectorRecord.model_construct(node=node, vector=vector))
         todo = [r for r in records if r.vector is None]
         if todo:
             if embed is None:
@@ -754,6 +766,32 @@ class VectorStore(ABC):
                 record.vector = vec
         await self.upsert(name, records)  # one write: the whole file or nothing
         return len(records)
+
+
+def line_node(row: dict[str, Any], where: str) -> MemoryNode:
+    """The node of an export line (its other keys taken off); `InvalidInputError` naming `where`."""
+    try:
+        return MemoryNode.model_validate(row)
+    except ValidationError as exc:
+        raise InvalidInputError(f"{where}: {describe(exc)}; nothing was imported") from None
+
+
+def line_vector(value: Any, dim: int, where: str) -> list[float] | None:
+    """The `vector` of an export line: None when there is none, or one of another size (the line
+    is embedded again, as after a change of embedder); anything but a list of finite numbers is an
+    `InvalidInputError` naming `where`."""
+    if value is None:
+        return None
+    bad = InvalidInputError(f"{where}: vector must be a list of finite numbers (or absent); nothing was imported")
+    if not isinstance(value, list) or not all(type(x) is float or type(x) is int for x in value):
+        raise bad  # type(): a bool is not a number here, nor a numeric string
+    try:
+        values = [float(x) for x in value]
+    except OverflowError:  # an integer beyond a float
+        raise bad from None
+    if not all(abs(x) <= F32_MAX for x in values):  # NaN compares false too
+        raise bad
+    return values if len(values) == dim else None
 
 
 async def write_jsonl(path: Path, rows: AsyncIterator[dict[str, Any]]) -> int:

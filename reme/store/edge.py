@@ -90,6 +90,14 @@ def _leftover(folder: Path) -> bool:
             and {p.name for p in folder.iterdir()} <= {"shard", _META + ".tmp"})
 
 
+def _same_file(fh: Any, path: Path) -> bool:
+    """Whether the open file `fh` is still the one at `path` (not unlinked or replaced)."""
+    try:
+        return os.fstat(fh.fileno()).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -116,6 +124,8 @@ class EdgeStore(VectorStore):
         self.index_on_close = index_on_close
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
         self._shards: dict[str, qe.EdgeShard] = {}
+        self.created = not self.path.exists()
+        """Whether this store made its directory (`remove` deletes only such a one)."""
         self._lock_fh = self._lock(self.path, lock_timeout)
 
     @staticmethod
@@ -129,7 +139,13 @@ class EdgeStore(VectorStore):
         while True:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if _same_file(fh, path / ".lock"):
+                    break
+                # `remove` deleted the store while this process waited: lock the directory anew.
+                fh.close()
+                path.mkdir(parents=True, exist_ok=True)
+                fh = open(path / ".lock", "a+")
+                continue
             except OSError:
                 if time.monotonic() < deadline:
                     time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
@@ -357,6 +373,27 @@ class EdgeStore(VectorStore):
         await self._require_dim(name)
         shard = self._shard(name)
         return await asyncio.to_thread(self._call, "optimize", shard.optimize)
+
+    async def remove(self) -> bool:
+        """Close the store and delete its directory, if this store made it (`created`); the lock
+        is held until the files are gone, so no other process opens a store half deleted."""
+        if self._lock_fh is None or not self.created:
+            await self.close()
+            return False
+        try:
+            for shard in self._shards.values():
+                self._call("close", shard.close)
+            self._shards.clear()
+            for entry in self.path.iterdir():
+                if entry.name != ".lock":
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            (self.path / ".lock").unlink()
+            self.path.rmdir()
+        except OSError:  # something else appeared in it: leave it
+            return False
+        finally:
+            await self.close()
+        return True
 
     async def close(self) -> None:
         if self._lock_fh is None:
