@@ -252,17 +252,25 @@ def parse_reply(text: str, cut_off: bool = False) -> tuple[Any, bool]:
 
 
 # -- the shape asked for -------------------------------------------------------------------------
+KEPT_MAX_ITEMS = 64
+"""The largest `maxItems` a reply schema keeps (see `response_schema`)."""
+
+
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     """`model`'s JSON schema in the strict form OpenAI's structured outputs (and llama.cpp's and
     vLLM's grammars) take: every property required, no others allowed, no defaults. Length limits
     are left out (they are checked when the reply is validated): strict mode refuses some, and a
-    grammar spelling out 100k characters is no use."""
+    grammar spelling out 100k characters is no use. A small `maxItems` (at most `KEPT_MAX_ITEMS`)
+    stays: it is what stops a small model counting `"sources": [0, 1, 2, ...` until its token
+    budget runs out."""
     schema = copy.deepcopy(model.model_json_schema())
     stack: list[Any] = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             for key in ("default", "maxLength", "minLength", "maxItems", "minItems", "title"):
+                if key == "maxItems" and isinstance(node.get(key), int) and node[key] <= KEPT_MAX_ITEMS:
+                    continue
                 if key in node and not isinstance(node[key], dict):
                     node.pop(key)
             if node.get("type") == "object" and "properties" in node:

@@ -46,6 +46,9 @@ SIMILAR_PER_CANDIDATE = 5
 """Stored memories fetched per candidate for the reconcile step."""
 MAX_SHOWN = 40
 """At most this many stored memories are shown to the reconcile call."""
+MAX_SOURCES = 32
+"""Messages one extracted memory may cite: also the bound its reply schema gives a model, which
+stops a small one counting `"sources": [0, 1, 2, ...` until its token budget runs out."""
 
 
 # -- what the LLM returns ----------------------------------------------------------------------
@@ -55,7 +58,7 @@ class ExtractedMemory(BaseModel):
         default="fact", max_length=MAX_NAME_CHARS)
     time: str | None = Field(default=None, max_length=64)
     time_end: str | None = Field(default=None, max_length=64)
-    sources: IntList = Field(default_factory=list)
+    sources: IntList = Field(default_factory=list, max_length=MAX_SOURCES)
     importance: Fraction = 0.5
 
 
