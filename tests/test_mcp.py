@@ -26,8 +26,9 @@ from service_process import DIM, ROOT, Served, pythonpath
 EXTRACT = "Read the conversation below"
 
 
-async def with_session(tools: MemoryTools, body: Callable[[ClientSession], Awaitable[None]]) -> None:
-    """Run `body` with an MCP client session connected to the tools in process."""
+async def with_session(tools: MemoryTools, body: Callable[[ClientSession], Awaitable[None]]) -> dict[str, Any]:
+    """Run `body` with an MCP client session connected to the tools in process; returns what the
+    server said when the session was initialized."""
     server = build_server(tools)
     to_server_send, to_server_recv = anyio.create_memory_object_stream[Any](100)
     to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](100)
@@ -35,9 +36,10 @@ async def with_session(tools: MemoryTools, body: Callable[[ClientSession], Await
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.run, to_server_recv, to_client_send, server.create_initialization_options())
             async with ClientSession(to_client_recv, to_server_send) as session:
-                await session.initialize()
+                initialized: dict[str, Any] = (await session.initialize()).model_dump(by_alias=True)
                 await body(session)
             tg.cancel_scope.cancel()
+    return initialized
 
 
 async def call(session: ClientSession, name: str, **arguments: Any) -> Any:
@@ -321,13 +323,8 @@ async def test_arguments_that_break_the_tools_schema_are_refused_typed(reme: ReM
 async def test_the_server_reports_the_package_version(reme: ReMe) -> None:
     from reme import __version__
 
-    server = build_server(MemoryTools(reme, user_name="alice"))
-    to_server_send, to_server_recv = anyio.create_memory_object_stream[Any](100)
-    to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](100)
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.run, to_server_recv, to_client_send, server.create_initialization_options())
-            async with ClientSession(to_client_recv, to_server_send) as session:
-                info = (await session.initialize()).model_dump(by_alias=True)["serverInfo"]
-            tg.cancel_scope.cancel()
+    async def nothing(session: ClientSession) -> None:
+        pass
+
+    info = (await with_session(MemoryTools(reme, user_name="alice"), nothing))["serverInfo"]
     assert info["name"] == "reme" and info["version"] == __version__ and __version__
