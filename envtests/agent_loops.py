@@ -96,3 +96,15 @@ def run_readme(env: str, llm: OpenAITestServer, tmp_path: Path, name: str | None
     assert len(blocks) == 1
     (tmp_path / "snippet.py").write_text(blocks[0][1], encoding="utf-8")
     return run([sys.executable, "snippet.py"], user_environment(llm.base_url, tmp_path), tmp_path)
+
+
+# The compaction suites (AgentScope 2.x's on_compress_context, LangGraph's middleware): a trip
+# planned over several turns, ReMe's compaction prompt and what the scripted model summarizes.
+TRAVEL_SYS = "You are Friday, a travel assistant."
+REME_COMPACT = "You keep the working memory of an AI agent"
+TRIP_SUMMARY = {"goal": "Plan a trip to Lisbon in May", "constraints": ["Alice is vegetarian"],
+                "progress": ["Flights compared: TAP is cheapest"], "decisions": [], "next_steps": ["Book the hotel"],
+                "critical_context": ["Budget 900 EUR"]}
+TRIP = [("Plan a trip to Lisbon in May. I am vegetarian.", "Lisbon in May: good choice."),
+        ("My budget is 900 EUR.", "Noted, 900 EUR."),
+        ("Compare the flights.", "TAP is cheapest.")]

@@ -13,19 +13,13 @@ from agentscope.message import UserMsg
 from agentscope.model import OpenAIChatModel
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
-from agent_loops import open_reme, turns
+from agent_loops import REME_COMPACT, TRAVEL_SYS, TRIP, TRIP_SUMMARY, open_reme, turns
 from openai_server import Message, OpenAITestServer, prompt_of
 
 from reme.integrations.agentscope import ReMeCompressionMiddleware
 
-SYS = "You are Friday, a travel assistant."
-REME_COMPACT = "You keep the working memory of an AI agent"
-SUMMARY = {"goal": "Plan a trip to Lisbon in May", "constraints": ["Alice is vegetarian"],
-           "progress": ["Flights compared: TAP is cheapest"], "decisions": [], "next_steps": ["Book the hotel"],
-           "critical_context": ["Budget 900 EUR"]}
-TRIP = [("Plan a trip to Lisbon in May. I am vegetarian.", "Lisbon in May: good choice."),
-        ("My budget is 900 EUR.", "Noted, 900 EUR."),
-        ("Compare the flights.", "TAP is cheapest.")]
+SYS = TRAVEL_SYS
+SUMMARY = TRIP_SUMMARY
 
 
 async def search_hotels(city: str) -> str:

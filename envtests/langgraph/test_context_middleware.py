@@ -15,22 +15,17 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_openai import ChatOpenAI
-from agent_loops import EXTRACT, script_personal
+from agent_loops import EXTRACT, REME_COMPACT, TRAVEL_SYS, TRIP_SUMMARY, script_personal
+from agent_loops import TRIP as BASE_TRIP
 from langgraph.checkpoint.memory import InMemorySaver
 from openai_server import Message, OpenAITestServer, prompt_of
 
 from reme import InvalidInputError, ReMe, ReMeSync
 from reme.integrations.langgraph import SUMMARY_MESSAGE_ID, ReMeChatMessageHistory, ReMeContextMiddleware
 
-SYS = "You are Friday, a travel assistant."
-REME_COMPACT = "You keep the working memory of an AI agent"
-SUMMARY = {"goal": "Plan a trip to Lisbon in May", "constraints": ["Alice is vegetarian"],
-           "progress": ["Flights compared: TAP is cheapest"], "decisions": [], "next_steps": ["Book the hotel"],
-           "critical_context": ["Budget 900 EUR"]}
-TRIP = [("Plan a trip to Lisbon in May. I am vegetarian.", "Lisbon in May: good choice."),
-        ("My budget is 900 EUR.", "Noted, 900 EUR."),
-        ("Compare the flights.", "TAP is cheapest."),
-        ("Now the hotel, please.", "Booking a hotel in Alfama.")]
+SYS = TRAVEL_SYS
+SUMMARY = TRIP_SUMMARY
+TRIP = [*BASE_TRIP, ("Now the hotel, please.", "Booking a hotel in Alfama.")]
 
 
 def settings(llm: OpenAITestServer, path: Path, **context: Any) -> dict[str, Any]:
