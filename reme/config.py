@@ -160,6 +160,11 @@ class RetrievalConfig(_Section):
     2023": found by rules in the query, `reme.temporal`, when no explicit or LLM window applies);
     said inside it or an event inside it. 0 turns detection off. Chosen leave-one-conversation-out
     on LoCoMo (benchmark/locomo/README.md)."""
+    named_weight: float = Field(default=0.25, ge=0)
+    """Added to the weight of a memory whose person the query names: its `author`, or the user
+    of a personal memory, found in the query as whole words, case ignored ("What does Melanie
+    like?" over Caroline's and Melanie's memories). 0: off. Chosen leave-one-conversation-out
+    on LoCoMo with `time_weight` (benchmark/locomo/README.md)."""
     decay_half_life_days: float = Field(default=0.0, ge=0)
     """Decay by age: the ranking score halves every this many days since `message_time`. 0: off."""
     disuse_half_life_days: float = Field(default=0.0, ge=0)

@@ -3,8 +3,9 @@ importance weighting, time windows, and the text a retrieval renders for a promp
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, time, timezone
-from typing import Sequence
+from typing import Callable, Sequence
 
 from reme.config import RetrievalConfig
 from reme.schema import MemoryNode, RetrievedMemory, SearchResult, TimeWindow, normalize_text
@@ -130,17 +131,41 @@ def in_window(node: MemoryNode, window: TimeWindow | None) -> float:
     return 1.0 if span <= 0 else min((last - first).total_seconds() / span, 1.0)
 
 
+_WORD = re.compile(r"\w+")
+
+
+def naming(query: str) -> Callable[[MemoryNode], bool]:
+    """Whether `query` names a memory's person: its `author`, or the user of a personal memory
+    (`memory_target` when `target_kind` is "user"), appearing in the query as whole words, case
+    ignored ("Melanie" in "What do Melanie's kids like?"; "Ann" not in "Anna")."""
+    words = " " + " ".join(_WORD.findall(query.casefold())) + " "
+    seen: dict[str, bool] = {}
+
+    def named(name: str) -> bool:
+        if name not in seen:
+            tokens = _WORD.findall(name.casefold())
+            seen[name] = bool(tokens) and f" {' '.join(tokens)} " in words
+        return seen[name]
+
+    def names(node: MemoryNode) -> bool:
+        return bool(node.author and named(node.author)) or (node.target_kind == "user" and named(node.memory_target))
+    return names
+
+
 def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetime,
-           window: TimeWindow | None = None) -> float:
+           window: TimeWindow | None = None, named: bool = False) -> float:
     """`score * (1 + recency_weight * 0.5 ** (age_days / half_life_days) + importance_weight * importance
-    + time_weight * inside) * decay`: age from `message_time`; `inside` is how far the memory
-    falls inside the period the query names (`in_window`); `decay` is `0.5 ** (age_days / decay_half_life_days)`
+    + time_weight * inside + named_weight * named) * decay`: age from `message_time`; `inside` is how far the memory
+    falls inside the period the query names (`in_window`); `named` is 1 when the query names the
+    memory's person (`naming`); `decay` is `0.5 ** (age_days / decay_half_life_days)`
     times `0.5 ** (idle_days / disuse_half_life_days)` (idle: since `last_accessed`, or since it was
     stored when never read), each only when its half-life is set."""
     age_days = max((now - node.message_time).total_seconds() / 86400.0, 0.0)
     recency: float = 0.5 ** (age_days / config.half_life_days)
     importance = min(max(node.score, 0.0), 1.0)
     boost = config.time_weight * in_window(node, window) if config.time_weight else 0.0
+    if named:
+        boost += config.named_weight
     out = score * (1.0 + config.recency_weight * recency + config.importance_weight * importance + boost)
     if config.decay_half_life_days:
         out *= 0.5 ** (age_days / config.decay_half_life_days)
@@ -152,10 +177,12 @@ def weight(node: MemoryNode, score: float, config: RetrievalConfig, now: datetim
 
 
 def rank(lists: Sequence[Sequence[SearchResult]], config: RetrievalConfig, now: datetime,
-         top_k: int, window: TimeWindow | None = None) -> list[RetrievedMemory]:
-    """Fuse, weight (a memory inside `window` ranks higher, see `weight`), drop repeated texts
-    (the best-ranked copy stays) and keep `top_k`."""
-    fused = [(node, weight(node, score, config, now, window)) for node, score in rrf_fuse(lists, config.rrf_k)]
+         top_k: int, window: TimeWindow | None = None, query: str = "") -> list[RetrievedMemory]:
+    """Fuse, weight (a memory inside `window`, or of a person `query` names, ranks higher, see
+    `weight`), drop repeated texts (the best-ranked copy stays) and keep `top_k`."""
+    names = naming(query) if query and config.named_weight else None
+    fused = [(node, weight(node, score, config, now, window, names is not None and names(node)))
+             for node, score in rrf_fuse(lists, config.rrf_k)]
     fused.sort(key=lambda pair: -pair[1])
     seen: set[str] = set()
     out: list[RetrievedMemory] = []

@@ -425,7 +425,7 @@ class PersonalRetriever:
             # A window the model inferred narrows the search; when nothing falls inside it, it is dropped.
             window = None
             lists = await self._search(queries, vectors, user_filter(users, alive), limit)
-        memories = rank(lists, self.config, now, top_k, detected)
+        memories = rank(lists, self.config, now, top_k, detected, query)
         window = window or detected
         if with_source:
             await self._attach_sources(memories)
