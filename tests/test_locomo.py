@@ -121,7 +121,10 @@ def test_cross_validation_reports_out_of_fold_beside_in_sample(tmp_path: Path) -
     assert oof["n"] == best["n"] == report["retrievers"]["default"]["overall"]["n"]
     assert oof["recall@10"] <= best["recall@10"]  # a choice made on all the data is at least as good there
     assert cv["in_sample_default"]["overall"] == report["retrievers"]["default"]["overall"]
-    assert "out-of-fold" in (tmp_path / "result.md").read_text()
+    for variant, weight in [("without_time", "time_weight"), ("without_naming", "named_weight")]:
+        assert cv[f"out_of_fold_{variant}"]["overall"]["n"] == oof["n"]
+        assert all(not f["chosen"][weight] for f in cv[f"folds_{variant}"])  # chosen among those settings only
+    assert "out-of-fold, without naming" in (tmp_path / "result.md").read_text()
 
 
 def test_retrieval_mode_reports_every_retriever_and_is_deterministic_and_resumable(tmp_path: Path) -> None:
