@@ -3,6 +3,7 @@ importance weighting, time windows, and the text a retrieval renders for a promp
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime, time, timezone
 from typing import Callable, Sequence
@@ -14,6 +15,12 @@ from reme.store.filters import And, Filter, Or, Range
 
 TIME_FORMAT = "%Y-%m-%d %H:%M"
 """How `ctx.text` prints `message_time`: `[2024-05-03 14:00] Alice prefers window seats`."""
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
 
 
 def rrf_fuse(lists: Sequence[Sequence[SearchResult]], k: int = 60) -> list[tuple[MemoryNode, float]]:

@@ -60,7 +60,8 @@ GAP = st.text(alphabet=" ,.?!'-:;()\n", min_size=1, max_size=3)
 def test_a_name_is_found_between_any_words(name: str, before: str, after: str, gap1: str, gap2: str) -> None:
     node = MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="someone", content="x", author=name)
     assert naming(before + gap1 + name + gap2 + after)(node)
-    assert naming(f"{gap1}{name.upper()}{gap2}")(node)
+    if name.upper().casefold() == name.casefold():  # not so for a few letters (the dotless i's upper case is I)
+        assert naming(f"{gap1}{name.upper()}{gap2}")(node)
 
 
 @given(name=NAME, extra=st.from_regex(r"[^\W_]{1,3}", fullmatch=True))

@@ -111,6 +111,33 @@ async def test_contradiction_updates_in_place_and_keeps_the_old_version(
     assert result.usage.calls == 2
 
 
+async def test_an_update_whose_text_echoes_the_prompt_keeps_the_candidates_text(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # Qwen2.5-Coder-1.5B wrote the prompt's own words as the merged text (LoCoMo, conv-26)
+    paris = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": "stored memory's id"}))
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    (updated,) = result.updated
+    assert updated.memory_id == paris.memory_id and updated.content == "Alice moved to Berlin"
+    (note,) = result.rejected
+    assert note.action == "defaulted" and note.path == "decisions[0].text" and "stored memory's id" in note.reason
+
+
+async def test_a_memory_the_model_repeats_is_written_once(reme: ReMe, server: OpenAITestServer) -> None:
+    # a small model looping: the same sentence with a word added, again and again
+    said = "Alice and Bob talked about the plans for the new pottery studio near the old harbour in town"
+    server.script(EXTRACT, memories({"content": said}, {"content": said + " again"},
+                                    {"content": said + " one more time"},
+                                    {"content": said + " in April", "time": "2024-04-01"},  # another time: kept
+                                    {"content": "Alice bought a blue kiln"}))
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    assert [n.content for n in result.added] == [said, said + " in April", "Alice bought a blue kiln"]
+    assert [r.action for r in result.rejected] == ["dropped", "dropped"]
+    assert all("repeats" in r.reason for r in result.rejected)
+    assert await reme.count_memory(user_name="alice", memory_type="personal") == 3
+
+
 async def test_delete_removes_the_contradicted_memory_into_history(reme: ReMe, server: OpenAITestServer) -> None:
     veg = await reme.add_memory("Alice is vegetarian", user_name="alice")
     server.script(EXTRACT, memories({"content": "Alice eats meat again since April 2024"}))

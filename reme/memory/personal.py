@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Annotated, Any, Literal, Sequence
@@ -33,7 +34,7 @@ from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
 from reme.prompts import PromptLibrary
-from reme.retrieval import day_window, fused_search, in_context, rank, render, window_filter
+from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, Fallback,
                          MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope, SearchResult, SummaryResult,
                          TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
@@ -45,6 +46,10 @@ log = logging.getLogger("reme.personal")
 SIMILAR_PER_CANDIDATE = 5
 """Stored memories fetched per candidate for the reconcile step."""
 MAX_SHOWN = 40
+NEAR_DUPLICATE = 0.95
+"""Two memories of one extraction whose vectors are at least this similar (cosine), and whose
+event times (`event_start`, `event_end`) are the same, are one memory said twice: a small model that loops writes "... discussed the
+project again", "... one more time". The first is kept."""
 """At most this many stored memories are shown to the reconcile call."""
 MAX_SOURCES = 32
 """Messages one extracted memory may cite: also the bound its reply schema gives a model, which
@@ -230,6 +235,7 @@ class PersonalSummarizer:
         if not candidates:
             return plan
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
+        candidates, vectors = distinct(candidates, vectors, plan.rejected)
         existing = await self._similar(candidates, vectors, user_name)
         if not existing:
             plan.changes = [Change(new=c, vector=v) for c, v in zip(candidates, vectors)]
@@ -331,6 +337,12 @@ class PersonalSummarizer:
                 changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
                 continue
             text = (d.text or "").strip() or cand.content
+            if not shares_a_word(text, old.content, cand.content):
+                rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                    reason=f"the merged text {text[:80]!r} has no word of the stored memory or the candidate; "
+                           "the candidate's text is used"))
+                text = cand.content
             if normalize_text(text) == normalize_text(old.content):
                 continue
             meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
@@ -365,6 +377,32 @@ class PersonalSummarizer:
             else:
                 result.updated.append(node)
         return result
+
+
+def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
+             rejected: list[Rejection]) -> tuple[list[MemoryNode], list[list[float]]]:
+    """The candidates less those that repeat an earlier one (`NEAR_DUPLICATE`), each dropped one
+    listed in `rejected`."""
+    kept: list[int] = []
+    for i, (cand, vector) in enumerate(zip(candidates, vectors)):
+        same = next((k for k in kept if (candidates[k].event_start, candidates[k].event_end)
+                     == (cand.event_start, cand.event_end) and cosine(vectors[k], vector) >= NEAR_DUPLICATE), None)
+        if same is None:
+            kept.append(i)
+        else:
+            rejected.append(Rejection(step="personal/extract", path="memories", action="dropped",
+                                      reason=f"{cand.content[:80]!r} repeats {candidates[same].content[:80]!r}"))
+    return [candidates[i] for i in kept], [vectors[i] for i in kept]
+
+
+_WORDS = re.compile(r"\w{3,}")
+
+
+def shares_a_word(text: str, *others: str) -> bool:
+    """Whether `text` has a word of three letters or more in common with one of `others`: a merged
+    memory keeps something of what it merges ("stored memory's id", the prompt's own words, does not)."""
+    known = {w for other in others for w in _WORDS.findall(other.casefold())}
+    return any(w in known for w in _WORDS.findall(text.casefold()))
 
 
 def and_all(*filters: Filter | None) -> Filter | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
-from reme.retrieval import fused_search
+from reme.retrieval import cosine, fused_search
 from reme.schema import (MAX_CONTENT_CHARS, MAX_IMPORT_LINES, MAX_SUMMARY_CANDIDATES, MAX_TRAJECTORIES, Fallback,
                          FiniteFloat, MemoryNode, MemoryType, Rejection, RetrievedMemory, RetrieveResult, SummaryResult,
                          Trajectory, Usage, parse_items, parse_iso, parse_json, utcnow)
@@ -98,12 +97,6 @@ def render_run(trajectory: Trajectory, limit: int = MAX_RUN_CHARS) -> str:
 
 def task_filter(task_name: str, extra: Filter | None = None) -> Filter:
     return target_filter(task_name, MemoryType.PROCEDURAL, extra)
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 @dataclass
@@ -210,7 +203,7 @@ class ProceduralSummarizer:
         for cand, vector, hits in zip(candidates, vectors, nearest):
             if hits and hits[0].similarity >= threshold:
                 log.info("lesson %r dropped: like stored %s", cand.when_to_use, hits[0].node.memory_id)
-            elif any(_cosine(vector, c.vector or []) >= threshold for c in kept):
+            elif any(cosine(vector, c.vector or []) >= threshold for c in kept):
                 log.info("lesson %r dropped: like another lesson of this batch", cand.when_to_use)
             else:
                 kept.append(Change(new=cand, vector=vector))
