@@ -15,7 +15,7 @@ from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNot
 from reme.errors import LLMOutputError
 from reme.schema import Message, TimeWindow
 
-from conftest import DIM
+from conftest import DIM, dump_store
 from openai_server import OpenAITestServer, prompt_of
 
 EXTRACT = "Read the conversation below"
@@ -122,6 +122,23 @@ async def test_an_update_whose_text_echoes_the_prompt_keeps_the_candidates_text(
     assert updated.memory_id == paris.memory_id and updated.content == "Alice moved to Berlin"
     (note,) = result.rejected
     assert note.action == "defaulted" and note.path == "decisions[0].text" and "stored memory's id" in note.reason
+
+
+async def test_an_add_of_what_is_stored_already_writes_nothing(reme: ReMe, server: OpenAITestServer) -> None:
+    seat = await reme.add_memory("Alice prefers window seats", user_name="alice")
+    bike = await reme.add_memory("Alice rides a red bike", user_name="alice")
+    server.script(EXTRACT, memories({"content": "alice prefers  window seats"}, {"content": "Alice likes tea"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"},  # the small model's ADD of a stored memory
+                                       {"candidate": 1, "action": "UPDATE", "id": 1,
+                                        "text": "alice prefers window seats"}))  # one memory made another's twin
+    before = await dump_store(reme)
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    assert result.added == result.updated == result.deleted == []
+    assert len(result.rejected) == 2 and all(r.action == "dropped" for r in result.rejected)
+    after = await dump_store(reme)
+    assert {k: v for k, v in after[reme.collection].items() if k in (seat.memory_id, bike.memory_id)} == {
+        k: v for k, v in before[reme.collection].items() if k in (seat.memory_id, bike.memory_id)}
+    assert await reme.count_memory(user_name="alice", memory_type="personal") == 2
 
 
 async def test_a_memory_the_model_repeats_is_written_once(reme: ReMe, server: OpenAITestServer) -> None:

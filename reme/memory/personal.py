@@ -306,6 +306,7 @@ class PersonalSummarizer:
         decided: set[int] = set()
         claimed: set[int] = set()
         added: set[int] = set()
+        stored = {normalize_text(n.content): i for i, n in enumerate(existing)}
 
         def reject(k: int, reason: str) -> None:
             log.warning("reconcile decision %d ignored: %s", k, reason)
@@ -319,7 +320,10 @@ class PersonalSummarizer:
             cand = candidates[d.candidate]
             if d.action in ("ADD", "NONE"):
                 decided.add(d.candidate)
-                if d.action == "ADD" and d.candidate not in added:
+                if d.action == "ADD" and normalize_text(cand.content) in stored:
+                    reject(k, f"ADD of candidate {d.candidate}, whose text stored memory "
+                              f"{stored[normalize_text(cand.content)]} holds already")
+                elif d.action == "ADD" and d.candidate not in added:
                     added.add(d.candidate)
                     changes.append(Change(new=cand, vector=vectors[d.candidate]))
                 continue
@@ -345,6 +349,9 @@ class PersonalSummarizer:
                 text = cand.content
             if normalize_text(text) == normalize_text(old.content):
                 continue
+            if normalize_text(text) in stored:  # two stored memories would say the same
+                reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {stored[normalize_text(text)]}")
+                continue
             meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
             try:  # the newest tags and sources are kept when the lists would pass their limits
                 new = old.revised(content=text, message_time=cand.message_time, event_start=cand.event_start,
@@ -357,7 +364,7 @@ class PersonalSummarizer:
                 continue
             changes.append(Change(new=new, old=old, reason=d.reason or f"updated by: {cand.content}"))
         for i, cand in enumerate(candidates):
-            if i not in decided:
+            if i not in decided and normalize_text(cand.content) not in stored:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
                 changes.append(Change(new=cand, vector=vectors[i]))
         return changes
