@@ -319,6 +319,19 @@ async def test_rewritten_queries_find_what_the_question_does_not_say(reme: ReMe,
     assert plain.queries == ["What should I get her at the café?"] and len(server.chat_requests) == 1
 
 
+async def test_the_rewrite_reply_schema_bounds_the_queries_a_model_may_write(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # Qwen 1.5B wrote "Jon's job as a banker in 2022", "... in 2023", ... until max_tokens: a
+    # grammar that honours the schema must close the list after the most queries ReMe reads.
+    await add_facts(reme)
+    looping = [f"Alice coffee order in {year}" for year in range(2000, 2040)]
+    server.script(REWRITE, {"queries": looping, "start": None, "end": None})
+    ctx = await reme.retrieve_memory("What should I get her at the café?", user_name="alice", top_k=1)
+    sent = server.chat_requests[0]["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["queries"]["maxItems"] == 10
+    assert ctx.fallbacks == [] and ctx.queries == ["What should I get her at the café?", *looping[:3]]
+
+
 async def test_time_window_from_the_question_filters_by_message_time(reme: ReMe, server: OpenAITestServer) -> None:
     await add_facts(reme)
     server.script(REWRITE, {"queries": ["Alice plans"], "start": "2024-05-01", "end": "2024-05-31"})

@@ -46,11 +46,15 @@ log = logging.getLogger("reme.personal")
 SIMILAR_PER_CANDIDATE = 5
 """Stored memories fetched per candidate for the reconcile step."""
 MAX_SHOWN = 40
+"""At most this many stored memories are shown to the reconcile call."""
 NEAR_DUPLICATE = 0.95
 """Two memories of one extraction whose vectors are at least this similar (cosine), and whose
 event times (`event_start`, `event_end`) are the same, are one memory said twice: a small model that loops writes "... discussed the
 project again", "... one more time". The first is kept."""
-"""At most this many stored memories are shown to the reconcile call."""
+MAX_QUERIES = 10
+"""The most search queries a rewrite may write (`retrieval.max_queries` asks for at most that
+many): also the bound its reply schema gives a model, which stops a small one writing "Jon's job in
+2022", "... in 2023", "... in 2024", ... until its token budget runs out."""
 MAX_SOURCES = 32
 """Messages one extracted memory may cite: also the bound its reply schema gives a model, which
 stops a small one counting `"sources": [0, 1, 2, ...` until its token budget runs out."""
@@ -89,8 +93,8 @@ class Decisions(BaseModel):
 
 
 class QueryPlan(BaseModel):
-    queries: Annotated[list[str], BeforeValidator(lambda v: v[:10] if isinstance(v, list) else v)] = Field(
-        default_factory=list)
+    queries: Annotated[list[str], BeforeValidator(lambda v: v[:MAX_QUERIES] if isinstance(v, list) else v)] = Field(
+        default_factory=list, max_length=MAX_QUERIES)
     start: date | None = None
     end: date | None = None
 
