@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import openai
 import pytest
-from openai_server import Message, OpenAITestServer
+from openai_server import Message, OpenAITestServer, prompt_of
 from test_locomo import DEV, scripted
 from test_peers_bench import hashed
 
@@ -90,6 +90,9 @@ def test_reme_runs_the_whole_path_and_a_resumed_run_calls_no_llm(tmp_path: Path,
         report: dict[str, Any] = run_full(full_args(tmp_path, server), endpoint,
                                           lambda lib: python_for(lib, tmp_path, False), WORKER, ["reme"])
         calls = len(server.chat_requests)
+        # ReMe is told the proxy's reply cap, so its own smaller budgets reach the model (a rewrite: 288).
+        rewrites = [b for b in server.chat_requests if "You prepare a search" in prompt_of(b)]
+        assert rewrites and {b["max_tokens"] for b in rewrites} == {96 + 64 * 3}
         again = run_full(full_args(tmp_path, server, "--resume"), endpoint,
                          lambda lib: python_for(lib, tmp_path, False), WORKER, ["reme"])
         assert len(server.chat_requests) == calls  # everything came from the checkpoint

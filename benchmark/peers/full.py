@@ -338,7 +338,9 @@ def run_full(args: argparse.Namespace, embed_url: str, python_for: Callable[[str
             if lib not in FULL_LIBS:
                 raise SystemExit(f"--workloads full runs {', '.join(FULL_LIBS)}; not {lib}")
             env = python_for(lib)
-            llm = {"model": args.model}
+            # The reply cap the proxy holds every library to. ReMe is told it (`llm.max_tokens`, as
+            # scripts/llm.sh sets it), so that its per-step reply budgets apply; without a cap it sends none.
+            llm = {"model": args.model, "max_tokens": args.max_tokens}
             done = [k for k in checkpoint.done if k.startswith(f"ingest/{lib}/")]
             bar = Bar(n_sessions, f"{lib}: summarize sessions", len(done))
 

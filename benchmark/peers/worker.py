@@ -69,7 +69,7 @@ class ReMeAdapter(Adapter):
         from reme import ReMe
 
         llm = {"base_url": self.llm["base_url"], "model": self.llm["model"], "api_key": "local",
-               "timeout": 1800.0, "max_retries": 1} if self.llm else {}
+               "timeout": 1800.0, "max_retries": 1, "max_tokens": self.llm.get("max_tokens")} if self.llm else {}
         self.reme = ReMe(working_dir=str(self.path), embedding={
             "backend": "openai", "base_url": self.url, "api_key": "local", "model": "all-MiniLM-L6-v2"}, llm=llm)
         await self.reme.open()
