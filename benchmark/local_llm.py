@@ -359,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         p_child.add_argument(flag, required=True)
     for flag in ("--port", "--ctx", "--threads", "--parallel"):
         p_child.add_argument(flag, type=int, required=True)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if argv[:1] == ["run"] and "--" in argv:  # options after the model (`run qwen1.5b --threads 1 -- cmd`) are ours
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
     try:
         if args.command == "_child":
@@ -366,15 +371,21 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "install":
             print(install(args.model, args.cache))
         elif args.command == "run":
-            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+            command = command or args.argv
             if not command:
                 parser.error("run needs a command: scripts/llm.sh run MODEL -- python examples/personal_memory.py")
+            if command[0].startswith("-"):
+                parser.error(f"{command[0]} is not a command: put -- between the options and the command")
             install(args.model, args.cache)
             signal.signal(signal.SIGTERM, _interrupt)
             try:
                 with serve(args.model, port=args.port or None, n_ctx=args.ctx, threads=args.threads,
                            cache=args.cache) as base_url:
-                    return subprocess.run(command, env=run_environment(args.model, base_url)).returncode
+                    try:
+                        return subprocess.run(command, env=run_environment(args.model, base_url)).returncode
+                    except OSError as exc:  # no such program, or not executable: the shell's codes
+                        print(f"error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+                        return 127 if isinstance(exc, FileNotFoundError) else 126
             except KeyboardInterrupt:
                 return 130
         elif args.command == "list":

@@ -145,3 +145,22 @@ def test_documentation_block_runs_against_the_real_model(page: str, lang: str, c
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     assert proc.stdout.strip()
+
+
+def test_run_takes_options_after_the_model_and_reports_a_missing_command(tmp_path: Path) -> None:
+    script = str(ROOT / "scripts" / "llm.sh")
+    env = user_environment("http://127.0.0.1:9/v1", tmp_path)
+    env["PYTHON"] = sys.executable
+    shown = subprocess.run([script, "run", MODEL, "--threads", "1", "--", sys.executable, "-c",
+                            "import os; print(os.environ['REME_LLM__MODEL'], os.environ['OPENAI_BASE_URL'])"],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    model, url = shown.stdout.split()
+    assert model == MODEL and url.startswith("http://127.0.0.1:")
+    missing = subprocess.run([script, "run", MODEL, "--", "no-such-program-here"], capture_output=True, text=True,
+                             env=env, timeout=300)
+    assert missing.returncode == 127 and "Traceback" not in missing.stderr
+    assert "cannot run 'no-such-program-here'" in missing.stderr
+    misplaced = subprocess.run([script, "run", MODEL, "--threads", "1", "python"], capture_output=True, text=True,
+                               env=env, timeout=300)
+    assert misplaced.returncode == 2 and "put -- between the options and the command" in misplaced.stderr
