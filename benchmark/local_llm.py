@@ -41,6 +41,7 @@ from typing import Iterator
 
 RUNTIME = "xllamacpp==2026.10.11549"
 CACHE_ENV = "LOCAL_LLM_CACHE"
+THREADS_ENV = "LOCAL_LLM_THREADS"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,7 +226,14 @@ def default_threads() -> int:
     """2 CPU threads, or 1 on a busy machine (a 1-minute load average of at least one per core).
     llama.cpp's threads wait for each other at every step: when one of two is descheduled the
     other waits, and on a machine with 20 runnable processes per 2 cores, 2 threads generated
-    0.7-1.5 tokens/s where 1 thread generated 15-33 (SmolLM2-135M, measured here)."""
+    0.7-1.5 tokens/s where 1 thread generated 15-33 (SmolLM2-135M, measured here).
+    `LOCAL_LLM_THREADS` sets it instead (a test suite that keeps the other core busy)."""
+    if os.environ.get(THREADS_ENV):
+        try:
+            return max(int(os.environ[THREADS_ENV]), 1)
+        except ValueError:
+            raise LocalLLMError(f"{THREADS_ENV} must be a whole number of threads, not "
+                                f"{os.environ[THREADS_ENV]!r}") from None
     cpus = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0] >= cpus

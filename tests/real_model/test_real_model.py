@@ -140,6 +140,7 @@ def test_documentation_block_runs_against_the_real_model(page: str, lang: str, c
     code = code.replace(DOCS_MODEL, MODEL)
     env = user_environment("http://127.0.0.1:9/v1", tmp_path)  # `llm.sh run` and `serve` point ReMe elsewhere
     env.update({"REME_WORKING_DIR": str(tmp_path / "wd"), "REME_LLM__MAX_TOKENS": "320", "REME_LLM__TIMEOUT": "600",
+                "LOCAL_LLM_THREADS": "1",  # as the fixture's server: two threads crawl beside a busy core
                 "PYTHON": sys.executable})  # what scripts/llm.sh runs on (a pyenv shim would put its own python first)
     args = ["bash", "-euo", "pipefail", "-c", code] if lang == "bash" else ["python", "-c", code]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
@@ -164,3 +165,6 @@ def test_run_takes_options_after_the_model_and_reports_a_missing_command(tmp_pat
     misplaced = subprocess.run([script, "run", MODEL, "--threads", "1", "python"], capture_output=True, text=True,
                                env=env, timeout=300)
     assert misplaced.returncode == 2 and "put -- between the options and the command" in misplaced.stderr
+    wrong = subprocess.run([script, "run", MODEL, "--", "true"], capture_output=True, text=True,
+                           env={**env, "LOCAL_LLM_THREADS": "two"}, timeout=300)
+    assert wrong.returncode == 1 and "LOCAL_LLM_THREADS must be a whole number" in wrong.stderr
