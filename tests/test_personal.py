@@ -12,7 +12,9 @@ from typing import Any, Callable
 import pytest
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
+from reme.embedding import HashEmbedder
 from reme.errors import LLMOutputError
+from reme.retrieval import cosine
 from reme.schema import Message, TimeWindow
 
 from conftest import DIM, dump_store
@@ -153,6 +155,19 @@ async def test_a_memory_the_model_repeats_is_written_once(reme: ReMe, server: Op
     assert [r.action for r in result.rejected] == ["dropped", "dropped"]
     assert all("repeats" in r.reason for r in result.rejected)
     assert await reme.count_memory(user_name="alice", memory_type="personal") == 3
+
+
+async def test_memories_that_differ_in_a_word_are_both_kept_however_alike_their_vectors(
+        reme: ReMe, server: OpenAITestServer, embedder: HashEmbedder) -> None:
+    # MiniLM puts "Melanie has two kids" and "Melanie has three kids" at cosine 0.976: a vector
+    # alone cannot tell a repeat from another fact; a repeat says nothing the first did not.
+    said = "Alice and Bob talked about the plans for the new pottery studio near the old harbour in town"
+    other = said.replace("Bob", "Carol")
+    first, second = await embedder.embed([said, other])
+    assert cosine(first, second) >= 0.95
+    server.script(EXTRACT, memories({"content": said}, {"content": other}))
+    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    assert [n.content for n in result.added] == [said, other] and result.rejected == []
 
 
 async def test_delete_removes_the_contradicted_memory_into_history(reme: ReMe, server: OpenAITestServer) -> None:

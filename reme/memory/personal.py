@@ -48,9 +48,11 @@ SIMILAR_PER_CANDIDATE = 5
 MAX_SHOWN = 40
 """At most this many stored memories are shown to the reconcile call."""
 NEAR_DUPLICATE = 0.95
-"""Two memories of one extraction whose vectors are at least this similar (cosine), and whose
-event times (`event_start`, `event_end`) are the same, are one memory said twice: a small model that loops writes "... discussed the
-project again", "... one more time". The first is kept."""
+"""Two memories of one extraction are one memory said twice when their vectors are at least this
+similar (cosine), their event times (`event_start`, `event_end`) are the same, and one holds every
+word of the other: a small model that loops writes "... discussed the project again", "... one more
+time". The first is kept. The words matter: MiniLM puts "Melanie has two kids" and "Melanie has
+three kids" at 0.976."""
 MAX_QUERIES = 10
 """The most search queries a rewrite may write (`retrieval.max_queries` asks for at most that
 many): also the bound its reply schema gives a model, which stops a small one writing "Jon's job in
@@ -395,9 +397,11 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
     """The candidates less those that repeat an earlier one (`NEAR_DUPLICATE`), each dropped one
     listed in `rejected`."""
     kept: list[int] = []
+    words = [set(_ALL_WORDS.findall(c.content.casefold())) for c in candidates]
     for i, (cand, vector) in enumerate(zip(candidates, vectors)):
         same = next((k for k in kept if (candidates[k].event_start, candidates[k].event_end)
-                     == (cand.event_start, cand.event_end) and cosine(vectors[k], vector) >= NEAR_DUPLICATE), None)
+                     == (cand.event_start, cand.event_end) and (words[k] <= words[i] or words[i] <= words[k])
+                     and cosine(vectors[k], vector) >= NEAR_DUPLICATE), None)
         if same is None:
             kept.append(i)
         else:
@@ -407,6 +411,7 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
 
 
 _WORDS = re.compile(r"\w{3,}")
+_ALL_WORDS = re.compile(r"\w+")
 
 
 def shares_a_word(text: str, *others: str) -> bool:
