@@ -9,6 +9,7 @@ in place of the one they name. `pytest -m "not real_model"` leaves this tier out
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +23,10 @@ from reme import MemoryType, ReMe, ToolCallRecord, Trajectory
 
 pytestmark = pytest.mark.real_model
 
-MODEL = "smollm2"
+MODEL = os.environ.get("LOCAL_LLM_TEST_MODEL", "smollm2")  # `LOCAL_LLM_TEST_MODEL=qwen1.5b pytest tests/real_model`
 DOCS_MODEL = "qwen1.5b"  # the model the documentation names; its blocks run here with MODEL instead
-LLM = {"api_key": "local", "model": MODEL, "timeout": 600, "max_tokens": 320, "max_retries": 1,
-       "temperature": 0.0}
+LLM = {"api_key": "local", "model": MODEL, "timeout": 600, "max_tokens": 320 if MODEL == "smollm2" else 1024,
+       "max_retries": 1, "temperature": 0.0}
 
 CHAT = [
     {"role": "user", "name": "Alice", "content": "Hi! I moved to Berlin from Lisbon last week.",
