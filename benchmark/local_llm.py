@@ -339,6 +339,16 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
+def run_command(command: list[str], env: dict[str, str]) -> int:
+    """`command`'s exit status; a program that is missing (127) or not executable (126) gets the
+    shell's status and one line on stderr, not a traceback."""
+    try:
+        return subprocess.run(command, env=env).returncode
+    except OSError as exc:
+        print(f"error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/llm.sh", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -389,11 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 with serve(args.model, port=args.port or None, n_ctx=args.ctx, threads=args.threads,
                            cache=args.cache) as base_url:
-                    try:
-                        return subprocess.run(command, env=run_environment(args.model, base_url)).returncode
-                    except OSError as exc:  # no such program, or not executable: the shell's codes
-                        print(f"error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
-                        return 127 if isinstance(exc, FileNotFoundError) else 126
+                    return run_command(command, run_environment(args.model, base_url))
             except KeyboardInterrupt:
                 return 130
         elif args.command == "list":
