@@ -18,6 +18,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from reme.errors import ConfigError, describe
+from reme.schema import MAX_QUERIES
 
 NOT_SETTINGS = {"REME_CONFIG", "REME_SERVER_CONFIG", "REME_URL", "REME_TOKEN"}
 """`REME_*` variables that are not engine settings: the config file's path, and those of the
@@ -144,7 +145,7 @@ class RetrievalConfig(_Section):
     0 turn this off."""
 
     rewrite: bool = True
-    max_queries: int = Field(default=3, ge=1, le=10)
+    max_queries: int = Field(default=3, ge=1, le=MAX_QUERIES)
     fusion: Literal["score", "rrf"] = "score"
     dense_weight: float = Field(default=0.6, ge=0, le=1)
     candidates: int = Field(default=40, ge=1)

@@ -141,17 +141,22 @@ def in_window(node: MemoryNode, window: TimeWindow | None) -> float:
 _WORD = re.compile(r"\w+")
 
 
+def words(text: str) -> list[str]:
+    """`text`'s words, case-folded, in order ("Melanie's kids" -> melanie, s, kids)."""
+    return _WORD.findall(text.casefold())
+
+
 def naming(query: str) -> Callable[[MemoryNode], bool]:
     """Whether `query` names a memory's person: its `author`, or the user of a personal memory
     (`memory_target` when `target_kind` is "user"), appearing in the query as whole words, case
     ignored ("Melanie" in "What do Melanie's kids like?"; "Ann" not in "Anna")."""
-    words = " " + " ".join(_WORD.findall(query.casefold())) + " "
+    spoken = " " + " ".join(words(query)) + " "
     seen: dict[str, bool] = {}
 
     def named(name: str) -> bool:
         if name not in seen:
-            tokens = _WORD.findall(name.casefold())
-            seen[name] = bool(tokens) and f" {' '.join(tokens)} " in words
+            tokens = words(name)
+            seen[name] = bool(tokens) and f" {' '.join(tokens)} " in spoken
         return seen[name]
 
     def names(node: MemoryNode) -> bool:

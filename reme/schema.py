@@ -47,6 +47,10 @@ MAX_IMPORT_LINES = 1_000_000
 """Most lines in one imported file."""
 MAX_SUMMARY_CANDIDATES = 200
 """Most memories taken from one LLM extraction reply; the rest are dropped (and logged)."""
+MAX_QUERIES = 10
+"""Most search queries one query rewrite writes (the ceiling of `retrieval.max_queries`): also the
+bound its reply schema gives a model, which stops a small one writing "Jon's job in 2022", "... in
+2023", "... in 2024", ... until its token budget runs out."""
 MAX_JSON_DEPTH = 64
 """Deepest JSON read from outside (import lines, LLM replies, command-line arguments)."""
 MAX_FILTER_DEPTH = 32

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Annotated, Any, Literal, Sequence
@@ -34,10 +33,10 @@ from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
 from reme.prompts import PromptLibrary
-from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter
-from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES, MAX_TAGS, Fallback,
-                         MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope, SearchResult, SummaryResult,
-                         TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
+from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
+from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
+                         MAX_TAGS, Fallback, MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope,
+                         SearchResult, SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import And, Filter
 from reme.temporal import find_window
 
@@ -53,10 +52,6 @@ similar (cosine), their event times (`event_start`, `event_end`) are the same, a
 word of the other: a small model that loops writes "... discussed the project again", "... one more
 time". The first is kept. The words matter: MiniLM puts "Melanie has two kids" and "Melanie has
 three kids" at 0.976."""
-MAX_QUERIES = 10
-"""The most search queries a rewrite may write (`retrieval.max_queries` asks for at most that
-many): also the bound its reply schema gives a model, which stops a small one writing "Jon's job in
-2022", "... in 2023", "... in 2024", ... until its token budget runs out."""
 MAX_SOURCES = 32
 """Messages one extracted memory may cite: also the bound its reply schema gives a model, which
 stops a small one counting `"sources": [0, 1, 2, ...` until its token budget runs out."""
@@ -397,10 +392,10 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
     """The candidates less those that repeat an earlier one (`NEAR_DUPLICATE`), each dropped one
     listed in `rejected`."""
     kept: list[int] = []
-    words = [set(_ALL_WORDS.findall(c.content.casefold())) for c in candidates]
+    said = [set(words(c.content)) for c in candidates]
     for i, (cand, vector) in enumerate(zip(candidates, vectors)):
         same = next((k for k in kept if (candidates[k].event_start, candidates[k].event_end)
-                     == (cand.event_start, cand.event_end) and (words[k] <= words[i] or words[i] <= words[k])
+                     == (cand.event_start, cand.event_end) and (said[k] <= said[i] or said[i] <= said[k])
                      and cosine(vectors[k], vector) >= NEAR_DUPLICATE), None)
         if same is None:
             kept.append(i)
@@ -410,15 +405,11 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
     return [candidates[i] for i in kept], [vectors[i] for i in kept]
 
 
-_WORDS = re.compile(r"\w{3,}")
-_ALL_WORDS = re.compile(r"\w+")
-
-
 def shares_a_word(text: str, *others: str) -> bool:
     """Whether `text` has a word of three letters or more in common with one of `others`: a merged
     memory keeps something of what it merges ("stored memory's id", the prompt's own words, does not)."""
-    known = {w for other in others for w in _WORDS.findall(other.casefold())}
-    return any(w in known for w in _WORDS.findall(text.casefold()))
+    known = {w for other in others for w in words(other) if len(w) >= 3}
+    return any(w in known for w in words(text))
 
 
 def and_all(*filters: Filter | None) -> Filter | None:
