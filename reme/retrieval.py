@@ -4,7 +4,7 @@ importance weighting, time windows, and the text a retrieval renders for a promp
 from __future__ import annotations
 
 import math
-import re
+import unicodedata
 from datetime import date, datetime, time, timezone
 from typing import Callable, Sequence
 
@@ -138,12 +138,20 @@ def in_window(node: MemoryNode, window: TimeWindow | None) -> float:
     return 1.0 if span <= 0 else min((last - first).total_seconds() / span, 1.0)
 
 
-_WORD = re.compile(r"\w+")
-
-
 def words(text: str) -> list[str]:
-    """`text`'s words, case-folded, in order ("Melanie's kids" -> melanie, s, kids)."""
-    return _WORD.findall(text.casefold())
+    """`text`'s words, case-folded, in order ("Melanie's kids" -> melanie, s, kids). A combining
+    mark belongs to its word (`\\w` would split "i̇0", the case fold of "İ0", into "i" and "0")."""
+    out: list[str] = []
+    word: list[str] = []
+    for ch in text.casefold():
+        if ch.isalnum() or ch == "_" or unicodedata.category(ch).startswith("M"):
+            word.append(ch)
+        elif word:
+            out.append("".join(word))
+            word = []
+    if word:
+        out.append("".join(word))
+    return out
 
 
 def naming(query: str) -> Callable[[MemoryNode], bool]:
