@@ -24,8 +24,9 @@ from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messa
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
 from reme.memory.context import check_context, compact, compact_tool_results, context_messages, positive, tokens_of
-from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, message_dict,
-                                 session_scope, summary_id, summary_message, text_batches, to_plain_messages)
+from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, frontier_of, log_order,
+                                 message_dict, session_scope, summary_id, summary_message, text_batches,
+                                 to_plain_messages)
 from reme.memory.repo import (HASH_LOOKUP, VERSIONS_SUFFIX, Change, Imported, MemoryRepo, expired, read_export,
                               scope_filter, version_record)
 from reme.memory.repo import alive as live
@@ -38,7 +39,7 @@ from reme.store import (CreateCollection, Delete, DeleteWhere, DropCollection, U
                         open_store)
 from reme.store import backup as backups
 from reme.store.base import Direction, SearchMode, VectorRecord, write_jsonl
-from reme.store.filters import And, Eq, Filter, In, parse_filter
+from reme.store.filters import And, Eq, Filter, In, Not, TagsAny, parse_filter
 from reme.sync import SyncFace
 from reme.working import CompactedContext, ContextSplit, SessionMessage, SessionSize, Tokenizer
 
@@ -288,6 +289,7 @@ class ReMe:
         self._opening = asyncio.Lock()  # binds to a loop only when two openings meet
         self._background: set[asyncio.Task[None]] = set()
         self._in_flight: set[str] = set()
+        self._swept: set[tuple[Scope, str]] = set()  # (session, user) whose compacted messages were all looked at
         self.background_errors: list[BaseException] = []
         """Failures of background work (see `prepare_context`), each also logged."""
         self._errors_seen = 0
@@ -1002,15 +1004,39 @@ class ReMe:
         return await self._sessions.add(session_scope(session_name), messages, check_marks(marks))
 
     async def get_messages(self, *, session_name: str, mark: str | Sequence[str] | None = None,
-                           exclude_mark: str | Sequence[str] | None = None,
-                           prepend_summary: bool = False) -> list[SessionMessage]:
-        """A session's messages in order: with any of `mark`, without any of `exclude_mark`; with
-        `prepend_summary`, the compressed summary (when there is one) first, as a user message."""
+                           exclude_mark: str | Sequence[str] | None = None, prepend_summary: bool = False,
+                           last: int | None = None, after: str | None = None) -> list[SessionMessage]:
+        """A session's messages in order: with any of `mark`, without any of `exclude_mark`; of
+        those only the `last` ones, and only those after the message with id `after` (a
+        `MemoryNotFoundError` when the session does not hold it); with `prepend_summary`, the
+        compressed summary (when there is one) first, as a user message.
+
+        `last`, `after` and `exclude_mark="compressed"` read through the engine's order on the
+        log: they cost what they return, however long the session is.
+
+        >>> tail = await reme.get_messages(session_name="chat-1", last=20)
+        >>> since = await reme.get_messages(session_name="chat-1", after=tail[-1].id)  # what came since
+        """
         scope = session_scope(session_name)
-        nodes = await self._sessions.get(scope, check_marks(mark, "mark"), check_marks(exclude_mark, "exclude_mark"))
-        out = [as_message(n) for n in nodes]
+        marks, excluded = check_marks(mark, "mark"), check_marks(exclude_mark, "exclude_mark")
+        count = None if last is None else check_int(last, "last", low=1, high=2 ** 40)
+        sessions = self._sessions
+        cursor = None
+        if after is not None:
+            found = await sessions.by_ids(scope, [_canonical_id(after)])
+            if not found:
+                raise MemoryNotFoundError(str(after))
+            cursor = log_order(found[0])
+        head = await sessions.head(scope) if prepend_summary or COMPRESSED in excluded else None
+        starts = [t for t in (cursor[0] if cursor else None, frontier_of(head) if COMPRESSED in excluded else None)
+                  if t is not None]
+        nodes = await sessions.get(scope, marks, excluded, since=max(starts) if starts else None,
+                                   last=None if count is None else count + (cursor is not None))
+        if cursor is not None:
+            nodes = [n for n in nodes if log_order(n) > cursor]
+        out = [as_message(n) for n in (nodes if count is None else nodes[-count:])]
         if prepend_summary:
-            summary = await self._sessions.summary(scope)
+            summary = head.content if head is not None else ""
             if summary:
                 out.insert(0, SessionMessage(id=summary_id(scope), message=summary_message(summary), marks=[],
                                              time=out[0].time if out else utcnow()))
@@ -1138,9 +1164,11 @@ class ReMe:
         self._check([], threshold, reserve, tokenizer, "")  # the arguments, before anything is read or written
         async with sessions.lock(scope):
             expired = await sessions.expired(scope)
-            nodes = await sessions.get(scope, [], [COMPRESSED])
+            head = await sessions.head(scope)
+            frontier = frontier_of(head)
+            nodes = await sessions.get(scope, [], [COMPRESSED], since=frontier)  # what is new since the summary
             messages = [as_message(n).message for n in nodes]
-            summary = await sessions.summary(scope)
+            summary = head.content if head is not None else ""
             before = tokens_of(context_messages(summary, messages), tokenizer)
             messages, refs, offloads = compact_tool_results(
                 messages, sessions, scope, max_chars=cfg.max_tool_chars,
@@ -1161,22 +1189,31 @@ class ReMe:
                     nodes[i] = nodes[i].model_copy(update={"tags": [*nodes[i].tags, COMPRESSED][-MAX_TAGS:],
                                                            "time_modified": now})
                     changed.add(nodes[i].memory_id)
-                extra += sessions.summary_ops(scope, summary, await sessions.placeholder())
                 result.summary, result.structured, result.compacted = summary, structured, len(split.compact)
+            # Every message before the first one not compacted is compacted now: later calls start there.
+            k = len(split.compact)
+            moved = nodes[k].time_created if k < len(nodes) else (
+                nodes[-1].time_created + timedelta(microseconds=1) if nodes else frontier)
+            if split.compact or (head is not None and moved != frontier):
+                extra += sessions.summary_ops(scope, summary, await sessions.placeholder(), moved)
             # One write: expired results gone, offloaded results, the messages now holding references
             # or marked compressed, and the new summary: all there after a crash, or none of them.
             await sessions.rewrite([n for n in nodes if n.memory_id in changed] + offloads, extra)
             result.messages = context_messages(summary, split.keep)
             result.tokens_after = tokens_of(result.messages, tokenizer)
             if user is not None:
-                await self._summarize_compacted_later(scope, user)
+                await self._summarize_compacted_later(scope, user, nodes[:k])
         return result
 
-    async def _summarize_compacted_later(self, scope: Scope, user: str) -> None:
-        """Start summarizing the session's compacted messages not yet in the user's long-term
-        memory (those a crash left behind included), in the background."""
-        pending = [n for n in await self._sessions.get(scope, [COMPRESSED], [])
-                   if not n.metadata.get(SUMMARIZED) and n.memory_id not in self._in_flight]
+    async def _summarize_compacted_later(self, scope: Scope, user: str, compacted: list[MemoryNode]) -> None:
+        """Start summarizing into the user's long-term memory, in the background, the messages
+        just `compacted`; the first time in this process, and after a failure, every compacted
+        message of the session not yet summarized (those a crash left behind included)."""
+        if (scope, user) not in self._swept:
+            self._swept.add((scope, user))
+            done = Not(filter=TagsAny(field=f"metadata.{SUMMARIZED}", values=[user]))  # narrowed in the engine
+            compacted = await self._sessions.nodes(scope, extra=And(filters=[TagsAny(values=[COMPRESSED]), done]))
+        pending = [n for n in compacted if not n.metadata.get(SUMMARIZED) and n.memory_id not in self._in_flight]
         if not pending:
             return
         ids = [n.memory_id for n in pending]
@@ -1184,15 +1221,16 @@ class ReMe:
         task = asyncio.create_task(self._summarize_into(scope, user, ids))
         self._background.add(task)
         task.add_done_callback(lambda t: self._finished(t, ids))
+        task.add_done_callback(lambda t: None if t.cancelled() or t.exception() is None
+                               else self._swept.discard((scope, user)))  # looked at again next time
 
     async def _summarize_into(self, scope: Scope, user: str, ids: list[str]) -> None:
         sessions = self._sessions
-        wanted = set(ids)
-        nodes = [n for n in await sessions.nodes(scope) if n.memory_id in wanted]
+        nodes = await sessions.by_ids(scope, ids)
         for batch in text_batches(to_plain_messages([as_message(n) for n in nodes])):
             await self.summarize_memory(batch, user_name=user)
         async with sessions.lock(scope):
-            fresh = [n for n in await sessions.nodes(scope) if n.memory_id in wanted]
+            fresh = await sessions.by_ids(scope, ids)
             await sessions.rewrite([n.model_copy(update={"metadata": {**n.metadata, SUMMARIZED: user}})
                                     for n in fresh])
 

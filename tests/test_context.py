@@ -15,6 +15,7 @@ from reme import ReMe
 from reme.errors import InvalidInputError, LLMError, MemoryNotFoundError
 from reme.memory.context import check_context, tool_pairs
 from reme.memory.session import COMPRESSED, SUMMARIZED
+from reme.store.filters import Eq
 
 from openai_server import OpenAITestServer
 
@@ -172,9 +173,11 @@ async def test_offloaded_results_expire(reme: ReMe) -> None:
     await asyncio.sleep(0.6)
     with pytest.raises(MemoryNotFoundError):
         await reme.read_tool_result(ref, session_name="s1")
-    assert await reme.count_memory(filters={"metadata.ref": ref}) == 1
-    await reme.prepare_context(session_name="s1")  # drops what expired
+    held = Eq(field="metadata.ref", value=ref)  # what the store holds, expired or not (no read returns it)
     assert await reme.count_memory(filters={"metadata.ref": ref}) == 0
+    assert await reme.store.count(reme.collection, held) == 1
+    await reme.prepare_context(session_name="s1")  # drops what expired
+    assert await reme.store.count(reme.collection, held) == 0
 
 
 # -- prepare_context ---------------------------------------------------------------------------

@@ -9,9 +9,17 @@ memory. Each message is a `history` node of the session:
   name, content parts...), so `get` gives back what was added;
 - `tags`: the message's marks (`compressed`, `hint`, whatever the caller uses); marks are filtered
   like tags, in the engine;
-- `time_created`: its place in the log, strictly increasing within a process, so messages added
-  together or concurrently keep one stable order (ties, possible only between two processes
-  sharing a Qdrant server, are ordered by id).
+- `time_created`: its place in the log, later than the session's newest message and strictly
+  increasing within a process, so messages added together or concurrently keep one stable order
+  (ties, possible only between two processes sharing a Qdrant server, are ordered by id);
+- `memory_id`: for a message with a string `id` (AgentScope's and LangChain's messages have one),
+  derived from the session and that id the first time the session holds it, so a framework's
+  message is found by its own id in one read by id (`find`); random otherwise.
+
+Reads that follow the log (`last`, `since`, the messages after the compacted ones) go through the
+engine's index on `time_created`: what they cost follows what they return, not the session's
+length. The summary record also holds where the compacted part of the log ends (`FRONTIER`: every
+message before that time carries `compressed`), so `prepare_context` reads only what follows it.
 
 Besides its messages a session holds its compressed summary (one node with an id derived from the
 session's name, replaced on update) and the tool results `compact_tool_results` moved out of the
@@ -35,7 +43,7 @@ from reme.memory.repo import MemoryRepo, scope_filter
 from reme.schema import (MAX_BATCH, MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_TAGS, MemoryNode, MemoryType, Message,
                          Scope, parse_iso, safe_text, utcnow)
 from reme.store import Delete, DeleteWhere, Upsert, VectorRecord, WriteOp
-from reme.store.filters import And, Eq, Filter, Not, TagsAny
+from reme.store.filters import And, Eq, Filter, Not, Range, TagsAny
 from reme.working import SessionMessage, SessionSize, Tokenizer, count_tokens, message_tokens, text_of
 
 KIND: Literal["session"] = "session"
@@ -50,6 +58,10 @@ SUMMARY_BATCH_CHARS = 60_000
 """Text summarized into long-term memory per `summarize_memory` call (its history node holds at most
 `MAX_CONTENT_CHARS`)."""
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages were compacted into it):\n"
+FRONTIER = "uncompressed_from"
+"""Summary metadata key: a time before which every message of the session is marked `compressed`."""
+PAGE = 1_000
+"""Records per engine call when a read follows the log."""
 _NAMESPACE = uuid.UUID("6f1d2c3e-8a8b-4f0e-9a51-5e55104e0001")
 
 # -- validation --------------------------------------------------------------------------------
@@ -109,10 +121,12 @@ _clock_lock = threading.Lock()
 _last_time = [datetime.min.replace(tzinfo=utcnow().tzinfo)]
 
 
-def next_times(n: int) -> list[datetime]:
-    """`n` strictly increasing times, later than every time this process handed out before."""
+def next_times(n: int, after: datetime | None = None) -> list[datetime]:
+    """`n` strictly increasing times, later than every time this process handed out before (and
+    than `after`)."""
+    tick = timedelta(microseconds=1)
     with _clock_lock:
-        start = max(utcnow(), _last_time[0] + timedelta(microseconds=1))
+        start = max(utcnow(), _last_time[0] + tick, after + tick if after is not None else _last_time[0])
         times = [start + timedelta(microseconds=i) for i in range(n)]
         _last_time[0] = times[-1] if times else _last_time[0]
     return times
@@ -120,6 +134,24 @@ def next_times(n: int) -> list[datetime]:
 
 def summary_id(scope: Scope) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"summary\x1f{scope.name}"))
+
+
+def message_id(scope: Scope, ref: str) -> str:
+    """The id of the first message of the session with the framework id `ref`."""
+    return str(uuid.uuid5(_NAMESPACE, f"message\x1f{scope.name}\x1f{ref}"))
+
+
+def log_order(node: MemoryNode) -> tuple[datetime, str]:
+    return node.time_created, node.memory_id
+
+
+def frontier_of(head: MemoryNode | None) -> datetime | None:
+    """The time before which every message is compacted, as the summary record `head` holds it."""
+    value = head.metadata.get(FRONTIER) if head is not None else None
+    try:
+        return parse_iso(value) if isinstance(value, str) else None
+    except ValueError:
+        return None  # unreadable: the whole log is read, as before there was one
 
 
 class SessionLog:
@@ -150,21 +182,74 @@ class SessionLog:
             parts.append(extra)
         return scope_filter(scope, (MemoryType.HISTORY,), And(filters=parts))
 
-    async def nodes(self, scope: Scope, record: str = MESSAGE, extra: Filter | None = None) -> list[MemoryNode]:
-        """The session's records of one kind, in log order."""
-        out = [r.node async for r in self.store.iter_records(self.collection, self.filter(scope, record, extra))]
-        out.sort(key=lambda n: (n.time_created, n.memory_id))
+    async def nodes(self, scope: Scope, record: str = MESSAGE, extra: Filter | None = None, *,
+                    since: datetime | None = None, last: int | None = None) -> list[MemoryNode]:
+        """The session's records of one kind, in log order: all of them, those added at or after
+        `since`, or the `last` ones (of those)."""
+        if since is not None:
+            extra = Range(field="time_created", gte=since) if extra is None else And(
+                filters=[extra, Range(field="time_created", gte=since)])
+        flt = self.filter(scope, record, extra)
+        if last is None:
+            out = [r.node async for r in self.store.iter_records(self.collection, flt, page_size=PAGE)]
+        else:  # newest first, in the engine's order on time_created
+            out, cursor = [], None
+            while len(out) < last:
+                page = await self.store.list(self.collection, flt=flt, sort_key="time_created", direction="desc",
+                                             limit=min(PAGE, last - len(out)), cursor=cursor)
+                out += page.nodes
+                if (cursor := page.next_cursor) is None:
+                    break
+        out.sort(key=log_order)
         return out
 
+    async def by_ids(self, scope: Scope, ids: Iterable[str], record: str = MESSAGE) -> list[MemoryNode]:
+        """The session's records of one kind among `ids`, in log order (one read by id)."""
+        wanted = list(dict.fromkeys(ids))
+        found = [] if not wanted else (await self.store.get(self.collection, wanted)).found
+        out = [r.node for r in found if r.node.scope == scope and r.node.memory_type == MemoryType.HISTORY
+               and r.node.metadata.get(RECORD) == record]
+        out.sort(key=log_order)
+        return out
+
+    async def find(self, scope: Scope, refs: Iterable[str]) -> list[MemoryNode]:
+        """The session's messages added with a framework id among `refs` (its first message with
+        each), in log order: one read by id."""
+        wanted = set(refs)
+        found = await self.by_ids(scope, [message_id(scope, r) for r in wanted])
+        return [n for n in found if n.metadata.get("message", {}).get("id") in wanted]
+
+    async def newest(self, scope: Scope) -> MemoryNode | None:
+        last = await self.nodes(scope, last=1)
+        return last[0] if last else None
+
     # -- messages ----------------------------------------------------------------------------
-    def make_nodes(self, scope: Scope, messages: Sequence[Any], marks: list[str]) -> list[MemoryNode]:
+    def make_nodes(self, scope: Scope, messages: Sequence[Any], marks: list[str],
+                   after: datetime | None = None) -> list[MemoryNode]:
         if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
             raise InvalidInputError("messages must be a list of messages (dicts with role and content)")
         if len(messages) > MAX_BATCH:
             raise InvalidInputError(f"messages holds {len(messages)} items; the limit is {MAX_BATCH} per call")
         dicts = [message_dict(m, i) for i, m in enumerate(messages)]
-        times = next_times(len(dicts))
+        times = next_times(len(dicts), after)
         return [self.message_node(scope, d, marks, when, i) for i, (d, when) in enumerate(zip(dicts, times))]
+
+    async def own_ids(self, scope: Scope, nodes: list[MemoryNode]) -> list[MemoryNode]:
+        """`nodes` with the id derived from their framework id where the session holds none yet."""
+        refs = [ref for n in nodes if isinstance(ref := n.metadata["message"].get("id"), str)]
+        if not refs:
+            return nodes
+        ids = list(dict.fromkeys(message_id(scope, r) for r in refs))
+        taken = {r.node.memory_id for r in (await self.store.get(self.collection, ids)).found}
+        out = []
+        for node in nodes:
+            ref = node.metadata["message"].get("id")
+            derived = message_id(scope, ref) if isinstance(ref, str) else None
+            if derived is not None and derived not in taken:
+                taken.add(derived)
+                node = node.model_copy(update={"memory_id": derived})
+            out.append(node)
+        return out
 
     @staticmethod
     def message_node(scope: Scope, message: dict[str, Any], marks: list[str], when: datetime,
@@ -193,42 +278,64 @@ class SessionLog:
             raise InvalidInputError(f"messages[{index}]: {describe(exc)}") from None
 
     async def add(self, scope: Scope, messages: Sequence[Any], marks: list[str]) -> list[SessionMessage]:
-        nodes = self.make_nodes(scope, messages, marks)
+        newest = await self.newest(scope)  # one read in the engine's time order, whatever the length
+        nodes = self.make_nodes(scope, messages, marks, newest.time_created if newest is not None else None)
         if nodes:
+            nodes = await self.own_ids(scope, nodes)
             vector = await self.placeholder()
             await self.store.write([Upsert(self.collection, [VectorRecord(node=n, vector=vector) for n in nodes])])
-        return [as_message(n) for n in nodes]
+            return [as_message(n) for n in nodes]
+        return []
 
-    async def get(self, scope: Scope, mark: list[str], exclude_mark: list[str]) -> list[MemoryNode]:
+    async def get(self, scope: Scope, mark: list[str], exclude_mark: list[str], *, since: datetime | None = None,
+                  last: int | None = None) -> list[MemoryNode]:
         parts: list[Filter] = []
         if mark:
             parts.append(TagsAny(values=mark))
         if exclude_mark:
             parts.append(Not(filter=TagsAny(values=exclude_mark)))
-        return await self.nodes(scope, MESSAGE, And(filters=parts) if parts else None)
+        return await self.nodes(scope, MESSAGE, And(filters=parts) if parts else None, since=since, last=last)
 
-    async def summary(self, scope: Scope) -> str:
+    async def head(self, scope: Scope) -> MemoryNode | None:
+        """The session's summary record (its compressed summary and `FRONTIER`), if it has one."""
         got = await self.store.get(self.collection, [summary_id(scope)])
         found = [r.node for r in got.found if r.node.scope == scope]
-        return found[0].content if found else ""
+        return found[0] if found else None
 
-    def summary_ops(self, scope: Scope, summary: str, vector: list[float]) -> list[WriteOp]:
+    async def summary(self, scope: Scope) -> str:
+        head = await self.head(scope)
+        return head.content if head is not None else ""
+
+    def summary_ops(self, scope: Scope, summary: str, vector: list[float],
+                    frontier: datetime | None = None) -> list[WriteOp]:
         if not summary.strip():
             return [Delete(self.collection, [summary_id(scope)])]
         if len(summary) > MAX_CONTENT_CHARS:
             raise InvalidInputError(f"the summary is {len(summary)} characters; the limit is {MAX_CONTENT_CHARS}")
+        metadata: dict[str, Any] = {RECORD: SUMMARY}
+        if frontier is not None:
+            metadata[FRONTIER] = frontier.isoformat()
         node = MemoryNode(memory_id=summary_id(scope), memory_type=MemoryType.HISTORY, target_kind=KIND,
-                          memory_target=scope.name, content=summary, metadata={RECORD: SUMMARY})
+                          memory_target=scope.name, content=summary, metadata=metadata)
         return [Upsert(self.collection, [VectorRecord(node=node, vector=vector)])]
 
     async def set_summary(self, scope: Scope, summary: str) -> None:
-        async with self.lock(scope):
-            await self.store.write(self.summary_ops(scope, summary, await self.placeholder()))
+        async with self.lock(scope):  # what is compacted stays compacted: the frontier is kept
+            frontier = frontier_of(await self.head(scope))
+            await self.store.write(self.summary_ops(scope, summary, await self.placeholder(), frontier))
+
+    async def reopened(self, scope: Scope, nodes: Sequence[MemoryNode]) -> list[WriteOp]:
+        """The summary record without its frontier when one of `nodes` (messages that lost the
+        `compressed` mark) lies before it: the whole log is read again until the next compaction."""
+        head = await self.head(scope)
+        frontier = frontier_of(head)
+        if head is None or frontier is None or all(n.time_created >= frontier for n in nodes):
+            return []
+        return self.summary_ops(scope, head.content, await self.placeholder())
 
     async def delete(self, scope: Scope, ids: Iterable[str]) -> int:
         async with self.lock(scope):
-            wanted = set(ids)
-            doomed = [n.memory_id for n in await self.nodes(scope) if n.memory_id in wanted]
+            doomed = [n.memory_id for n in await self.by_ids(scope, ids)]
             if doomed:
                 await self.store.write([Delete(self.collection, doomed)])
             return len(doomed)
@@ -244,17 +351,15 @@ class SessionLog:
         """Add and remove marks on the messages with `ids` (all messages when None); returns how
         many messages changed."""
         async with self.lock(scope):
-            wanted = None if ids is None else set(ids)
             changed = []
-            for node in await self.nodes(scope):
-                if wanted is not None and node.memory_id not in wanted:
-                    continue
+            for node in await (self.nodes(scope) if ids is None else self.by_ids(scope, ids)):
                 tags = [t for t in node.tags if t not in remove] + [m for m in add if m not in node.tags]
                 if tags != node.tags:
                     if len(tags) > MAX_TAGS:
                         raise InvalidInputError(f"a message holds at most {MAX_TAGS} marks")
                     changed.append(node.model_copy(update={"tags": tags, "time_modified": utcnow()}))
-            await self.rewrite(changed)
+            reopened = [n for n in changed if COMPRESSED not in n.tags] if COMPRESSED in remove else []
+            await self.rewrite(changed, await self.reopened(scope, reopened) if reopened else [])
             return len(changed)
 
     async def rewrite(self, nodes: list[MemoryNode], extra: Sequence[WriteOp] = ()) -> None:
@@ -324,33 +429,28 @@ class SessionLog:
         parts = [text[i:i + MAX_CONTENT_CHARS] for i in range(0, len(text), MAX_CONTENT_CHARS)] or [text]
         nodes = [MemoryNode(memory_id=ref if i == 0 else str(uuid.uuid5(uuid.UUID(ref), str(i))),
                             memory_type=MemoryType.HISTORY, target_kind=KIND, memory_target=scope.name, content=part,
-                            author=tool[:MAX_NAME_CHARS],
-                            metadata={RECORD: TOOL_RESULT, "ref": ref, "part": i, "parts": len(parts),
-                                      "expires_at": expires_at.isoformat()})
+                            author=tool[:MAX_NAME_CHARS], expires_at=expires_at,
+                            metadata={RECORD: TOOL_RESULT, "ref": ref, "part": i, "parts": len(parts)})
                  for i, part in enumerate(parts)]
         return ref, nodes
 
     async def read_tool_result(self, scope: Scope, ref: str, now: datetime | None = None) -> str:
-        nodes = await self.nodes(scope, TOOL_RESULT, Eq(field="metadata.ref", value=ref))
-        if not nodes:
+        first = await self.by_ids(scope, [ref], TOOL_RESULT)
+        if not first or first[0].expired(now or utcnow()):  # an expired one is deleted by the next prepare_context
             raise MemoryNotFoundError(ref)
-        if _expired(nodes[0], now or utcnow()):  # deleted by the next prepare_context
-            raise MemoryNotFoundError(ref)
+        parts = first[0].metadata.get("parts")
+        parts = parts if isinstance(parts, int) and 1 <= parts <= MAX_BATCH else 1
+        nodes = first + await self.by_ids(scope, [str(uuid.uuid5(uuid.UUID(ref), str(i))) for i in range(1, parts)],
+                                          TOOL_RESULT)
         nodes.sort(key=lambda n: int(n.metadata.get("part", 0)))
         return "".join(n.content for n in nodes)
 
     async def expired(self, scope: Scope, now: datetime | None = None) -> list[WriteOp]:
-        """Deleting the session's offloaded tool results past their expiry (nothing when none are)."""
-        now = now or utcnow()
-        doomed = [n.memory_id for n in await self.nodes(scope, TOOL_RESULT) if _expired(n, now)]
+        """Deleting the session's offloaded tool results past their `expires_at` (nothing when none
+        are; at most `PAGE` records a call, found through the engine's index on `expires_at`)."""
+        flt = self.filter(scope, TOOL_RESULT, Range(field="expires_at", lte=now or utcnow()))
+        doomed = [n.memory_id for n in (await self.store.list(self.collection, flt=flt, limit=PAGE)).nodes]
         return [Delete(self.collection, doomed)] if doomed else []
-
-
-def _expired(node: MemoryNode, now: datetime) -> bool:
-    try:
-        return parse_iso(str(node.metadata.get("expires_at"))) <= now
-    except ValueError:
-        return True  # an expiry no one can read: gone rather than kept forever
 
 
 def as_message(node: MemoryNode) -> SessionMessage:
