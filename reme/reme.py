@@ -24,9 +24,8 @@ from reme.memory.personal import PersonalRetriever, PersonalSummarizer, to_messa
 from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, counted, failing, prune_filter,
                                     read_reme_jsonl, to_trajectories)
 from reme.memory.context import check_context, compact, compact_tool_results, context_messages, positive, tokens_of
-from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, frontier_of, log_order,
-                                 message_dict, session_scope, summary_id, summary_message, text_batches,
-                                 to_plain_messages)
+from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, frontier_of,
+                                 message_dict, session_scope, text_batches, to_plain_messages)
 from reme.memory.repo import (HASH_LOOKUP, VERSIONS_SUFFIX, Change, Imported, MemoryRepo, expired, read_export,
                               scope_filter, version_record)
 from reme.memory.repo import alive as live
@@ -1005,14 +1004,17 @@ class ReMe:
 
     async def get_messages(self, *, session_name: str, mark: str | Sequence[str] | None = None,
                            exclude_mark: str | Sequence[str] | None = None, prepend_summary: bool = False,
-                           last: int | None = None, after: str | None = None) -> list[SessionMessage]:
+                           last: int | None = None, after: str | None = None,
+                           message_ids: Sequence[str] | None = None) -> list[SessionMessage]:
         """A session's messages in order: with any of `mark`, without any of `exclude_mark`; of
-        those only the `last` ones, and only those after the message with id `after` (a
-        `MemoryNotFoundError` when the session does not hold it); with `prepend_summary`, the
-        compressed summary (when there is one) first, as a user message.
+        those only the ones after the message with id `after` (a `MemoryNotFoundError` when the
+        session does not hold it), only the `last` ones, only those added with an `id` among
+        `message_ids` (the frameworks' own ids, which AgentScope's and LangChain's messages carry:
+        the first message added with each); with `prepend_summary`, the compressed summary (when
+        there is one) first, as a user message.
 
-        `last`, `after` and `exclude_mark="compressed"` read through the engine's order on the
-        log: they cost what they return, however long the session is.
+        `last`, `after`, `message_ids` and `exclude_mark="compressed"` read through the engine's
+        indexes: they cost what they return, however long the session is.
 
         >>> tail = await reme.get_messages(session_name="chat-1", last=20)
         >>> since = await reme.get_messages(session_name="chat-1", after=tail[-1].id)  # what came since
@@ -1020,27 +1022,11 @@ class ReMe:
         scope = session_scope(session_name)
         marks, excluded = check_marks(mark, "mark"), check_marks(exclude_mark, "exclude_mark")
         count = None if last is None else check_int(last, "last", low=1, high=2 ** 40)
-        sessions = self._sessions
-        cursor = None
-        if after is not None:
-            found = await sessions.by_ids(scope, [_canonical_id(after)])
-            if not found:
-                raise MemoryNotFoundError(str(after))
-            cursor = log_order(found[0])
-        head = await sessions.head(scope) if prepend_summary or COMPRESSED in excluded else None
-        starts = [t for t in (cursor[0] if cursor else None, frontier_of(head) if COMPRESSED in excluded else None)
-                  if t is not None]
-        nodes = await sessions.get(scope, marks, excluded, since=max(starts) if starts else None,
-                                   last=None if count is None else count + (cursor is not None))
-        if cursor is not None:
-            nodes = [n for n in nodes if log_order(n) > cursor]
-        out = [as_message(n) for n in (nodes if count is None else nodes[-count:])]
-        if prepend_summary:
-            summary = head.content if head is not None else ""
-            if summary:
-                out.insert(0, SessionMessage(id=summary_id(scope), message=summary_message(summary), marks=[],
-                                             time=out[0].time if out else utcnow()))
-        return out
+        refs = None if message_ids is None else [_text_arg(i, "message_ids", MAX_NAME_CHARS) for i in _list_arg(
+            [message_ids] if isinstance(message_ids, str) else message_ids, "message_ids")]
+        cursor = None if after is None else _canonical_id(after)
+        return await self._sessions.read(scope, marks, excluded, last=count, after=cursor, refs=refs,
+                                         prepend_summary=bool(prepend_summary))
 
     async def delete_messages(self, ids: Sequence[str], *, session_name: str) -> int:
         """Delete messages of a session by id; returns how many were there."""
@@ -1175,8 +1161,8 @@ class ReMe:
                 ttl=timedelta(seconds=cfg.tool_result_ttl_s), preview_chars=cfg.preview_chars)
             now = utcnow()
             for ref in refs:  # the stored message keeps only the reference, in the same write as the result
-                nodes[ref.message_index] = nodes[ref.message_index].model_copy(update={
-                    "content": messages[ref.message_index]["content"], "time_modified": now})
+                nodes[ref.message_index] = sessions.with_message(nodes[ref.message_index], messages[ref.message_index],
+                                                                 now)
             changed = {nodes[r.message_index].memory_id for r in refs}
             split = self._check(messages, threshold, reserve, tokenizer, summary)
             result = CompactedContext(messages=[], summary=summary, offloaded=refs, tokens_before=before)

@@ -251,3 +251,90 @@ async def test_close_waits_for_background_work(make_reme: Callable[..., ReMe], s
         await reme.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
     async with make_reme() as again:
         assert await again.count_memory(user_name="alice", memory_type="personal") == 1
+
+
+# -- long sessions: what prepare_context reads, what it offloads -----------------------------------
+async def test_the_compacted_part_of_the_log_stays_out_whatever_else_changes(
+        make_reme: Callable[..., ReMe], server: OpenAITestServer) -> None:
+    """prepare_context starts where the compacted messages end; every call that changes what is
+    compacted keeps `exclude_mark="compressed"` equal to filtering the whole log."""
+    import random
+
+    server.script(COMPACT_PROMPT, SUMMARY)
+    rng = random.Random(3)
+    async with make_reme() as reme:
+        async def check() -> None:
+            every = await reme.get_messages(session_name="s1")
+            fresh = [m for m in every if COMPRESSED not in m.marks]
+            assert await reme.get_messages(session_name="s1", exclude_mark=COMPRESSED) == fresh
+            ready = await reme.prepare_context(session_name="s1", threshold=100_000, reserve=100)  # compacts nothing
+            assert (ready.messages[-len(fresh):] if fresh else []) == [m.message for m in fresh]
+            assert len(ready.messages) == len(fresh) + (1 if ready.summary else 0)
+
+        for step in range(40):
+            await reme.add_messages([turn(step, rng.randint(5, 60))], session_name="s1")
+            every = await reme.get_messages(session_name="s1")
+            action = rng.choice(["prepare", "prepare", "uncompress", "compress", "summary", "delete", "none"])
+            if action == "prepare":
+                await reme.prepare_context(session_name="s1", threshold=400, reserve=150)
+            elif action == "uncompress" and any(COMPRESSED in m.marks for m in every):
+                old = rng.choice([m for m in every if COMPRESSED in m.marks])
+                await reme.update_marks(session_name="s1", ids=[old.id], remove=COMPRESSED)
+            elif action == "compress":
+                await reme.update_marks(session_name="s1", ids=[every[-1].id], add=COMPRESSED)
+            elif action == "summary":
+                await reme.update_compressed_summary(f"summary {step}", session_name="s1")
+            elif action == "delete":
+                await reme.delete_messages([rng.choice(every).id], session_name="s1")
+            await check()
+
+
+async def test_a_message_that_loses_its_compressed_mark_is_sent_again(
+        make_reme: Callable[..., ReMe], server: OpenAITestServer) -> None:
+    server.script(COMPACT_PROMPT, SUMMARY)
+    async with make_reme() as reme:
+        added = await reme.add_messages([turn(i) for i in range(10)], session_name="s1")
+        first = await reme.prepare_context(session_name="s1", threshold=400, reserve=150)
+        assert first.compacted > 1
+        await reme.update_compressed_summary("a summary written by the framework", session_name="s1")
+        again = await reme.prepare_context(session_name="s1", threshold=100_000, reserve=150)
+        assert [m["content"] for m in again.messages[1:]] == [m["content"] for m in first.messages[1:]]
+        await reme.update_marks(session_name="s1", ids=[added[0].id], remove=COMPRESSED)
+        back = await reme.prepare_context(session_name="s1", threshold=100_000, reserve=150)
+        assert back.messages[1]["content"] == turn(0)["content"]
+        assert [m["content"] for m in back.messages[2:]] == [m["content"] for m in first.messages[1:]]
+
+
+async def test_offloaded_results_carry_their_expiry_as_the_memorys_own(reme: ReMe) -> None:
+    out = await reme.compact_tool_results([result("c1", "z" * 5000)], session_name="s1", max_chars=100, ttl_s=60)
+    (record,) = (await reme.store.get(reme.collection, [out.offloaded[0].ref])).found
+    assert record.node.expires_at == out.offloaded[0].expires_at
+    assert "expires_at" not in record.node.metadata
+
+
+async def test_tool_results_in_content_blocks_are_offloaded(make_reme: Callable[..., ReMe]) -> None:
+    """AgentScope's tool_result blocks (`output`: text blocks or a string) and Anthropic's
+    (`content`) inside a message's content list."""
+    big, other = "x" * 5000, "y" * 3000
+    use = {"role": "assistant", "name": "agent", "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}},
+                                                            {"type": "tool_use", "id": "c2", "name": "cat", "input": {}}]}
+    agentscope = {"role": "system", "name": "system", "content": [
+        {"type": "tool_result", "id": "c1", "name": "ls", "output": [{"type": "text", "text": big}]},
+        {"type": "tool_result", "id": "c2", "name": "cat", "output": other}]}
+    anthropic = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c3", "content": big},
+                                             {"type": "text", "text": "short note"}]}
+    small = {"role": "system", "name": "system", "content": [
+        {"type": "tool_result", "id": "c4", "name": "ls", "output": [{"type": "text", "text": "ok"}]}]}
+    async with make_reme(llm={}, context={"max_tool_chars": 2000, "preview_chars": 50}) as reme:
+        await reme.add_messages([use, agentscope, anthropic, small], session_name="s1")
+        ready = await reme.prepare_context(session_name="s1")
+        assert len(ready.offloaded) == 3
+        stored = [m.message for m in await reme.get_messages(session_name="s1")]
+        assert stored[0] == use and stored[3] == small
+        blocks = stored[1]["content"] + stored[2]["content"]
+        texts = [blocks[0]["output"][0]["text"], blocks[1]["output"], blocks[2]["content"]]
+        assert all(t.startswith("[Tool result offloaded") for t in texts) and blocks[3]["text"] == "short note"
+        assert [blocks[0]["id"], blocks[1]["name"], blocks[2]["tool_use_id"]] == ["c1", "cat", "c3"]
+        assert ready.messages == stored
+        whole = [await reme.read_tool_result(r.ref, session_name="s1") for r in ready.offloaded]
+        assert whole == [big, other, big]

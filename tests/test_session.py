@@ -182,3 +182,64 @@ def test_the_sync_face_offers_the_session_api(tmp_path: Path) -> None:
         assert [m.marks for m in reme.get_messages(session_name="s1")] == [["m"]]
         assert reme.session_size(session_name="s1").messages == 1
         assert reme.clear_session(session_name="s1") == 1
+
+
+# -- reading the tail, after a known message, by the frameworks' ids ----------------------------
+async def test_the_tail_and_what_follows_a_message_come_back_in_order(reme: ReMe) -> None:
+    for start in range(0, 30, 10):
+        await reme.add_messages([{"role": "user", "content": f"m{i}"} for i in range(start, start + 10)],
+                                session_name="s1", marks=["even"] if start == 10 else None)
+    await reme.add_messages([{"role": "user", "content": "elsewhere"}], session_name="s2")
+    every = await reme.get_messages(session_name="s1")
+    assert texts(every) == [f"m{i}" for i in range(30)]
+    for k in (1, 5, 29, 30, 31):
+        assert texts(await reme.get_messages(session_name="s1", last=k)) == texts(every)[-k:]
+    for k in (0, 9, 28, 29):
+        assert texts(await reme.get_messages(session_name="s1", after=every[k].id)) == texts(every)[k + 1:]
+        assert texts(await reme.get_messages(session_name="s1", after=every[k].id, last=3)) == texts(every)[k + 1:][-3:]
+    assert texts(await reme.get_messages(session_name="s1", mark="even", last=2)) == ["m18", "m19"]
+    assert texts(await reme.get_messages(session_name="s1", exclude_mark="even", after=every[5].id, last=12)) == \
+        ["m8", "m9"] + [f"m{i}" for i in range(20, 30)]
+    await reme.update_compressed_summary("earlier", session_name="s1")
+    with_summary = await reme.get_messages(session_name="s1", last=2, prepend_summary=True)
+    assert texts(with_summary)[1:] == ["m28", "m29"] and "earlier" in with_summary[0].message["content"]
+    other = (await reme.get_messages(session_name="s2"))[0].id
+    for cursor in (other, "5f0c9c1e-0000-4000-8000-000000000000"):  # another session's message, or none
+        with pytest.raises(MemoryNotFoundError):
+            await reme.get_messages(session_name="s1", after=cursor)
+    for bad in ({"last": 0}, {"last": "3"}, {"after": "not an id"}, {"message_ids": [""]}):
+        with pytest.raises(InvalidInputError):
+            await reme.get_messages(session_name="s1", **bad)
+
+
+async def test_messages_are_found_by_the_id_their_framework_gave_them(reme: ReMe) -> None:
+    first = await reme.add_messages([{"role": "user", "content": "hello", "id": "msg-1"},
+                                     {"role": "assistant", "content": "hi", "id": "msg-2"}], session_name="s1")
+    again = await reme.add_messages([{"role": "user", "content": "hello", "id": "msg-1"}], session_name="s1")
+    await reme.add_messages([{"role": "user", "content": "bob's", "id": "msg-1"}], session_name="s2")
+    assert len(await reme.get_messages(session_name="s1")) == 3  # a message added twice is there twice
+    found = await reme.get_messages(session_name="s1", message_ids=["msg-1", "msg-2", "msg-3"])
+    assert [m.id for m in found] == [first[0].id, first[1].id]  # the first of each, in order
+    assert again[0].id != first[0].id
+    assert texts(await reme.get_messages(session_name="s2", message_ids=["msg-1"])) == ["bob's"]
+    assert await reme.get_messages(session_name="s1", message_ids=["msg-2"], exclude_mark="x") == found[1:]
+    assert await reme.get_messages(session_name="s1", message_ids=["msg-2"], mark="x") == []
+    await reme.delete_messages([first[0].id], session_name="s1")
+    assert await reme.get_messages(session_name="s1", message_ids=["msg-1"]) == []
+
+
+async def test_an_append_goes_after_the_newest_message_even_from_a_clock_behind(reme: ReMe) -> None:
+    """Another process sharing the server, its clock ahead of this one's, wrote the newest message."""
+    from datetime import timedelta
+
+    from reme.memory.session import SessionLog, session_scope
+    from reme.schema import utcnow
+    from reme.store import Upsert, VectorRecord
+
+    await reme.add_messages([{"role": "user", "content": "first"}], session_name="s1")
+    log = SessionLog(reme.repo)
+    ahead = log.message_node(session_scope("s1"), {"role": "user", "content": "from a clock ahead"}, [],
+                             utcnow() + timedelta(hours=1))
+    await reme.store.write([Upsert(reme.collection, [VectorRecord(node=ahead, vector=await log.placeholder())])])
+    await reme.add_messages([{"role": "user", "content": "next"}], session_name="s1")
+    assert texts(await reme.get_messages(session_name="s1")) == ["first", "from a clock ahead", "next"]

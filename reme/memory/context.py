@@ -191,6 +191,34 @@ def oversized(message: Mapping[str, Any], max_chars: int) -> bool:
         and len(message["content"]) > max_chars and message.get("name") != READ_BACK_TOOL
 
 
+def _output_key(block: Mapping[str, Any]) -> str:
+    """Where a tool_result block holds the result: `output` (AgentScope), else `content` (Anthropic)."""
+    return "output" if "output" in block else "content"
+
+
+def block_text(block: Any) -> str | None:
+    """The text a tool_result content block holds (a string, or the text of its text parts), or
+    None for anything else."""
+    if not isinstance(block, Mapping) or block.get("type") != "tool_result" or block.get("name") == READ_BACK_TOOL:
+        return None
+    output = block.get(_output_key(block))
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(p["text"] for p in output if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return None
+
+
+def with_text(block: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """`block` holding `text` in place of its result's text (other parts, such as images, stay)."""
+    key = _output_key(block)
+    output = block.get(key)
+    if isinstance(output, list):
+        rest = [p for p in output if not (isinstance(p, Mapping) and isinstance(p.get("text"), str))]
+        return {**block, key: [{"type": "text", "text": text}, *rest]}
+    return {**block, key: text}
+
+
 def compact_tool_results(messages: Sequence[Any], log_: SessionLog, scope: Scope, *, max_chars: int,
                          ttl: timedelta, preview_chars: int, now: datetime | None = None
                          ) -> tuple[list[dict[str, Any]], list[OffloadedResult], list[MemoryNode]]:
@@ -203,15 +231,25 @@ def compact_tool_results(messages: Sequence[Any], log_: SessionLog, scope: Scope
     out: list[dict[str, Any]] = []
     refs: list[OffloadedResult] = []
     nodes: list[MemoryNode] = []
-    for i, message in enumerate(dicts):
-        if not oversized(message, max_chars):
-            out.append(message)
-            continue
-        text = message["content"]
-        ref, parts = log_.tool_result_nodes(scope, text, expires_at, str(message.get("name") or "tool"))
-        nodes += parts
-        out.append({**message, "content": offload_reference(ref, len(text), text[:preview_chars])})
+
+    def offload(text: str, tool: Any, i: int) -> str:
+        ref, parts = log_.tool_result_nodes(scope, text, expires_at, str(tool or "tool"))
+        nodes.extend(parts)
         refs.append(OffloadedResult(ref=ref, chars=len(text), expires_at=expires_at, message_index=i))
+        return offload_reference(ref, len(text), text[:preview_chars])
+
+    for i, message in enumerate(dicts):
+        content = message.get("content")
+        if oversized(message, max_chars):
+            message = {**message, "content": offload(message["content"], message.get("name"), i)}
+        elif isinstance(content, list):  # tool_result blocks (AgentScope, Anthropic), each offloaded alone
+            blocks = list(content)
+            for j, block in enumerate(blocks):
+                text = block_text(block)
+                if text is not None and len(text) > max_chars:
+                    blocks[j] = with_text(block, offload(text, block.get("name") or message.get("name"), i))
+            message = {**message, "content": blocks} if blocks != content else message
+        out.append(message)
     return out, refs, nodes
 
 

@@ -277,6 +277,13 @@ class SessionLog:
         except ValidationError as exc:
             raise InvalidInputError(f"messages[{index}]: {describe(exc)}") from None
 
+    @classmethod
+    def with_message(cls, node: MemoryNode, message: dict[str, Any], when: datetime) -> MemoryNode:
+        """The stored message `node` holding `message` instead (same id, place and marks)."""
+        fresh = cls.message_node(node.scope, message, list(node.tags), node.time_created)
+        return node.model_copy(update={"content": fresh.content, "time_modified": when,
+                                       "metadata": {**node.metadata, "message": fresh.metadata["message"]}})
+
     async def add(self, scope: Scope, messages: Sequence[Any], marks: list[str]) -> list[SessionMessage]:
         newest = await self.newest(scope)  # one read in the engine's time order, whatever the length
         nodes = self.make_nodes(scope, messages, marks, newest.time_created if newest is not None else None)
@@ -295,6 +302,37 @@ class SessionLog:
         if exclude_mark:
             parts.append(Not(filter=TagsAny(values=exclude_mark)))
         return await self.nodes(scope, MESSAGE, And(filters=parts) if parts else None, since=since, last=last)
+
+    async def read(self, scope: Scope, mark: list[str], exclude_mark: list[str], *, last: int | None = None,
+                   after: str | None = None, refs: list[str] | None = None,
+                   prepend_summary: bool = False) -> list[SessionMessage]:
+        """`get_messages`: the messages with any of `mark` and none of `exclude_mark`, after the
+        message `after`, the `last` of them, among those with framework ids `refs`. What follows
+        a known time (`after`, and the frontier when `compressed` is excluded) is read from there
+        on, in the engine's order."""
+        cursor = None
+        if after is not None:
+            found = await self.by_ids(scope, [after])
+            if not found:
+                raise MemoryNotFoundError(after)
+            cursor = log_order(found[0])
+        head = await self.head(scope) if prepend_summary or COMPRESSED in exclude_mark else None
+        starts = [t for t in (cursor[0] if cursor else None, frontier_of(head) if COMPRESSED in exclude_mark else None)
+                  if t is not None]
+        if refs is not None:
+            nodes = [n for n in await self.find(scope, refs) if (not mark or set(mark) & set(n.tags))
+                     and not set(exclude_mark) & set(n.tags)]
+        else:  # the cursor itself may come back (it is at `since`): one more than `last`
+            nodes = await self.get(scope, mark, exclude_mark, since=max(starts) if starts else None,
+                                   last=None if last is None else last + (cursor is not None))
+        if cursor is not None:
+            nodes = [n for n in nodes if log_order(n) > cursor]
+        out = [as_message(n) for n in (nodes if last is None else nodes[-last:])]
+        summary = head.content if head is not None and prepend_summary else ""
+        if summary:
+            out.insert(0, SessionMessage(id=summary_id(scope), message=summary_message(summary), marks=[],
+                                         time=out[0].time if out else utcnow()))
+        return out
 
     async def head(self, scope: Scope) -> MemoryNode | None:
         """The session's summary record (its compressed summary and `FRONTIER`), if it has one."""
