@@ -406,9 +406,11 @@ class ReMeClient:
                                                          json=body)).content)
 
     async def get_messages(self, *, session_name: str, mark: str | Sequence[str] | None = None,
-                           exclude_mark: str | Sequence[str] | None = None,
-                           prepend_summary: bool = False) -> list[SessionMessage]:
-        body = _body(mark=mark, exclude_mark=exclude_mark, prepend_summary=prepend_summary)
+                           exclude_mark: str | Sequence[str] | None = None, prepend_summary: bool = False,
+                           last: int | None = None, after: str | None = None,
+                           message_ids: Sequence[str] | None = None) -> list[SessionMessage]:
+        body = _body(mark=mark, exclude_mark=exclude_mark, prepend_summary=prepend_summary, last=last, after=after,
+                     message_ids=[message_ids] if isinstance(message_ids, str) else message_ids)
         response = await self._call("POST", self._session(session_name, "/messages/get"), json=body, idempotent=True)
         return _MESSAGES.validate_json(response.content)
 

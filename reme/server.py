@@ -273,6 +273,9 @@ class GetMessagesRequest(_Strict):
     mark: str | list[str] | None = None
     exclude_mark: str | list[str] | None = None
     prepend_summary: bool = False
+    last: int | None = None
+    after: str | None = None
+    message_ids: list[str] | None = None
 
 
 class IdsRequest(_Strict):
@@ -684,6 +687,7 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     async def get_messages(session_name: str, body: GetMessagesRequest, caller: Caller = Auth,
                            reme: ReMe = Facade) -> list[SessionMessage]:
         caller.permit([("session", session_name)])
+        batch(len(body.message_ids or []), "message_ids")
         return await run(reme.get_messages(session_name=session_name, **body.model_dump()))
 
     @app.post("/v1/sessions/{session_name}/messages/delete", response_model=Count, tags=["sessions"])

@@ -346,6 +346,12 @@ async def test_a_session_round_trips_and_its_context_is_prepared(api: Any, uid: 
     turns = [{"role": "user", "content": f"{uid} turn {i} " + "word " * 60} for i in range(6)]
     added = await api.add_messages(turns, session_name=uid, marks="new")
     assert [m.message for m in await api.get_messages(session_name=uid, mark="new")] == turns
+    assert [m.message for m in await api.get_messages(session_name=uid, last=2)] == turns[4:]
+    assert [m.message for m in await api.get_messages(session_name=uid, after=added[3].id, last=1)] == turns[5:]
+    with pytest.raises(MemoryNotFoundError):
+        await api.get_messages(session_name=uid + "-other", after=added[3].id)
+    tagged = await api.add_messages([{"role": "user", "content": "tagged", "id": f"{uid}-m1"}], session_name=uid + "-t")
+    assert await api.get_messages(session_name=uid + "-t", message_ids=[f"{uid}-m1", "none"]) == tagged
     assert await api.update_marks(session_name=uid, ids=[added[0].id], remove="new") == 1
     assert (await api.session_size(session_name=uid)).messages == 6
     words = await api.session_size(session_name=uid, tokenizer=lambda text: text.split())
