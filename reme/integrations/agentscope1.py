@@ -264,17 +264,20 @@ class ReMeSessionMemory(MemoryBase):  # type: ignore[misc]  # agentscope is unty
     async def add(self, memories: Msg | list[Msg] | None, marks: str | list[str] | None = None,
                   allow_duplicates: bool = False, **kwargs: Any) -> None:
         msgs = _as_list(memories)
-        if not allow_duplicates and msgs:
-            stored = {m.message.get("id") for m in await self.reme.get_messages(session_name=self.session_name)}
+        if not allow_duplicates and msgs:  # looked up by their ids, not by reading the session
+            held = await self.reme.get_messages(session_name=self.session_name, message_ids=[m.id for m in msgs])
+            stored = {m.message.get("id") for m in held}
             msgs = [m for m in msgs if m.id not in stored]
         if msgs:
             await self.reme.add_messages([m.to_dict() for m in msgs], session_name=self.session_name, marks=marks)
 
     async def _ids(self, msg_ids: Sequence[str] | None = None, mark: str | None = None) -> list[str]:
-        """The session's ids of the messages with AgentScope ids `msg_ids` (all when None) and `mark`."""
-        wanted = None if msg_ids is None else set(msg_ids)
-        return [m.id for m in await self.reme.get_messages(session_name=self.session_name, mark=mark)
-                if wanted is None or m.message.get("id") in wanted]
+        """The session's ids of the messages with AgentScope ids `msg_ids` (all when None) and `mark`:
+        by id (the first copy of each), or through the marks' index."""
+        if msg_ids is not None and not msg_ids:
+            return []
+        return [m.id for m in await self.reme.get_messages(session_name=self.session_name, mark=mark,
+                                                           message_ids=None if msg_ids is None else list(msg_ids))]
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         ids = await self._ids(msg_ids)

@@ -423,16 +423,26 @@ class ReMeContextMiddleware(_Facade, AgentMiddleware):  # type: ignore[misc, unu
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
 
+    @staticmethod
+    def _ids(state: Mapping[str, Any]) -> list[list[str]]:
+        """The ids of the state's messages, in batches, to look up in the session (not read whole)."""
+        ids = list(dict.fromkeys(m.id for m in state["messages"] if isinstance(m.id, str) and m.id != SUMMARY_MESSAGE_ID))
+        return [ids[i:i + MAX_LIMIT] for i in range(0, len(ids), MAX_LIMIT)]
+
     def _record_sync(self, state: Any) -> str:
         session = self.session()
-        new = self._new(state, self._call_sync("get_messages", session_name=session))
+        held = [m for ids in self._ids(state) for m in self._call_sync("get_messages", session_name=session,
+                                                                       message_ids=ids)]
+        new = self._new(state, held)
         if new:
             self._call_sync("add_messages", new, session_name=session)
         return session
 
     async def _record(self, state: Any) -> str:
         session = self.session()
-        new = self._new(state, await self._call("get_messages", session_name=session))
+        held = [m for ids in self._ids(state) for m in await self._call("get_messages", session_name=session,
+                                                                        message_ids=ids)]
+        new = self._new(state, held)
         if new:
             await self._call("add_messages", new, session_name=session)
         return session

@@ -358,9 +358,21 @@ class SessionLog:
         return [Upsert(self.collection, [VectorRecord(node=node, vector=vector)])]
 
     async def set_summary(self, scope: Scope, summary: str) -> None:
-        async with self.lock(scope):  # what is compacted stays compacted: the frontier is kept
-            frontier = frontier_of(await self.head(scope))
-            await self.store.write(self.summary_ops(scope, summary, await self.placeholder(), frontier))
+        async with self.lock(scope):  # a framework compacts this way too: where its compacted part ends is kept
+            await self.store.write(self.summary_ops(scope, summary, await self.placeholder(),
+                                                    await self.compacted_until(scope)))
+
+    async def compacted_until(self, scope: Scope) -> datetime | None:
+        """A frontier for the log as it is: the time of its first message not marked `compressed`
+        (just after its newest when all are); None for an empty log. The engine walks the
+        compacted part in its time order (no record of it is read)."""
+        flt = self.filter(scope, MESSAGE, Not(filter=TagsAny(values=[COMPRESSED])))
+        page = await self.store.list(self.collection, flt=flt, sort_key="time_created", direction="asc", limit=1)
+        first: list[MemoryNode] = page.nodes
+        if first:
+            return first[0].time_created
+        newest = await self.newest(scope)
+        return newest.time_created + timedelta(microseconds=1) if newest is not None else None
 
     async def reopened(self, scope: Scope, nodes: Sequence[MemoryNode]) -> list[WriteOp]:
         """The summary record without its frontier when one of `nodes` (messages that lost the
