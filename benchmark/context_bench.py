@@ -24,6 +24,17 @@ reach (kept turns, stored memories, retrieval), not a model's summarizing; a sum
 mentions of evidence are not counted in either case.
 
     python -m benchmark.context_bench --conversations 1 --threshold 4000 --reserve 1500
+
+`--overhead` measures instead what a turn costs ReMe itself in a long session: a session of 1k,
+10k and 100k messages (`--sizes`) is built in batches of 5,000, the older ones compacted (marked
+`compressed`, a summary set), then each of `--overhead-turns` turns adds one message and calls
+`prepare_context` (threshold and reserve as given); every few dozen turns the window fills and
+`prepare_context` compacts it, with one call to the scripted server (a loopback round trip, in
+the compaction turns' times). Printed per size: the milliseconds of `add_messages`, of
+`prepare_context` and of both (p50 / p99), of the turns that compacted, and of reading the last
+20 messages (`get_messages(last=20)`) and what followed a known message (`after=`).
+
+    python -m benchmark.context_bench --overhead --sizes 1000 10000 100000
 """
 
 from __future__ import annotations
@@ -210,6 +221,79 @@ async def bfcl(args: argparse.Namespace, llm: dict[str, Any], wd: Path) -> dict[
             "compact_calls": compact_calls, "offloaded": offloaded, "seconds": time.perf_counter() - started}
 
 
+# -- own overhead per turn in long sessions ---------------------------------------------------------
+BUILD_BATCH = 5_000
+WORDS = "alpha beta gamma delta report budget q3 invoice draft final notes travel tokyo order ticket".split()
+
+
+def chat_turn(i: int, rng: random.Random) -> dict[str, Any]:
+    """A message of about 40 tokens (estimated)."""
+    return {"role": "user" if i % 2 == 0 else "assistant",
+            "content": f"turn {i}: " + " ".join(rng.choice(WORDS) for _ in range(24))}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def timed(calls: int, make: Any) -> list[float]:
+    out = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        await make()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+async def overhead(args: argparse.Namespace, size: int, llm: dict[str, Any], wd: Path) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    session = "long"
+    async with ReMe(working_dir=wd, embedding={"backend": "hash", "dimensions": 64}, llm=llm) as reme:
+        started = time.perf_counter()
+        for start in range(0, size, BUILD_BATCH):  # the older part, as compactions left it
+            await reme.add_messages([chat_turn(i, rng) for i in range(start, min(size, start + BUILD_BATCH))],
+                                    session_name=session, marks=[COMPRESSED])
+        await reme.update_compressed_summary("## Goal\ncontinue the conversation", session_name=session)
+        built = time.perf_counter() - started
+        add: list[float] = []
+        prepare: list[float] = []
+        compacting: list[bool] = []
+        for t in range(args.warmup + args.overhead_turns):
+            t0 = time.perf_counter()
+            await reme.add_messages([chat_turn(size + t, rng)], session_name=session)
+            t1 = time.perf_counter()
+            ready = await reme.prepare_context(session_name=session, threshold=args.threshold, reserve=args.reserve)
+            t2 = time.perf_counter()
+            if t >= args.warmup:
+                add.append((t1 - t0) * 1000)
+                prepare.append((t2 - t1) * 1000)
+                compacting.append(ready.compacted > 0)
+        count = len(await reme.get_messages(session_name=session, last=size + len(add) + args.warmup))
+        last = await reme.get_messages(session_name=session, last=20)
+        tail = await timed(20, lambda: reme.get_messages(session_name=session, last=20))
+        after = await timed(20, lambda: reme.get_messages(session_name=session, after=last[0].id))
+    turns = [a + p for a, p in zip(add, prepare)]
+    return {"size": size, "messages": count, "built": built, "add": add, "prepare": prepare, "turns": turns,
+            "compactions": [x for x, c in zip(turns, compacting) if c],
+            "plain": [x for x, c in zip(turns, compacting) if not c], "tail": tail, "after": after}
+
+
+def overhead_table(runs: list[dict[str, Any]]) -> str:
+    def both(values: list[float]) -> str:
+        return f"{pct(values, 0.5):.2f} / {pct(values, 0.99):.2f}" if values else "-"
+
+    head = ["messages in the session", "turns", "add_messages", "prepare_context", "turn (both)",
+            "turns without compaction", "compaction turns: n, p50", "get_messages(last=20)", "get_messages(after=)",
+            "build s"]
+    rows = [[f"{r['size']:,}", str(len(r["turns"])), both(r["add"]), both(r["prepare"]), both(r["turns"]),
+             both(r["plain"]), f"{len(r['compactions'])}, {pct(r['compactions'], 0.5):.2f}" if r["compactions"] else "0",
+             both(r["tail"]), both(r["after"]), f"{r['built']:.1f}"] for r in runs]
+    lines = ["| " + " | ".join(row) + " |" for row in [head, *rows]]
+    lines.insert(1, "|" + "---|" * len(head))
+    return "\n".join(lines)
+
+
 # -- the table -------------------------------------------------------------------------------------
 def row(run: dict[str, Any], memory_calls: int | None) -> list[str]:
     sent, unsent = run["sent"], run["unsent"]
@@ -242,6 +326,15 @@ async def main(args: argparse.Namespace) -> None:
         server.script(EXTRACT, extract_reply)
         server.script(RECONCILE, reconcile_reply)
     llm = llm_settings(args, server)
+    if args.overhead:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = [await overhead(args, size, llm, Path(tmp) / f"n{size}") for size in args.sizes]
+        if server is not None:
+            server.__exit__(None, None, None)
+        print(f"own overhead per turn, ms p50 / p99: threshold {args.threshold} tokens, reserve {args.reserve}, "
+              f"messages of ~40 tokens, {args.warmup} warm-up turns not counted")
+        print(overhead_table(runs))
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         convs = load(Path(args.data), args.conversations)
@@ -279,6 +372,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-url", help="a real OpenAI-compatible endpoint instead of the scripted server")
     p.add_argument("--model", default="local")
     p.add_argument("--api-key")
+    p.add_argument("--overhead", action="store_true",
+                   help="measure ReMe's own cost per turn (add_messages + prepare_context) in long sessions")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000],
+                   help="--overhead: messages in the session before the measured turns")
+    p.add_argument("--overhead-turns", type=int, default=300, help="--overhead: turns measured per size")
+    p.add_argument("--warmup", type=int, default=5, help="--overhead: turns run first and not counted")
     return p.parse_args(argv)
 
 
