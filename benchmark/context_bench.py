@@ -269,12 +269,11 @@ async def overhead(args: argparse.Namespace, size: int, llm: dict[str, Any], wd:
                 add.append((t1 - t0) * 1000)
                 prepare.append((t2 - t1) * 1000)
                 compacting.append(ready.compacted > 0)
-        count = len(await reme.get_messages(session_name=session, last=size + len(add) + args.warmup))
         last = await reme.get_messages(session_name=session, last=20)
         tail = await timed(20, lambda: reme.get_messages(session_name=session, last=20))
         after = await timed(20, lambda: reme.get_messages(session_name=session, after=last[0].id))
     turns = [a + p for a, p in zip(add, prepare)]
-    return {"size": size, "messages": count, "built": built, "add": add, "prepare": prepare, "turns": turns,
+    return {"size": size, "built": built, "add": add, "prepare": prepare, "turns": turns,
             "compactions": [x for x, c in zip(turns, compacting) if c],
             "plain": [x for x, c in zip(turns, compacting) if not c], "tail": tail, "after": after}
 
