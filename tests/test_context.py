@@ -316,8 +316,9 @@ async def test_tool_results_in_content_blocks_are_offloaded(make_reme: Callable[
     """AgentScope's tool_result blocks (`output`: text blocks or a string) and Anthropic's
     (`content`) inside a message's content list."""
     big, other = "x" * 5000, "y" * 3000
-    use = {"role": "assistant", "name": "agent", "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}},
-                                                            {"type": "tool_use", "id": "c2", "name": "cat", "input": {}}]}
+    use = {"role": "assistant", "name": "agent",
+           "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}},
+                       {"type": "tool_use", "id": "c2", "name": "cat", "input": {}}]}
     agentscope = {"role": "system", "name": "system", "content": [
         {"type": "tool_result", "id": "c1", "name": "ls", "output": [{"type": "text", "text": big}]},
         {"type": "tool_result", "id": "c2", "name": "cat", "output": other}]}

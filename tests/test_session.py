@@ -224,6 +224,8 @@ async def test_messages_are_found_by_the_id_their_framework_gave_them(reme: ReMe
     assert texts(await reme.get_messages(session_name="s2", message_ids=["msg-1"])) == ["bob's"]
     assert await reme.get_messages(session_name="s1", message_ids=["msg-2"], exclude_mark="x") == found[1:]
     assert await reme.get_messages(session_name="s1", message_ids=["msg-2"], mark="x") == []
+    await reme.load_session_state(await reme.session_state(session_name="s1"), session_name="s3")
+    assert texts(await reme.get_messages(session_name="s3", message_ids=["msg-2", "msg-1"])) == ["hello", "hi"]
     await reme.delete_messages([first[0].id], session_name="s1")
     assert await reme.get_messages(session_name="s1", message_ids=["msg-1"]) == []
 

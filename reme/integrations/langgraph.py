@@ -426,7 +426,8 @@ class ReMeContextMiddleware(_Facade, AgentMiddleware):  # type: ignore[misc, unu
     @staticmethod
     def _ids(state: Mapping[str, Any]) -> list[list[str]]:
         """The ids of the state's messages, in batches, to look up in the session (not read whole)."""
-        ids = list(dict.fromkeys(m.id for m in state["messages"] if isinstance(m.id, str) and m.id != SUMMARY_MESSAGE_ID))
+        ids = list(dict.fromkeys(m.id for m in state["messages"]
+                                 if isinstance(m.id, str) and m.id != SUMMARY_MESSAGE_ID))
         return [ids[i:i + MAX_LIMIT] for i in range(0, len(ids), MAX_LIMIT)]
 
     def _record_sync(self, state: Any) -> str:

@@ -141,6 +141,19 @@ def message_id(scope: Scope, ref: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"message\x1f{scope.name}\x1f{ref}"))
 
 
+def derive_ids(scope: Scope, nodes: list[MemoryNode], taken: set[str]) -> list[MemoryNode]:
+    """`nodes` with the id derived from their framework id (`message_id`) where it is not `taken`."""
+    out = []
+    for node in nodes:
+        ref = node.metadata["message"].get("id")
+        derived = message_id(scope, ref) if isinstance(ref, str) else None
+        if derived is not None and derived not in taken:
+            taken.add(derived)
+            node = node.model_copy(update={"memory_id": derived})
+        out.append(node)
+    return out
+
+
 def log_order(node: MemoryNode) -> tuple[datetime, str]:
     return node.time_created, node.memory_id
 
@@ -240,16 +253,7 @@ class SessionLog:
         if not refs:
             return nodes
         ids = list(dict.fromkeys(message_id(scope, r) for r in refs))
-        taken = {r.node.memory_id for r in (await self.store.get(self.collection, ids)).found}
-        out = []
-        for node in nodes:
-            ref = node.metadata["message"].get("id")
-            derived = message_id(scope, ref) if isinstance(ref, str) else None
-            if derived is not None and derived not in taken:
-                taken.add(derived)
-                node = node.model_copy(update={"memory_id": derived})
-            out.append(node)
-        return out
+        return derive_ids(scope, nodes, {r.node.memory_id for r in (await self.store.get(self.collection, ids)).found})
 
     @staticmethod
     def message_node(scope: Scope, message: dict[str, Any], marks: list[str], when: datetime,
@@ -456,7 +460,8 @@ class SessionLog:
             messages.append(message_dict(pair[0], i))
             marks.append(check_marks(pair[1], f"content[{i}] marks"))
         times = next_times(len(messages))
-        nodes = [self.message_node(scope, m, k, t, i) for i, (m, k, t) in enumerate(zip(messages, marks, times))]
+        nodes = derive_ids(scope, [self.message_node(scope, m, k, t, i)
+                                   for i, (m, k, t) in enumerate(zip(messages, marks, times))], set())
         vector = await self.placeholder()
         async with self.lock(scope):
             await self.store.write([DeleteWhere(self.collection, self.filter(scope, MESSAGE)),
