@@ -352,6 +352,16 @@ def test_marks_succeed_or_reject_cleanly(h: Harness, ids: Any, add: Any, remove:
 
 
 @SETTINGS
+@given(session=sessions, last=mostly(st.one_of(st.none(), st.integers(1, 5)), st.one_of(numbers, texts)),
+       after=st.one_of(st.none(), ids, texts, numbers), refs=st.one_of(st.none(), lists_of_text, texts, numbers),
+       exclude=marks)
+def test_reading_part_of_a_session_succeeds_or_rejects_cleanly(h: Harness, session: Any, last: Any, after: Any,
+                                                               refs: Any, exclude: Any) -> None:
+    h.check(lambda: h.reme.get_messages(session_name=session, last=last, after=after, message_ids=refs,
+                                        exclude_mark=exclude, prepend_summary=True))
+
+
+@SETTINGS
 @given(messages=message_lists, session=sessions, max_chars=mostly(st.integers(1, 50), st.one_of(numbers, texts)),
        ttl=mostly(st.none(), st.one_of(numbers, texts)), threshold=mostly(st.integers(0, 10_000), numbers),
        reserve=mostly(st.integers(0, 100), numbers))
