@@ -33,7 +33,8 @@ mentions of evidence are not counted in either case.
 loopback round trip here) is left out: what is measured is ReMe's own. Printed per size: the
 milliseconds of `add_messages`, of `prepare_context` and of both (p50 / p99), of the turns that
 compacted, and of reading the last 20 messages (`get_messages(last=20)`) and what followed a
-known message (`after=`).
+known message (`after=`); and the CPU time of a turn without compaction (this process's, so
+what other processes take of a shared machine is not in it).
 
     python -m benchmark.context_bench --overhead --sizes 1000 10000 100000
 """
@@ -272,14 +273,18 @@ async def overhead(args: argparse.Namespace, size: int, llm: dict[str, Any], wd:
         add: list[float] = []
         prepare: list[float] = []
         compacting: list[bool] = []
+        cpu: list[float] = []
         for t in range(args.warmup + args.overhead_turns):
             model[0] = 0.0
+            c0 = time.process_time()
             t0 = time.perf_counter()
             await reme.add_messages([chat_turn(size + t, rng)], session_name=session)
             t1 = time.perf_counter()
             ready = await reme.prepare_context(session_name=session, threshold=args.threshold, reserve=args.reserve)
             t2 = time.perf_counter()
+            c2 = time.process_time()
             if t >= args.warmup:
+                cpu.append((c2 - c0) * 1000)
                 add.append((t1 - t0) * 1000)
                 prepare.append((t2 - t1) * 1000 - model[0])
                 compacting.append(ready.compacted > 0)
@@ -289,7 +294,8 @@ async def overhead(args: argparse.Namespace, size: int, llm: dict[str, Any], wd:
     turns = [a + p for a, p in zip(add, prepare)]
     return {"size": size, "built": built, "add": add, "prepare": prepare, "turns": turns,
             "compactions": [x for x, c in zip(turns, compacting) if c],
-            "plain": [x for x, c in zip(turns, compacting) if not c], "tail": tail, "after": after}
+            "plain": [x for x, c in zip(turns, compacting) if not c], "tail": tail, "after": after,
+            "cpu": [x for x, c in zip(cpu, compacting) if not c]}
 
 
 def overhead_table(runs: list[dict[str, Any]]) -> str:
@@ -298,11 +304,11 @@ def overhead_table(runs: list[dict[str, Any]]) -> str:
 
     head = ["messages in the session", "turns", "add_messages", "prepare_context", "turn (both)",
             "turns without compaction", "compaction turns: n, p50", "get_messages(last=20)", "get_messages(after=)",
-            "build s"]
+            "CPU, turns without compaction", "build s"]
     rows = [[f"{r['size']:,}", str(len(r["turns"])), both(r["add"]), both(r["prepare"]), both(r["turns"]),
              both(r["plain"]),
              f"{len(r['compactions'])}, {pct(r['compactions'], 0.5):.2f}" if r["compactions"] else "0",
-             both(r["tail"]), both(r["after"]), f"{r['built']:.1f}"] for r in runs]
+             both(r["tail"]), both(r["after"]), both(r["cpu"]), f"{r['built']:.1f}"] for r in runs]
     lines = ["| " + " | ".join(row) + " |" for row in [head, *rows]]
     lines.insert(1, "|" + "---|" * len(head))
     return "\n".join(lines)

@@ -20,7 +20,7 @@ def test_the_overhead_mode_measures_turns_at_every_size_and_compacts() -> None:
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[1] == "30"
-        for cell in cells[2:6] + cells[7:9]:  # add, prepare, turn, without compaction, last=20, after=
+        for cell in cells[2:6] + cells[7:10]:  # add, prepare, turn, without compaction, last=20, after=, CPU
             assert re.fullmatch(r"\d+\.\d\d / \d+\.\d\d", cell), (cell, row)
         compactions = int(cells[6].split(",")[0])
         assert 1 <= compactions < 30, row  # the window filled and was compacted, not every turn
