@@ -23,7 +23,8 @@ message before that time carries `compressed`), so `prepare_context` reads only 
 
 Besides its messages a session holds its compressed summary (one node with an id derived from the
 session's name, replaced on update) and the tool results `compact_tool_results` moved out of the
-messages (`metadata.session_record` tells the three apart). Every write is one `VectorStore.write`:
+messages, until their `expires_at` (`metadata.session_record` tells the three apart; an expired
+result is left out of reads like any expired memory). Every write is one `VectorStore.write`:
 all or nothing across a crash. Messages are stored without an embedding (a fixed unit vector):
 they are read in order, not found by meaning; BM25 keyword search over them works as for any node.
 """
