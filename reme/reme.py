@@ -770,7 +770,8 @@ class ReMe:
             return result
 
     async def _markdown_nodes(self, scope: Scope) -> list[MemoryNode]:
-        flt = scope_filter(scope, (markdown.main_type(scope),))
+        """The memories a tree shows and a sync compares with: the target's main type, not expired."""
+        flt = scope_filter(scope, (markdown.main_type(scope),), live())
         return [record.node async for record in self.store.iter_records(self.collection, flt)]
 
     @staticmethod
