@@ -1033,8 +1033,9 @@ class ReMe:
     async def update_marks(self, *, session_name: str, ids: Sequence[str] | None = None,
                            add: str | Sequence[str] | None = None,
                            remove: str | Sequence[str] | None = None) -> int:
-        """Add and remove marks on a session's messages (those with `ids`; all when None), in one
-        write; returns how many messages changed."""
+        """Remove, then add, marks on a session's messages (those with `ids`; all when None), in
+        one write; returns how many messages lost or gained a mark. A mark both removed and added
+        is kept (moved last), as AgentScope's `InMemoryMemory` keeps it."""
         wanted = None if ids is None else [_canonical_id(i) for i in _list_arg(
             [ids] if isinstance(ids, str) else ids, "ids")]
         added, removed = check_marks(add, "add"), check_marks(remove, "remove")
