@@ -32,7 +32,7 @@ def files_under(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(when=EDGES, offset=OFFSETS, field=st.sampled_from(["message_time", "event_start"]))
 def test_memories_at_the_ends_of_the_calendar_export_or_fail_typed(
         reme_factory: Callable[..., ReMe], tmp_path_factory: pytest.TempPathFactory, when: datetime,
@@ -94,7 +94,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     max_leaves=8)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=JSON)
 def test_a_completion_is_its_text_or_a_malformed_reply(server: OpenAITestServer, content: Any) -> None:
     body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
