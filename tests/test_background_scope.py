@@ -4,12 +4,13 @@ admin's, or the library's own caller's) is kept apart from them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 import httpx
 import pytest
 
-from reme import ReMe
+from reme import ReMe, ReMeSync
 from reme.access import ServerConfig
 from reme.client import ReMeClient
 from reme.errors import InvalidInputError, PermissionDeniedError
@@ -86,3 +87,8 @@ async def test_the_facade_counts_each_session_apart_from_the_unscoped_count(
         assert len(reme.background_errors) == 2
         with pytest.raises(InvalidInputError):
             await reme.wait_background(session_name="")
+
+
+def test_the_sync_face_waits_for_one_session_too(tmp_path: Path) -> None:
+    with ReMeSync(working_dir=tmp_path / "wd", embedding={"backend": "hash", "dimensions": 64}) as reme:
+        assert reme.wait_background(session_name="alice-chat") == reme.wait_background() == 0
