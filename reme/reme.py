@@ -1206,8 +1206,8 @@ class ReMe:
             return
         exc = task.exception()
         if exc is not None:
-            log.error("summarizing compacted messages of session %r into long-term memory failed: %s", session, exc,
-                      exc_info=exc)
+            log.error("summarizing compacted session messages into long-term memory failed (session %r): %s",
+                      session, exc, exc_info=exc)
             self.background_errors.append(exc)
             self._error_sessions.append(session)
 
