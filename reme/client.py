@@ -491,8 +491,9 @@ class ReMeClient:
         response = await self._call("POST", self._session(session_name, "/prepare"), json=body)
         return CompactedContext.model_validate_json(response.content)
 
-    async def wait_background(self) -> int:
-        return int((await self._call("POST", "/v1/background/wait")).json()["count"])
+    async def wait_background(self, *, session_name: str | None = None) -> int:
+        body = _body(session_name=session_name)
+        return int((await self._call("POST", "/v1/background/wait", json=body or None)).json()["count"])
 
 
 def _quote(memory_id: str) -> str:

@@ -337,6 +337,14 @@ def _wrap(data: Any, model: type[BaseModel]) -> Any:
     return {fields[0]: data} if isinstance(data, list) and len(fields) == 1 else data
 
 
+def _raw(value: Any) -> str:
+    """A reply value that is not text, as the text `LLMOutputError.raw` keeps."""
+    try:
+        return json.dumps(value, ensure_ascii=False)[:2000]
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)[:2000]
+
+
 _FORMATS: tuple[Literal["json_schema", "json_object", "none"], ...] = ("json_schema", "json_object", "none")
 
 
@@ -435,12 +443,14 @@ class ChatModel:
                     setattr(usage, name, getattr(usage, name) + value)
         try:  # the client does not check a 200's body: HTML or `{"choices": 5}` arrive as they are
             choice = response.choices[0]
-            content = choice.message.content
+            message = choice.message
         except (AttributeError, TypeError, IndexError, KeyError):
-            choice, content = None, None
-        if not isinstance(content, str):
             raise LLMError(f"{self.model} at {self.url} returned no message content",
-                           response=response[:2000] if isinstance(response, str) else None)
+                           response=response[:2000] if isinstance(response, str) else None) from None
+        content = getattr(message, "content", None)
+        if not isinstance(content, str):  # null, a number, a list of parts, an object: a malformed reply
+            raise LLMOutputError(f"{self.model} at {self.url} answered with content that is not text "
+                                 f"({type(content).__name__})", raw=_raw(content))
         return content, getattr(choice, "finish_reason", None) == "length"
 
     async def _create(self, kwargs: dict[str, Any], usage: Usage | None) -> Any:

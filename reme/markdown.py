@@ -159,8 +159,17 @@ def main_type(scope: Scope) -> MemoryType:
 def file_of(node: MemoryNode) -> str:
     """Where a memory goes in its target's tree."""
     if node.target_kind == "user" and EVENT_TAG in node.tags:
-        return f"{JOURNAL_DIR}/{node.message_time.astimezone(timezone.utc).date().isoformat()}.md"
+        return f"{JOURNAL_DIR}/{utc_day(node.message_time).isoformat()}.md"
     return ROOT_FILES[node.target_kind]
+
+
+def utc_day(when: datetime) -> date:
+    """The UTC day of `when`; a time whose UTC day lies before year 1 or after 9999 (the first or
+    last hours of the calendar in another timezone) is in its first or last day."""
+    try:
+        return when.astimezone(timezone.utc).date()
+    except OverflowError:
+        return date.min if when.year == 1 else date.max
 
 
 def _keys(ids: Iterable[str]) -> dict[str, str]:

@@ -286,12 +286,13 @@ class ReMe:
         self._opened = False
         self._made_dirs: list[Path] = []
         self._opening = asyncio.Lock()  # binds to a loop only when two openings meet
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: dict[asyncio.Task[None], str] = {}  # background work -> the session it is for
         self._in_flight: set[str] = set()
         self._swept: set[tuple[Scope, str]] = set()  # (session, user) whose compacted messages were all looked at
         self.background_errors: list[BaseException] = []
         """Failures of background work (see `prepare_context`), each also logged."""
-        self._errors_seen = 0
+        self._error_sessions: list[str] = []  # the session of each of background_errors
+        self._errors_seen: dict[str | None, int] = {}  # per session waited on (None: all) -> errors counted
         self._reads: dict[str, tuple[int, datetime]] = {}  # reads counted, not yet written (track_reads)
         self.progress = progress
         """Told, in a few words, what slow work is under way (loading the embedding model, embedding
@@ -771,7 +772,8 @@ class ReMe:
             return result
 
     async def _markdown_nodes(self, scope: Scope) -> list[MemoryNode]:
-        flt = scope_filter(scope, (markdown.main_type(scope),))
+        """The memories a tree shows and a sync compares with: the target's main type, not expired."""
+        flt = scope_filter(scope, (markdown.main_type(scope),), live())
         return [record.node async for record in self.store.iter_records(self.collection, flt)]
 
     @staticmethod
@@ -1043,8 +1045,9 @@ class ReMe:
     async def update_marks(self, *, session_name: str, ids: Sequence[str] | None = None,
                            add: str | Sequence[str] | None = None,
                            remove: str | Sequence[str] | None = None) -> int:
-        """Add and remove marks on a session's messages (those with `ids`; all when None), in one
-        write; returns how many messages changed."""
+        """Remove, then add, marks on a session's messages (those with `ids`; all when None), in
+        one write; returns how many messages lost or gained a mark. A mark both removed and added
+        is kept (moved last), as AgentScope's `InMemoryMemory` keeps it."""
         wanted = None if ids is None else [_canonical_id(i) for i in _list_arg(
             [ids] if isinstance(ids, str) else ids, "ids")]
         added, removed = check_marks(add, "add"), check_marks(remove, "remove")
@@ -1205,7 +1208,7 @@ class ReMe:
         ids = [n.memory_id for n in pending]
         self._in_flight.update(ids)
         task = asyncio.create_task(self._summarize_into(scope, user, ids))
-        self._background.add(task)
+        self._background[task] = scope.name
         task.add_done_callback(lambda t: self._finished(t, ids))
         task.add_done_callback(lambda t: None if t.cancelled() or t.exception() is None
                                else self._swept.discard((scope, user)))  # looked at again next time
@@ -1221,25 +1224,30 @@ class ReMe:
                                     for n in fresh])
 
     def _finished(self, task: "asyncio.Task[None]", ids: list[str]) -> None:
-        self._background.discard(task)
+        session = self._background.pop(task, "")
         self._in_flight.difference_update(ids)
         if task.cancelled():
             return
         exc = task.exception()
         if exc is not None:
-            log.error("summarizing compacted session messages into long-term memory failed: %s", exc,
-                      exc_info=exc)
+            log.error("summarizing compacted session messages into long-term memory failed (session %r): %s",
+                      session, exc, exc_info=exc)
             self.background_errors.append(exc)
+            self._error_sessions.append(session)
 
-    async def wait_background(self) -> int:
+    async def wait_background(self, *, session_name: str | None = None) -> int:
         """Wait for the background work `prepare_context` started (summaries of compacted messages
-        into long-term memory); returns how many of them failed since the last call (each was
-        logged, and is in `background_errors`; they are tried again by the next `prepare_context`)."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
-        failed = len(self.background_errors) - self._errors_seen
-        self._errors_seen = len(self.background_errors)
-        return failed
+        into long-term memory) for `session_name` (every session's when None); returns how many
+        of them failed since the last call that named the same session (or none). Each session's
+        count is its own, and the unscoped count another: reading one resets no other. Each
+        failure was logged, is in `background_errors`, and is tried again by the next
+        `prepare_context` of its session."""
+        name = None if session_name is None else session_scope(session_name).name
+        while mine := [t for t, s in self._background.items() if name is None or s == name]:
+            await asyncio.gather(*mine, return_exceptions=True)
+        seen = self._errors_seen.get(name, 0)
+        self._errors_seen[name] = len(self._error_sessions)
+        return sum(1 for s in self._error_sessions[seen:] if name is None or s == name)
     async def forget(self, *, user_name: str | Sequence[str] | None = None,
                      task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
                      memory_type: MemoryType | str | None = None, filters: FilterSpec = None,

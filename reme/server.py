@@ -323,6 +323,11 @@ class PrepareRequest(_Strict):
     user_name: str | None = None
 
 
+class WaitRequest(_Strict):
+    session_name: str | None = None
+    """The session whose background work to wait for; none: every session's (a token with `*` for all)."""
+
+
 class Count(BaseModel):
     count: int
 
@@ -767,8 +772,12 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
         return await run(reme.compact_context(args.pop("messages"), **args))
 
     @app.post("/v1/background/wait", response_model=Count, tags=["context"])
-    async def wait_background(caller: Caller = Auth, reme: ReMe = Facade) -> Count:
-        return Count(count=await run(reme.wait_background()))
+    async def wait_background(body: WaitRequest | None = None, caller: Caller = Auth, reme: ReMe = Facade) -> Count:
+        session = body.session_name if body is not None else None
+        caller.permit([] if session is None else [("session", session)])
+        if session is None:  # every session's work: a token for all of them
+            caller.permit([("session", "*")])
+        return Count(count=await run(reme.wait_background(session_name=session)))
 
     app.add_middleware(Guard, limits=limits, log=log)
     return app

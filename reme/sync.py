@@ -203,8 +203,8 @@ class SyncFace:
     def prepare_context(self, **kwargs: Any) -> CompactedContext:
         return self._run(self._face.prepare_context(**kwargs))
 
-    def wait_background(self) -> int:
-        return self._run(self._face.wait_background())
+    def wait_background(self, **kwargs: Any) -> int:
+        return self._run(self._face.wait_background(**kwargs))
 
     def forget(self, **kwargs: Any) -> int:
         return self._run(self._face.forget(**kwargs))

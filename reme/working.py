@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Callable
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from reme.errors import InvalidInputError
 from reme.schema import Usage
@@ -59,7 +59,10 @@ StrList = Annotated[list[str], BeforeValidator(_str_list)]
 
 
 class ContextSummary(BaseModel):
-    """What a compaction keeps of the compacted messages."""
+    """What a compaction keeps of the compacted messages. At least one part holds text: a reply
+    with none (`{}`, empty fields, the content under keys of its own) would replace the previous
+    summary with nothing and drop the compacted messages from every later context, so it does
+    not validate (the model is shown why once, then `LLMOutputError`)."""
 
     goal: Note = ""
     constraints: StrList = Field(default_factory=list)
@@ -67,6 +70,13 @@ class ContextSummary(BaseModel):
     decisions: StrList = Field(default_factory=list)
     next_steps: StrList = Field(default_factory=list)
     critical_context: StrList = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> "ContextSummary":
+        if not self.render():
+            raise ValueError("the summary is empty: fill in at least one of goal, constraints, progress, decisions, "
+                             "next_steps, critical_context")
+        return self
 
     def render(self) -> str:
         """The summary as text for the model: one heading per non-empty part."""

@@ -70,6 +70,40 @@ async def test_marks_filter_and_are_deleted_and_removed(reme: ReMe) -> None:
     assert texts(await reme.get_messages(session_name="s1")) == ["plain"]
 
 
+async def test_a_mark_replaced_by_itself_is_kept_as_in_agentscope(reme: ReMe) -> None:
+    # AgentScope's InMemoryMemory.update_messages_mark(new_mark="x", old_mark="x") takes "x" off each
+    # message carrying it and puts it back last, counting each: the adapter passes add="x", remove="x".
+    await reme.add_messages([{"role": "user", "content": "one"}], session_name="s1", marks=["x", "turn-1"])
+    await reme.add_messages([{"role": "user", "content": "two"}], session_name="s1", marks=["turn-1", "x"])
+    await reme.add_messages([{"role": "user", "content": "three"}], session_name="s1", marks=["turn-1"])
+    carrying = [m.id for m in await reme.get_messages(session_name="s1", mark="x")]
+    assert await reme.update_marks(session_name="s1", ids=carrying, add="x", remove="x") == 2
+    assert [m.marks for m in await reme.get_messages(session_name="s1")] == [["turn-1", "x"], ["turn-1", "x"],
+                                                                             ["turn-1"]]
+    assert texts(await reme.get_messages(session_name="s1", mark="x")) == ["one", "two"]
+    assert await reme.update_marks(session_name="s1", add=["x", "y"], remove=["x", "turn-1"]) == 3  # all messages
+    assert [m.marks for m in await reme.get_messages(session_name="s1")] == [["x", "y"], ["x", "y"], ["x", "y"]]
+
+
+@pytest.mark.parametrize("message", [
+    CALL, {"role": "assistant", "tool_calls": CALL["tool_calls"]}, {"role": "user", "name": "alice"},
+    {"role": "assistant", "content": ""}, {"role": "assistant", "content": "  \n"},
+    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]},
+    {"role": "user", "content": [{"type": "text", "text": "look"}], "name": "alice", "id": "m-7"},
+])
+async def test_a_message_without_text_comes_back_as_it_was_added(reme: ReMe, message: dict[str, Any],
+                                                                 reme_factory: Callable[..., ReMe]) -> None:
+    (added,) = await reme.add_messages([message], session_name="s1")
+    assert added.message == message
+    assert [m.message for m in await reme.get_messages(session_name="s1")] == [message]
+    state = await reme.session_state(session_name="s1")
+    assert state["content"] == [[message, []]]
+    await reme.load_session_state(state, session_name="s2")
+    await reme.close()
+    async with reme_factory() as again:
+        assert [m.message for m in await again.get_messages(session_name="s2")] == [message]
+
+
 async def test_the_summary_is_prepended_replaced_and_removed(reme: ReMe) -> None:
     await reme.add_messages([{"role": "user", "content": "hello"}], session_name="s1")
     assert texts(await reme.get_messages(session_name="s1", prepend_summary=True)) == ["hello"]

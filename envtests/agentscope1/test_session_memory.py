@@ -66,6 +66,8 @@ async def apply(memory: MemoryBase, msgs: list[Msg]) -> list[Any]:
     out.append([m.to_dict() for m in await memory.get_memory(exclude_mark="hint")])
     out.append(await memory.update_messages_mark(new_mark="compressed", msg_ids=[msgs[0].id, msgs[1].id]))
     out.append(await memory.update_messages_mark(new_mark="kept", old_mark="turn-1"))
+    out.append(await memory.update_messages_mark(new_mark="kept", old_mark="kept"))  # a mark replaced by itself stays
+    out.append(texts(await memory.get_memory(mark="kept", prepend_summary=False)))
     await memory.update_compressed_summary("Alice wants Lisbon in May.")
     got = await memory.get_memory(exclude_mark="compressed")
     out.append([(m.role, m.get_text_content()) for m in got[:1]] + [m.to_dict() for m in got[1:]])

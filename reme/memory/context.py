@@ -166,13 +166,14 @@ async def compact(messages: Sequence[Mapping[str, Any]], previous_summary: str, 
     usage = usage if usage is not None else Usage()
     budget = max(2_000, llm.config.max_prompt_chars - PROMPT_OVERHEAD_CHARS - 2 * len(previous_summary))
     summary_text = previous_summary
-    result = ContextSummary()
+    result: ContextSummary | None = None
     for chunk in chunks(transcript_lines(messages), budget) or [[]]:
         result = await llm.structured(
             prompts.messages("context/compact", previous_summary=summary_text,
                              conversation="\n".join(f"[{i}] {line}" for i, line in enumerate(chunk))),
             ContextSummary, usage=usage)
         summary_text = result.render()
+    assert result is not None  # there is always one chunk
     return result
 
 

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from pydantic import BaseModel, Field, ValidationError
 
 from reme.config import ProceduralConfig, RetrievalConfig
-from reme.errors import InvalidInputError, LLMError, describe
+from reme.errors import InvalidInputError, LLMError, LLMOutputError, describe
 from reme.llm import ChatModel, Fraction, Note
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
@@ -241,6 +241,9 @@ class ProceduralRetriever:
                     self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k), Ranking,
                     usage=usage, step="procedural/rerank", budget=32 + 8 * min(top_k, len(nodes)))
                 order = list(dict.fromkeys(i for i in ranking.ranking if 0 <= i < len(nodes)))
+                if ranking.ranking and not order:  # not "none apply" (an empty ranking): no answer at all
+                    raise LLMOutputError(f"the ranking {ranking.ranking[:10]} names none of the {len(nodes)} "
+                                         "experiences shown", raw=str(ranking.ranking)[:2000])
                 nodes = [nodes[i] for i in order]
             except LLMError as exc:
                 log.warning("rerank skipped: %s", exc)

@@ -293,14 +293,14 @@ class MemoryRepo:
 
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first; `MemoryNotFoundError` when the id is neither
-        a stored memory nor has versions (inside `scope`, when given)."""
+        a stored memory (not expired) nor has versions (inside `scope`, when given)."""
         out: list[MemoryVersion] = []
         flt: Filter = Eq(field="metadata.version_of", value=str(memory_id))
         if scope is not None:
             flt = scope_filter(scope, extra=flt)
         async for record in self.store.iter_records(self.versions, flt):
             out.append(version_of(record.node))
-        if not out and not await self.get([memory_id], scope):
+        if not out and not await self.get([memory_id], scope, utcnow()):
             raise MemoryNotFoundError(memory_id)
         out.sort(key=lambda v: (v.node.version, v.time))
         return out

@@ -63,6 +63,9 @@ FRONTIER = "uncompressed_from"
 """Summary metadata key: a time before which every message of the session is marked `compressed`."""
 PAGE = 1_000
 """Records per engine call when a read follows the log."""
+NO_CONTENT = "without_content"
+"""Metadata key (True) on a message added without `content`: the node's content is only a rendering
+of it (for search), not given back."""
 _NAMESPACE = uuid.UUID("6f1d2c3e-8a8b-4f0e-9a51-5e55104e0001")
 
 # -- validation --------------------------------------------------------------------------------
@@ -264,7 +267,7 @@ class SessionLog:
         if isinstance(content, str) and content.strip():
             text = content
             del rest["content"]  # kept once, as the node's content
-        else:
+        else:  # the rendering is for search only: `as_message` gives back `rest` as it is
             text = text_of(message).strip() or f"({rest.get('role')} message without text)"
         said = rest.get("time")
         try:
@@ -278,7 +281,8 @@ class SessionLog:
             return MemoryNode(memory_type=MemoryType.HISTORY, target_kind=KIND, memory_target=scope.name,
                               content=text, message_time=said_at, time_created=when, time_modified=when,
                               author=str(rest.get("name") or rest.get("role"))[:MAX_NAME_CHARS], tags=marks,
-                              metadata={RECORD: MESSAGE, "message": rest})
+                              metadata={RECORD: MESSAGE, "message": rest,
+                                        **({NO_CONTENT: True} if "content" not in message else {})})
         except ValidationError as exc:
             raise InvalidInputError(f"messages[{index}]: {describe(exc)}") from None
 
@@ -403,19 +407,22 @@ class SessionLog:
             return len(doomed)
 
     async def remark(self, scope: Scope, ids: Sequence[str] | None, add: list[str], remove: list[str]) -> int:
-        """Add and remove marks on the messages with `ids` (all messages when None); returns how
-        many messages changed."""
+        """Remove marks from, then add marks to, the messages with `ids` (all messages when None);
+        returns how many messages lost or gained a mark. A mark both removed and added is kept,
+        last, as AgentScope's `InMemoryMemory` keeps it."""
         async with self.lock(scope):
-            changed = []
+            changed, touched = [], 0
             for node in await (self.nodes(scope) if ids is None else self.by_ids(scope, ids)):
-                tags = [t for t in node.tags if t not in remove] + [m for m in add if m not in node.tags]
+                kept = [t for t in node.tags if t not in remove]
+                tags = kept + [m for m in add if m not in kept]
+                touched += len(kept) < len(node.tags) or len(tags) > len(kept)
                 if tags != node.tags:
                     if len(tags) > MAX_TAGS:
                         raise InvalidInputError(f"a message holds at most {MAX_TAGS} marks")
                     changed.append(node.model_copy(update={"tags": tags, "time_modified": utcnow()}))
             reopened = [n for n in changed if COMPRESSED not in n.tags] if COMPRESSED in remove else []
             await self.rewrite(changed, await self.reopened(scope, reopened) if reopened else [])
-            return len(changed)
+            return touched
 
     async def rewrite(self, nodes: list[MemoryNode], extra: Sequence[WriteOp] = ()) -> None:
         """Store changed records (and `extra` writes) as one write."""
@@ -513,7 +520,8 @@ def as_message(node: MemoryNode) -> SessionMessage:
     """A stored message node as the message it was added as."""
     stored = node.metadata.get("message")
     message = dict(stored) if isinstance(stored, Mapping) else {"role": node.author or "user"}
-    message.setdefault("content", node.content)
+    if not node.metadata.get(NO_CONTENT):
+        message.setdefault("content", node.content)
     return SessionMessage(id=node.memory_id, message=message, marks=list(node.tags), time=node.time_created)
 
 

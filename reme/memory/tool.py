@@ -24,8 +24,8 @@ from reme.errors import InvalidInputError
 from reme.llm import ChatModel
 from reme.memory.repo import Change, MemoryRepo, target_filter
 from reme.prompts import PromptLibrary
-from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, RetrievedMemory, RetrieveResult, SummaryResult,
-                         ToolCallRecord, Usage, parse_items, plural, utcnow)
+from reme.schema import (MAX_CONTENT_CHARS, MemoryNode, MemoryType, Rejection, RetrievedMemory, RetrieveResult,
+                         SummaryResult, ToolCallRecord, Usage, parse_items, plural, utcnow)
 from reme.store.filters import Eq, Filter
 
 GUIDELINE_TAG = "guideline"
@@ -128,6 +128,7 @@ class Plan:
     change: Change
     history: MemoryNode
     usage: Usage = field(default_factory=Usage)
+    rejected: list[Rejection] = field(default_factory=list)
 
 
 class ToolSummarizer:
@@ -144,11 +145,17 @@ class ToolSummarizer:
         calls = [{"input": _cut(r.input), "output": _cut(r.output), "success": r.success, "time_cost": r.time_cost,
                   "token_cost": r.token_cost, "error": _cut(r.error) if r.error else ""} for r in recent]
         plan_usage = Usage()
+        rejected: list[Rejection] = []
         reply = await self.llm.structured(
             self.prompts.messages("tool/guideline", tool_name=tool_name, stats=stats.model_dump(), calls=calls,
                                   previous=old.content if old else ""),
-            Guideline, usage=plan_usage, step="tool/guideline")
-        text = reply.guideline.strip() or (old.content if old else f"No guideline yet for {tool_name}.")
+            Guideline, usage=plan_usage, rejected=rejected, step="tool/guideline")
+        text = reply.guideline.strip()
+        if not text:  # the statistics are still worth storing; an empty text is no guideline
+            text = old.content if old else f"No guideline yet for {tool_name}."
+            rejected.append(Rejection(step="tool/guideline", path="guideline", action="defaulted",
+                                      reason="an empty guideline: " + ("the previous one is kept" if old else
+                                                                       "a placeholder is stored with the statistics")))
         history = MemoryNode(memory_type=MemoryType.HISTORY, target_kind="tool", memory_target=tool_name,
                              message_time=now,
                              content="\n".join(r.model_dump_json() for r in records)[:MAX_CONTENT_CHARS],
@@ -163,11 +170,11 @@ class ToolSummarizer:
             new = old.revised(content=text, message_time=now, metadata=meta,
                               ref_ids=(old.ref_ids + [history.memory_id])[-20:])
             change = Change(new=new, old=old, reason=f"{plural(len(records), 'more call')}")
-        return Plan(tool_name=tool_name, change=change, history=history, usage=plan_usage)
+        return Plan(tool_name=tool_name, change=change, history=history, usage=plan_usage, rejected=rejected)
 
     async def commit(self, plan: Plan) -> SummaryResult:
         (history, _), (node, _) = await self.repo.apply([Change(new=plan.history), plan.change])
-        result = SummaryResult(usage=plan.usage, history=[history])
+        result = SummaryResult(usage=plan.usage, history=[history], rejected=plan.rejected)
         (result.added if plan.change.old is None else result.updated).append(node)
         return result
 

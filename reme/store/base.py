@@ -795,13 +795,14 @@ def line_vector(value: Any, dim: int, where: str) -> list[float] | None:
 
 
 async def write_jsonl(path: Path, rows: AsyncIterator[dict[str, Any]]) -> int:
-    """Write `rows` to `path`, one JSON object a line, atomically: into a temporary file beside it,
-    renamed into place when complete (a half-written file never stays). Returns how many rows.
-    A path that cannot be written is the caller's: `InvalidInputError` naming it."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write `rows` to `path`, one JSON object a line, atomically: into a temporary file of its own
+    beside it (a new name each time: nothing already there is written over), renamed into place
+    when complete (a half-written file never stays). Returns how many rows. A path that cannot be
+    written is the caller's: `InvalidInputError` naming it, and nothing is left behind."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     n = 0
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        with tmp.open("x", encoding="utf-8") as fh:
             async for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 n += 1
@@ -809,7 +810,10 @@ async def write_jsonl(path: Path, rows: AsyncIterator[dict[str, Any]]) -> int:
     except OSError as exc:
         raise InvalidInputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     finally:
-        tmp.unlink(missing_ok=True)  # gone after the rename; a half-written file otherwise
+        try:
+            tmp.unlink(missing_ok=True)  # gone after the rename; a half-written file otherwise
+        except OSError:
+            pass  # it could not be made in the first place
     return n
 
 
