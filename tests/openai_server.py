@@ -22,7 +22,10 @@ Each test scripts it:
 - Anthropic's Messages protocol (`POST .../v1/messages`, for the `anthropic` client with
   `base_url=server.anthropic_url`) is answered from the same rules: the prompt is the system text
   and every message's text and tool results; a `Message` becomes text and `tool_use` blocks
-  (`stop_reason` "tool_use" or "end_turn"). `server.messages_requests` holds their bodies.
+  (`stop_reason` "tool_use" or "end_turn"). A request that continues a thread (`thread: {"type":
+  "continue", "previous_message_id": ...}`, as the SDK's tool runner sends) is read as the
+  conversation held for that reply plus its new messages. `server.messages_requests` holds the
+  bodies as sent.
 Embedding vectors come from the hashing embedder, so they are deterministic. Every request is
 recorded in `server.requests`; chat requests no rule matched are answered with HTTP 418.
 """
@@ -91,6 +94,7 @@ class OpenAITestServer:
         self._failures: list[tuple[int, str | None]] = []
         self._hangs: list[float] = []
         self._raw: list[tuple[int, bytes, str]] = []
+        self._threads: dict[str, dict[str, Any]] = {}
         self.vectors: Callable[[list[str]], list[Any]] | None = None
         self._lock = threading.Lock()
         server = self
@@ -179,6 +183,14 @@ class OpenAITestServer:
                                   "choices": [{"index": 0, "finish_reason": finish, "message": msg}], "usage": usage})
 
             def _messages(self, body: dict[str, Any]) -> None:
+                thread = body.get("thread") or {}
+                if thread.get("type") == "continue":  # the server holds the conversation so far
+                    held = server._threads.get(thread.get("previous_message_id"))
+                    if held is None:
+                        self._reply(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                     "message": "no such thread"}})
+                        return
+                    body = {**held, **body, "messages": held["messages"] + body.get("messages", [])}
                 prompt = anthropic_prompt_of(body)
                 rule = server._match(prompt)
                 if rule is None or rule.status != 200:
@@ -196,6 +208,9 @@ class OpenAITestServer:
                 blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": tc["name"],
                             "input": json.loads(tc["arguments"]) if isinstance(tc["arguments"], str) else tc["arguments"]}
                            for i, tc in enumerate(message.tool_calls)]
+                server._threads[f"msg_test_{n}"] = {**{k: v for k, v in body.items() if k != "thread"},
+                                                    "messages": [*body.get("messages", []),
+                                                                 {"role": "assistant", "content": blocks}]}
                 self._reply(200, {"id": f"msg_test_{n}", "type": "message", "role": "assistant",
                                   "model": body.get("model"), "content": blocks, "stop_sequence": None,
                                   "stop_reason": message.finish_reason or ("tool_use" if message.tool_calls

@@ -38,7 +38,7 @@ from anthropic.types.beta import (BetaMemoryTool20250818Command, BetaMemoryTool2
 
 from reme.errors import InvalidInputError, MemoryNotFoundError
 from reme.reme import ReMe, ReMeSync
-from reme.schema import MAX_CONTENT_CHARS, MAX_LIMIT, MemoryNode, MemoryVersion
+from reme.schema import MAX_CONTENT_CHARS, MAX_LIMIT, MemoryNode, MemoryType, MemoryVersion
 
 ROOT = "/memories"
 AUTHOR, TAG = "claude-memory-tool", "memory-file"
@@ -185,7 +185,7 @@ class ReMeMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc, unused-
             # path's line makes the text this file's own.
             memory_id = str(uuid.uuid4())
             await self.reme.add_memories([MemoryNode(
-                memory_id=memory_id, memory_type="personal", memory_target=self.user_name, author=AUTHOR, tags=[TAG],
+                memory_id=memory_id, memory_type=MemoryType.PERSONAL, memory_target=self.user_name, author=AUTHOR, tags=[TAG],
                 **self._fields(path, text, f"{path} [{memory_id}]"))])
 
     # -- the commands ----------------------------------------------------------------------------
@@ -206,9 +206,9 @@ class ReMeMemoryTool(BetaAsyncAbstractMemoryTool):  # type: ignore[misc, unused-
         sizes: dict[str, int] = {}
         for rel, size in files.items():
             names = rel.split("/")
-            if any(name.startswith(".") for name in names[:2]):
-                continue
             for depth in range(1, min(len(names), 2) + 1):
+                if names[depth - 1].startswith("."):  # hidden, and so is what it holds
+                    break
                 key = "/".join(names[:depth]) + ("/" if depth < len(names) else "")
                 sizes[key] = sizes.get(key, 0) + size
         lines = [f"{_size(sum(files.values()))}\t{command.path}"]
