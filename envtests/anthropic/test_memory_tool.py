@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+import pytest_asyncio
 from anthropic.lib.tools import ToolError
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
 from hypothesis import HealthCheck, given, settings
@@ -99,10 +100,21 @@ def test_every_command_answers_as_the_sdks_own_tool(reme: ReMeSync, batch: list[
 
 
 # -- hostile input ---------------------------------------------------------------------------------
-@pytest.fixture
-async def engine(tmp_path: Path) -> Any:
-    async with ReMe(working_dir=tmp_path / "reme", embedding={"backend": "hash"}) as reme:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One store for the module's tests (each test's users are its own): opening one is most of a test's time."""
+    async with ReMe(working_dir=tmp_path_factory.mktemp("reme"), embedding={"backend": "hash"}) as reme:
         yield reme
+
+
+@pytest.fixture
+def alice() -> str:
+    return f"alice-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def bob() -> str:
+    return f"bob-{uuid.uuid4().hex[:8]}"
 
 
 async def fails(tool: ReMeMemoryTool, command: dict[str, Any]) -> str:
@@ -111,8 +123,9 @@ async def fails(tool: ReMeMemoryTool, command: dict[str, Any]) -> str:
     return str(info.value)
 
 
-async def test_a_path_out_of_the_tree_is_refused_and_nothing_is_written(engine: ReMe) -> None:
-    tool = ReMeMemoryTool(engine, user_name="alice")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_path_out_of_the_tree_is_refused_and_nothing_is_written(engine: ReMe, alice: str) -> None:
+    tool = ReMeMemoryTool(engine, user_name=alice)
     for path in ["/etc/passwd", "memories/a.md", "/memories/../etc/passwd", "/memories/a/../../x", "/memoriesX/a.md",
                  "//memories/a.md", "/memories/..", "../memories/a.md", "/memories/../memories/a.md"]:
         for command in ({"command": "create", "path": path, "file_text": "x"}, {"command": "view", "path": path},
@@ -121,11 +134,12 @@ async def test_a_path_out_of_the_tree_is_refused_and_nothing_is_written(engine: 
                         {"command": "rename", "old_path": "/memories/b.md", "new_path": path}):
             message = await fails(tool, command)
             assert message.startswith("Path must start with /memories") or "would escape /memories" in message, path
-    assert await engine.count_memory(user_name="alice") == 0
+    assert await engine.count_memory(user_name=alice) == 0
 
 
-async def test_the_documented_errors(engine: ReMe) -> None:
-    tool = ReMeMemoryTool(engine, user_name="alice")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_documented_errors(engine: ReMe, alice: str) -> None:
+    tool = ReMeMemoryTool(engine, user_name=alice)
     await tool.call({"command": "create", "path": "/memories/a.md", "file_text": "tea\ntea\n"})
     assert await fails(tool, {"command": "create", "path": "/memories/a.md", "file_text": ""}) == \
         "File /memories/a.md already exists"
@@ -147,10 +161,11 @@ async def test_the_documented_errors(engine: ReMe) -> None:
     for bad in ("/memories/a\x00b", "/memories/a\nb.md", "/memories/" + "x" * 256):
         await fails(tool, {"command": "create", "path": bad, "file_text": "x"})
     await fails(tool, {"command": "create", "path": "/memories/nul.md", "file_text": "a\x00b"})
-    assert await engine.count_memory(user_name="alice") == 1
+    assert await engine.count_memory(user_name=alice) == 1
 
 
-async def test_symlinks_lead_nowhere_only_names_exist(engine: ReMe, tmp_path: Path) -> None:
+@pytest.mark.asyncio(loop_scope="module")
+async def test_symlinks_lead_nowhere_only_names_exist(engine: ReMe, alice: str, tmp_path: Path) -> None:
     """The SDK's tool refuses a symlink out of its folder; here nothing is on disk, so a path
     through a "link" is a name in the user's tree and nothing outside is read or written."""
     secret = tmp_path / "outside" / "secret.txt"
@@ -161,31 +176,33 @@ async def test_symlinks_lead_nowhere_only_names_exist(engine: ReMe, tmp_path: Pa
     with pytest.raises(ToolError, match="escape /memories directory"):
         sdk.call({"command": "view", "path": "/memories/link/secret.txt"})
     (Path(engine.config.working_dir) / "link").symlink_to(secret.parent)  # even beside the store: not a path
-    tool = ReMeMemoryTool(engine, user_name="alice")
+    tool = ReMeMemoryTool(engine, user_name=alice)
     assert "does not exist" in await fails(tool, {"command": "view", "path": "/memories/link/secret.txt"})
     await tool.call({"command": "create", "path": "/memories/link/secret.txt", "file_text": "overwritten?"})
     await tool.call({"command": "delete", "path": "/memories/link"})
     assert secret.read_text(encoding="utf-8") == "the secret" and os.listdir(secret.parent) == ["secret.txt"]
 
 
-async def test_two_users_never_see_each_others_tree(engine: ReMe) -> None:
-    alice, bob = ReMeMemoryTool(engine, user_name="alice"), ReMeMemoryTool(engine, user_name="bob")
-    await alice.call({"command": "create", "path": "/memories/tea.md", "file_text": "Alice loves green tea\n"})
-    assert "does not exist" in await fails(bob, {"command": "view", "path": "/memories/tea.md"})
+@pytest.mark.asyncio(loop_scope="module")
+async def test_two_users_never_see_each_others_tree(engine: ReMe, alice: str, bob: str) -> None:
+    alices, bobs = ReMeMemoryTool(engine, user_name=alice), ReMeMemoryTool(engine, user_name=bob)
+    await alices.call({"command": "create", "path": "/memories/tea.md", "file_text": "Alice loves green tea\n"})
+    assert "does not exist" in await fails(bobs, {"command": "view", "path": "/memories/tea.md"})
     for command in ({"command": "str_replace", "path": "/memories/tea.md", "old_str": "green", "new_str": "black"},
                     {"command": "insert", "path": "/memories/tea.md", "insert_line": 0, "insert_text": "x"},
                     {"command": "delete", "path": "/memories/tea.md"},
                     {"command": "rename", "old_path": "/memories/tea.md", "new_path": "/memories/mine.md"}):
-        assert "does not exist" in await fails(bob, command)
-    assert (await bob.call({"command": "view", "path": "/memories"})).endswith("\n0B\t/memories")
-    await bob.call({"command": "create", "path": "/memories/tea.md", "file_text": "Bob drinks coffee\n"})
-    assert "green tea" in await alice.call({"command": "view", "path": "/memories/tea.md"})
-    assert "coffee" in await bob.call({"command": "view", "path": "/memories/tea.md"})
-    assert [h.node.memory_target for h in await engine.search_memory("green tea", user_name="bob")] == ["bob"]
+        assert "does not exist" in await fails(bobs, command)
+    assert (await bobs.call({"command": "view", "path": "/memories"})).endswith("\n0B\t/memories")
+    await bobs.call({"command": "create", "path": "/memories/tea.md", "file_text": "Bob drinks coffee\n"})
+    assert "green tea" in await alices.call({"command": "view", "path": "/memories/tea.md"})
+    assert "coffee" in await bobs.call({"command": "view", "path": "/memories/tea.md"})
+    assert [h.node.memory_target for h in await engine.search_memory("green tea", user_name=bob)] == [bob]
 
 
-async def test_a_huge_file_is_refused_and_an_edit_past_the_limit_changes_nothing(engine: ReMe) -> None:
-    tool = ReMeMemoryTool(engine, user_name="alice")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_huge_file_is_refused_and_an_edit_past_the_limit_changes_nothing(engine: ReMe, alice: str) -> None:
+    tool = ReMeMemoryTool(engine, user_name=alice)
     assert "holds at most" in await fails(tool, {"command": "create", "path": "/memories/big.md",
                                                  "file_text": "x" * 10_000_000})
     text = "y" * (MAX_FILE_CHARS - 4) + "END"
@@ -198,8 +215,9 @@ async def test_a_huge_file_is_refused_and_an_edit_past_the_limit_changes_nothing
     assert await tool.history("/memories/big.md") == []
 
 
-async def test_every_edit_is_kept_in_history_and_files_are_searchable(engine: ReMe) -> None:
-    tool = ReMeMemoryTool(engine, user_name="alice")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_edit_is_kept_in_history_and_files_are_searchable(engine: ReMe, alice: str) -> None:
+    tool = ReMeMemoryTool(engine, user_name=alice)
     await tool.call({"command": "create", "path": "/memories/prefs.md", "file_text": "- likes tea\n"})
     await tool.call({"command": "str_replace", "path": "/memories/prefs.md", "old_str": "tea", "new_str": "green tea"})
     await tool.call({"command": "insert", "path": "/memories/prefs.md", "insert_line": 1, "insert_text": "- aisle seat"})
@@ -208,24 +226,25 @@ async def test_every_edit_is_kept_in_history_and_files_are_searchable(engine: Re
     assert [v.node.content for v in versions] == ["/memories/prefs.md\n- likes tea\n",
                                                   "/memories/prefs.md\n- likes green tea\n",
                                                   "/memories/prefs.md\n- likes green tea\n- aisle seat\n"]
-    (hit,) = await engine.search_memory("aisle seat", user_name="alice", filters={"author": "claude-memory-tool"})
+    (hit,) = await engine.search_memory("aisle seat", user_name=alice, filters={"author": "claude-memory-tool"})
     assert hit.node.content == "/memories/user/prefs.md\n- likes green tea\n- aisle seat\n"
     await tool.call({"command": "delete", "path": "/memories/user"})
-    assert (await engine.history(hit.node.memory_id, user_name="alice"))[-1].event == "DELETE"
+    assert (await engine.history(hit.node.memory_id, user_name=alice))[-1].event == "DELETE"
 
 
-async def test_close_and_reopen_keeps_the_tree(tmp_path: Path) -> None:
+async def test_close_and_reopen_keeps_the_tree(tmp_path: Path, alice: str) -> None:
     async with ReMe(working_dir=tmp_path, embedding={"backend": "hash"}) as reme:
-        await ReMeMemoryTool(reme, user_name="alice").call(
+        await ReMeMemoryTool(reme, user_name=alice).call(
             {"command": "create", "path": "/memories/notes/a.md", "file_text": "kept\n"})
     async with ReMe(working_dir=tmp_path, embedding={"backend": "hash"}) as reme:
-        tool = ReMeMemoryTool(reme, user_name="alice")
+        tool = ReMeMemoryTool(reme, user_name=alice)
         assert (await tool.call({"command": "view", "path": "/memories/notes/a.md"})).endswith("1\tkept\n     2\t")
 
 
-async def test_a_file_whose_path_differs_in_case_only_is_its_own(engine: ReMe) -> None:
-    tool = ReMeMemoryTool(engine, user_name="alice")
-    await engine.add_memory("/memories/c.md\nsame", user_name="alice")  # a memory holding the very text
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_file_whose_path_differs_in_case_only_is_its_own(engine: ReMe, alice: str) -> None:
+    tool = ReMeMemoryTool(engine, user_name=alice)
+    await engine.add_memory("/memories/c.md\nsame", user_name=alice)  # a memory holding the very text
     for path in ("/memories/a.md", "/memories/A.md", "/memories/c.md"):
         await tool.call({"command": "create", "path": path, "file_text": "same"})
     await tool.call({"command": "str_replace", "path": "/memories/A.md", "old_str": "same", "new_str": "other"})

@@ -112,8 +112,12 @@ class ReMeSession:
         await self.reme.clear_session(session_name=self.session_id)
 
     async def run_compaction(self, args: Mapping[str, Any] | None = None) -> None:
-        """Compact the session now when it takes more than `threshold` tokens (`args`, the
-        Responses API's compaction arguments, are not needed: ReMe summarizes with its own LLM)."""
+        """With `compact=True`, compact the session now when it takes more than `threshold`
+        tokens (the runner calls this after each turn of a Responses API model); without it, do
+        nothing. `args`, the Responses API's compaction arguments, are not needed: ReMe
+        summarizes with its own LLM."""
+        if not self.compact:
+            return
         await self.reme.prepare_context(session_name=self.session_id, threshold=self.threshold,
                                         reserve=self.reserve, user_name=self.user_name)
 
