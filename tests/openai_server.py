@@ -19,6 +19,13 @@ Each test scripts it:
   cut off at max_tokens). `stream: true` requests are answered
   as server-sent events (content and tool-call deltas, usage when `stream_options.include_usage`).
   `script("", reply, times=1)` rules added in order behave as a queue of agent turns.
+- Anthropic's Messages protocol (`POST .../v1/messages`, for the `anthropic` client with
+  `base_url=server.anthropic_url`) is answered from the same rules: the prompt is the system text
+  and every message's text and tool results; a `Message` becomes text and `tool_use` blocks
+  (`stop_reason` "tool_use" or "end_turn"). A request that continues a thread (`thread: {"type":
+  "continue", "previous_message_id": ...}`, as the SDK's tool runner sends) is read as the
+  conversation held for that reply plus its new messages. `server.messages_requests` holds the
+  bodies as sent.
 Embedding vectors come from the hashing embedder, so they are deterministic. Every request is
 recorded in `server.requests`; chat requests no rule matched are answered with HTTP 418.
 """
@@ -54,6 +61,21 @@ def prompt_of(body: dict[str, Any]) -> str:
     return "\n".join(_text(m.get("content")) for m in body.get("messages", []))
 
 
+def anthropic_prompt_of(body: dict[str, Any]) -> str:
+    """An Anthropic Messages request's system text, message texts and tool results."""
+    def texts(content: Any) -> list[str]:
+        if not isinstance(content, list):
+            return [str(content or "")]
+        out: list[str] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                out += texts(block.get("content"))
+            elif isinstance(block, dict) and "text" in block:
+                out.append(str(block["text"]))
+        return out
+    return "\n".join([*texts(body.get("system")), *(t for m in body.get("messages", []) for t in texts(m.get("content")))])
+
+
 class _Rule:
     def __init__(self, contains: Sequence[str], reply: Reply, times: int | None, status: int) -> None:
         self.contains, self.reply, self.times, self.status = list(contains), reply, times, status
@@ -72,6 +94,7 @@ class OpenAITestServer:
         self._failures: list[tuple[int, str | None]] = []
         self._hangs: list[float] = []
         self._raw: list[tuple[int, bytes, str]] = []
+        self._threads: dict[str, dict[str, Any]] = {}
         self.vectors: Callable[[list[str]], list[Any]] | None = None
         self._lock = threading.Lock()
         server = self
@@ -103,6 +126,8 @@ class OpenAITestServer:
                         self._embeddings(body)
                     elif self.path.endswith("/chat/completions"):
                         self._chat(body)
+                    elif self.path.split("?")[0].endswith("/messages"):
+                        self._messages(body)
                     else:
                         self._reply(404, {"error": {"message": f"no route {self.path}"}})
                 finally:
@@ -156,6 +181,42 @@ class OpenAITestServer:
                     msg["tool_calls"] = calls
                 self._reply(200, {**head, "object": "chat.completion",
                                   "choices": [{"index": 0, "finish_reason": finish, "message": msg}], "usage": usage})
+
+            def _messages(self, body: dict[str, Any]) -> None:
+                thread = body.get("thread") or {}
+                if thread.get("type") == "continue":  # the server holds the conversation so far
+                    held = server._threads.get(thread.get("previous_message_id"))
+                    if held is None:
+                        self._reply(404, {"type": "error", "error": {"type": "not_found_error",
+                                                                     "message": "no such thread"}})
+                        return
+                    body = {**held, **body, "messages": held["messages"] + body.get("messages", [])}
+                prompt = anthropic_prompt_of(body)
+                rule = server._match(prompt)
+                if rule is None or rule.status != 200:
+                    self._reply(418 if rule is None else rule.status, {"type": "error", "error": {
+                        "type": "invalid_request_error", "message": "no scripted reply matches this prompt"
+                        if rule is None else f"scripted {rule.status}"}})
+                    return
+                reply = rule.reply(body) if callable(rule.reply) else rule.reply
+                message = reply if isinstance(reply, Message) else Message(
+                    reply if isinstance(reply, str) else json.dumps(reply))
+                with server._lock:
+                    server.calls += 1
+                    n = server.calls
+                blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+                blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": tc["name"],
+                            "input": json.loads(tc["arguments"]) if isinstance(tc["arguments"], str) else tc["arguments"]}
+                           for i, tc in enumerate(message.tool_calls)]
+                server._threads[f"msg_test_{n}"] = {**{k: v for k, v in body.items() if k != "thread"},
+                                                    "messages": [*body.get("messages", []),
+                                                                 {"role": "assistant", "content": blocks}]}
+                self._reply(200, {"id": f"msg_test_{n}", "type": "message", "role": "assistant",
+                                  "model": body.get("model"), "content": blocks, "stop_sequence": None,
+                                  "stop_reason": message.finish_reason or ("tool_use" if message.tool_calls
+                                                                           else "end_turn"),
+                                  "usage": {"input_tokens": len(prompt.split()),
+                                            "output_tokens": len((message.content or "").split())}})
 
             def _stream(self, head: dict[str, Any], content: str | None, calls: list[dict[str, Any]],
                         finish: str, usage: dict[str, int] | None) -> None:
@@ -214,8 +275,17 @@ class OpenAITestServer:
         return f"http://{host}:{port}/v1"
 
     @property
+    def anthropic_url(self) -> str:
+        """The base URL the `anthropic` client takes (it adds /v1/messages)."""
+        return self.base_url.removesuffix("/v1")
+
+    @property
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    @property
+    def messages_requests(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"].split("?")[0].endswith("/messages")]
 
     def script(self, contains: str | Sequence[str], reply: Reply = "", *, times: int | None = None,
                status: int = 200) -> None:

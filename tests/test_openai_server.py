@@ -37,3 +37,27 @@ def test_tool_calls_and_text_plain_and_streamed() -> None:
             assert exc.status_code == 418
         else:
             raise AssertionError("an unscripted request must be refused")
+
+
+def test_anthropic_messages_with_tool_use_and_a_continued_thread() -> None:
+    import httpx
+
+    with OpenAITestServer() as server:
+        server.script(["be brief", "hi"], Message("Let me look.", tool_calls=[{"name": "memory", "arguments": {
+            "command": "view", "path": "/memories"}}]), times=1)
+        server.script(["be brief", "hi", "0B\t/memories"], "Nothing yet.", times=1)
+        url = server.anthropic_url + "/v1/messages?beta=true"
+        first = httpx.post(url, json={"model": "m", "max_tokens": 9, "system": "be brief", "thread": {"type": "create"},
+                                      "messages": [{"role": "user", "content": "hi"}]}).json()
+        assert first["stop_reason"] == "tool_use" and first["content"][0] == {"type": "text", "text": "Let me look."}
+        use = first["content"][1]
+        assert use["type"] == "tool_use" and use["input"] == {"command": "view", "path": "/memories"}
+        # The continuation carries only the tool result: the server holds the system prompt and the turns before.
+        second = httpx.post(url, json={"model": "m", "max_tokens": 9, "thread": {
+            "type": "continue", "previous_message_id": first["id"]}, "messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": use["id"], "content": "0B\t/memories"}]}]}).json()
+        assert second["stop_reason"] == "end_turn" and second["content"] == [{"type": "text", "text": "Nothing yet."}]
+        assert len(server.messages_requests) == 2
+        missing = httpx.post(url, json={"model": "m", "max_tokens": 9, "messages": [],
+                                        "thread": {"type": "continue", "previous_message_id": "msg_nope"}})
+        assert missing.status_code == 404

@@ -1,0 +1,29 @@
+"""The Microsoft Agent Framework example of docs/frameworks.md (```python env=agent_framework)
+runs as written, configured only through the environment: the scripted server is the agent's
+model and ReMe's summarizer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from agent_loops import script_personal
+from conftest import readme_code
+from docs_support import run, user_environment
+from openai_server import OpenAITestServer
+
+BLOCKS = [code for lang, code, _ in readme_code("agent_framework") if lang == "python"]
+
+
+@pytest.mark.parametrize("code", BLOCKS)
+def test_readme_block_runs(code: str, llm: OpenAITestServer, tmp_path: Path) -> None:
+    script_personal(llm, "Alice loves green tea", "green tea", ["what Alice drinks"])
+    llm.script("Be brief.", "Noted: you love green tea.", times=1)
+    (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
+    out = run([sys.executable, "snippet.py"], user_environment(llm.base_url, tmp_path), tmp_path)
+    assert out.splitlines() == ["Noted: you love green tea.", "['Alice loves green tea']"]
+
+
+def test_the_docs_have_an_agent_framework_example() -> None:
+    assert len(BLOCKS) == 1
