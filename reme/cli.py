@@ -598,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args))
     except ReMeError as exc:
         code = next(c for t, c in codes if isinstance(exc, t))
-        _fail(args.command, exc)
+        _fail(args.command, exc, args)
         return code
     except KeyboardInterrupt:
         return 130
@@ -607,10 +607,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAIL
 
 
-def _fail(command: str, exc: BaseException) -> None:
+CLI_WORDING: list[tuple[str, str]] = [
+    ("(use a new working_dir, or delete_all(everything=True) first)",
+     "(use a new --working-dir, or `reme delete-all --everything --yes` first)"),
+    ("update_memory needs at least one field to change",
+     "reme update needs at least one of --content, --when-to-use, --tag, --metadata, --score"),
+    ("as add_memory, list_memory and search_memory return them", "as `reme add`, `reme list` and `reme search` print them"),
+    ("sync_markdown them first, or pass overwrite=True (--overwrite) to drop them",
+     "`reme md sync {dir}` them first, or pass --overwrite to drop them"),
+    ("pass overwrite=True (--overwrite) to replace it", "pass --overwrite to replace it"),
+]
+"""(what the facade says to a Python caller, what the command line says instead): the facade's
+messages name its methods and arguments; a command's name its flags and commands. `{dir}` is the
+command's DIR argument."""
+
+
+def cli_wording(text: str, args: argparse.Namespace | None = None) -> str:
+    """A facade error message in the command line's words (see CLI_WORDING)."""
+    for python, command_line in CLI_WORDING:
+        if python in text:
+            text = text.replace(python, command_line.replace("{dir}", str(getattr(args, "dir", None) or "DIR")))
+    return text
+
+
+def _fail(command: str, exc: BaseException, args: argparse.Namespace | None = None) -> None:
     """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show);
     a JSON object from the commands that log JSON lines (serve, mcp)."""
-    text = " ".join(str(exc).split())
+    text = cli_wording(" ".join(str(exc).split()), args)
     if command in ("serve", "mcp"):
         line = json_line(level="error", event="exit", command=f"reme {command}", type=type(exc).__name__, message=text)
     else:

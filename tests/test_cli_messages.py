@@ -1,0 +1,55 @@
+"""What the `reme` command says when a user gets something wrong: CLI flags and commands, never
+the Python API's names; one line; the names that do exist when a target does not."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from reme import cli
+
+from test_cli import reme
+
+PYTHON_NAMES = re.compile(r"\b(delete_all|update_memory|add_memory|list_memory|search_memory|sync_markdown|"
+                          r"export_markdown|working_dir|overwrite=True|everything=True)\b|\w+=\w+\(|\(\)")
+
+
+def _says_cli(proc_stderr: str) -> str:
+    line = proc_stderr.strip()
+    assert "\n" not in line, proc_stderr
+    assert not PYTHON_NAMES.search(line), line
+    return line
+
+
+def test_errors_name_cli_flags_and_commands_not_python(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    added = json.loads(reme(wd, "add", "Alice likes tea", "--user", "alice", "--json").stdout)
+    backup = tmp_path / "all.backup"
+    reme(wd, "backup", str(backup))
+
+    restore = _says_cli(reme(wd, "restore", str(backup), check=2).stderr)
+    assert "reme delete-all --everything --yes" in restore and "--working-dir" in restore
+
+    update = _says_cli(reme(wd, "update", added["memory_id"], check=2).stderr)
+    assert all(flag in update for flag in ("--content", "--when-to-use", "--tag", "--metadata", "--score"))
+
+    get = _says_cli(reme(wd, "get", "not-a-uuid", check=2).stderr)
+    assert "reme list" in get and "reme search" in get
+
+    tree = tmp_path / "md"
+    reme(wd, "md", "export", str(tree), "--user", "alice")
+    memory_md = tree / "MEMORY.md"
+    memory_md.write_text(memory_md.read_text(encoding="utf-8") + "\n- Alice likes green tea\n", encoding="utf-8")
+    export = _says_cli(reme(wd, "md", "export", str(tree), "--user", "alice", check=2).stderr)
+    assert f"reme md sync {tree}" in export and "--overwrite" in export
+
+
+def test_every_translated_phrase_is_still_what_the_facade_says() -> None:
+    """A facade message reworded would slip past the translation silently: each phrase it looks
+    for must still be in the package's source."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in Path(cli.__file__).parent.rglob("*.py")
+                       if p.name != "cli.py")
+    joined = re.sub(r'"\s*\n\s*f?"', "", source)  # "one literal " "continued" as one string
+    for python, _ in cli.CLI_WORDING:
+        assert python in joined, python
