@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import importlib
 import json
 import shutil
@@ -583,11 +584,33 @@ def _serve(args: argparse.Namespace) -> int:
     return int(service.serve(config, reme, transport=args.transport, **_scope(args)))
 
 
+def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """An option the command does not know is the error to report, not an argument it then lacks
+    (argparse checks required arguments first: `reme add x --user-name alice` would say only that
+    a target is required). With the closest option the command has, when one is close."""
+    commands = [a for a in argv if not a.startswith("-")][:2]
+    for name in commands:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or name not in subs[0].choices:
+            break
+        parser = subs[0].choices[name]
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    for arg in argv:
+        if arg == "--":
+            break
+        option = arg.split("=", 1)[0]
+        if option.startswith("--") and len(option) > 2 and not any(k.startswith(option) for k in known):
+            close = difflib.get_close_matches(option, known, n=1)
+            parser.error(f"unrecognized arguments: {option}" + (f" (did you mean {close[0]}?)" if close else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    _refuse_unknown_options(parser, argv)
+    args = parser.parse_args(argv)
     codes: list[tuple[type[BaseException], int]] = [
         (InvalidInputError, EXIT_USAGE), (NotFoundError, EXIT_NOT_FOUND), (ConfigError, EXIT_CONFIG),
         (StoreError, EXIT_STORE), (EmbeddingError, EXIT_MODEL), (LLMError, EXIT_MODEL), (ReMeError, EXIT_FAIL),
@@ -616,17 +639,21 @@ CLI_WORDING: list[tuple[str, str]] = [
     ("sync_markdown them first, or pass overwrite=True (--overwrite) to drop them",
      "`reme md sync {dir}` them first, or pass --overwrite to drop them"),
     ("pass overwrite=True (--overwrite) to replace it", "pass --overwrite to replace it"),
+    ("is a backup, not an export: load it with restore(), into an empty store",
+     "is a backup (written by `reme backup`), not an export: load it with `reme restore {file}`, into an empty store"),
 ]
 """(what the facade says to a Python caller, what the command line says instead): the facade's
 messages name its methods and arguments; a command's name its flags and commands. `{dir}` is the
-command's DIR argument."""
+command's DIR argument, `{file}` its FILE."""
 
 
 def cli_wording(text: str, args: argparse.Namespace | None = None) -> str:
     """A facade error message in the command line's words (see CLI_WORDING)."""
     for python, command_line in CLI_WORDING:
         if python in text:
-            text = text.replace(python, command_line.replace("{dir}", str(getattr(args, "dir", None) or "DIR")))
+            for name in ("dir", "file"):
+                command_line = command_line.replace(f"{{{name}}}", str(getattr(args, name, None) or name.upper()))
+            text = text.replace(python, command_line)
     return text
 
 

@@ -53,3 +53,23 @@ def test_every_translated_phrase_is_still_what_the_facade_says() -> None:
     joined = re.sub(r'"\s*\n\s*f?"', "", source)  # "one literal " "continued" as one string
     for python, _ in cli.CLI_WORDING:
         assert python in joined, python
+
+
+def test_importing_a_backup_says_to_restore_it_in_one_line(tmp_path: Path) -> None:
+    wd, other, backup = tmp_path / "wd", tmp_path / "other", tmp_path / "all.backup"
+    reme(wd, "add", "Alice likes tea", "--user", "alice")
+    reme(wd, "backup", str(backup))
+    line = _says_cli(reme(other, "import", str(backup), check=2).stderr)
+    assert f"reme restore {backup}" in line and "Field required" not in line
+    assert not other.exists() or json.loads(reme(other, "count", "--json", check=None).stdout or '{"count": 0}') == {
+        "count": 0}
+
+
+def test_an_unknown_flag_is_named_before_a_missing_target(tmp_path: Path) -> None:
+    proc = reme(tmp_path / "wd", "add", "Alice likes tea", "--user-name", "alice", check=2)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "unrecognized arguments: --user-name" in last and "did you mean --user" in last
+    proc = reme(tmp_path / "wd", "md", "sync", str(tmp_path), "--dryrun", check=2)
+    assert "unrecognized arguments: --dryrun" in proc.stderr and "--dry-run" in proc.stderr
+    # abbreviations argparse accepts stay accepted
+    assert reme(tmp_path / "wd", "add", "Alice likes tea", "--us", "alice").stdout.strip()
