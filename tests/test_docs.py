@@ -15,6 +15,7 @@ real-model tier, tests/real_model/, runs it against that model instead.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,10 @@ def test_readme_agent_loop_without_an_llm_says_what_to_set_and_writes_nothing(
         assert needed in last, last
     count = run(["reme", "count", "--json"], user_env, tmp_path)
     assert json.loads(count) == {"count": 0}
+
+
+def test_no_python_block_leans_on_the_checkouts_benchmark_package() -> None:
+    """`benchmark/` is not in the installed package: a user's Python cannot import it."""
+    leaning = [f"{page}:{line}" for page, lang, _, code, line in BLOCKS
+               if lang == "python" and re.search(r"^\s*(from|import)\s+benchmark\b", code, re.M)]
+    assert leaning == []
