@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import difflib
 import importlib
+import importlib.util
 import json
 import shutil
 import os
@@ -78,7 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="wait up to SECONDS for a working directory another process has open (default 0)")
 
     parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
-                                     epilog=BENCH_HELP if _benchmarks_here() else None,
                                      formatter_class=_OneLineCommands)
     parser.add_argument("--version", action="version", version=f"reme {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -194,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rewrite", dest="rewrite", action="store_false", default=None,
                    help="search the query as given (no LLM rewrite)")
     _markdown_parser(sub, common)
+    sub.add_parser("bench", help=BENCH_HELP)  # listed here; main() hands `reme bench ...` to the benchmark
     return parser
 
 
@@ -213,24 +214,34 @@ def _markdown_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="write the clear changes even when some items are reported (conflicts, ambiguous)")
 
 
-BENCH_HELP = "reme bench locomo [options]: the LoCoMo benchmark (in a source checkout, where it lives)"
+BENCH_HELP = "`reme bench locomo --help`: the LoCoMo benchmark (from a source checkout)"
 READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve", "optimize", "backup"}
 """Commands that change no memory: on a store that does not exist they fail instead of creating an
 empty one."""
 
 
 def _benchmarks_here() -> bool:
-    """Whether the benchmarks can be imported: they live in a source checkout, not in the package."""
-    return (Path.cwd() / "benchmark" / "locomo" / "run.py").is_file()
+    """Whether the benchmarks can be imported: they live in a source checkout, not in the package,
+    so from the checkout's root, or anywhere `import benchmark` finds the checkout's (an editable
+    install, PYTHONPATH)."""
+    if (Path.cwd() / "benchmark" / "locomo" / "run.py").is_file():
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        return True
+    try:
+        return importlib.util.find_spec("benchmark.locomo.run") is not None
+    except (ImportError, ValueError):  # a `benchmark` that is a module, or not ReMe's
+        return False
 
 
 def _scope(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in ("user_name", "task_name", "tool_name") if getattr(args, k, None)}
 
 
-def _line(node: MemoryNode) -> str:
+def _line(node: MemoryNode, memory_id: str | None = None) -> str:
     tags = f" [{', '.join(node.tags)}]" if node.tags else ""
-    return f"{node.memory_id}  {node.memory_type.value}/{node.memory_target}  v{node.version}  {node.content}{tags}"
+    return (f"{memory_id or node.memory_id}  {node.memory_type.value}/{node.memory_target}  v{node.version}  "
+            f"{node.content}{tags}")
 
 
 def _dump(value: Any) -> str:
@@ -346,21 +357,12 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
         node = await reme.get_memory(args.memory_id, **_scope(args))
         out(_dump(node.model_dump(mode="json")) if args.json else _line(node))
     elif cmd == "list":
-        page = await reme.list_memory(memory_type=args.memory_type, filters=args.filter, sort_key=args.sort_key,
-                                      direction="asc" if args.asc else "desc", limit=args.limit, cursor=args.cursor,
-                                      **_scope(args))
-        if args.json:
-            out(_dump({"memories": [n.model_dump(mode="json") for n in page], "next_cursor": page.next_cursor}))
-        else:
-            for node in page:
-                out(_line(node))
-            if not page.nodes and not args.cursor:
-                out("no memories")
-            if page.next_cursor:
-                out(f"more: --cursor {page.next_cursor}")
+        await _list(reme, args)
     elif cmd == "search":
         hits = await reme.search_memory(args.query, memory_type=args.memory_type, top_k=args.top_k, mode=args.mode,
                                         filters=args.filter, **_scope(args))
+        if not hits:
+            await _require_target(reme, args)
         if args.json:
             out(_dump([h.model_dump(mode="json") for h in hits]))
         else:
@@ -400,6 +402,65 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _list(reme: ReMe, args: argparse.Namespace) -> None:
+    """`reme list`: without --type (or a filter on memory_type), the memories a user reads first;
+    the raw `history` records (whole conversations) are left out and counted at the end."""
+    out, scope = print, _scope(args)
+    hide_history = args.memory_type is None and "memory_type" not in (args.filter or {})
+    filters = {**(args.filter or {}), "memory_type": {"ne": "history"}} if hide_history else args.filter
+    page = await reme.list_memory(memory_type=args.memory_type, filters=filters, sort_key=args.sort_key,
+                                  direction="asc" if args.asc else "desc", limit=args.limit, cursor=args.cursor,
+                                  **scope)
+    if not page.nodes and not args.cursor:
+        await _require_target(reme, args)
+    if args.json:
+        out(_dump({"memories": [n.model_dump(mode="json") for n in page], "next_cursor": page.next_cursor}))
+        return
+    for node in page:
+        out(_line(node))
+    hidden = 0 if not hide_history or args.cursor else await reme.count_memory(
+        memory_type="history", filters=args.filter, **scope)
+    if not page.nodes and not args.cursor:
+        out("no memories")
+    if page.next_cursor:
+        out(f"more: --cursor {page.next_cursor}")
+    if hidden:
+        out(f"{plural(hidden, 'history record')} not shown (--type history lists them)")
+
+
+TARGET_NAMES_SCANNED = 5000
+"""How many memories `_require_target` reads at most to name the targets that do exist."""
+
+
+async def _require_target(reme: ReMe, args: argparse.Namespace) -> None:
+    """An empty answer for a target that holds no memory at all is most likely a misspelt name:
+    NotFoundError (exit 3) naming the targets of that kind that exist, the closest first."""
+    scope = _scope(args)
+    if len(scope) != 1 or await reme.count_memory(**scope):
+        return
+    [(key, name)] = scope.items()
+    kind = key.removesuffix("_name")
+    names: set[str] = set()
+    cursor, seen = None, 0
+    while seen < TARGET_NAMES_SCANNED:
+        page = await reme.list_memory(filters={"target_kind": kind}, limit=500, cursor=cursor)
+        names.update(n.memory_target for n in page)
+        seen, cursor = seen + len(page.nodes), page.next_cursor
+        if cursor is None:
+            break
+    known = sorted(names)
+    parts = [f"no memory of {kind} {name!r} at all"]
+    close = [n for n in known if n.casefold() == name.casefold()] or difflib.get_close_matches(name, known, n=1)
+    if close:
+        parts.append(f"did you mean {close[0]!r}?")
+    if known:
+        shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 or cursor is not None else "")
+        parts.append(f"{kind}s with memories: {shown}")
+    else:
+        parts.append(f"no {kind} has memories in this store")
+    raise NotFoundError("; ".join(parts))
+
+
 async def _markdown(reme: ReMe, args: argparse.Namespace) -> int:
     """`reme md export` / `reme md sync`. A sync that reports items exits 2 (an ambiguous item)
     or 5 (a conflict), a dry run too, so a script can tell before writing."""
@@ -418,12 +479,18 @@ async def _markdown(reme: ReMe, args: argparse.Namespace) -> int:
         scope = {f"{named.kind}_name": named.name}
     result = await reme.sync_markdown(args.dir, dry_run=args.dry_run, force=args.force, **scope)
     code = EXIT_USAGE if result.ambiguous else EXIT_STORE if result.conflicts else EXIT_OK
+    # A dry run's new memories have no id yet (the real sync assigns one): show none rather than another
+    dumped = result.model_dump(mode="json")
+    if result.dry_run:
+        for node in dumped["added"]:
+            node["memory_id"] = None
     if args.json:
-        out(_dump(result.model_dump(mode="json")))
+        out(_dump(dumped))
         return code
     for label, nodes in (("added", result.added), ("updated", result.updated), ("deleted", result.deleted)):
         for node in nodes:
-            out(f"{label:9} {_line(node)}")
+            unsaved = result.dry_run and label == "added"
+            out(f"{label:9} {_line(node, '(new: the sync gives it an id)' if unsaved else None)}")
     for label, issues in (("conflict", result.conflicts), ("ambiguous", result.ambiguous)):
         for issue in issues:
             where = f"{issue.file}:{issue.line}" if issue.line else issue.file
@@ -555,15 +622,15 @@ def _bench(argv: list[str]) -> int:
     """`reme bench locomo ...` runs `python -m benchmark.locomo ...` (from a source checkout:
     the benchmarks are not part of the installed package)."""
     if not argv or argv[0] != "locomo":
-        print("usage: reme bench locomo [options]  (see python -m benchmark.locomo --help)", file=sys.stderr)
-        return EXIT_USAGE
+        asked = argv[:1] in (["-h"], ["--help"])
+        print("usage: reme bench locomo [options]  (reme bench locomo --help for them)",
+              file=sys.stdout if asked else sys.stderr)
+        return EXIT_OK if asked else EXIT_USAGE
     if not _benchmarks_here():
         print("reme bench: the benchmarks are not part of the installed package; they live in a source checkout "
               "of ReMe: run `reme bench locomo ...` (or `python -m benchmark.locomo ...`) from its root",
               file=sys.stderr)
         return EXIT_CONFIG
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     locomo = importlib.import_module("benchmark.locomo.run")  # by name: the package never depends on it
     return int(locomo.main(argv[1:]))
 

@@ -73,3 +73,52 @@ def test_an_unknown_flag_is_named_before_a_missing_target(tmp_path: Path) -> Non
     assert "unrecognized arguments: --dryrun" in proc.stderr and "--dry-run" in proc.stderr
     # abbreviations argparse accepts stay accepted
     assert reme(tmp_path / "wd", "add", "Alice likes tea", "--us", "alice").stdout.strip()
+
+
+def test_a_target_with_no_memory_at_all_is_not_found_and_the_names_that_exist_are_suggested(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    reme(wd, "add", "Alice likes tea", "--user", "alice")
+    reme(wd, "add", "Bob likes coffee", "--user", "bob")
+    reme(wd, "add", "log in first", "--task", "appworld")
+    wrong_case = _says_cli(reme(wd, "list", "--user", "Alice", check=3).stderr)
+    assert "no memory of user 'Alice'" in wrong_case and "did you mean 'alice'" in wrong_case
+    nobody = _says_cli(reme(wd, "search", "tea", "--user", "nobody", "--json", check=3).stderr)
+    assert "no memory of user 'nobody'" in nobody and "users with memories: alice, bob" in nobody
+    assert "appworld" not in nobody
+    # a target that has memories, none of them matching: an empty answer, exit 0
+    assert reme(wd, "list", "--user", "alice", "--filter", '{"score": {"gte": 0.9}}').stdout.strip() == "no memories"
+    assert json.loads(reme(wd, "search", "tea", "--user", "alice", "--filter", '{"score": {"gte": 0.9}}',
+                           "--json").stdout) == []
+
+
+def test_list_shows_memories_first_and_counts_the_raw_history_it_leaves_out(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    fact = reme(wd, "add", "Alice likes tea", "--user", "alice").stdout.strip()
+    raw = reme(wd, "add", "user: hi\nassistant: hello, how can I help today?", "--user", "alice",
+               "--type", "history").stdout.strip()
+    listed = reme(wd, "list", "--user", "alice").stdout
+    assert fact in listed and raw not in listed
+    assert "1 history record not shown (--type history lists them)" in listed
+    assert [m["memory_id"] for m in json.loads(reme(wd, "list", "--user", "alice", "--json").stdout)["memories"]] == [
+        fact]
+    assert raw in reme(wd, "list", "--user", "alice", "--type", "history").stdout
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def test_a_dry_run_shows_no_id_the_real_sync_would_not_give(tmp_path: Path) -> None:
+    wd, tree = tmp_path / "wd", tmp_path / "md"
+    reme(wd, "add", "Alice likes tea", "--user", "alice")
+    reme(wd, "md", "export", str(tree), "--user", "alice")
+    memory_md = tree / "MEMORY.md"
+    memory_md.write_text(memory_md.read_text(encoding="utf-8") + "\n- Alice likes green tea\n", encoding="utf-8")
+    dry = reme(wd, "md", "sync", str(tree), "--dry-run").stdout
+    [planned] = [line for line in dry.splitlines() if line.startswith("added")]
+    assert "Alice likes green tea" in planned and not UUID.search(planned), planned
+    dry_json = json.loads(reme(wd, "md", "sync", str(tree), "--dry-run", "--json").stdout)
+    assert [n["memory_id"] for n in dry_json["added"]] == [None]
+    real = reme(wd, "md", "sync", str(tree)).stdout
+    [added] = [line for line in real.splitlines() if line.startswith("added")]
+    memory_id = UUID.search(added).group(0)
+    assert "Alice likes green tea" in reme(wd, "get", memory_id).stdout
