@@ -28,6 +28,7 @@ from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMErro
 from reme import markdown
 from reme.access import json_line
 from reme.config import ReMeConfig
+from reme.embedding import LOADING_MODEL
 from reme.reme import ReMe, file_in_the_way, working_dir_is_a_file
 from reme.schema import MemoryNode, parse_json, plural
 from reme.store import edge_root
@@ -285,6 +286,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 PROGRESS_AFTER_S = 2.0
 """A command still running after this many seconds says what it is doing on stderr, every as often."""
+MODEL_HINT_AFTER_S = 1.0
+"""A command that spent this long loading the embedding model ends with a line on how to keep one loaded."""
 
 
 def _interactive() -> bool:
@@ -302,10 +305,15 @@ class _Progress:
         self.what = "opening the store"
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="reme-progress", daemon=True)
-        self._started = time.monotonic()
+        self._started = self._phase_started = time.monotonic()
+        self.model_load_s = 0.0
+        """Seconds this command spent loading the embedding model."""
 
     def phase(self, what: str) -> None:
-        self.what = what
+        now = time.monotonic()
+        if self.what.startswith(LOADING_MODEL):
+            self.model_load_s += now - self._phase_started
+        self.what, self._phase_started = what, now
 
     def _tick(self) -> None:
         while not self._done.wait(PROGRESS_AFTER_S):
@@ -321,6 +329,11 @@ class _Progress:
         self._done.set()
         if self._thread.is_alive():
             self._thread.join()
+        if self.enabled and self.model_load_s >= MODEL_HINT_AFTER_S:
+            print(f"reme {self.command}: {self.model_load_s:.1f} s of it went to loading the embedding model, "
+                  "which every command loads again; to keep one loaded, serve the store from one process "
+                  "(`reme serve`, `reme mcp`, or ReMe in your own Python: docs/service.md)",
+                  file=sys.stderr, flush=True)
 
 
 def _require_store(config: ReMeConfig) -> None:

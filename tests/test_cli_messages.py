@@ -4,7 +4,11 @@ the Python API's names; one line; the names that do exist when a target does not
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from reme import cli
@@ -122,3 +126,33 @@ def test_a_dry_run_shows_no_id_the_real_sync_would_not_give(tmp_path: Path) -> N
     [added] = [line for line in real.splitlines() if line.startswith("added")]
     memory_id = UUID.search(added).group(0)
     assert "Alice likes green tea" in reme(wd, "get", memory_id).stdout
+
+
+def _on_a_terminal(wd: Path, *args: str) -> str:
+    """stderr of `reme ARGS` run with stderr on a pseudo-terminal, as a person at a terminal sees it."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "REME_WORKING_DIR": str(wd)}
+    proc = subprocess.Popen([sys.executable, "-m", "reme.cli", *args], stdout=subprocess.PIPE, stderr=follower,
+                            env=env, text=True)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=300)
+    os.close(leader)
+    assert proc.returncode == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_a_command_that_loaded_the_model_says_how_to_keep_one_loaded(tmp_path: Path) -> None:
+    wd = tmp_path / "wd"
+    reme(wd, "add", "Alice likes tea", "--user", "alice", "--embedding", "local")
+    said = _on_a_terminal(wd, "search", "tea", "--user", "alice", "--embedding", "local")
+    assert "went to loading the embedding model" in said and "reme serve" in said, said
+    assert "loading the embedding model" not in _on_a_terminal(wd, "list", "--embedding", "local")
