@@ -719,6 +719,10 @@ CLI_WORDING: list[tuple[str, str]] = [
     ("sync_markdown them first, or pass overwrite=True (--overwrite) to drop them",
      "`reme md sync {dir}` them first, or pass --overwrite to drop them"),
     ("pass overwrite=True (--overwrite) to replace it", "pass --overwrite to replace it"),
+    ("summarize_memory needs an LLM", "reme summarize needs an LLM"),
+    ("in a config file or ReMe(llm={...})", "in a --config file"),
+    ("`scripts/llm.sh run qwen1.5b -- python your_script.py` sets all three",
+     "`scripts/llm.sh run qwen1.5b -- reme ...` sets all three"),
     ("is a backup, not an export: load it with restore(), into an empty store",
      "is a backup (written by `reme backup`), not an export: load it with `reme restore {file}`, into an empty store"),
 ]

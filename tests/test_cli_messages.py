@@ -38,6 +38,12 @@ def test_errors_name_cli_flags_and_commands_not_python(tmp_path: Path) -> None:
     update = _says_cli(reme(wd, "update", added["memory_id"], check=2).stderr)
     assert all(flag in update for flag in ("--content", "--when-to-use", "--tag", "--metadata", "--score"))
 
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "I live in Lisbon"}]), encoding="utf-8")
+    summarize = _says_cli(reme(wd, "summarize", str(chat), "--user", "alice", check=4).stderr)
+    assert summarize.startswith("reme summarize: ConfigError: reme summarize needs an LLM") and (
+        "scripts/llm.sh run qwen1.5b -- reme" in summarize and "REME_LLM__MODEL" in summarize)
+
     get = _says_cli(reme(wd, "get", "not-a-uuid", check=2).stderr)
     assert "reme list" in get and "reme search" in get
 
@@ -56,7 +62,8 @@ def test_every_translated_phrase_is_still_what_the_facade_says() -> None:
                        if p.name != "cli.py")
     joined = re.sub(r'"\s*\n\s*f?"', "", source)  # "one literal " "continued" as one string
     for python, _ in cli.CLI_WORDING:
-        assert python in joined, python
+        needs = re.fullmatch(r"(\w+) needs an LLM", python)  # _require_llm(what): "{what} needs an LLM"
+        assert (f'_require_llm("{needs.group(1)}")' if needs else python) in joined, python
 
 
 def test_importing_a_backup_says_to_restore_it_in_one_line(tmp_path: Path) -> None:
