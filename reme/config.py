@@ -82,6 +82,13 @@ class EmbeddingConfig(_Section):
     """Let the local backend fetch a model name missing from the Hugging Face cache (off: it fails at once)."""
 
 
+LLM_SETTINGS = ("set REME_LLM__MODEL (the model's name) and its endpoint, OPENAI_BASE_URL and OPENAI_API_KEY "
+                "(or llm.model, llm.base_url and llm.api_key in a config file or ReMe(llm={...})); for a local "
+                "model with no API key, `scripts/llm.sh run qwen1.5b -- python your_script.py` sets all three "
+                "(docs/real-model.md)")
+"""What to set for a call that needs an LLM: the ConfigError it raises when none is configured says it."""
+
+
 class LLMConfig(_Section):
     """An OpenAI-compatible chat endpoint (used by the summarizers and the query rewrite)."""
 

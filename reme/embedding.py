@@ -12,8 +12,6 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
-import openai
-
 from reme.config import DEFAULT_LOCAL_MODEL, DEFAULT_OPENAI_EMBEDDING_MODEL, EmbeddingConfig
 from reme.errors import ConfigError, EmbeddingError, InvalidInputError
 from reme.retry import Backoff, retrying
@@ -136,9 +134,13 @@ class OpenAIEmbedder(BaseEmbedder):
         self.dimensions = dimensions
         self.max_retries = max_retries
         self.backoff = Backoff()
+        import openai  # here, not at the top: a command that embeds locally never pays for its import
+
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        import openai
+
         extra: dict[str, Any] = {"dimensions": self.dimensions} if self.dimensions else {}
         try:
             async for attempt in retrying(self.max_retries, self.backoff):
@@ -264,6 +266,10 @@ class LocalEmbedder(BaseEmbedder):
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
 
 
+LOADING_MODEL = "loading the embedding model"
+"""How `LazyEmbedder` reports the model's loading (the command line times that phase)."""
+
+
 class LazyEmbedder:
     """An embedder made on its first `embed` or `dimension` call, so that commands which never
     embed (list, get, export, delete) never load a model. `on_load` sees the vector size first and
@@ -293,7 +299,7 @@ class LazyEmbedder:
         """The embedder itself, made now if it was not yet."""
         async with self._lock:
             if self._inner is None:
-                self._report(f"loading the embedding model ({self.name})")
+                self._report(f"{LOADING_MODEL} ({self.name})")
                 inner = await asyncio.to_thread(self._factory)  # loading a model takes seconds
                 try:
                     if self._on_load is not None:
@@ -302,6 +308,7 @@ class LazyEmbedder:
                     await inner.close()
                     raise
                 self._inner = inner
+                self._report(f"loaded the embedding model ({self.name})")
             return self._inner
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

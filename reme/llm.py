@@ -23,12 +23,14 @@ import re
 import time
 import typing
 import warnings
-from typing import Annotated, Any, Literal, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping, Sequence, TypeVar
 
-import openai
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from reme.config import LLMConfig
+
+if TYPE_CHECKING:
+    import openai
 from reme.errors import ConfigError, LLMError, LLMOutputError, PromptTooLargeError, describe
 from reme.retry import Backoff, retrying
 from reme.schema import Rejection, Usage, parse_json
@@ -368,6 +370,8 @@ class ChatModel:
             api_key = "EMPTY"  # self-hosted endpoints (vLLM, Ollama) usually take any key
         self.config = config
         self.model = config.model
+        import openai  # here, not at the top: a command that needs no LLM never pays for its import
+
         self._client = openai.AsyncOpenAI(base_url=config.base_url, api_key=api_key, timeout=config.timeout,
                                           max_retries=0)
         self.url = str(self._client.base_url).rstrip("/")
@@ -403,6 +407,8 @@ class ChatModel:
     async def _complete(self, messages: Sequence[Mapping[str, Any]], usage: Usage | None,
                         response_model: type[BaseModel] | None, budget: int | None = None) -> tuple[str, bool]:
         """The reply text, and whether it was cut off at `max_tokens`."""
+        import openai
+
         size = sum(len(str(m.get("content") or "")) for m in messages)
         if size > self.config.max_prompt_chars:
             raise PromptTooLargeError(f"the prompt for {self.model} is {size} characters; llm.max_prompt_chars is "
@@ -475,6 +481,8 @@ class ChatModel:
         raise AssertionError("unreachable")  # pragma: no cover - retrying re-raises the last error
 
     def _error(self, exc: openai.OpenAIError) -> LLMError:
+        import openai
+
         if isinstance(exc, openai.APIStatusError):
             body = exc.response.text if exc.response is not None else None
             return LLMError(f"LLM request to {self.model} at {self.url} failed with HTTP {exc.status_code}: "

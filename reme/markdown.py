@@ -49,6 +49,8 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 HEADINGS = {"user": "Memories of user", "task": "Lessons of task", "tool": "Guideline of tool"}
 
 _MARKER = re.compile(r"[ \t]*<!--[ \t]*reme:[ \t]*([0-9A-Fa-f-]{4,36})[ \t]*-->[ \t]*\Z")
+_WHOLE_MARKER = re.compile(r"<!--[ \t]*reme:[ \t]*[0-9A-Fa-f-]{4,36}[ \t]*-->")
+"""A marker as written, anywhere in an item (`_MARKER` is one at its end)."""
 _BROKEN = re.compile(r"reme:[ \t]*[0-9A-Fa-f]{8}")
 """What is left of a marker an edit broke (`<!- reme:ab12cd34 -->`, `reme:ab12cd34 -->`): looked
 for only in new or edited items, whose text is then reported instead of stored."""
@@ -402,8 +404,12 @@ def _read_item(path: str, line: int, raw: str) -> Item:
     if marker:
         item.key = marker.group(1).replace("-", "").lower()
     if "<!--" in text:
-        item.problem = ("two markers in one item" if re.search(r"<!--[ \t]*reme:", text) else
-                        "a broken marker or an HTML comment (write <\\!-- for a literal one)")
+        if _WHOLE_MARKER.search(text):
+            item.problem = "two markers in one item" if marker else "a marker not at the end of its item"
+        elif re.search(r"<!--[ \t]*reme:", text):
+            item.problem = "a broken marker: restore it as <!-- reme:KEY --> at the item's end, or remove it"
+        else:
+            item.problem = "a broken marker or an HTML comment (write <\\!-- for a literal one)"
     item.text = canonical(_unescape(text))
     item.broken = bool(_BROKEN.search(_LITERAL_COMMENT.sub("", text)))
     return item

@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, T
 
 from pydantic import ValidationError
 
-from reme.config import ReMeConfig
+from reme.config import LLM_SETTINGS, ReMeConfig
 from reme.embedding import Embedder, LazyEmbedder, create_embedder
 from reme.errors import (ConfigError, InvalidInputError, MemoryNotFoundError, OriginalReMeAPIError, ReMeError,
                          VectorSizeError, describe)
@@ -315,9 +315,12 @@ class ReMe:
         return self._part(self._repo)
 
     @property
-    def llm(self) -> ChatModel | None:
-        """The configured chat model, or None when `llm.model` is not set."""
-        return self._llm
+    def llm(self) -> ChatModel:
+        """The configured chat model (`await reme.llm.chat(messages)`); `ConfigError`, saying what
+        to set, when `llm.model` is not set. Read it before a loop that needs a model, so that an
+        unconfigured run fails before it writes anything."""
+        self._part(self._store)
+        return self._require_llm("reme.llm")
 
     async def open(self) -> "ReMe":
         """Open the store (a second call, or one racing the first, waits for it and returns)."""
@@ -1151,6 +1154,8 @@ class ReMe:
         cfg = self.config.context
         sessions = self._sessions
         self._check([], threshold, reserve, tokenizer, "")  # the arguments, before anything is read or written
+        if user is not None:  # filing into long-term memory always takes the LLM: say so before writing
+            self._require_llm("prepare_context(user_name=...)")
         async with sessions.lock(scope):
             expired = await sessions.expired(scope)
             head = await sessions.head(scope)
@@ -1303,9 +1308,9 @@ class ReMe:
         return ops
 
     def _require_llm(self, what: str) -> ChatModel:
+        """The chat model, or the ConfigError naming what to set; called before anything is written."""
         if self._llm is None:
-            raise ConfigError(f"{what} needs an LLM: set llm.model (REME_LLM__MODEL) and its endpoint "
-                              "(llm.base_url / llm.api_key, or OPENAI_BASE_URL / OPENAI_API_KEY)")
+            raise ConfigError(f"{what} needs an LLM and none is configured: {LLM_SETTINGS}")
         return self._llm
 
     @property

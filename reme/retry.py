@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import email.utils
 import math
+import sys
 import time
 
-import openai
 from tenacity import (AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential,
                       wait_random)
 
@@ -18,6 +18,9 @@ MAX_RETRY_AFTER = 60.0
 
 def retryable(exc: BaseException) -> bool:
     # APITimeoutError is an APIConnectionError; 5xx arrive as InternalServerError or a bare APIStatusError.
+    openai = sys.modules.get("openai")  # not imported yet (it is, lazily, by every client): not its error
+    if openai is None:
+        return False
     if isinstance(exc, (openai.RateLimitError, openai.APIConnectionError)):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500

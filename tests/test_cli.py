@@ -139,10 +139,13 @@ def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path: Path, com
 def test_empty_results_say_so_and_json_stays_json(tmp_path: Path) -> None:
     wd = tmp_path / "wd"
     reme(wd, "add", "Alice prefers window seats", "--user", "alice")
-    assert reme(wd, "list", "--user", "bob").stdout == "no memories\n"
-    assert reme(wd, "search", "seats", "--user", "bob").stdout == "no memories match\n"
-    assert json.loads(reme(wd, "list", "--user", "bob", "--json").stdout) == {"memories": [], "next_cursor": None}
-    assert json.loads(reme(wd, "search", "seats", "--user", "bob", "--json").stdout) == []
+    none = ("--filter", '{"score": {"gte": 0.9}}')  # alice has memories, none of them this important
+    assert reme(wd, "list", "--user", "alice", *none).stdout == "no memories\n"
+    assert reme(wd, "search", "seats", "--user", "alice", *none).stdout == "no memories match\n"
+    assert json.loads(reme(wd, "list", "--user", "alice", *none, "--json").stdout) == {"memories": [],
+                                                                                      "next_cursor": None}
+    assert json.loads(reme(wd, "search", "seats", "--user", "alice", *none, "--json").stdout) == []
+    assert reme(wd, "list", "--user", "bob", check=3).stdout == ""  # no memory of bob at all: not found
 
 
 def test_export_to_a_missing_folder_names_the_path_given(tmp_path: Path) -> None:
@@ -230,12 +233,22 @@ def test_summarize_and_retrieve_task_and_tool_memory(tmp_path: Path, server: Ope
     reme(wd, "summarize", str(tmp_path / "missing.json"), "--tool", "web_search", env=llm_env, check=2)
 
 
-def test_bench_outside_a_checkout_says_where_it_lives(tmp_path: Path) -> None:
-    proc = reme(tmp_path / "wd", "bench", "locomo", check=4, cwd=tmp_path)
+def test_bench_is_listed_and_runs_wherever_the_benchmarks_import(tmp_path: Path) -> None:
+    """From the checkout's root, or from anywhere when `benchmark` imports (an editable install,
+    PYTHONPATH); where it does not (a wheel), the command says where the benchmarks live."""
+    assert re.search(r"^\s+bench\s+\S", reme(tmp_path / "wd", "--help", cwd=tmp_path).stdout, re.M)
+    elsewhere = reme(tmp_path / "wd", "bench", "locomo", "--help", cwd=tmp_path)  # PYTHONPATH: the checkout
+    assert "usage:" in elsewhere.stdout and "--data" in elsewhere.stdout
+    assert "usage:" in reme(tmp_path / "wd", "bench", "locomo", "--help").stdout  # the checkout's root
+    shadow = tmp_path / "shadow" / "benchmark"  # a `benchmark` package that is not ReMe's
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("", encoding="utf-8")
+    env = {**os.environ, "REME_EMBEDDING__BACKEND": "hash",
+           "PYTHONPATH": os.pathsep.join([str(shadow.parent), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-m", "reme.cli", "bench", "locomo"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 4
     assert "not part of the installed package" in proc.stderr and "source checkout" in proc.stderr
-    help_text = reme(tmp_path / "wd", "--help", cwd=tmp_path).stdout
-    assert "bench" not in help_text
-    assert "reme bench locomo" in reme(tmp_path / "wd", "--help").stdout  # from the checkout's root
 
 
 def test_a_busy_working_directory_can_be_waited_for(tmp_path: Path) -> None:

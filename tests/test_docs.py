@@ -14,6 +14,9 @@ real-model tier, tests/real_model/, runs it against that model instead.
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -121,3 +124,32 @@ def test_example_runs(script_path: Path, user_env: dict[str, str], tmp_path: Pat
 
 def test_there_are_examples_of_each_kind() -> None:
     assert {p.name for p in EXAMPLES} >= {"personal_memory.py", "task_memory.py", "tool_memory.py", "sync_api.py"}
+
+
+def _readme_block(needle: str) -> str:
+    [code] = [code for page, lang, _, code, _ in BLOCKS if page == "README.md" and lang == "python" and needle in code]
+    return code
+
+
+def test_readme_agent_loop_without_an_llm_says_what_to_set_and_writes_nothing(
+        user_env: dict[str, str], tmp_path: Path) -> None:
+    """Run right after the quick start with no model configured: a ConfigError naming every
+    variable to set and where a local model comes from, before a message reaches the session."""
+    env = {k: v for k, v in user_env.items() if k != "REME_LLM__MODEL"}
+    (tmp_path / "loop.py").write_text(_readme_block("prepare_context"), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "loop.py"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=300)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("reme.errors.ConfigError"), proc.stderr
+    for needed in ("REME_LLM__MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "scripts/llm.sh", "docs/real-model.md"):
+        assert needed in last, last
+    count = run(["reme", "count", "--json"], user_env, tmp_path)
+    assert json.loads(count) == {"count": 0}
+
+
+def test_no_python_block_leans_on_the_checkouts_benchmark_package() -> None:
+    """`benchmark/` is not in the installed package: a user's Python cannot import it."""
+    leaning = [f"{page}:{line}" for page, lang, _, code, line in BLOCKS
+               if lang == "python" and re.search(r"^\s*(from|import)\s+benchmark\b", code, re.M)]
+    assert leaning == []

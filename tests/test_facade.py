@@ -321,3 +321,20 @@ async def test_concurrent_first_calls_open_the_store_once(reme_factory: Callable
         assert await reme.count_memory(user_name="alice") == 1
     finally:
         await reme.close()
+
+
+async def test_a_call_that_needs_an_llm_and_has_none_says_what_to_set_before_writing(reme: ReMe) -> None:
+    """No LLM configured: `reme.llm` (the chat model a loop calls) and a prepare_context that files
+    into long-term memory raise the ConfigError naming every setting, and nothing is written."""
+    await reme.add_memory("Alice likes tea", user_name="alice")
+    with pytest.raises(ConfigError) as raised:
+        reme.llm
+    for needed in ("REME_LLM__MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "scripts/llm.sh", "docs/real-model.md"):
+        assert needed in str(raised.value)
+    await reme.add_messages([{"role": "user", "content": "hello"}], session_name="s")
+    with pytest.raises(ConfigError, match="REME_LLM__MODEL"):
+        await reme.prepare_context(session_name="s", threshold=10_000, user_name="alice")
+    with pytest.raises(ConfigError, match="REME_LLM__MODEL"):
+        await reme.summarize_memory([{"role": "user", "content": "I live in Lisbon"}], user_name="alice")
+    assert await reme.count_memory(user_name="alice") == 1
+    assert [m.message["content"] for m in await reme.get_messages(session_name="s")] == ["hello"]

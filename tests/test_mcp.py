@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -328,3 +329,13 @@ async def test_the_server_reports_the_package_version(reme: ReMe) -> None:
 
     info = (await with_session(MemoryTools(reme, user_name="alice"), nothing))["serverInfo"]
     assert info["name"] == "reme" and info["version"] == __version__ and __version__
+
+
+def test_the_service_page_names_every_tool_and_counts_them_right() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "service.md").read_text(encoding="utf-8")
+    found = re.search(r"`reme mcp` gives a model (\w+) tools \(([^)]*)\)", " ".join(page.split()))
+    assert found, "docs/service.md no longer says how many tools `reme mcp` gives"
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+             "twelve"]
+    assert re.findall(r"`(\w+)`", found.group(2)) == [t["name"] for t in TOOLS]
+    assert found.group(1) == words[len(TOOLS)]

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
 from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
+from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Range
 
@@ -318,6 +319,9 @@ def read_export(path: str | Path, dim: int, scope: Scope | None = None) -> list[
     versions = 0
     for lineno, row in read_jsonl(path):
         where = f"{path}:{lineno}"
+        if not first and row.get("format") == BACKUP_FORMAT:  # the first line: a backup's header
+            raise InvalidInputError(f"{path} is a backup, not an export: load it with restore(), into an empty "
+                                    "store; nothing was imported")
         vector = line_vector(row.pop("vector", None), dim, where)
         history = row.pop("history", None)
         node = line_node(row, where)

@@ -130,7 +130,7 @@ REAL_MODEL_BLOCKS = [(page, lang, code, line) for page, lang, flags, code, line 
 
 
 def test_the_documentation_has_real_model_blocks() -> None:
-    assert {lang for _, lang, _, _ in REAL_MODEL_BLOCKS} == {"bash", "python"}
+    assert "bash" in {lang for _, lang, _, _ in REAL_MODEL_BLOCKS}
 
 
 @pytest.mark.parametrize("page,lang,code,line", REAL_MODEL_BLOCKS,
