@@ -15,28 +15,61 @@ from reme.store import VectorStore
 from reme.store.edge import EdgeStore
 from reme.store.qdrant import QdrantStore
 
+from benchmark import qdrant_server
 from openai_server import OpenAITestServer
 
 DIM = 64
 SHARED_DATA = Path(os.environ.get("REME_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 """The project's shared data (LoCoMo dev split, task-memory pools): `../shared/data` beside the
 checkout, as CI has it, or `$REME_SHARED_DATA`."""
-BACKENDS = ["edge", "qdrant"]
+BACKENDS = ["edge", "qdrant", "server"]
+"""`qdrant` is qdrant-client's local mode; `server` a real Qdrant node (scripts/qdrant.sh) on loopback."""
 
 # No test reaches the network: the hub and telemetry are off for every child process too.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
-def make_store(backend: str, path: Path) -> VectorStore:
+def make_store(backend: str, path: Path, url: str | None = None) -> VectorStore:
     if backend == "edge":
         return EdgeStore(path / "edge")
+    if backend == "server":
+        assert url is not None, "the server backend needs a node's url"
+        return QdrantStore(url=url)
     return QdrantStore(location=":memory:")
+
+
+@pytest.fixture(scope="session")
+def qdrant_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[qdrant_server.Node]:
+    """One real Qdrant node on 127.0.0.1 (a free port) for the session (each xdist worker its own),
+    stopped at the end. Tests sharing it start from an empty node (`empty_node`)."""
+    with qdrant_server.serve(tmp_path_factory.mktemp("qdrant")) as node:
+        yield node
+
+
+def wipe(url: str) -> None:
+    """Delete every collection on the node at `url` (the journal's too)."""
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(url=url, check_compatibility=False)
+    try:
+        for collection in client.get_collections().collections:
+            client.delete_collection(collection.name)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def empty_node(qdrant_node: qdrant_server.Node) -> qdrant_server.Node:
+    """The session's node, holding no collection."""
+    wipe(qdrant_node.url)
+    return qdrant_node
 
 
 @pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
-    s = make_store(request.param, tmp_path)
+    url = request.getfixturevalue("empty_node").url if request.param == "server" else None
+    s = make_store(request.param, tmp_path, url)
     await s.create_collection("mem", DIM)
     yield s
     await s.close()

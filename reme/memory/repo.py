@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -53,13 +54,46 @@ class Imported:
     history: list[tuple[MemoryVersion, list[float] | None]] = field(default_factory=list)
 
 
+class WriteLock:
+    """The repo's write lock: one task of this process at a time, and one process at a time
+    among those sharing the store (`VectorStore.exclusive`: a lease in a server's engine). Every
+    read-modify-write of memories runs under it, so none of them decides on a state another one
+    is replacing: a usage count or an update is never lost, and never a `ConflictError`."""
+
+    def __init__(self, store: VectorStore, name: str) -> None:
+        self._local = asyncio.Lock()
+        self._store = store
+        self._name = name
+        self._held: AbstractAsyncContextManager[None] | None = None
+
+    async def __aenter__(self) -> None:
+        await self._local.acquire()
+        try:
+            held = self._store.exclusive(self._name)
+            await held.__aenter__()
+            self._held = held
+        except BaseException:
+            self._local.release()
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        held, self._held = self._held, None
+        try:
+            assert held is not None
+            await held.__aexit__(*exc)
+        finally:
+            self._local.release()
+
+
 @dataclass
 class MemoryRepo:
     store: VectorStore
     embedder: Embedder
     collection: str
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _target_locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.lock = WriteLock(self.store, self.collection)
 
     @property
     def versions(self) -> str:
