@@ -13,7 +13,8 @@ from reme.embedding import HashEmbedder
 from reme.retry import Backoff
 from reme.store import VectorStore
 from reme.store.edge import EdgeStore
-from reme.store.qdrant import QdrantStore
+from reme.store.base import DENSE
+from reme.store.qdrant import JOURNAL, LOCKS, QdrantStore
 
 from benchmark import qdrant_server
 from openai_server import OpenAITestServer
@@ -48,20 +49,26 @@ def qdrant_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[qdrant_ser
 
 
 def wipe(url: str) -> None:
-    """Delete every collection on the node at `url` (the journal's too)."""
-    from qdrant_client import QdrantClient
+    """Empty the node at `url`: every point goes, and every collection but those of size `DIM`
+    that tests keep using (a collection with its payload indexes takes a second to make here)."""
+    from qdrant_client import QdrantClient, models
 
     client = QdrantClient(url=url, check_compatibility=False)
     try:
         for collection in client.get_collections().collections:
-            client.delete_collection(collection.name)
+            vectors = client.get_collection(collection.name).config.params.vectors
+            dim = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
+            if dim == DIM or collection.name in (JOURNAL, LOCKS):
+                client.delete(collection.name, models.FilterSelector(filter=models.Filter()), wait=True)
+            else:
+                client.delete_collection(collection.name)
     finally:
         client.close()
 
 
 @pytest.fixture
 def empty_node(qdrant_node: qdrant_server.Node) -> qdrant_server.Node:
-    """The session's node, holding no collection."""
+    """The session's node, holding no memory."""
     wipe(qdrant_node.url)
     return qdrant_node
 

@@ -143,8 +143,10 @@ class QdrantStore(VectorStore):
             text = models.TextIndexParams(type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD,
                                           lowercase=True)
             indexes += [("content", text), ("when_to_use", text)]
-            for field, schema in indexes:
-                await self._call("create index", self._client.create_payload_index(name, field, schema, wait=True))
+            # The server applies a collection's operations in order: only the last call waits (for all of them).
+            for i, (field, schema) in enumerate(indexes):
+                await self._call("create index", self._client.create_payload_index(
+                    name, field, schema, wait=i == len(indexes) - 1))
         self._dims[name] = dim
 
     async def collection_dim(self, name: str) -> int | None:
