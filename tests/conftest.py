@@ -48,6 +48,14 @@ def qdrant_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[qdrant_ser
         yield node
 
 
+@pytest.fixture(scope="session")
+def qdrant_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[qdrant_server.Node]]:
+    """Three Qdrant nodes of one cluster on 127.0.0.1 for the session, stopped at the end. A test
+    that kills a node starts it again before it ends."""
+    with qdrant_server.cluster(3, tmp_path_factory.mktemp("qdrant-cluster")) as nodes:
+        yield nodes
+
+
 def wipe(url: str) -> None:
     """Empty the node at `url`: every point goes, and every collection but those of size `DIM`
     that tests keep using (a collection with its payload indexes takes a second to make here)."""

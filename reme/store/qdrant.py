@@ -87,13 +87,17 @@ class QdrantStore(VectorStore):
     def __init__(self, *, url: str | None = None, api_key: str | None = None, location: str | None = None,
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
                  batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0,
-                 lease: float = 15.0, lock_wait: float = 120.0) -> None:
+                 lease: float = 15.0, lock_wait: float = 120.0, shard_number: int | None = None,
+                 replication_factor: int | None = None, write_consistency_factor: int | None = None) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.journal_stale_after = journal_stale_after
         self.lease = lease
         """Seconds a lock of `exclusive` outlives a holder that stopped renewing it (one that died)."""
         self.lock_wait = lock_wait
         """Seconds `exclusive` waits for a lock before `StoreLockedError`."""
+        self._layout: dict[str, Any] = {"shard_number": shard_number, "replication_factor": replication_factor,
+                                        "write_consistency_factor": write_consistency_factor}
+        """How a server spreads the collections this store creates (None: the server's default)."""
         self._own: set[str] = set()  # records this store wrote: replayable at once
         self._journal_ready = False
         self._locks_ready = False
@@ -135,6 +139,7 @@ class QdrantStore(VectorStore):
             name,
             vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            **self._spread(),
         ))
         if not self.local:  # local mode ignores payload indexes and warns about each
             indexes: list[tuple[str, Any]] = [(f, models.PayloadSchemaType.KEYWORD) for f in KEYWORD_FIELDS]
@@ -148,6 +153,14 @@ class QdrantStore(VectorStore):
                 await self._call("create index", self._client.create_payload_index(
                     name, field, schema, wait=i == len(indexes) - 1))
         self._dims[name] = dim
+
+    def _spread(self, shards: int | None = None) -> dict[str, Any]:
+        """Sharding and replication for a new collection; the journal and the locks hold few
+        points (`shards=1`) but are replicated like the memories, so they stay up while these do."""
+        if self.local:
+            return {}
+        layout = dict(self._layout, **({"shard_number": shards} if shards else {}))
+        return {key: value for key, value in layout.items() if value is not None}
 
     async def collection_dim(self, name: str) -> int | None:
         check_collection_name(name)
@@ -173,7 +186,7 @@ class QdrantStore(VectorStore):
                 try:
                     # A 1-d placeholder vector: every server version takes such points.
                     await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
-                        size=1, distance=models.Distance.DOT))
+                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
                 except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
@@ -266,22 +279,34 @@ class QdrantStore(VectorStore):
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
             # Ended only where this holder still holds it; a failure here lets the lease run out.
-            await self._lock_write(point, token, 0.0, _held_by(token), shielded=True)
+            with contextlib.suppress(StoreError):
+                await self._lock_write(point, token, 0.0, _held_by(token), shielded=True)
 
     async def _take(self, name: str, point: str, token: str) -> None:
         """Write `token` into the lock's point where its lease has ended (or no point is yet),
-        read it back, and try again, with growing random pauses, until it is there."""
+        read it back, and try again, with growing random pauses, until it is there. A server
+        error counts as not taken yet: on a cluster, calls fail for a few seconds after a node
+        died, until the others mark its copies dead."""
         deadline = time.monotonic() + self.lock_wait
         pause = 0.002
+        failure: StoreError | None = None
         while True:
             now = time.time()
             ended = models.Filter(must=[models.FieldCondition(key="until", range=models.Range(lt=now))])
-            await self._lock_write(point, token, now + self.lease, ended)
-            got = await self._call("lock", self._client.retrieve(LOCKS, [point], with_payload=True,
-                                                                 consistency=models.ReadConsistencyType.MAJORITY))
-            if got and (got[0].payload or {}).get("holder") == token:
-                return
+            try:
+                await self._lock_write(point, token, now + self.lease, ended)
+                # One copy answers: a write returns once every live copy applied it (and MAJORITY fails
+                # while a copy of two is down).
+                got = await self._call("lock", self._client.retrieve(LOCKS, [point], with_payload=True))
+                if got and (got[0].payload or {}).get("holder") == token:
+                    return
+                failure = None
+            except StoreError as exc:
+                failure = exc
+                pause = max(pause, 0.05)
             if time.monotonic() > deadline:
+                if failure is not None:
+                    raise failure
                 raise StoreLockedError(f"the write lock {name!r} on {self.url} stayed held by another process for "
                                        f"{self.lock_wait:g} s; try again later")
             await asyncio.sleep(pause * (0.5 + random.random()))
@@ -290,13 +315,14 @@ class QdrantStore(VectorStore):
     async def _renew(self, point: str, token: str) -> None:
         while True:
             await asyncio.sleep(self.lease / 3)
-            await self._lock_write(point, token, time.time() + self.lease, _held_by(token))
+            with contextlib.suppress(StoreError):  # the next try may get through before the lease ends
+                await self._lock_write(point, token, time.time() + self.lease, _held_by(token))
 
     async def _lock_write(self, point: str, token: str, until: float, condition: models.Filter, *,
                           shielded: bool = False) -> None:
         write = self._call("lock", self._client.upsert(
             LOCKS, [models.PointStruct(id=point, vector=[0.0], payload={"holder": token, "until": until})],
-            wait=True, update_filter=condition, ordering=models.WriteOrdering.STRONG))
+            wait=True, update_filter=condition, ordering=models.WriteOrdering.MEDIUM))
         await (asyncio.shield(write) if shielded else write)
 
     async def _locks(self) -> None:
@@ -304,7 +330,7 @@ class QdrantStore(VectorStore):
             if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                 try:
                     await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
-                        size=1, distance=models.Distance.DOT))
+                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
                 except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                         raise
