@@ -56,9 +56,13 @@ def qdrant_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[qd
         yield nodes
 
 
+REUSED = frozenset({"mem", "reme", "reme-versions", "spread", "spread-versions", JOURNAL, LOCKS})
+"""Collections tests make again and again, of size `DIM`: emptied between tests, not dropped
+(a collection with its payload indexes takes a second or more to make here)."""
+
+
 def wipe(url: str) -> None:
-    """Empty the node at `url`: every point goes, and every collection but those of size `DIM`
-    that tests keep using (a collection with its payload indexes takes a second to make here)."""
+    """Empty the node at `url`: every point goes, and every collection but the `REUSED` ones."""
     from qdrant_client import QdrantClient, models
 
     client = QdrantClient(url=url, check_compatibility=False)
@@ -66,7 +70,7 @@ def wipe(url: str) -> None:
         for collection in client.get_collections().collections:
             vectors = client.get_collection(collection.name).config.params.vectors
             dim = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
-            if dim == DIM or collection.name in (JOURNAL, LOCKS):
+            if collection.name in (JOURNAL, LOCKS) or (collection.name in REUSED and dim == DIM):
                 client.delete(collection.name, models.FilterSelector(filter=models.Filter()), wait=True)
             else:
                 client.delete_collection(collection.name)

@@ -13,6 +13,8 @@ from reme import ReMeSync
 from conftest import DIM, wipe
 
 SPREAD = {"shard_number": 3, "replication_factor": 2, "write_consistency_factor": 1}
+"""What docs/scaling.md recommends for 3 nodes. Both tests use one collection name: the node is
+emptied between tests but keeps it (creating one takes seconds here)."""
 
 
 def _open(node: Node, tmp_path: Path, collection: str) -> ReMeSync:
@@ -38,7 +40,7 @@ def test_collections_are_created_with_the_configured_shards_and_copies(qdrant_cl
 def test_a_killed_node_stops_nothing_and_loses_nothing(qdrant_cluster: list[Node], tmp_path: Path) -> None:
     wipe(qdrant_cluster[0].url)
     entry, victim = qdrant_cluster[0], qdrant_cluster[2]
-    with _open(entry, tmp_path, "faults") as reme:
+    with _open(entry, tmp_path, "spread") as reme:
         before = [reme.add_memory(f"fact number {i}", user_name=f"user{i % 5}") for i in range(30)]
         victim.kill()
         try:
@@ -53,7 +55,7 @@ def test_a_killed_node_stops_nothing_and_loses_nothing(qdrant_cluster: list[Node
             victim.start()
     wait_for_peers(qdrant_cluster)
     for node in qdrant_cluster:  # every node answers with every acknowledged write
-        with _open(node, tmp_path, "faults") as reme:
+        with _open(node, tmp_path, "spread") as reme:
             stored = {n.memory_id: n for u in range(5) for n in reme.list_memory(user_name=f"user{u}", limit=100)}
             assert set(stored) == {n.memory_id for n in before + during}
             assert stored[before[0].memory_id].access_count == 1

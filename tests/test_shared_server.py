@@ -119,3 +119,20 @@ def test_two_processes_adding_the_same_text_store_it_once(empty_node: Node, tmp_
     assert sum(int(r["ok"]) for r in results) == 2 * N  # type: ignore[call-overload]
     with _open(empty_node.url, tmp_path) as reme:
         assert [n.content for n in reme.list_memory(user_name="alice")] == ["Alice prefers window seats"]
+
+
+def test_two_processes_appending_to_one_session_keep_every_message_in_order(empty_node: Node,
+                                                                             tmp_path: Path) -> None:
+    results = _run_together(empty_node.url, tmp_path, f"""
+        import os
+        for i in range({N}):
+            await reme.add_messages([{{"role": "user", "content": f"{{os.getpid()}} says {{i}}"}}], session_name="chat")
+            out["ok"] += 1
+        out["pid"] = os.getpid()
+    """)
+    with _open(empty_node.url, tmp_path) as reme:
+        said = [m.message["content"] for m in reme.get_messages(session_name="chat")]
+    assert len(said) == 2 * N
+    for result in results:  # each process's messages, in the order it added them
+        assert [s for s in said if s.startswith(f"{result['pid']} says ")] == \
+            [f"{result['pid']} says {i}" for i in range(N)]

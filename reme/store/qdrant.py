@@ -135,12 +135,19 @@ class QdrantStore(VectorStore):
     # -- collections -------------------------------------------------------------------------
     async def _create_collection(self, name: str, dim: int) -> None:
         # One server call creates it; a crash before its payload indexes leaves it usable, if slower.
-        await self._call("create collection", self._client.create_collection(
-            name,
-            vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            **self._spread(),
-        ))
+        try:
+            await self._call("create collection", self._client.create_collection(
+                name,
+                vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                **self._spread(),
+            ))
+        except StoreError:
+            # Another process sharing the server created it meanwhile (and makes its indexes).
+            if await self.collection_dim(name) != dim:
+                raise
+            self._dims[name] = dim
+            return
         if not self.local:  # local mode ignores payload indexes and warns about each
             indexes: list[tuple[str, Any]] = [(f, models.PayloadSchemaType.KEYWORD) for f in KEYWORD_FIELDS]
             indexes += [(f, models.PayloadSchemaType.DATETIME) for f in DATETIME_FIELDS]
