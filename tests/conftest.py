@@ -100,10 +100,27 @@ def embedder() -> HashEmbedder:
 
 
 @pytest.fixture
-def reme_factory(tmp_path: Path) -> Callable[..., ReMe]:
+def vector_store() -> dict[str, Any]:
+    """The store the ReMe of `reme_factory` and `make_reme` opens: the embedded one. A test module
+    runs its tests on a real server too by overriding it with `on_every_store`."""
+    return {}
+
+
+def on_every_store(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """For `@pytest.fixture(params=["edge", "server"])` over `vector_store`: the embedded store,
+    or the session's Qdrant node, emptied."""
+    if request.param == "server":
+        return {"backend": "qdrant", "url": request.getfixturevalue("empty_node").url}
+    return {}
+
+
+@pytest.fixture
+def reme_factory(tmp_path: Path, vector_store: dict[str, Any]) -> Callable[..., ReMe]:
     def make(**kwargs: object) -> ReMe:
         kwargs.setdefault("working_dir", tmp_path / "wd")
         kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
+        if vector_store:
+            kwargs.setdefault("vector_store", vector_store)
         return ReMe(**kwargs)  # type: ignore[arg-type]
 
     return make
@@ -123,9 +140,11 @@ def server() -> Iterator[OpenAITestServer]:
 
 
 @pytest.fixture
-def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
+def make_reme(tmp_path: Path, server: OpenAITestServer, vector_store: dict[str, Any]) -> Callable[..., ReMe]:
     """A ReMe whose LLM is the scripted server (pass llm={} for none)."""
     def make(**kwargs: Any) -> ReMe:
+        if vector_store:
+            kwargs.setdefault("vector_store", vector_store)
         kwargs.setdefault("working_dir", tmp_path / "wd")
         kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
         kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "test-model",
