@@ -11,20 +11,24 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from benchmark.qdrant_server import Node
 from reme import ReMeSync
 
 from conftest import DIM
+from openai_server import OpenAITestServer
 
 N = 50
 """Calls per process: enough for the two to overlap hundreds of times, cheap enough for CI."""
 
 
-def _worker(body: str) -> str:
-    """A program: open ReMe on the server argv[1] (working dir argv[2]), say "ready", wait for a
-    line on stdin, run `body` (which fills `out`), print `out` as JSON."""
+def _worker(body: str, llm: str | None = None) -> str:
+    """A program: open ReMe on the server argv[1] (working dir argv[2]; its LLM the scripted
+    server at `llm`), say "ready", wait for a line on stdin, run `body` (which fills `out`),
+    print `out` as JSON."""
+    model = {"base_url": llm, "api_key": "k", "model": "test-model", "max_retries": 0, "timeout": 30} if llm else {}
     head = textwrap.dedent(f"""
         import asyncio, json, sys
         from reme import ReMe
@@ -32,7 +36,7 @@ def _worker(body: str) -> str:
         async def main():
             out = {{"ok": 0, "conflicts": 0, "versions": []}}
             async with ReMe(working_dir=sys.argv[2], embedding={{"backend": "hash", "dimensions": {DIM}}},
-                            vector_store={{"backend": "qdrant", "url": sys.argv[1]}}) as reme:
+                            vector_store={{"backend": "qdrant", "url": sys.argv[1]}}, llm={model!r}) as reme:
                 print("ready", flush=True)
                 sys.stdin.readline()
     """)
@@ -40,8 +44,9 @@ def _worker(body: str) -> str:
     return head + textwrap.indent(textwrap.dedent(body), " " * 8) + tail
 
 
-def _run_together(url: str, tmp_path: Path, body: str, processes: int = 2) -> list[dict[str, object]]:
-    program = _worker(body)
+def _run_together(url: str, tmp_path: Path, body: str, processes: int = 2,
+                  llm: str | None = None) -> list[dict[str, object]]:
+    program = _worker(body, llm)
     procs = [subprocess.Popen([sys.executable, "-c", program, url, str(tmp_path / f"wd{i}")], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True) for i in range(processes)]
     try:
@@ -136,3 +141,31 @@ def test_two_processes_appending_to_one_session_keep_every_message_in_order(empt
     for result in results:  # each process's messages, in the order it added them
         assert [s for s in said if s.startswith(f"{result['pid']} says ")] == \
             [f"{result['pid']} says {i}" for i in range(N)]
+
+
+def test_two_processes_summarizing_one_user_take_turns(empty_node: Node, server: OpenAITestServer,
+                                                       tmp_path: Path) -> None:
+    with _open(empty_node.url, tmp_path) as reme:
+        paris = reme.add_memory("Alice lives in Paris", user_name="alice")
+    revisions = iter(range(1, 100))
+
+    def update_the_candidate(body: dict[str, object]) -> dict[str, object]:
+        time.sleep(1.0)  # a model thinking: both summaries are planning at once
+        return {"decisions": [{"candidate": 0, "action": "UPDATE", "id": 0,
+                               "text": f"Alice lives in Berlin (revision {next(revisions)})", "reason": "moved"}]}
+
+    server.script("Read the conversation below", {"memories": [{"content": "Alice moved to Berlin", "kind": "fact",
+                                                                 "sources": [0], "importance": 0.5, "time": None}]})
+    server.script("long-term memory consistent", update_the_candidate)
+    results = _run_together(empty_node.url, tmp_path, """
+        try:
+            await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin"}], user_name="alice")
+            out["ok"] += 1
+        except ConflictError:
+            out["conflicts"] += 1
+    """, llm=server.base_url)
+    assert [r["conflicts"] for r in results] == [0, 0]  # the second summary decided on the first one's result
+    with _open(empty_node.url, tmp_path) as reme:
+        stored = reme.get_memory(paris.memory_id, user_name="alice")
+        history = reme.history(paris.memory_id, user_name="alice")
+    assert stored.version == 3 and [v.node.version for v in history] == [1, 2]

@@ -90,7 +90,7 @@ class MemoryRepo:
     store: VectorStore
     embedder: Embedder
     collection: str
-    _target_locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+    _target_locks: dict[tuple[str, str], WriteLock] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.lock = WriteLock(self.store, self.collection)
@@ -107,9 +107,13 @@ class MemoryRepo:
         dim = dim or await self.embedder.dimension()
         return [CreateCollection(self.collection, dim), CreateCollection(self.versions, dim)]
 
-    def target_lock(self, kind: str, name: str) -> asyncio.Lock:
-        """One lock per target, so two summaries of the same user never decide on stale memories."""
-        return self._target_locks.setdefault((kind, name), asyncio.Lock())
+    def target_lock(self, kind: str, name: str) -> WriteLock:
+        """One lock per target, so two summaries of the same user never decide on stale memories,
+        in this process or in another one sharing the store."""
+        lock = self._target_locks.get((kind, name))
+        if lock is None:
+            lock = self._target_locks[(kind, name)] = WriteLock(self.store, f"{self.collection}/{kind}/{name}")
+        return lock
 
     async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[str, MemoryNode]:
         """Stored memories with the content hash of any of `nodes` (the hash covers type, scope
