@@ -57,6 +57,16 @@ class VectorStoreConfig(_Section):
     lock_timeout: float = Field(default=0.0, ge=0)
     """Seconds to wait for a working directory another process has open (edge) before
     `StoreLockedError`; 0 fails at once. To share one store between processes, serve it."""
+    shard_number: int | None = Field(default=None, ge=1)
+    """A server's collections, as ReMe creates them (qdrant): shards per collection (None: the
+    server's default, one per node of a cluster at creation)."""
+    replication_factor: int | None = Field(default=None, ge=1)
+    """Copies of each shard (qdrant; None: the server's default, 1). 2 or more on a cluster keeps
+    every collection answering while a node is down."""
+    write_consistency_factor: int | None = Field(default=None, ge=1)
+    """Copies of a shard that must apply a write before it is acknowledged (qdrant; None: 1). At
+    most `replication_factor`; equal to it, a write fails while a copy is down instead of being
+    acknowledged by fewer (docs/scaling.md)."""
     sync: Literal["process", "os"] = "process"
     """When a write is durable as its call returns. "process": it survives the process being killed
     (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest

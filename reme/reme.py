@@ -4,6 +4,7 @@ the memory API. `ReMeSync` mirrors it name for name without `async`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import uuid
@@ -856,18 +857,14 @@ class ReMe:
                          commit: Callable[[P], Awaitable[SummaryResult]]) -> SummaryResult:
         """Plan every target concurrently (the LLM calls), then write them all. A target's lock is
         held throughout, so two summaries of one target never decide on the same stale state."""
-        locks = [self.repo.target_lock(kind, t) for t in targets]  # sorted targets: never deadlocks
-        for lock in locks:
-            await lock.acquire()
-        try:
+        async with contextlib.AsyncExitStack() as held:
+            for target in targets:  # sorted targets: never deadlocks
+                await held.enter_async_context(self.repo.target_lock(kind, target))
             plans = await asyncio.gather(*(plan(t) for t in targets))
             result = SummaryResult()
             for p in plans:
                 result.merge(await commit(p))
             return result
-        finally:
-            for lock in reversed(locks):
-                lock.release()
 
     async def retrieve_memory(self, query: str | None = None, *, user_name: str | Sequence[str] | None = None,
                               task_name: str | None = None, tool_name: str | Sequence[str] | None = None,

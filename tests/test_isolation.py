@@ -1,6 +1,7 @@
 """A scope is a wall on every path: every public facade method, called for one target, against a
 store that also holds a user, a task and a tool of the same name (with history, versions and
-references across them), reads and changes nothing outside that target."""
+references across them), reads and changes nothing outside that target. On the embedded store
+and on a real Qdrant server alike."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ import pytest
 from reme import InvalidInputError, MemoryNotFoundError, ReMe
 from reme.schema import MemoryNode, MemoryVersion, Scope
 
-from conftest import dump_store
+from conftest import dump_store, on_every_store
 from openai_server import OpenAITestServer, prompt_of
 
 NAME = "bob"
 KINDS = ("user", "task", "tool")
 SAME_TEXT = "bob keeps the same note everywhere"
 SAME_HISTORY = "the same conversation with bob"
+
+vector_store = pytest.fixture(params=["edge", "server"], name="vector_store")(on_every_store)
 
 
 def secret(kind: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -54,13 +55,46 @@ class Imported:
     history: list[tuple[MemoryVersion, list[float] | None]] = field(default_factory=list)
 
 
+class WriteLock:
+    """The repo's write lock: one task of this process at a time, and one process at a time
+    among those sharing the store (`VectorStore.exclusive`: a lease in a server's engine). Every
+    read-modify-write of memories runs under it, so none of them decides on a state another one
+    is replacing: a usage count or an update is never lost, and never a `ConflictError`."""
+
+    def __init__(self, store: VectorStore, name: str) -> None:
+        self._local = asyncio.Lock()
+        self._store = store
+        self._name = name
+        self._held: AbstractAsyncContextManager[None] | None = None
+
+    async def __aenter__(self) -> None:
+        await self._local.acquire()
+        try:
+            held = self._store.exclusive(self._name)
+            await held.__aenter__()
+            self._held = held
+        except BaseException:
+            self._local.release()
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        held, self._held = self._held, None
+        try:
+            assert held is not None
+            await held.__aexit__(*exc)
+        finally:
+            self._local.release()
+
+
 @dataclass
 class MemoryRepo:
     store: VectorStore
     embedder: Embedder
     collection: str
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _target_locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+    _target_locks: dict[tuple[str, str], WriteLock] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.lock = WriteLock(self.store, self.collection)
 
     @property
     def versions(self) -> str:
@@ -74,9 +108,13 @@ class MemoryRepo:
         dim = dim or await self.embedder.dimension()
         return [CreateCollection(self.collection, dim), CreateCollection(self.versions, dim)]
 
-    def target_lock(self, kind: str, name: str) -> asyncio.Lock:
-        """One lock per target, so two summaries of the same user never decide on stale memories."""
-        return self._target_locks.setdefault((kind, name), asyncio.Lock())
+    def target_lock(self, kind: str, name: str) -> WriteLock:
+        """One lock per target, so two summaries of the same user never decide on stale memories,
+        in this process or in another one sharing the store."""
+        lock = self._target_locks.get((kind, name))
+        if lock is None:
+            lock = self._target_locks[(kind, name)] = WriteLock(self.store, f"{self.collection}/{kind}/{name}")
+        return lock
 
     async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[str, MemoryNode]:
         """Stored memories with the content hash of any of `nodes` (the hash covers type, scope

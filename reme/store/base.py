@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import math
 import re
@@ -29,7 +30,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
+from typing import Any, AsyncContextManager, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
@@ -436,6 +437,13 @@ class VectorStore(ABC):
     async def _sync(self, collections: set[str]) -> None:
         """With `sync="os"`: make the engine writes to `collections` reach the disk."""
         return None
+
+    def exclusive(self, name: str) -> AsyncContextManager[None]:
+        """Hold the lock `name` against the other processes that share this store, for a
+        read-modify-write that must not interleave with theirs (`async with store.exclusive(n):`).
+        A backend several processes may share (a server) holds it in the engine; an embedded
+        store is one process's, so there is nothing to hold."""
+        return contextlib.nullcontext()
 
     async def optimize(self, name: str) -> bool:
         """Build search indexes now; True if anything was built. Backends that index by themselves no-op."""

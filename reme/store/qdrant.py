@@ -11,19 +11,30 @@ would race that writer, and a late replay would undo what it wrote next. So `rec
 the records this store wrote itself and those older than `journal_stale_after` seconds (far
 longer than any write takes), whose writer has surely died. Durability is the server's: a write
 returns once the server applied it (`wait=True`); its WAL settings decide about fsync.
+
+Processes sharing a server take turns through `exclusive(name)`: a lease held in the
+`_reme_locks` collection. Taking it is a conditional upsert in the engine (the lock's point is
+written only where its lease has ended), read back to see who holds it; the holder renews it
+while it works and ends it when done, and a holder that died loses it after `lease` seconds.
+
+The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
+qdrant-client's own version check, which warns on any minor-version gap, is off.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import random
 import time
 import uuid
 import warnings
-from typing import Any, Sequence
+from typing import Any, AsyncIterator, Sequence
 
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
-from reme.errors import ConfigError, StoreError
+from reme.errors import ConfigError, StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult, Hit,
                              SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
                              dense_of, is_uuid, record_of, to_payload)
@@ -53,7 +64,15 @@ class _QdrantFilters(FilterTranslator[Any]):
 
 _FILTERS = _QdrantFilters()
 JOURNAL = "_reme_journal"
+LOCKS = "_reme_locks"
+MIN_SERVER = (1, 16)
+"""The oldest server ReMe writes to: conditional upserts (`update_filter`) came in 1.16."""
+_LOCK_IDS = uuid.UUID("6c1c0b9e-3f43-4d36-9a57-2f1d5c0e8a11")
 _PART = 4_000_000  # characters of a record a journal point holds
+
+
+def _held_by(token: str) -> models.Filter:
+    return models.Filter(must=[models.FieldCondition(key="holder", match=models.MatchValue(value=token))])
 
 
 def _sparse(terms: SparseTerms) -> models.SparseVector:
@@ -67,17 +86,29 @@ class QdrantStore(VectorStore):
 
     def __init__(self, *, url: str | None = None, api_key: str | None = None, location: str | None = None,
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
-                 batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0) -> None:
+                 batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0,
+                 lease: float = 15.0, lock_wait: float = 120.0, shard_number: int | None = None,
+                 replication_factor: int | None = None, write_consistency_factor: int | None = None) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.journal_stale_after = journal_stale_after
+        self.lease = lease
+        """Seconds a lock of `exclusive` outlives a holder that stopped renewing it (one that died)."""
+        self.lock_wait = lock_wait
+        """Seconds `exclusive` waits for a lock before `StoreLockedError`."""
+        self._layout: dict[str, Any] = {"shard_number": shard_number, "replication_factor": replication_factor,
+                                        "write_consistency_factor": write_consistency_factor}
+        """How a server spreads the collections this store creates (None: the server's default)."""
         self._own: set[str] = set()  # records this store wrote: replayable at once
         self._journal_ready = False
+        self._locks_ready = False
+        self._server_checked = False
         if sum(x is not None for x in (url, location, path)) != 1:
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
         self.local = url is None
+        self.url = url
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
-                                             timeout=int(timeout))
+                                             timeout=int(timeout), check_compatibility=False)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
 
@@ -87,14 +118,36 @@ class QdrantStore(VectorStore):
         except (ApiException, ValueError, RuntimeError, OSError) as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
+    async def _recover_collections(self) -> None:
+        """Before the first write (opening a ReMe recovers): the server must be one ReMe can write to."""
+        if self.local or self._server_checked:
+            return
+        info = await self._call("server version", self._client.info())
+        try:
+            found = tuple(int(part) for part in str(info.version).split(".")[:2])
+        except ValueError:
+            found = MIN_SERVER  # a development build: trust it
+        if found < MIN_SERVER:
+            raise ConfigError(f"the Qdrant server at {self.url} runs {info.version}; ReMe needs "
+                              f"{'.'.join(map(str, MIN_SERVER))} or newer (conditional writes)")
+        self._server_checked = True
+
     # -- collections -------------------------------------------------------------------------
     async def _create_collection(self, name: str, dim: int) -> None:
         # One server call creates it; a crash before its payload indexes leaves it usable, if slower.
-        await self._call("create collection", self._client.create_collection(
-            name,
-            vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        ))
+        try:
+            await self._call("create collection", self._client.create_collection(
+                name,
+                vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                **self._spread(),
+            ))
+        except StoreError:
+            # Another process sharing the server created it meanwhile (and makes its indexes).
+            if await self.collection_dim(name) != dim:
+                raise
+            self._dims[name] = dim
+            return
         if not self.local:  # local mode ignores payload indexes and warns about each
             indexes: list[tuple[str, Any]] = [(f, models.PayloadSchemaType.KEYWORD) for f in KEYWORD_FIELDS]
             indexes += [(f, models.PayloadSchemaType.DATETIME) for f in DATETIME_FIELDS]
@@ -102,9 +155,19 @@ class QdrantStore(VectorStore):
             text = models.TextIndexParams(type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.WORD,
                                           lowercase=True)
             indexes += [("content", text), ("when_to_use", text)]
-            for field, schema in indexes:
-                await self._call("create index", self._client.create_payload_index(name, field, schema, wait=True))
+            # The server applies a collection's operations in order: only the last call waits (for all of them).
+            for i, (field, schema) in enumerate(indexes):
+                await self._call("create index", self._client.create_payload_index(
+                    name, field, schema, wait=i == len(indexes) - 1))
         self._dims[name] = dim
+
+    def _spread(self, shards: int | None = None) -> dict[str, Any]:
+        """Sharding and replication for a new collection; the journal and the locks hold few
+        points (`shards=1`) but are replicated like the memories, so they stay up while these do."""
+        if self.local:
+            return {}
+        layout = dict(self._layout, **({"shard_number": shards} if shards else {}))
+        return {key: value for key, value in layout.items() if value is not None}
 
     async def collection_dim(self, name: str) -> int | None:
         check_collection_name(name)
@@ -116,7 +179,7 @@ class QdrantStore(VectorStore):
 
     async def list_collections(self) -> list[str]:
         response = await self._call("list collections", self._client.get_collections())
-        return sorted(c.name for c in response.collections if c.name != JOURNAL)
+        return sorted(c.name for c in response.collections if c.name not in (JOURNAL, LOCKS))
 
     async def _drop_collection(self, name: str) -> None:
         check_collection_name(name)
@@ -130,7 +193,7 @@ class QdrantStore(VectorStore):
                 try:
                     # A 1-d placeholder vector: every server version takes such points.
                     await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
-                        size=1, distance=models.Distance.DOT))
+                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
                 except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
@@ -204,6 +267,81 @@ class QdrantStore(VectorStore):
         orphans = [p.id for p in parts if str((p.payload or {}).get("record")) not in records]
         if orphans:
             await self._call("journal", self._client.delete(journal, models.PointIdsList(points=orphans), wait=True))
+
+    # -- locks shared by the processes of a server ----------------------------------------------
+    @contextlib.asynccontextmanager
+    async def exclusive(self, name: str) -> AsyncIterator[None]:
+        if self.local:  # local mode is one process's (qdrant-client locks its path)
+            yield
+            return
+        await self._locks()
+        point = str(uuid.uuid5(_LOCK_IDS, name))
+        token = str(uuid.uuid4())
+        await self._take(name, point, token)
+        renewing = asyncio.create_task(self._renew(point, token))
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+            # Ended only where this holder still holds it; a failure here lets the lease run out.
+            with contextlib.suppress(StoreError):
+                await self._lock_write(point, token, 0.0, _held_by(token), shielded=True)
+
+    async def _take(self, name: str, point: str, token: str) -> None:
+        """Write `token` into the lock's point where its lease has ended (or no point is yet),
+        read it back, and try again, with growing random pauses, until it is there. A server
+        error counts as not taken yet: on a cluster, calls fail for a few seconds after a node
+        died, until the others mark its copies dead."""
+        deadline = time.monotonic() + self.lock_wait
+        pause = 0.002
+        failure: StoreError | None = None
+        while True:
+            now = time.time()
+            ended = models.Filter(must=[models.FieldCondition(key="until", range=models.Range(lt=now))])
+            try:
+                await self._lock_write(point, token, now + self.lease, ended)
+                # One copy answers: a write returns once every live copy applied it (and MAJORITY fails
+                # while a copy of two is down).
+                got = await self._call("lock", self._client.retrieve(LOCKS, [point], with_payload=True))
+                if got and (got[0].payload or {}).get("holder") == token:
+                    return
+                failure = None
+            except StoreError as exc:
+                failure = exc
+                pause = max(pause, 0.05)
+            if time.monotonic() > deadline:
+                if failure is not None:
+                    raise failure
+                raise StoreLockedError(f"the write lock {name!r} on {self.url} stayed held by another process for "
+                                       f"{self.lock_wait:g} s; try again later")
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, 0.1)
+
+    async def _renew(self, point: str, token: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            with contextlib.suppress(StoreError):  # the next try may get through before the lease ends
+                await self._lock_write(point, token, time.time() + self.lease, _held_by(token))
+
+    async def _lock_write(self, point: str, token: str, until: float, condition: models.Filter, *,
+                          shielded: bool = False) -> None:
+        write = self._call("lock", self._client.upsert(
+            LOCKS, [models.PointStruct(id=point, vector=[0.0], payload={"holder": token, "until": until})],
+            wait=True, update_filter=condition, ordering=models.WriteOrdering.MEDIUM))
+        await (asyncio.shield(write) if shielded else write)
+
+    async def _locks(self) -> None:
+        if not self._locks_ready:
+            if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
+                try:
+                    await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
+                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
+                except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
+                    if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
+                        raise
+            self._locks_ready = True
 
     # -- primitives ---------------------------------------------------------------------------
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
