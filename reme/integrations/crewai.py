@@ -32,7 +32,7 @@ from crewai.memory.types import MemoryRecord, ScopeInfo
 
 from reme.errors import InvalidInputError, MemoryNotFoundError, VectorSizeError
 from reme.reme import ReMe
-from reme.schema import MAX_LIMIT, MemoryNode
+from reme.schema import MAX_LIMIT, MemoryNode, MemoryType
 from reme.sync import LoopThread
 
 AUTHOR = "crewai"
@@ -231,7 +231,7 @@ class ReMeStorage:
     async def _save(self, records: list[MemoryRecord]) -> None:
         for record in records:
             await self._check_vector(record.embedding)
-        nodes = [MemoryNode(memory_id=r.id, memory_type="personal", target_kind="user",
+        nodes = [MemoryNode(memory_id=r.id, memory_type=MemoryType.PERSONAL, target_kind="user",
                             memory_target=scope_path(r.scope), author=AUTHOR, **self._fields(r)) for r in records]
         if nodes:
             await self.reme.add_memories(nodes)
