@@ -217,9 +217,11 @@ class ReMeClient:
                             task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
                             memory_type: MemoryType | str | None = None,
                             top_k: int = 10, mode: SearchMode = "hybrid", filters: FilterSpec = None,
-                            score_threshold: float | None = None) -> list[SearchResult]:
+                            score_threshold: float | None = None,
+                            vector: Sequence[float] | None = None) -> list[SearchResult]:
         body = _body(query=query, memory_type=memory_type, top_k=top_k, mode=mode, filters=filters,
-                     score_threshold=score_threshold, **_scope(user_name, task_name, tool_name))
+                     score_threshold=score_threshold, vector=None if vector is None else list(vector),
+                     **_scope(user_name, task_name, tool_name))
         return _HITS.validate_json((await self._call("POST", "/v1/memories/search", json=body,
                                                      idempotent=True)).content)
 

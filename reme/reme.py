@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import uuid
 from datetime import datetime, timedelta
@@ -552,26 +553,50 @@ class ReMe:
                             task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,
                             memory_type: MemoryType | str | None = None,
                             top_k: int = 10, mode: SearchMode = "hybrid", filters: FilterSpec = None,
-                            score_threshold: float | None = None) -> list[SearchResult]:
+                            score_threshold: float | None = None,
+                            vector: Sequence[float] | None = None) -> list[SearchResult]:
         """Memories ranked by relevance to `query`: `hybrid` (default), `dense` or `keyword`.
+
+        `vector`: the query's embedding, made by the caller (a framework that embeds its queries
+        itself, with this ReMe's embedder): a `dense` search by it, `query` not embedded (it may be
+        empty). Its size must be the collection's (`VectorSizeError` names both otherwise).
 
         With a scope and no `memory_type`, a search looks in the scope's main type (personal for a
         user, procedural for a task, tool for a tool). A list of names (`user_name=["alice",
         "bob"]`) searches those targets' memories as one ranked list; each result's node says whose
         it is (`memory_target`).
         """
-        _text_arg(query, "query", MAX_QUERY_CHARS)
+        if vector is None:
+            _text_arg(query, "query", MAX_QUERY_CHARS)
+        elif mode != "dense" or not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
+            raise InvalidInputError("a search by vector is a dense search (mode='dense'), its query a string")
         check_int(top_k, "top_k")
         if mode not in ("dense", "keyword", "hybrid"):
             raise InvalidInputError(f"search mode must be dense, keyword or hybrid, not {str(mode)[:40]!r}")
         if score_threshold is not None:
             score_threshold = check_number(score_threshold, "score_threshold")
         flt = self._where(user_name, task_name, tool_name, memory_type, filters, primary=True)
-        vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
-        hits = await self.store.search(self.collection, vector=vector, text=query, mode=mode, flt=flt,
+        if vector is not None:
+            query_vector: list[float] | None = await self._caller_vector(vector)
+        else:
+            query_vector = None if mode == "keyword" else (await self.embedder.embed([query]))[0]
+        hits = await self.store.search(self.collection, vector=query_vector, text=query, mode=mode, flt=flt,
                                        limit=top_k, score_threshold=score_threshold)
         await self._count_reads([h.node.memory_id for h in hits])
         return hits
+
+    async def _caller_vector(self, vector: Any) -> list[float]:
+        """A caller's query vector: finite numbers, as many as the collection's vectors hold."""
+        if isinstance(vector, (str, bytes, Mapping)) or not isinstance(vector, Sequence) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
+            raise InvalidInputError("vector must be a list of finite numbers")
+        stored = await self.store.collection_dim(self.collection)
+        dim = stored if stored is not None else await self.embedder.dimension()
+        if len(vector) != dim:
+            raise VectorSizeError(f"the query vector has size {len(vector)}, but collection "
+                                  f"{self.collection!r} holds vectors of size {dim} (the "
+                                  f"{self.config.embedding.backend} embedder's): embed queries with this ReMe's embedder")
+        return [float(x) for x in vector]
 
     async def list_memory(self, *, user_name: str | Sequence[str] | None = None,
                           task_name: str | Sequence[str] | None = None, tool_name: str | Sequence[str] | None = None,

@@ -180,6 +180,7 @@ class SearchRequest(ReadArgs):
     top_k: int = 10
     mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
     score_threshold: float | None = None
+    vector: list[float] | None = None
 
 
 class ExportRequest(FilterArgs):

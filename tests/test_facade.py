@@ -338,3 +338,19 @@ async def test_a_call_that_needs_an_llm_and_has_none_says_what_to_set_before_wri
         await reme.summarize_memory([{"role": "user", "content": "I live in Lisbon"}], user_name="alice")
     assert await reme.count_memory(user_name="alice") == 1
     assert [m.message["content"] for m in await reme.get_messages(session_name="s")] == ["hello"]
+
+
+async def test_a_search_by_the_callers_vector_ranks_as_by_the_query_and_checks_its_size(reme: ReMe) -> None:
+    for text in ("Alice loves green tea", "Alice rides a red bicycle", "Bob plays chess"):
+        await reme.add_memory(text, user_name="alice" if text.startswith("Alice") else "bob")
+    (vector,) = await reme.embedder.embed(["green tea"])
+    by_text = await reme.search_memory("green tea", user_name="alice", mode="dense")
+    by_vector = await reme.search_memory("", vector=vector, user_name="alice", mode="dense")
+    assert [(h.node.memory_id, h.similarity) for h in by_vector] == [(h.node.memory_id, h.similarity) for h in by_text]
+    assert {h.node.memory_target for h in await reme.search_memory("", vector=vector, mode="dense")} == {"alice", "bob"}
+    with pytest.raises(VectorSizeError, match=f"size {DIM + 1}.*size {DIM}"):
+        await reme.search_memory("", vector=[*vector, 0.0], user_name="alice", mode="dense")
+    for bad in ({"mode": "hybrid"}, {"mode": "keyword"}, {"mode": "dense", "vector": [float("nan")] * DIM},
+                {"mode": "dense", "vector": "not a vector"}, {"mode": "dense", "vector": [True] * DIM}):
+        with pytest.raises(InvalidInputError):
+            await reme.search_memory("", **{"vector": vector, **bad})  # type: ignore[arg-type]

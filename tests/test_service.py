@@ -402,6 +402,20 @@ async def test_unicode_round_trips(api: Any, uid: str) -> None:
 
 
 @module_loop
+async def test_a_search_by_the_callers_vector_answers_as_by_its_query(api: Any, uid: str) -> None:
+    from reme.embedding import HashEmbedder
+
+    await api.add_memory("Alice loves green tea", user_name=uid)
+    await api.add_memory("Alice rides a red bicycle", user_name=uid)
+    (vector,) = await HashEmbedder(dim=DIM).embed(["green tea"])
+    by_text = await api.search_memory("green tea", user_name=uid, mode="dense")
+    by_vector = await api.search_memory("", vector=vector, user_name=uid, mode="dense")
+    assert [h.node.memory_id for h in by_vector] == [h.node.memory_id for h in by_text]
+    with pytest.raises(InvalidInputError, match=f"size {DIM + 1}"):
+        await api.search_memory("", vector=[*vector, 0.0], user_name=uid, mode="dense")
+
+
+@module_loop
 async def test_optimize_answers(api: Any) -> None:
     assert isinstance(await api.optimize(), bool)
 
