@@ -501,3 +501,51 @@ async def test_the_turn_after_a_matching_turn_is_retrieved_through_it(make_reme:
         assert len(ctx.queries) == 2 and ctx.usage.calls == 1  # each rewritten query's list is scored in context
         ranked = [m.node.memory_id for m in ctx.memories]
         assert ranked.index(ids["answer"]) < ranked.index(ids["oslo"])
+
+
+async def test_a_relative_time_gets_the_date_its_message_was_said(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [*CHAT, {"role": "user", "name": "Alice", "content": "My interview is tomorrow, I start on Monday.",
+                    "time": "2024-05-04T23:30:00Z"}]
+    server.script(EXTRACT, memories(
+        {"content": "Alice moved to Berlin last week", "sources": [0]},
+        {"content": "Alice has a job interview tomorrow", "sources": [3]},  # said a day later
+        {"content": "Alice starts her new job on Monday", "sources": [3]},  # last Monday or next? left alone
+        {"content": "Alice moved to Berlin last week, in April 2024", "sources": [0]}))  # dated already
+    result = await reme.summarize_memory(chat, user_name="alice")
+
+    assert [n.content for n in result.added] == [
+        "Alice moved to Berlin last week (22-28 April 2024)", "Alice has a job interview tomorrow (5 May 2024)",
+        "Alice starts her new job on Monday", "Alice moved to Berlin last week, in April 2024"]
+    moved = result.added[0]
+    assert (moved.event_start, moved.event_end) == (datetime(2024, 4, 22, tzinfo=timezone.utc),
+                                                    datetime(2024, 4, 28, 23, 59, 59, 999999, tzinfo=timezone.utc))
+
+
+async def test_a_memory_in_the_first_person_names_the_speaker_it_cites(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Alice", "content": "I work as a nurse.", "time": "2024-05-03T10:00:00Z"},
+            {"role": "user", "name": "Bob", "content": "I'm a chef, and Alice is my little sister."},
+            {"role": "assistant", "content": "Nice to meet you both!"},
+            {"role": "user", "name": "Alice", "content": "Love it. I always take the window seat on the train."},
+            {"role": "user", "content": "I don't eat pork and my dad Sam taught me chess."}]  # no name: the user
+    server.script(EXTRACT, memories(
+        {"content": "I work as a nurse", "sources": [0]},
+        {"content": "I'm a chef and my sister is Alice", "sources": [1]},
+        {"content": "Love it. I always take the window seat on the train", "sources": [3, 2]},
+        {"content": "I don't eat pork and my dad Sam taught me chess", "sources": [4]},
+        {"content": "I went to Rome with Bob", "sources": [0, 1]}))  # two speakers: whose "I"? left alone
+    result = await reme.summarize_memory(chat, user_name="alice")
+
+    assert [n.content for n in result.added] == [
+        "Alice works as a nurse", "Bob is a chef and Bob's sister is Alice",
+        "Love it. Alice always takes the window seat on the train",
+        "alice doesn't eat pork and alice's dad Sam taught alice chess", "I went to Rome with Bob"]
+
+
+async def test_the_extraction_prompt_asks_for_health_and_safety_facts_in_the_third_person(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": []})
+    await reme.summarize_memory(CHAT, user_name="alice")
+
+    prompt = prompt_of(server.chat_requests[0])
+    assert "allergies" in prompt and "medications" in prompt and "third person" in prompt
+    assert "suggests" in prompt  # what the assistant suggests is not the user's decision

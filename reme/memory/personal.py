@@ -2,7 +2,9 @@
 
 Summarizer, per user:
   1. the conversation becomes a `history` node of the user (what memories cite in `ref_ids`);
-  2. one LLM call extracts atomic memories (`prompts/personal/extract`);
+  2. one LLM call extracts atomic memories (`prompts/personal/extract`); code then names the
+     speaker of a memory left in the first person and dates its relative times ("last week")
+     from when they were said (`reme.memory.wording`);
   3. the user's stored memories most similar to them are found (hybrid search) and, when there
      are any, one LLM call decides ADD / UPDATE / DELETE / NONE per candidate
      (`prompts/personal/reconcile`); stored memories are shown by short integers, so an id the
@@ -32,6 +34,7 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
+from reme.memory.wording import anchor_times, name_the_speaker
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
@@ -271,6 +274,7 @@ class PersonalSummarizer:
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             said = transcript.times[sources[-1]] if sources else transcript.times[-1]
             event = event_time(item, text, [transcript.messages[i].content for i in sources], said)
+            text = self._reworded(text, transcript, sources, user_name, said)
             try:
                 out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
                                       message_time=said, event_start=event.start if event else None,
@@ -284,6 +288,16 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
                                           reason=describe(exc)[:200]))
         return out
+
+    @staticmethod
+    def _reworded(text: str, transcript: Transcript, sources: list[int], user_name: str, said: datetime) -> str:
+        """The memory with its "I" named (when the messages it cites have one speaker (a user
+        turn's name, else the user's); all of the conversation's when it cites none) and its relative times dated as of
+        when they were said (`reme.memory.wording`)."""
+        cited = [transcript.messages[i] for i in sources] or transcript.messages
+        speakers = {m.name or user_name for m in cited if m.role == "user"}
+        reworded = anchor_times(name_the_speaker(text, speakers.pop()) if len(speakers) == 1 else text, said)
+        return reworded if len(reworded) <= MAX_CONTENT_CHARS else text
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
                        user_name: str) -> list[MemoryNode]:
