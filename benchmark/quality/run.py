@@ -34,10 +34,11 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     page = await reme.list_memory(user_name=dialogue.user, memory_type="personal", limit=1000)
     memories = [n.content for n in page]
+    sources = [n.metadata.get("source_turns") for n in page]
     await reme.delete_all(user_name=dialogue.user)
     s = score(dialogue, memories)
-    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "score": s, "calls": usage.calls,
-            "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
+    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources, "score": s,
+            "calls": usage.calls, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
