@@ -549,3 +549,23 @@ async def test_the_extraction_prompt_asks_for_health_and_safety_facts_in_the_thi
     prompt = prompt_of(server.chat_requests[0])
     assert "allergies" in prompt and "medications" in prompt and "third person" in prompt
     assert "suggests" in prompt  # what the assistant suggests is not the user's decision
+
+
+async def test_a_merged_text_in_the_first_person_names_the_speaker_too(reme: ReMe, server: OpenAITestServer) -> None:
+    await reme.add_memory("Dan is vegetarian", user_name="dan")
+    server.script(EXTRACT, memories({"content": "Dan eats fish again", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "I am not vegetarian any more since last month"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Dan", "content": "I eat fish again.",
+                                           "time": "2024-05-03T10:00:00Z"}], user_name="dan")
+
+    assert [n.content for n in result.updated] == ["Dan is not vegetarian any more since last month (April 2024)"]
+
+
+async def test_the_extraction_prompt_gives_no_fact_a_small_model_could_copy(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": []})
+    await reme.summarize_memory(CHAT, user_name="alice")
+
+    prompt = prompt_of(server.chat_requests[0]).split("Conversation (")[0]
+    assert "nurse" not in prompt  # qwen1.5b stored "Priya works as a nurse" from the rule's example

@@ -26,18 +26,20 @@ from reme.schema import Usage
 
 async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     usage = Usage()
+    rejected: list[str] = []
     started = time.perf_counter()
     for messages in dialogue.sessions:
         now = datetime.fromisoformat(messages[-1]["time"])
         result = await reme.summarize_memory(messages, user_name=dialogue.user, now=now)
         usage.add(result.usage)
+        rejected += [f"{r.step} {r.path} {r.action}: {r.reason}" for r in result.rejected]
     seconds = time.perf_counter() - started
     page = await reme.list_memory(user_name=dialogue.user, memory_type="personal", limit=1000)
     memories = [n.content for n in page]
     sources = [n.metadata.get("source_turns") for n in page]
     await reme.delete_all(user_name=dialogue.user)
     s = score(dialogue, memories)
-    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources, "score": s,
+    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources, "rejected": rejected, "score": s,
             "calls": usage.calls, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 
 

@@ -25,7 +25,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -252,7 +252,9 @@ class PersonalSummarizer:
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
             Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
             budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
-        plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected)
+        plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
+                                    lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
+                                                                      user_name, cand.message_time))
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -314,9 +316,10 @@ class PersonalSummarizer:
 
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
-                existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection]) -> list[Change]:
+                existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection],
+                reword: Callable[[str, MemoryNode], str]) -> list[Change]:
         """The writes the model's decisions call for; decisions naming what was not shown are
-        dropped (and listed in `rejected`)."""
+        dropped (and listed in `rejected`). A merged text is reworded as its candidate was."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
@@ -355,7 +358,7 @@ class PersonalSummarizer:
             if d.action == "DELETE":
                 changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
                 continue
-            text = (d.text or "").strip() or cand.content
+            text = reword((d.text or "").strip(), cand) or cand.content
             if not shares_a_word(text, old.content, cand.content):
                 rejected.append(Rejection(
                     step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
