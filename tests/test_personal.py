@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
+from reme.memory.wording import anchor_times, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
 from reme.schema import Message, TimeWindow
@@ -569,3 +571,30 @@ async def test_the_extraction_prompt_gives_no_fact_a_small_model_could_copy(
 
     prompt = prompt_of(server.chat_requests[0]).split("Conversation (")[0]
     assert "nurse" not in prompt  # qwen1.5b stored "Priya works as a nurse" from the rule's example
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200), st.text(min_size=1, max_size=20),
+       st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(timezone.utc)))
+def test_rewording_any_text_keeps_what_has_no_first_person_or_relative_time(text: str, speaker: str,
+                                                                           said: datetime) -> None:
+    named = name_the_speaker(text, speaker)
+    if not re.search(r"\b(?:I|[Mm]y|MY|[Mm]ine|[Mm]e|[Mm]yself)\b", text):
+        assert named == text
+    dated = anchor_times(text, said)
+    assert dated.startswith(text[:1]) and len(dated) >= len(text)
+    if re.search(r"(?<!\d)(?:19|20)\d\d(?!\d)", text):
+        assert dated == text
+
+
+@pytest.mark.parametrize(("said", "text", "expected"), [
+    ("2024-12-15", "Kim started a new job this month", "Kim started a new job this month (December 2024)"),
+    ("2024-05-03", "Kim moved house last year", "Kim moved house last year (2023)"),
+    ("2024-05-03", "Kim went hiking yesterday and rests today",
+     "Kim went hiking yesterday (2 May 2024) and rests today (3 May 2024)"),
+    ("2024-01-02", "Kim travelled last week", "Kim travelled last week (25-31 December 2023)"),
+    ("2024-05-03", "金上周搬家了", "金上周（2024-04-22 - 2024-04-28）搬家了"),
+    ("2024-05-03", "Kim goes to Lisbon in May and starts on Monday", "Kim goes to Lisbon in May and starts on Monday"),
+])
+def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: str, expected: str) -> None:
+    assert anchor_times(text, datetime.fromisoformat(said + "T12:00:00+00:00")) == expected

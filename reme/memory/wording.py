@@ -17,7 +17,8 @@ coming?) are left alone, and "we" is not guessed at. No model call.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from calendar import monthrange
+from datetime import date, datetime
 
 from reme.temporal import Span, find_spans
 
@@ -133,7 +134,7 @@ def describe_span(span: Span, iso: bool = False) -> str:
         return _day(a)
     if a.day == 1 and a.month == 1 and (b.month, b.day) == (12, 31) and a.year == b.year:
         return str(a.year)
-    if a.day == 1 and a.year == b.year and a.month == b.month and (b + timedelta(days=1)).month != b.month:
+    if a.day == 1 and a.year == b.year and a.month == b.month and b.day == monthrange(b.year, b.month)[1]:
         return f"{MONTH_NAMES[a.month - 1]} {a.year}"
     if a.year == b.year and a.month == b.month:
         return f"{a.day}-{b.day} {MONTH_NAMES[a.month - 1]} {a.year}"
