@@ -3,11 +3,12 @@ memories, and a run through the real pipeline against the scripted LLM server.""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
 
-from benchmark.quality.run import run, table
+from benchmark.quality.run import rescore, run, table
 from benchmark.quality.score import Pattern, hygiene, load, score
 
 from conftest import DIM
@@ -123,3 +124,4 @@ async def test_the_run_drives_the_pipeline_session_by_session(tmp_path: Path, se
     assert report["all"]["calls_per_dialogue"] == 2.0 and report["all"]["tokens_per_dialogue"] > 0
     assert report["tune"]["dialogues"] == 2 and "heldout" not in report
     assert "| all | 2 | 7 |" in table(report)
+    assert rescore(json.loads(json.dumps(report)), list(DIALOGUES.values()))["all"] == report["all"]

@@ -61,6 +61,10 @@ async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any]) -> dict[st
             rows.append(await run_dialogue(reme, d))
             print(f"{d.id}: {rows[-1]['score'].recalled}/{rows[-1]['score'].facts} facts, "
                   f"{len(rows[-1]['memories'])} memories, {rows[-1]['seconds']} s", file=sys.stderr, flush=True)
+    return report_of(rows)
+
+
+def report_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
     splits = sorted({r["split"] for r in rows})
     return {"all": totals(rows), **{s: totals([r for r in rows if r["split"] == s]) for s in splits},
             "dialogues": [{**{k: v for k, v in r.items() if k != "score"}, "missed": r["score"].missed,
@@ -91,7 +95,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--embedding", choices=["local", "openai", "hash"], default="local")
     p.add_argument("--working-dir", help="where the memories live while a dialogue runs (default: a temporary folder)")
     p.add_argument("--output", help="write the full report (memories, misses, problems) as JSON here")
+    p.add_argument("--rescore", metavar="REPORT",
+                   help="run nothing: score the memories of an earlier --output again with the current gold")
     return p
+
+
+def rescore(report: dict[str, Any], dialogues: list[Dialogue]) -> dict[str, Any]:
+    """An earlier report's memories scored against `dialogues` (the gold as it is now)."""
+    by_id = {d.id: d for d in dialogues}
+    return report_of([{**row, "score": score(by_id[row["id"]], row["memories"]), "split": by_id[row["id"]].split}
+                      for row in report["dialogues"] if row["id"] in by_id])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,6 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         dialogues = [d for d in dialogues if d.id in wanted]
     if args.split:
         dialogues = [d for d in dialogues if d.split == args.split]
+    if args.rescore:
+        report = rescore(json.loads(Path(args.rescore).read_text(encoding="utf-8")), dialogues)
+        print(table(report))
+        if args.output:
+            Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        return 0
     llm = {k: v for k, v in (("base_url", args.base_url), ("model", args.model), ("api_key", args.api_key)) if v}
     with tempfile.TemporaryDirectory() as tmp:
         kwargs: dict[str, Any] = {"working_dir": args.working_dir or tmp, "embedding": {"backend": args.embedding}}
