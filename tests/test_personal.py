@@ -598,3 +598,21 @@ def test_rewording_any_text_keeps_what_has_no_first_person_or_relative_time(text
 ])
 def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: str, expected: str) -> None:
     assert anchor_times(text, datetime.fromisoformat(said + "T12:00:00+00:00")) == expected
+
+
+async def test_a_memory_of_what_only_the_assistant_said_is_not_stored(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Olivia", "content": "I'm going to Lisbon for a week in May.",
+             "time": "2024-03-12T14:00:00Z"},
+            {"role": "assistant", "content": "You could visit the Gulbenkian Museum and take tram 28."},
+            {"role": "user", "name": "Olivia", "content": "We'll do tram 28 for sure. I start a new job soon."}]
+    server.script(EXTRACT, memories(
+        {"content": "Olivia will visit the Gulbenkian Museum", "sources": [1]},  # the assistant's idea
+        {"content": "Olivia will ride tram 28 for sure", "sources": [1]},  # cites the assistant; Olivia said it too
+        {"content": "Olivia starts a new job soon", "sources": [1]},  # a small model's sources are often off by one
+        {"content": "Olivia is going to Lisbon in May", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="olivia")
+
+    assert [n.content for n in result.added] == ["Olivia will ride tram 28 for sure", "Olivia starts a new job soon",
+                                                 "Olivia is going to Lisbon in May"]
+    (rejected,) = result.rejected
+    assert rejected.step == "personal/extract" and rejected.path == "memories[0]" and "gulbenkian" in rejected.reason

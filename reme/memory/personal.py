@@ -276,6 +276,13 @@ class PersonalSummarizer:
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             said = transcript.times[sources[-1]] if sources else transcript.times[-1]
             event = event_time(item, text, [transcript.messages[i].content for i in sources], said)
+            borrowed = assistant_words(text, transcript.messages, sources)
+            if borrowed:
+                rejected.append(Rejection(
+                    step="personal/extract", path=f"memories[{index}]", action="dropped",
+                    reason=f"{text[:80]!r} cites only the assistant's turns and says what only the assistant said "
+                           f"({', '.join(borrowed[:5])})"))
+                continue
             text = self._reworded(text, transcript, sources, user_name, said)
             try:
                 out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
@@ -420,6 +427,28 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
             rejected.append(Rejection(step="personal/extract", path="memories", action="dropped",
                                       reason=f"{cand.content[:80]!r} repeats {candidates[same].content[:80]!r}"))
     return [candidates[i] for i in kept], [vectors[i] for i in kept]
+
+
+COMMON_WORDS = frozenset("""with will would could should shall that this these those have been were they them
+their there then than what when which while about into from your also just some very like much many more most
+only over such each""".split())
+"""Words too common to say whose idea a memory is."""
+
+
+def assistant_words(text: str, messages: list[Message], sources: list[int]) -> list[str]:
+    """The words of a memory that only the assistant's turns hold, when every message it cites is
+    the assistant's and they are at least half of its words (of four letters or more, not a
+    speaker's name nor a common word): a suggestion the user did not take up ("Olivia will visit
+    the Gulbenkian Museum"). Empty otherwise: a small model's sources are often off by one, so a
+    memory that cites the assistant but says what a user said is kept."""
+    if not sources or any(messages[i].role != "assistant" for i in sources):
+        return []
+    names = {w for m in messages if m.name for w in words(m.name)}
+    by_assistant = {w for m in messages if m.role == "assistant" for w in words(m.content)}
+    by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
+    said = list(dict.fromkeys(w for w in words(text) if len(w) >= 4 and w not in names and w not in COMMON_WORDS))
+    borrowed = [w for w in said if w in by_assistant and w not in by_others]
+    return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
 def shares_a_word(text: str, *others: str) -> bool:
