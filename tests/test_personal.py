@@ -616,3 +616,21 @@ async def test_a_memory_of_what_only_the_assistant_said_is_not_stored(reme: ReMe
                                                  "Olivia is going to Lisbon in May"]
     (rejected,) = result.rejected
     assert rejected.step == "personal/extract" and rejected.path == "memories[0]" and "gulbenkian" in rejected.reason
+
+
+async def test_memories_the_rewording_makes_the_same_are_one_and_a_question_is_none(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Kate", "content": "I moved to Edinburgh last month for my PhD.",
+             "time": "2024-06-17T09:00:00Z"},
+            {"role": "assistant", "content": "Exciting! What is the PhD about?"},
+            {"role": "user", "name": "Kate", "content": "Marine biology."}]
+    server.script(EXTRACT, memories(
+        {"content": "Kate moved to Edinburgh last month for her PhD", "sources": [0]},
+        {"content": "I moved to Edinburgh last month for her PhD", "sources": [0]},  # the same, once reworded
+        {"content": "What is the PhD about?", "sources": [1]},  # a question is no memory
+        {"content": "Kate studies marine biology", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name="kate")
+
+    assert [r.path for r in result.rejected] == ["memories[2]"]
+    assert [n.content for n in result.added] == ["Kate moved to Edinburgh last month (May 2024) for her PhD",  # noqa
+                                                 "Kate studies marine biology"]

@@ -39,7 +39,8 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     sources = [n.metadata.get("source_turns") for n in page]
     await reme.delete_all(user_name=dialogue.user)
     s = score(dialogue, memories)
-    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources, "rejected": rejected, "score": s,
+    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources,
+            "rejected": rejected, "score": s,
             "calls": usage.calls, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 
 

@@ -260,7 +260,8 @@ class PersonalSummarizer:
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
                     user_name: str, now: datetime, rejected: list[Rejection]) -> list[MemoryNode]:
         out: list[MemoryNode] = []
-        seen: set[str] = set()
+        seen: set[str] = set()  # as the model wrote them
+        written: set[str] = set()  # as they will be stored
         items = extraction.memories
         if len(items) > MAX_SUMMARY_CANDIDATES:
             log.warning("extraction returned %d memories; the first %d are kept", len(items), MAX_SUMMARY_CANDIDATES)
@@ -273,6 +274,10 @@ class PersonalSummarizer:
             if not text or normalize_text(text) in seen:
                 continue
             seen.add(normalize_text(text))
+            if text.endswith(("?", "？")):  # qwen1.5b copied the assistant's "What is the PhD about?"
+                rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
+                                          reason=f"{text[:80]!r} is a question, not a memory"))
+                continue
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             said = transcript.times[sources[-1]] if sources else transcript.times[-1]
             event = event_time(item, text, [transcript.messages[i].content for i in sources], said)
@@ -284,6 +289,9 @@ class PersonalSummarizer:
                            f"({', '.join(borrowed[:5])})"))
                 continue
             text = self._reworded(text, transcript, sources, user_name, said)
+            if normalize_text(text) in written:  # "I moved ..." of Kate is "Kate moved ...", said already
+                continue
+            written.add(normalize_text(text))
             try:
                 out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
                                       message_time=said, event_start=event.start if event else None,
