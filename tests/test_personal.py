@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
+from reme.memory.wording import anchor_times, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
 from reme.schema import Message, TimeWindow
@@ -501,3 +503,134 @@ async def test_the_turn_after_a_matching_turn_is_retrieved_through_it(make_reme:
         assert len(ctx.queries) == 2 and ctx.usage.calls == 1  # each rewritten query's list is scored in context
         ranked = [m.node.memory_id for m in ctx.memories]
         assert ranked.index(ids["answer"]) < ranked.index(ids["oslo"])
+
+
+async def test_a_relative_time_gets_the_date_its_message_was_said(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [*CHAT, {"role": "user", "name": "Alice", "content": "My interview is tomorrow, I start on Monday.",
+                    "time": "2024-05-04T23:30:00Z"}]
+    server.script(EXTRACT, memories(
+        {"content": "Alice moved to Berlin last week", "sources": [0]},
+        {"content": "Alice has a job interview tomorrow", "sources": [3]},  # said a day later
+        {"content": "Alice starts her new job on Monday", "sources": [3]},  # last Monday or next? left alone
+        {"content": "Alice moved to Berlin last week, in April 2024", "sources": [0]}))  # dated already
+    result = await reme.summarize_memory(chat, user_name="alice")
+
+    assert [n.content for n in result.added] == [
+        "Alice moved to Berlin last week (22-28 April 2024)", "Alice has a job interview tomorrow (5 May 2024)",
+        "Alice starts her new job on Monday", "Alice moved to Berlin last week, in April 2024"]
+    moved = result.added[0]
+    assert (moved.event_start, moved.event_end) == (datetime(2024, 4, 22, tzinfo=timezone.utc),
+                                                    datetime(2024, 4, 28, 23, 59, 59, 999999, tzinfo=timezone.utc))
+
+
+async def test_a_memory_in_the_first_person_names_the_speaker_it_cites(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Alice", "content": "I work as a nurse.", "time": "2024-05-03T10:00:00Z"},
+            {"role": "user", "name": "Bob", "content": "I'm a chef, and Alice is my little sister."},
+            {"role": "assistant", "content": "Nice to meet you both!"},
+            {"role": "user", "name": "Alice", "content": "Love it. I always take the window seat on the train."},
+            {"role": "user", "content": "I don't eat pork and my dad Sam taught me chess."}]  # no name: the user
+    server.script(EXTRACT, memories(
+        {"content": "I work as a nurse", "sources": [0]},
+        {"content": "I'm a chef and my sister is Alice", "sources": [1]},
+        {"content": "Love it. I always take the window seat on the train", "sources": [3, 2]},
+        {"content": "I don't eat pork and my dad Sam taught me chess", "sources": [4]},
+        {"content": "I went to Rome with Bob", "sources": [0, 1]}))  # two speakers: whose "I"? left alone
+    result = await reme.summarize_memory(chat, user_name="alice")
+
+    assert [n.content for n in result.added] == [
+        "Alice works as a nurse", "Bob is a chef and Bob's sister is Alice",
+        "Love it. Alice always takes the window seat on the train",
+        "alice doesn't eat pork and alice's dad Sam taught alice chess", "I went to Rome with Bob"]
+
+
+async def test_the_extraction_prompt_asks_for_health_and_safety_facts_in_the_third_person(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": []})
+    await reme.summarize_memory(CHAT, user_name="alice")
+
+    prompt = prompt_of(server.chat_requests[0])
+    assert "allergies" in prompt and "medications" in prompt and "third person" in prompt
+    assert "suggests" in prompt  # what the assistant suggests is not the user's decision
+
+
+async def test_a_merged_text_in_the_first_person_names_the_speaker_too(reme: ReMe, server: OpenAITestServer) -> None:
+    await reme.add_memory("Dan is vegetarian", user_name="dan")
+    server.script(EXTRACT, memories({"content": "Dan eats fish again", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "I am not vegetarian any more since last month"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Dan", "content": "I eat fish again.",
+                                           "time": "2024-05-03T10:00:00Z"}], user_name="dan")
+
+    assert [n.content for n in result.updated] == ["Dan is not vegetarian any more since last month (April 2024)"]
+
+
+async def test_the_extraction_prompt_gives_no_fact_a_small_model_could_copy(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, {"memories": []})
+    await reme.summarize_memory(CHAT, user_name="alice")
+
+    prompt = prompt_of(server.chat_requests[0]).split("Conversation (")[0]
+    assert "nurse" not in prompt  # qwen1.5b stored "Priya works as a nurse" from the rule's example
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200), st.text(min_size=1, max_size=20),
+       st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(timezone.utc)))
+def test_rewording_any_text_keeps_what_has_no_first_person_or_relative_time(text: str, speaker: str,
+                                                                           said: datetime) -> None:
+    named = name_the_speaker(text, speaker)
+    if not re.search(r"\b(?:I|[Mm]y|MY|[Mm]ine|[Mm]e|[Mm]yself)\b", text):
+        assert named == text
+    dated = anchor_times(text, said)
+    assert dated.startswith(text[:1]) and len(dated) >= len(text)
+    if re.search(r"(?<!\d)(?:19|20)\d\d(?!\d)", text):
+        assert dated == text
+
+
+@pytest.mark.parametrize(("said", "text", "expected"), [
+    ("2024-12-15", "Kim started a new job this month", "Kim started a new job this month (December 2024)"),
+    ("2024-05-03", "Kim moved house last year", "Kim moved house last year (2023)"),
+    ("2024-05-03", "Kim went hiking yesterday and rests today",
+     "Kim went hiking yesterday (2 May 2024) and rests today (3 May 2024)"),
+    ("2024-01-02", "Kim travelled last week", "Kim travelled last week (25-31 December 2023)"),
+    ("2024-05-03", "金上周搬家了", "金上周（2024-04-22 - 2024-04-28）搬家了"),
+    ("2024-05-03", "Kim goes to Lisbon in May and starts on Monday", "Kim goes to Lisbon in May and starts on Monday"),
+])
+def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: str, expected: str) -> None:
+    assert anchor_times(text, datetime.fromisoformat(said + "T12:00:00+00:00")) == expected
+
+
+async def test_a_memory_of_what_only_the_assistant_said_is_not_stored(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Olivia", "content": "I'm going to Lisbon for a week in May.",
+             "time": "2024-03-12T14:00:00Z"},
+            {"role": "assistant", "content": "You could visit the Gulbenkian Museum and take tram 28."},
+            {"role": "user", "name": "Olivia", "content": "We'll do tram 28 for sure. I start a new job soon."}]
+    server.script(EXTRACT, memories(
+        {"content": "Olivia will visit the Gulbenkian Museum", "sources": [1]},  # the assistant's idea
+        {"content": "Olivia will ride tram 28 for sure", "sources": [1]},  # cites the assistant; Olivia said it too
+        {"content": "Olivia starts a new job soon", "sources": [1]},  # a small model's sources are often off by one
+        {"content": "Olivia is going to Lisbon in May", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="olivia")
+
+    assert [n.content for n in result.added] == ["Olivia will ride tram 28 for sure", "Olivia starts a new job soon",
+                                                 "Olivia is going to Lisbon in May"]
+    (rejected,) = result.rejected
+    assert rejected.step == "personal/extract" and rejected.path == "memories[0]" and "gulbenkian" in rejected.reason
+
+
+async def test_memories_the_rewording_makes_the_same_are_one_and_a_question_is_none(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Kate", "content": "I moved to Edinburgh last month for my PhD.",
+             "time": "2024-06-17T09:00:00Z"},
+            {"role": "assistant", "content": "Exciting! What is the PhD about?"},
+            {"role": "user", "name": "Kate", "content": "Marine biology."}]
+    server.script(EXTRACT, memories(
+        {"content": "Kate moved to Edinburgh last month for her PhD", "sources": [0]},
+        {"content": "I moved to Edinburgh last month for her PhD", "sources": [0]},  # the same, once reworded
+        {"content": "What is the PhD about?", "sources": [1]},  # a question is no memory
+        {"content": "Kate studies marine biology", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name="kate")
+
+    assert [r.path for r in result.rejected] == ["memories[2]"]
+    assert [n.content for n in result.added] == ["Kate moved to Edinburgh last month (May 2024) for her PhD",  # noqa
+                                                 "Kate studies marine biology"]

@@ -2,7 +2,9 @@
 
 Summarizer, per user:
   1. the conversation becomes a `history` node of the user (what memories cite in `ref_ids`);
-  2. one LLM call extracts atomic memories (`prompts/personal/extract`);
+  2. one LLM call extracts atomic memories (`prompts/personal/extract`); code then names the
+     speaker of a memory left in the first person and dates its relative times ("last week")
+     from when they were said (`reme.memory.wording`);
   3. the user's stored memories most similar to them are found (hybrid search) and, when there
      are any, one LLM call decides ADD / UPDATE / DELETE / NONE per candidate
      (`prompts/personal/reconcile`); stored memories are shown by short integers, so an id the
@@ -23,7 +25,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -32,6 +34,7 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
+from reme.memory.wording import anchor_times, name_the_speaker
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
@@ -249,13 +252,16 @@ class PersonalSummarizer:
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
             Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
             budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
-        plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected)
+        plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
+                                    lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
+                                                                      user_name, cand.message_time))
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
                     user_name: str, now: datetime, rejected: list[Rejection]) -> list[MemoryNode]:
         out: list[MemoryNode] = []
-        seen: set[str] = set()
+        seen: set[str] = set()  # as the model wrote them
+        written: set[str] = set()  # as they will be stored
         items = extraction.memories
         if len(items) > MAX_SUMMARY_CANDIDATES:
             log.warning("extraction returned %d memories; the first %d are kept", len(items), MAX_SUMMARY_CANDIDATES)
@@ -268,9 +274,24 @@ class PersonalSummarizer:
             if not text or normalize_text(text) in seen:
                 continue
             seen.add(normalize_text(text))
+            if text.endswith(("?", "？")):  # qwen1.5b copied the assistant's "What is the PhD about?"
+                rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
+                                          reason=f"{text[:80]!r} is a question, not a memory"))
+                continue
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             said = transcript.times[sources[-1]] if sources else transcript.times[-1]
             event = event_time(item, text, [transcript.messages[i].content for i in sources], said)
+            borrowed = assistant_words(text, transcript.messages, sources)
+            if borrowed:
+                rejected.append(Rejection(
+                    step="personal/extract", path=f"memories[{index}]", action="dropped",
+                    reason=f"{text[:80]!r} cites only the assistant's turns and says what only the assistant said "
+                           f"({', '.join(borrowed[:5])})"))
+                continue
+            text = self._reworded(text, transcript, sources, user_name, said)
+            if normalize_text(text) in written:  # "I moved ..." of Kate is "Kate moved ...", said already
+                continue
+            written.add(normalize_text(text))
             try:
                 out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
                                       message_time=said, event_start=event.start if event else None,
@@ -284,6 +305,16 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
                                           reason=describe(exc)[:200]))
         return out
+
+    @staticmethod
+    def _reworded(text: str, transcript: Transcript, sources: list[int], user_name: str, said: datetime) -> str:
+        """The memory with its "I" named (when the messages it cites have one speaker (a user
+        turn's name, else the user's); all of the conversation's when it cites none) and its relative times dated as of
+        when they were said (`reme.memory.wording`)."""
+        cited = [transcript.messages[i] for i in sources] or transcript.messages
+        speakers = {m.name or user_name for m in cited if m.role == "user"}
+        reworded = anchor_times(name_the_speaker(text, speakers.pop()) if len(speakers) == 1 else text, said)
+        return reworded if len(reworded) <= MAX_CONTENT_CHARS else text
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
                        user_name: str) -> list[MemoryNode]:
@@ -300,9 +331,10 @@ class PersonalSummarizer:
 
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
-                existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection]) -> list[Change]:
+                existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection],
+                reword: Callable[[str, MemoryNode], str]) -> list[Change]:
         """The writes the model's decisions call for; decisions naming what was not shown are
-        dropped (and listed in `rejected`)."""
+        dropped (and listed in `rejected`). A merged text is reworded as its candidate was."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
@@ -341,7 +373,7 @@ class PersonalSummarizer:
             if d.action == "DELETE":
                 changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
                 continue
-            text = (d.text or "").strip() or cand.content
+            text = reword((d.text or "").strip(), cand) or cand.content
             if not shares_a_word(text, old.content, cand.content):
                 rejected.append(Rejection(
                     step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
@@ -403,6 +435,28 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
             rejected.append(Rejection(step="personal/extract", path="memories", action="dropped",
                                       reason=f"{cand.content[:80]!r} repeats {candidates[same].content[:80]!r}"))
     return [candidates[i] for i in kept], [vectors[i] for i in kept]
+
+
+COMMON_WORDS = frozenset("""with will would could should shall that this these those have been were they them
+their there then than what when which while about into from your also just some very like much many more most
+only over such each""".split())
+"""Words too common to say whose idea a memory is."""
+
+
+def assistant_words(text: str, messages: list[Message], sources: list[int]) -> list[str]:
+    """The words of a memory that only the assistant's turns hold, when every message it cites is
+    the assistant's and they are at least half of its words (of four letters or more, not a
+    speaker's name nor a common word): a suggestion the user did not take up ("Olivia will visit
+    the Gulbenkian Museum"). Empty otherwise: a small model's sources are often off by one, so a
+    memory that cites the assistant but says what a user said is kept."""
+    if not sources or any(messages[i].role != "assistant" for i in sources):
+        return []
+    names = {w for m in messages if m.name for w in words(m.name)}
+    by_assistant = {w for m in messages if m.role == "assistant" for w in words(m.content)}
+    by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
+    said = list(dict.fromkeys(w for w in words(text) if len(w) >= 4 and w not in names and w not in COMMON_WORDS))
+    borrowed = [w for w in said if w in by_assistant and w not in by_others]
+    return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
 def shares_a_word(text: str, *others: str) -> bool:

@@ -1,0 +1,5 @@
+import sys
+
+from benchmark.quality.run import main
+
+sys.exit(main())

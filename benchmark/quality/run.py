@@ -1,0 +1,139 @@
+"""Run the memory-quality set on ReMe's personal summarizer and score what it stores.
+
+    python -m benchmark.quality --ids safety-peanuts,time-moved --output quality.json
+
+Each dialogue's sessions are summarized in order for its user (`summarize_memory`, `now` = the
+session's last message), then the user's memories are read back, scored (`score.py`) and deleted,
+so dialogues never see each other's memories. The LLM is whatever `--base-url`/`--model` (or
+`OPENAI_BASE_URL`, `REME_LLM__MODEL`) name: any OpenAI-compatible endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+from benchmark.quality.score import DATA, Dialogue, Score, load, score
+from reme import ReMe
+from reme.schema import Usage
+
+
+async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
+    usage = Usage()
+    rejected: list[str] = []
+    started = time.perf_counter()
+    for messages in dialogue.sessions:
+        now = datetime.fromisoformat(messages[-1]["time"])
+        result = await reme.summarize_memory(messages, user_name=dialogue.user, now=now)
+        usage.add(result.usage)
+        rejected += [f"{r.step} {r.path} {r.action}: {r.reason}" for r in result.rejected]
+    seconds = time.perf_counter() - started
+    page = await reme.list_memory(user_name=dialogue.user, memory_type="personal", limit=1000)
+    memories = [n.content for n in page]
+    sources = [n.metadata.get("source_turns") for n in page]
+    await reme.delete_all(user_name=dialogue.user)
+    s = score(dialogue, memories)
+    return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources,
+            "rejected": rejected, "score": s,
+            "calls": usage.calls, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    s = Score()
+    for row in rows:
+        s.add(row["score"])
+    n = len(rows) or 1
+    return {"dialogues": len(rows), **s.table_row(), "calls_per_dialogue": round(sum(r["calls"] for r in rows) / n, 2),
+            "tokens_per_dialogue": round(sum(r["tokens"] for r in rows) / n),
+            "seconds_per_dialogue": round(sum(r["seconds"] for r in rows) / n, 1)}
+
+
+async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every dialogue through one ReMe; totals for all, and for each split apart."""
+    rows = []
+    async with ReMe(**reme_kwargs) as reme:
+        for d in dialogues:
+            rows.append(await run_dialogue(reme, d))
+            print(f"{d.id}: {rows[-1]['score'].recalled}/{rows[-1]['score'].facts} facts, "
+                  f"{len(rows[-1]['memories'])} memories, {rows[-1]['seconds']} s", file=sys.stderr, flush=True)
+    return report_of(rows)
+
+
+def report_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    splits = sorted({r["split"] for r in rows})
+    return {"all": totals(rows), **{s: totals([r for r in rows if r["split"] == s]) for s in splits},
+            "dialogues": [{**{k: v for k, v in r.items() if k != "score"}, "missed": r["score"].missed,
+                           "problems": r["score"].problems} for r in rows]}
+
+
+COLUMNS = ["dialogues", "facts", "recall", "safety_recall", "memories", "precision", "hygiene_share",
+           "hygiene_first_person", "hygiene_leading_pronoun", "hygiene_relative_time", "wrong_assistant",
+           "wrong_speaker", "wrong_stale", "calls_per_dialogue", "tokens_per_dialogue", "seconds_per_dialogue"]
+
+
+def table(report: dict[str, Any]) -> str:
+    parts = [k for k in report if k != "dialogues"]
+    lines = ["| " + " | ".join(["part", *COLUMNS]) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
+    for part in parts:
+        lines.append("| " + " | ".join([part, *(str(report[part].get(c)) for c in COLUMNS)]) + " |")
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmark.quality", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default=str(DATA))
+    p.add_argument("--ids", help="comma-separated dialogue ids (default: all)")
+    p.add_argument("--split", choices=["tune", "heldout"], help="only this part")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
+    p.add_argument("--model", help="default: REME_LLM__MODEL")
+    p.add_argument("--api-key", help="default: OPENAI_API_KEY")
+    p.add_argument("--embedding", choices=["local", "openai", "hash"], default="local")
+    p.add_argument("--working-dir", help="where the memories live while a dialogue runs (default: a temporary folder)")
+    p.add_argument("--output", help="write the full report (memories, misses, problems) as JSON here")
+    p.add_argument("--rescore", metavar="REPORT",
+                   help="run nothing: score the memories of an earlier --output again with the current gold")
+    return p
+
+
+def rescore(report: dict[str, Any], dialogues: list[Dialogue]) -> dict[str, Any]:
+    """An earlier report's memories scored against `dialogues` (the gold as it is now)."""
+    by_id = {d.id: d for d in dialogues}
+    return report_of([{**row, "score": score(by_id[row["id"]], row["memories"]), "split": by_id[row["id"]].split}
+                      for row in report["dialogues"] if row["id"] in by_id])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import tempfile
+
+    args = parser().parse_args(argv)
+    dialogues = load(Path(args.data))
+    if args.ids:
+        wanted = args.ids.split(",")
+        unknown = set(wanted) - {d.id for d in dialogues}
+        if unknown:
+            parser().error(f"no dialogue {sorted(unknown)}")
+        dialogues = [d for d in dialogues if d.id in wanted]
+    if args.split:
+        dialogues = [d for d in dialogues if d.split == args.split]
+    if args.rescore:
+        report = rescore(json.loads(Path(args.rescore).read_text(encoding="utf-8")), dialogues)
+        print(table(report))
+        if args.output:
+            Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        return 0
+    llm = {k: v for k, v in (("base_url", args.base_url), ("model", args.model), ("api_key", args.api_key)) if v}
+    with tempfile.TemporaryDirectory() as tmp:
+        kwargs: dict[str, Any] = {"working_dir": args.working_dir or tmp, "embedding": {"backend": args.embedding}}
+        if llm:
+            kwargs["llm"] = llm
+        report = asyncio.run(run(dialogues, kwargs))
+    print(table(report))
+    if args.output:
+        Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    return 0

@@ -1,0 +1,201 @@
+"""Scoring memories against the gold facts of `dialogues.json`: keyword rules, no model.
+
+A pattern is a list of keyword groups (`"k"`), optionally with `"none"`, a list of words that
+must be absent. A memory matches it when every group has an alternative in the memory, and no
+`none` word is in it. Alternatives are separated by `|`; an alternative is one word or several
+consecutive words ("window seat"); a trailing `*` matches any word starting so ("allerg*").
+Words are `reme.retrieval.words` (case-folded, split at anything not a letter or digit, so
+"I'm" is `i m`, "2024-04-26" is `2024 04 26`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reme.retrieval import words
+
+DATA = Path(__file__).with_name("dialogues.json")
+
+FIRST_PERSON = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|\b(?:my|me|mine|myself|we|our|ours|ourselves)\b",
+                          re.IGNORECASE)
+"""A memory that says "I" or "my" is in the first person: whose "I", months later?"""
+LEADING_PRONOUN = {"he", "she", "they", "it", "him", "her", "his", "hers", "their", "them", "this", "that", "these",
+                   "those", "its"}
+"""A memory that starts with one of these names its subject only by a pronoun."""
+RELATIVE_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|(?:last|next|this|past|coming)\s+(?:week|weekend|month|year|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|\d+\s+(?:days?|weeks?|months?|years?)\s+ago|"
+    r"(?:a|one|two|three|four|five|six|a\s+few|several)\s+(?:days?|weeks?|months?|years?)\s+ago|recently)\b",
+    re.IGNORECASE)
+ABSOLUTE_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+"""A memory with a relative time ("last week") and no year in it ("April 2024") cannot be placed
+in time once it is read later."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    groups: tuple[tuple[tuple[str, ...], ...], ...]
+    none: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> "Pattern":
+        groups = tuple(tuple(_alt(alt) for alt in group.split("|") if words(alt)) for group in spec["k"])
+        return cls(groups=groups, none=frozenset(w for raw in spec.get("none", []) for w in _alt(raw)))
+
+    def matches(self, text: str) -> bool:
+        said = words(text)
+        if any(w in self.none or any(n.endswith("*") and w.startswith(n[:-1]) for n in self.none) for w in said):
+            return False
+        return all(any(_contains(said, alt) for alt in group) for group in self.groups)
+
+
+def _alt(raw: str) -> tuple[str, ...]:
+    """An alternative's words; a trailing `*` stays on the last one (a prefix)."""
+    said = words(raw)
+    return (*said[:-1], said[-1] + "*") if raw.strip().endswith("*") and said else tuple(said)
+
+
+def _contains(said: list[str], alt: tuple[str, ...]) -> bool:
+    n = len(alt)
+    for i in range(len(said) - n + 1):
+        if all(a == w or (a.endswith("*") and w.startswith(a[:-1])) for a, w in zip(alt, said[i:i + n])):
+            return True
+    return False
+
+
+@dataclass
+class Fact:
+    pattern: Pattern
+    safety: bool = False
+    time: bool = False
+    optional: bool = False
+
+
+@dataclass
+class Wrong:
+    pattern: Pattern
+    why: str  # assistant, speaker, stale
+
+
+@dataclass
+class Dialogue:
+    id: str
+    split: str
+    user: str
+    topics: list[str]
+    sessions: list[list[dict[str, Any]]]
+    facts: list[Fact]
+    wrong: list[Wrong]
+
+
+def load(path: Path = DATA) -> list[Dialogue]:
+    """The dialogues, each session as `summarize_memory` messages (a turn's speaker is its `name`,
+    "assistant" its role; turns are a minute apart from the session's time)."""
+    from datetime import datetime, timedelta
+
+    out = []
+    for d in json.loads(path.read_text(encoding="utf-8"))["dialogues"]:
+        sessions = []
+        for s in d["sessions"]:
+            start = datetime.fromisoformat(s["time"].replace("Z", "+00:00"))
+            msgs = []
+            for i, (who, text) in enumerate(s["turns"]):
+                when = (start + timedelta(minutes=i)).isoformat()
+                msgs.append({"role": "assistant", "content": text, "time": when} if who == "assistant" else
+                            {"role": "user", "name": who, "content": text, "time": when})
+            sessions.append(msgs)
+        out.append(Dialogue(id=d["id"], split=d["split"], user=d["user"], topics=d["topics"], sessions=sessions,
+                            facts=[Fact(Pattern.of(f), f.get("safety", False), f.get("time", False),
+                                        f.get("optional", False)) for f in d["facts"]],
+                            wrong=[Wrong(Pattern.of(w), w["why"]) for w in d.get("wrong", [])]))
+    return out
+
+
+def hygiene(text: str) -> list[str]:
+    """What is wrong with a memory's wording, whatever the dialogue: `first_person`,
+    `leading_pronoun`, `relative_time`."""
+    problems = []
+    if FIRST_PERSON.search(text):
+        problems.append("first_person")
+    first = words(text)[:1]
+    if first and first[0] in LEADING_PRONOUN:
+        problems.append("leading_pronoun")
+    if RELATIVE_TIME.search(text) and not ABSOLUTE_YEAR.search(text):
+        problems.append("relative_time")
+    return problems
+
+
+@dataclass
+class Score:
+    """One dialogue's memories scored: counts, so that sets of dialogues add up."""
+
+    facts: int = 0
+    recalled: int = 0
+    safety: int = 0
+    safety_recalled: int = 0
+    memories: int = 0
+    supported: int = 0
+    hygiene: dict[str, int] = field(default_factory=lambda: {"first_person": 0, "leading_pronoun": 0,
+                                                              "relative_time": 0})
+    with_problem: int = 0
+    wrong: dict[str, int] = field(default_factory=lambda: {"assistant": 0, "speaker": 0, "stale": 0})
+    missed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, other: "Score") -> "Score":
+        for name in ("facts", "recalled", "safety", "safety_recalled", "memories", "supported", "with_problem"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for k, v in other.hygiene.items():
+            self.hygiene[k] = self.hygiene.get(k, 0) + v
+        for k, v in other.wrong.items():
+            self.wrong[k] = self.wrong.get(k, 0) + v
+        self.missed += other.missed
+        self.problems += other.problems
+        return self
+
+    def table_row(self) -> dict[str, Any]:
+        def share(a: int, b: int) -> float | None:
+            return round(a / b, 3) if b else None
+
+        return {"facts": self.facts, "recall": share(self.recalled, self.facts),
+                "safety_facts": self.safety, "safety_recall": share(self.safety_recalled, self.safety),
+                "memories": self.memories, "precision": share(self.supported, self.memories),
+                "hygiene_share": share(self.with_problem, self.memories), **{f"hygiene_{k}": v for k, v in
+                                                                              self.hygiene.items()},
+                **{f"wrong_{k}": v for k, v in self.wrong.items()}}
+
+
+def score(dialogue: Dialogue, memories: list[str]) -> Score:
+    """`memories` (the texts a library holds for the dialogue's user after all its sessions)
+    against the dialogue's gold: a fact is recalled when some memory matches it; a memory is
+    supported when it matches a fact (optional ones too) and no `wrong` pattern; a memory with
+    a wording problem or matching a `wrong` pattern counts once in `with_problem`."""
+    s = Score()
+    for i, fact in enumerate(dialogue.facts):
+        hit = any(fact.pattern.matches(m) for m in memories)
+        if not fact.optional:
+            s.facts += 1
+            s.recalled += hit
+            if not hit:
+                s.missed.append(f"{dialogue.id}#{i}")
+        if fact.safety and not fact.optional:
+            s.safety += 1
+            s.safety_recalled += hit
+    for text in memories:
+        s.memories += 1
+        problems = hygiene(text)
+        for p in problems:
+            s.hygiene[p] += 1
+        claims = [w.why for w in dialogue.wrong if w.pattern.matches(text)]
+        for why in claims:
+            s.wrong[why] += 1
+        if problems or claims:
+            s.with_problem += 1
+            s.problems.append(f"{dialogue.id}: {text!r}: {', '.join(problems + claims)}")
+        if not claims and any(f.pattern.matches(text) for f in dialogue.facts):
+            s.supported += 1
+    return s

@@ -1,0 +1,163 @@
+"""Deterministic repairs of an extracted memory's wording, where code knows the answer.
+
+A small model copies the speaker's words: "I always take the window seat", "Alice moved to Berlin
+last week". Months later neither says whose "I" it was or which week. The summarizer knows both:
+the speaker of the message a memory cites, and when that message was said. So:
+
+- `name_the_speaker("I always take the window seat", "Alice")` -> "Alice always takes the window
+  seat" ("my" becomes "Alice's", "I'm" "Alice is", a present-tense verb after "I" takes its "-s");
+- `anchor_times("Alice moved to Berlin last week", said)` -> "Alice moved to Berlin last week
+  (22-28 April 2024)" for a message said on 3 May 2024.
+
+Both only rewrite what they can read without doubt, and return the text as it was otherwise: a
+memory that already holds a year is not anchored again, "on Monday" and "in May" (past or
+coming?) are left alone, and "we" is not guessed at. No model call.
+"""
+
+from __future__ import annotations
+
+import re
+from calendar import monthrange
+from datetime import date, datetime
+
+from reme.temporal import Span, find_spans
+
+# -- whose "I" ------------------------------------------------------------------------------------
+ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
+           "rarely", "even", "already", "mostly", "actually", "currently", "recently", "definitely", "absolutely",
+           "generally", "typically", "hardly", "seldom", "normally", "totally", "truly", "finally", "probably",
+           "especially", "mainly", "occasionally", "regularly", "strongly", "sincerely", "honestly", "personally",
+           "rather", "then", "too", "once", "first", "all", "both", "certainly", "barely"}
+KEEP = {"can", "could", "will", "would", "should", "must", "might", "may", "shall", "did", "was", "had", "cannot",
+        "can't", "won't", "wouldn't", "couldn't", "shouldn't", "didn't", "wasn't", "hadn't", "used", "need",
+        "ought", "dare"}
+"""Words after "I" that stay as they are for any subject (modals, past tenses)."""
+IRREGULAR_PAST = set("""arose awoke bore beat became began bent bet bit bled blew broke brought built burnt burned
+bought caught chose clung came cost crept cut dealt dug dove drew dreamt drank drove ate fell fed felt fought found
+fled flew forbade forgot forgave froze got gave went ground grew hung heard hid hit held hurt kept knelt knew laid
+led leapt learnt left lent let lay lit lost made meant met paid proved put quit read rode rang rose ran said saw
+sought sold sent set shook shone shot showed shrank shut sang sank sat slept slid spoke sped spent spun spat split
+spread sprang stood stole stuck stung stank struck swore swept swam swung took taught tore told thought threw
+understood woke wore wove wept won wound wrote""".split())
+THIRD = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is", "don't": "doesn't", "haven't": "hasn't",
+         "'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "m": "is", "ve": "has", "d": "would", "ll": "will",
+         "aren't": "isn't", "am not": "is not"}
+
+_I = re.compile(r"\bI(?:(?P<clitic>['’](?:m|ve|d|ll))\b)?(?![\w'’])")
+_POSSESSIVE = re.compile(r"\b(?:[Mm]y|MY|[Mm]ine)\b")
+_OBJECT = re.compile(r"\b(?:[Mm]e|[Mm]yself)\b(?!['’])")
+_WORD = re.compile(r"\s+([A-Za-z]+(?:['’][a-z]+)?)")
+
+
+def _third_person(verb: str) -> str | None:
+    """The "he/she" form of a present-tense verb, or None when `verb` is not one to change."""
+    low = verb.lower().replace("’", "'")
+    if low in THIRD:
+        return THIRD[low]
+    if low in KEEP or low in IRREGULAR_PAST or low.endswith("ed") or not low.isalpha() or verb != low:
+        return None
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return low + "es"
+    if len(low) > 1 and low.endswith("y") and low[-2] not in "aeiou":
+        return low[:-1] + "ies"
+    return low + "s"
+
+
+def _after_i(text: str, at: int) -> tuple[str, int, int] | None:
+    """The verb after "I" at `at` (skipping adverbs): its replacement and its place, or None."""
+    pos = at
+    for _ in range(4):
+        m = _WORD.match(text, pos)
+        if m is None:
+            return None
+        word = m.group(1)
+        if word.lower() in ADVERBS:
+            pos = m.end()
+            continue
+        replaced = _third_person(word)
+        return None if replaced is None else (replaced, m.start(1), m.end(1))
+    return None
+
+
+def name_the_speaker(text: str, speaker: str) -> str:
+    """`text` with its first person ("I", "my", "me", "I'm"...) made `speaker`: the memory says
+    who it is about. "we"/"our" are left alone (who else?)."""
+    speaker = speaker.strip()
+    if not speaker or not (_I.search(text) or _POSSESSIVE.search(text) or _OBJECT.search(text)):
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _I.finditer(text):
+        out.append(text[pos:m.start()])
+        clitic = m.group("clitic")
+        if clitic:
+            out.append(f"{speaker} {THIRD[clitic.replace('’', chr(39))]}")
+            pos = m.end()
+            continue
+        out.append(speaker)
+        pos = m.end()
+        verb = _after_i(text, m.end())
+        if verb is not None:
+            replaced, start, end = verb
+            out.append(text[pos:start] + replaced)
+            pos = end
+    out.append(text[pos:])
+    text = "".join(out)
+    text = _POSSESSIVE.sub(f"{speaker}'s", text)
+    return _OBJECT.sub(speaker, text)
+
+
+# -- which day ------------------------------------------------------------------------------------
+RELATIVE = re.compile(
+    r"yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening)|\bago\b|"
+    r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
+    r"winter)\b|^(?:last|next|past)\s+\w+day|前天|昨|今|明天|天前|^[上下本这]|去年", re.IGNORECASE)
+"""The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
+Monday" may be the last one or the next; "in May" this year's or last year's)."""
+YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+CJK = re.compile(r"[\u3400-\u9fff]")
+MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+               "November", "December"]
+
+
+def _day(d: date) -> str:
+    return f"{d.day} {MONTH_NAMES[d.month - 1]} {d.year}"
+
+
+def describe_span(span: Span, iso: bool = False) -> str:
+    """A period in words: "26 April 2024", "22-28 April 2024", "April 2024", "2024" (ISO dates
+    when `iso`)."""
+    a, b = span.first, span.last
+    if iso:
+        return a.isoformat() if a == b else f"{a.isoformat()} - {b.isoformat()}"
+    if a == b:
+        return _day(a)
+    if a.day == 1 and a.month == 1 and (b.month, b.day) == (12, 31) and a.year == b.year:
+        return str(a.year)
+    if a.day == 1 and a.year == b.year and a.month == b.month and b.day == monthrange(b.year, b.month)[1]:
+        return f"{MONTH_NAMES[a.month - 1]} {a.year}"
+    if a.year == b.year and a.month == b.month:
+        return f"{a.day}-{b.day} {MONTH_NAMES[a.month - 1]} {a.year}"
+    if a.year == b.year:
+        return f"{a.day} {MONTH_NAMES[a.month - 1]} - {_day(b)}"
+    return f"{_day(a)} - {_day(b)}"
+
+
+def anchor_times(text: str, said: datetime) -> str:
+    """`text` with each relative time expression followed by the date it means when said at
+    `said` ("last week" -> "last week (22-28 April 2024)"); unchanged when it names a year already."""
+    if YEAR.search(text):
+        return text
+    found = [(start, end, span) for start, end, span in find_spans(text, said.date())
+             if RELATIVE.search(text[start:end])]
+    if not found:
+        return text
+    iso = bool(CJK.search(text))
+    out, pos = [], 0
+    for start, end, span in found:
+        out.append(text[pos:end] + (f"（{describe_span(span, iso)}）" if iso else f" ({describe_span(span)})"))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+__all__ = ["anchor_times", "describe_span", "name_the_speaker"]

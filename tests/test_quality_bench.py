@@ -1,0 +1,127 @@
+"""The memory-quality benchmark (benchmark/quality): its set, its keyword scorer on known
+memories, and a run through the real pipeline against the scripted LLM server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from benchmark.quality.run import rescore, run, table
+from benchmark.quality.score import Pattern, hygiene, load, score
+
+from conftest import DIM
+from openai_server import OpenAITestServer, prompt_of
+
+EXTRACT = "Read the conversation below"
+RECONCILE = "long-term memory consistent"
+DIALOGUES = {d.id: d for d in load()}
+
+
+def test_the_set_holds_what_it_promises() -> None:
+    short = [d for d in DIALOGUES.values() if "long" not in d.topics]
+    facts = [f for d in DIALOGUES.values() for f in d.facts if not f.optional]
+    assert len(short) >= 40 and len(DIALOGUES) - len(short) >= 3
+    assert len(facts) >= 120 and sum(f.safety for f in facts) >= 25 and sum(f.time for f in facts) >= 8
+    topics = Counter(t for d in DIALOGUES.values() for t in d.topics)
+    assert all(topics[t] >= 4 for t in ("safety", "people", "names", "time", "update", "assistant", "speakers",
+                                        "smalltalk"))
+    assert {d.split for d in DIALOGUES.values()} == {"tune", "heldout"}
+    assert sum(d.split == "heldout" for d in DIALOGUES.values()) >= 10
+    assert all(not d.facts for d in DIALOGUES.values() if "smalltalk" in d.topics)
+    assert all(len(d.sessions) >= 2 for d in DIALOGUES.values() if "update" in d.topics and d.wrong
+               and any(w.why == "stale" for w in d.wrong) and d.id != "update-negation")
+    assert all(f.pattern.groups and all(f.pattern.groups) for d in DIALOGUES.values() for f in d.facts)
+
+
+def test_a_pattern_matches_whole_words_prefixes_and_phrases_case_folded() -> None:
+    allergy = Pattern.of({"k": ["peanut*", "allerg*"]})
+    assert allergy.matches("CAROL is allergic to Peanuts")
+    assert allergy.matches("Carol's peanut allergy")
+    assert not allergy.matches("Carol is nonallergic to peanuts")  # a prefix starts a word
+    assert not allergy.matches("Carol is allergic to cats")  # every group
+    seat = Pattern.of({"k": ["window seat|aisle"]})
+    assert seat.matches("Alice takes the window seat") and not seat.matches("Alice likes a seat by the window")
+    dated = Pattern.of({"k": ["berlin", "april|2024 04"]})
+    assert dated.matches("Alice moved to Berlin on 2024-04-26") and not dated.matches("Alice moved to Berlin")
+    stale = Pattern.of({"k": ["vegetarian"], "none": ["not", "formerly", "stop*"]})
+    assert stale.matches("Dan is vegetarian")
+    assert not stale.matches("Dan is not vegetarian") and not stale.matches("Dan stopped being vegetarian")
+
+
+def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times() -> None:
+    assert hygiene("I always take the window seat") == ["first_person"]
+    assert hygiene("Alice walks my dog") == ["first_person"]
+    assert hygiene("She moved to Berlin last week") == ["leading_pronoun", "relative_time"]
+    assert hygiene("Alice moved to Berlin last week (22-28 April 2024)") == []
+    assert hygiene("Alice moved to Berlin two weeks ago") == ["relative_time"]
+    assert hygiene("Alice is Iranian and likes Myanmar") == []  # words, not letters
+
+
+def test_scores_known_memories() -> None:
+    peanuts = score(DIALOGUES["safety-peanuts"], [
+        "Carol is allergic to peanuts", "I adopted a greyhound called Pixel", "She works from home on Fridays",
+        "Carol went to the beach last week", "Carol likes jazz"])
+    assert (peanuts.facts, peanuts.recalled, peanuts.safety, peanuts.safety_recalled) == (3, 3, 1, 1)
+    assert peanuts.memories == 5 and peanuts.supported == 4  # jazz was never said
+    assert peanuts.hygiene == {"first_person": 1, "leading_pronoun": 1, "relative_time": 1}
+    assert peanuts.with_problem == 3 and peanuts.missed == []
+
+    missed = score(DIALOGUES["safety-peanuts"], ["Carol adopted a greyhound"])
+    assert (missed.recalled, missed.safety_recalled) == (1, 0) and missed.missed == ["safety-peanuts#0",
+                                                                                     "safety-peanuts#2"]
+
+    veg = score(DIALOGUES["update-vegetarian"], ["Dan has been vegetarian for ten years",
+                                                 "Dan is no longer vegetarian and eats fish again",
+                                                 "Dan was low on iron"])
+    assert veg.wrong["stale"] == 1 and veg.recalled == veg.facts == 3 and veg.supported == 2
+
+    museums = score(DIALOGUES["assistant-museums"], ["Olivia will visit the Gulbenkian Museum",
+                                                     "Olivia is going to Lisbon in May with her sister"])
+    assert museums.wrong["assistant"] == 1 and museums.supported == 1
+
+    siblings = score(DIALOGUES["speakers-siblings"], ["Alice is a chef at a ramen place",
+                                                      "Bob is a chef and Alice's brother"])
+    assert siblings.wrong["speaker"] == 1 and siblings.supported == 1
+
+    small = score(DIALOGUES["smalltalk-weather"], ["Ivy thinks the weather is nice"])
+    assert small.facts == 0 and small.memories == 1 and small.supported == 0
+
+
+async def test_the_run_drives_the_pipeline_session_by_session(tmp_path: Path, server: OpenAITestServer) -> None:
+    def extracted(*texts: str) -> dict[str, object]:
+        return {"memories": [{"content": t, "kind": "fact", "time": None, "sources": [0], "importance": 0.5}
+                             for t in texts]}
+
+    server.script([EXTRACT, "I moved to Berlin last week"],
+                  extracted("I moved to Berlin last week", "Alice starts a job at a bakery"))
+    server.script([EXTRACT, "vegetarian for ten years"], extracted("Dan is vegetarian", "Dan likes risotto"))
+    server.script([EXTRACT, "not vegetarian any more"], extracted("Dan eats fish and chicken again",
+                                                                  "Dan was low on iron"))
+    def reconcile(body: dict[str, object]) -> dict[str, object]:
+        found = re.search(r"^(\d+)\. \[[^\]]+\] Dan is vegetarian$", prompt_of(body), re.M)
+        assert found is not None
+        stored = int(found.group(1))
+        return {"decisions": [{"candidate": 0, "action": "UPDATE", "id": stored,
+                               "text": "Dan is no longer vegetarian; he eats fish again"},
+                              {"candidate": 1, "action": "ADD"}]}
+
+    server.script(RECONCILE, reconcile)
+    llm = {"base_url": server.base_url, "api_key": "k", "model": "test-model", "timeout": 5}
+    report = await run([DIALOGUES["time-moved"], DIALOGUES["update-vegetarian"]],
+                       {"working_dir": tmp_path / "wd", "embedding": {"backend": "hash", "dimensions": DIM},
+                        "llm": llm})
+
+    moved, veg = report["dialogues"]
+    assert sorted(moved["memories"]) == ["Alice moved to Berlin last week (22-28 April 2024)",
+                                         "Alice starts a job at a bakery"]  # "I" named, "last week" dated
+    assert moved["missed"] == ["time-moved#3"] and moved["problems"] == [] and moved["calls"] == 1
+    assert sorted(veg["memories"]) == ["Dan is no longer vegetarian; he eats fish again", "Dan likes risotto",
+                                       "Dan was low on iron"]
+    assert veg["calls"] == 3 and veg["problems"] == []  # two extractions and one reconcile; the stale one replaced
+    assert report["all"]["facts"] == 7 and report["all"]["recall"] == round(6 / 7, 3)
+    assert report["all"]["calls_per_dialogue"] == 2.0 and report["all"]["tokens_per_dialogue"] > 0
+    assert report["tune"]["dialogues"] == 2 and "heldout" not in report
+    assert "| all | 2 | 7 |" in table(report)
+    assert rescore(json.loads(json.dumps(report)), list(DIALOGUES.values()))["all"] == report["all"]
