@@ -9,8 +9,10 @@
 # $REME_ENVS_CACHE (default ~/.cache/reme-envs), as NAME-KEY, and .venvs/NAME links to it. KEY is a
 # hash of all that goes into it: envtests/NAME/requirements.txt (pip arguments, one per line,
 # relative to the repository root), envtests/NAME/no-deps.txt (installed after it with --no-deps),
-# the dependencies pyproject.toml gives the extras a `.[extra]` line names, the Python that builds
-# it and this script's BUILD number. Change any of them and the next run builds a new environment;
+# envtests/NAME/build.py (run last, with the environment's Python) and the files a
+# `# key: GLOB...` line of requirements.txt names (what build.py reads), the dependencies
+# pyproject.toml gives the extras a `.[extra]` line names, the Python that builds it and this
+# script's BUILD number. Change any of them and the next run builds a new environment;
 # a clone, a worktree or a CI run with the same content reuses it without calling pip. ReMe itself
 # is not kept in it: pip installs the checkout with the requirements, then it is uninstalled, and
 # the suite runs with this checkout on PYTHONPATH, so every checkout tests its own code in a
@@ -39,14 +41,23 @@ from pathlib import Path
 name, build = sys.argv[1:]
 h = hashlib.sha256(f"{build}\n{sys.version}\n{platform.platform()}\n{Path(sys.executable).resolve()}\n".encode())
 extras: set[str] = set()
-for file in ("requirements.txt", "no-deps.txt"):
+more: set[Path] = set()
+for file in ("requirements.txt", "no-deps.txt", "build.py"):
     path = Path("envtests", name, file)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if file == "build.py":
+        h.update(f"{file}\0{text}\0".encode() if text else b"")
+        continue
     h.update(f"{file}\0{text}\0".encode())
     for line in text.splitlines():  # the checkout itself: `.`, `.[a,b]`, `-e .[a]`
         found = re.fullmatch(r"\s*(?:-e\s+)?\.(?:\[([^\]]*)\])?\s*(?:#.*)?", line)
         if found:
             extras |= {"(core)"} | {e.strip() for e in (found.group(1) or "").split(",") if e.strip()}
+        if line.startswith("# key:"):  # files build.py reads: `# key: GLOB ... (why)`
+            for pattern in line[len("# key:"):].split("(")[0].split():
+                more.update(p for p in Path().glob(pattern) if p.is_file())
+for path in sorted(more):
+    h.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
 if extras:
     try:
         import tomllib
@@ -71,6 +82,9 @@ build() {  # create and fill the environment $2 for envtests/$1
   # The checkout the environment was built from: the suites run with theirs on PYTHONPATH instead.
   if "$2/bin/python" -m pip show --quiet reme-memory >/dev/null 2>&1; then
     "$2/bin/python" -m pip uninstall --quiet --yes reme-memory
+  fi
+  if [ -f "envtests/$1/build.py" ]; then  # what the suite adds beyond pip's requirements
+    PYTHONPATH="$PWD" "$2/bin/python" "envtests/$1/build.py"
   fi
   touch "$2/.reme-env-complete"
 }
