@@ -2,8 +2,8 @@
 # Set up (scripts/setup.sh), then test, stopping at the first step that fails:
 #   1. the main suite in .venv (pytest; the script's arguments go to it), with the real-model tier
 #      (tests/real_model/), for which the local model is installed first (docs/real-model.md), on
-#      every core (pytest-xdist: -n auto, one test file per worker at a time; -n 0 runs it in one
-#      process, PYTEST_XDIST_AUTO_NUM_WORKERS=N on N),
+#      every core (pytest-xdist: -n auto, one test file per worker at a time, in collection order;
+#      -n 0 runs it in one process, PYTEST_XDIST_AUTO_NUM_WORKERS=N on N),
 #   2. mypy --strict on reme in .venv (mcp 2.x; envtests/agentscope1 checks reme.mcp under mcp 1.x),
 #   3. the agent-framework suites, each in its own environment .venvs/NAME (scripts/envs.sh; built
 #      once and reused while its requirements are the same).
@@ -29,7 +29,9 @@ time {
 export HF_HUB_OFFLINE=1
 echo "== pytest"
 # loadfile: a module's tests share module-scoped fixtures (a served ReMe, the model server), in order.
-time .venv/bin/python -m pytest -n auto --dist loadfile "$@"
+# Files go out in collection order, so the real-model tier (tests/real_model: long, one model
+# thread) starts first rather than last, as xdist's default order (most tests first) would have it.
+time .venv/bin/python -m pytest -n auto --dist loadfile --no-loadscope-reorder "$@"
 echo "== mypy --strict reme"
 time .venv/bin/python -m mypy --strict --ignore-missing-imports reme
 case "$envs" in
