@@ -89,8 +89,11 @@ build() {  # create and fill the environment $2 for envtests/$1
   touch "$2/.reme-env-complete"
 }
 
+has_flock() { command -v flock >/dev/null; }  # util-linux; without it (macOS), no locking and no pruning
+
 prune() {  # environments of $1, other than $2, that no run has used for 14 days
   local old
+  has_flock || return 0
   for old in "$CACHE/$1"-????????????????/; do
     old=${old%/}
     [ "$old" = "$2" ] || [ ! -d "$old" ] && continue
@@ -107,7 +110,7 @@ for name in "${names[@]}"; do
   echo "== $name ($env)"
   start=$(date +%s)
   time (
-    flock 9  # another run building or pruning this environment: wait for it
+    if has_flock; then flock 9; fi  # another run building or pruning this environment: wait for it
     if [ -f "$env/.reme-env-complete" ]; then
       touch "$env/.reme-env-complete"
       echo "   environment: reused"
