@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -254,19 +255,26 @@ def test_bench_is_listed_and_runs_wherever_the_benchmarks_import(tmp_path: Path)
 def test_a_busy_working_directory_can_be_waited_for(tmp_path: Path) -> None:
     wd = tmp_path / "wd"
     reme(wd, "add", "held", "--user", "alice")
-    holder = ("import sys, time\nfrom reme import ReMeSync\n"
+    # The holder keeps the store open until its stdin closes (not for a fixed time, which a busy
+    # machine can spend before the next command has even started).
+    holder = ("import sys\nfrom reme import ReMeSync\n"
               "with ReMeSync(working_dir=sys.argv[1], embedding={'backend': 'hash'}):\n"
-              "    print('ready', flush=True)\n    time.sleep(float(sys.argv[2]))\n")
-    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd), "1.5"], stdout=subprocess.PIPE, text=True)
+              "    print('ready', flush=True)\n    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         busy = reme(wd, "count", check=5)
         assert busy.stderr.startswith("reme count: StoreLockedError") and busy.stderr.count("\n") == 1
         assert "--wait SECONDS" in busy.stderr and "reme serve" in busy.stderr
-        assert reme(wd, "count", "--wait", "30").stdout == "1\n"  # the holder lets go after 1.5 s
+        assert proc.stdin is not None
+        threading.Timer(1.5, proc.stdin.close).start()  # the holder lets go 1.5 s after the command starts
+        assert reme(wd, "count", "--wait", "30").stdout == "1\n"
     finally:
+        proc.kill()
         proc.wait(timeout=60)
-    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd), "30"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(wd)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         timed_out = reme(wd, "count", "--wait", "0.3", check=5)

@@ -1,5 +1,6 @@
 """The peer benchmark's full workload on the peers themselves (mem0 2.2.1 and the original ReMe,
-reme-ai 0.3.1.10, each in the environment the harness creates for it under .venvs/peer-NAME),
+reme-ai 0.3.1.10, each in the environment the harness creates for it, here inside this suite's own
+environment: build.py creates them when scripts/envs.sh builds it),
 against the scripted OpenAI-compatible server: mem0 extracts memories through its own prompt and
 `infer=True`; reme-ai's summarizer is an agent that needs OpenAI tool calls, and a model that
 writes the call as text (as a small Qwen on llama.cpp does) leaves it with no memories, which the
@@ -47,7 +48,7 @@ def test_mem0_and_reme_ai_run_the_whole_path(tmp_path: Path, endpoint: str) -> N
         add_arguments(p)
         args = p.parse_args(["--data", str(DEV), "--llm-url", server.base_url, "--model", "m", "--sessions", "2",
                              "--per-category", "2", "--full-out", str(tmp_path / "full.json")])
-        report: dict[str, Any] = run_full(args, endpoint, lambda lib: python_for(lib, ROOT / ".venvs", True),
+        report: dict[str, Any] = run_full(args, endpoint, lambda lib: python_for(lib, Path(sys.prefix), True),
                                           WORKER, ["mem0", "reme-ai"])
     mem0, original = report["libs"]["mem0"], report["libs"]["reme-ai"]
     assert mem0["questions"] == original["questions"] == 7
