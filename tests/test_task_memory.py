@@ -175,6 +175,17 @@ async def test_rerank_and_rewrite_use_the_llm(reme: ReMe, server: OpenAITestServ
     assert "0. When:" in rerank_prompt and "return at most 5" in rerank_prompt
 
 
+async def test_the_rerank_reply_schema_names_only_the_lessons_shown(reme: ReMe, server: OpenAITestServer) -> None:
+    # SmolLM2 ranked [2022, 2022, ...]: a grammar that honours the schema can only name an index
+    # the prompt showed, and at most as many as it showed.
+    await stored_lessons(reme)
+    server.script(RERANK, {"ranking": [1, 0]})
+    ctx = await reme.retrieve_memory("Delete my Spotify playlists", task_name="appworld", top_k=5, rerank=True)
+    sent = server.chat_requests[0]["response_format"]["json_schema"]["schema"]["properties"]["ranking"]
+    assert sent["items"] == {"type": "integer", "minimum": 0, "maximum": 2} and sent["maxItems"] == 3
+    assert ctx.fallbacks == [] and len(ctx.memories) == 2
+
+
 async def test_usage_counts_and_prune_removes_failing_lessons(reme: ReMe) -> None:
     good, bad, unused = await stored_lessons(reme)
     for ok in (True, True, False):

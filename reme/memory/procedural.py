@@ -22,13 +22,14 @@ went well (`metadata.utility`); `prune` removes lessons that keep failing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, WithJsonSchema, create_model
 
 from reme.config import ProceduralConfig, RetrievalConfig
 from reme.errors import InvalidInputError, LLMError, LLMOutputError, describe
@@ -71,6 +72,18 @@ class Ratings(BaseModel):
 
 class Ranking(BaseModel):
     ranking: list[int]
+
+
+@functools.lru_cache(maxsize=64)
+def ranking_for(shown: int) -> type[Ranking]:
+    """`Ranking` whose reply schema names only the indexes shown (0 .. shown-1) and at most `shown`
+    of them, so a grammar-constrained endpoint cannot answer with an index it was never shown
+    (SmolLM2 ranked [2022, 2022, ...]). Validation stays lenient: an endpoint without grammars may
+    still send others, and `retrieve` drops them."""
+    schema = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": max(shown - 1, 0)},
+              "maxItems": shown}
+    ranking = Annotated[list[int], WithJsonSchema(schema)]
+    return create_model("Ranking", __base__=Ranking, ranking=(ranking, ...))
 
 
 class Advice(BaseModel):
@@ -238,7 +251,8 @@ class ProceduralRetriever:
             listed = [{"index": i, "when_to_use": n.when_to_use, "content": n.content} for i, n in enumerate(nodes)]
             try:
                 ranking = await self.llm.structured(
-                    self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k), Ranking,
+                    self.prompts.messages("procedural/rerank", query=query, candidates=listed, top_k=top_k),
+                    ranking_for(len(nodes)),
                     usage=usage, step="procedural/rerank", budget=32 + 8 * min(top_k, len(nodes)))
                 order = list(dict.fromkeys(i for i in ranking.ranking if 0 <= i < len(nodes)))
                 if ranking.ranking and not order:  # not "none apply" (an empty ranking): no answer at all
