@@ -37,7 +37,7 @@ def reme(tmp_path_factory: pytest.TempPathFactory, summary_words: list[int]) -> 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(turns=st.lists(st.integers(0, 120), min_size=1, max_size=8), words=st.integers(0, 400),
+@given(turns=st.lists(st.integers(0, 120), min_size=1, max_size=8), words=st.integers(1, 400),  # an empty summary is a failed compaction (test_empty_replies)
        a=st.integers(0, 600), b=st.integers(0, 600), session=st.uuids())
 def test_prepare_context_sends_at_most_threshold_or_the_summary_plus_reserve(
         reme: ReMeSync, summary_words: list[int], turns: list[int], words: int, a: int, b: int,
