@@ -6,13 +6,53 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime
-from typing import Sequence
+from typing import Any, Awaitable, Sequence, TypeVar
 
 from pydantic import ValidationError
 
 from reme.errors import InvalidInputError
 from reme.reme import ReMe
 from reme.schema import MemoryNode, Message, ToolCallRecord, Trajectory
+from reme.sync import LoopThread
+
+T = TypeVar("T")
+S = TypeVar("S", bound="LoopOwned")
+
+
+class LoopOwned:
+    """A ReMe opened on a private event loop, for an adapter a framework calls from any thread or
+    loop (LangGraph's store, CrewAI's storage): `run` and `arun` reach it from sync and async code,
+    `close()` (or leaving `with`) releases the working directory, and a second close does nothing."""
+
+    reme: ReMe
+
+    def _open_reme(self, owner: str, settings: dict[str, Any]) -> None:
+        self._loop = LoopThread(owner)
+        try:
+            self.reme = self._loop.run(ReMe(**settings).open())
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def close(self) -> None:
+        """Release the store; a second close does nothing."""
+        if not self._loop.closed:
+            try:
+                self._loop.run(self.reme.close())
+            finally:
+                self._loop.stop()
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, work: Awaitable[T]) -> T:
+        return self._loop.run(work)
+
+    async def _arun(self, work: Awaitable[T]) -> T:
+        return await asyncio.wrap_future(self._loop.submit(work))
 
 
 def message(msg_id: str, name: str | None, role: str, text: str | None, time: str | None) -> Message | None:

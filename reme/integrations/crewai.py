@@ -24,20 +24,17 @@ normalized vectors both use). Every call runs on the storage's own event loop, s
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Sequence, TypeVar
+from typing import Any, Sequence
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
 from reme.errors import InvalidInputError, MemoryNotFoundError, VectorSizeError
-from reme.reme import ReMe
+from reme.integrations._agent import LoopOwned
 from reme.schema import MAX_LIMIT, MemoryNode, MemoryType
-from reme.sync import LoopThread
 
 AUTHOR = "crewai"
 PAGE = 256
-T = TypeVar("T")
 
 
 def scope_path(scope: str | None) -> str:
@@ -75,7 +72,7 @@ def record_of(node: MemoryNode) -> MemoryRecord:
                         source=meta.get("source"), private=bool(meta.get("private", False)))
 
 
-class ReMeStorage:
+class ReMeStorage(LoopOwned):
     """CrewAI's memory storage in ReMe, on disk (Qdrant Edge) by default.
 
     Args:
@@ -87,32 +84,7 @@ class ReMeStorage:
     """
 
     def __init__(self, **settings: Any) -> None:
-        self._loop = LoopThread("ReMeStorage")
-        try:
-            self.reme: ReMe = self._loop.run(ReMe(**settings).open())
-        except BaseException:
-            self._loop.stop()
-            raise
-
-    def close(self) -> None:
-        """Release the store; a second close does nothing."""
-        if not self._loop.closed:
-            try:
-                self._loop.run(self.reme.close())
-            finally:
-                self._loop.stop()
-
-    def __enter__(self) -> "ReMeStorage":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _run(self, work: Awaitable[T]) -> T:
-        return self._loop.run(work)
-
-    async def _arun(self, work: Awaitable[T]) -> T:
-        return await asyncio.wrap_future(self._loop.submit(work))
+        self._open_reme("ReMeStorage", settings)
 
     # -- the embedder CrewAI must use ------------------------------------------------------------
     def embedder(self, texts: Sequence[str]) -> list[list[float]]:

@@ -41,9 +41,9 @@ from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Matc
                                   SearchItem, SearchOp, get_text_at_path, tokenize_path)
 
 from reme.errors import InvalidInputError, MemoryNotFoundError
+from reme.integrations._agent import LoopOwned
 from reme.reme import ReMe, ReMeSync
 from reme.schema import KIND_TYPES, MAX_CONTENT_CHARS, MAX_LIMIT, MemoryNode
-from reme.sync import LoopThread
 from reme.working import CompactedContext, SessionMessage
 
 Kind = Literal["user", "task", "tool"]
@@ -55,7 +55,7 @@ _RANGE: dict[str, Callable[[float, float], bool]] = {"$gt": operator.gt, "$gte":
                                                      "$lt": operator.lt, "$lte": operator.le}
 
 
-class ReMeStore(BaseStore):  # type: ignore[misc, unused-ignore]  # Any where langgraph is not installed
+class ReMeStore(LoopOwned, BaseStore):  # type: ignore[misc, unused-ignore]  # Any where langgraph is not installed
     """A LangGraph store kept in ReMe, on disk (Qdrant Edge) by default.
 
     Args:
@@ -79,36 +79,13 @@ class ReMeStore(BaseStore):  # type: ignore[misc, unused-ignore]  # Any where la
         self.kind = kind
         self.memory_type = KIND_TYPES[kind][0]
         self.fields = list(fields)
-        self._loop = LoopThread("ReMeStore")
-        try:
-            self.reme: ReMe = self._loop.run(self._open(settings))
-        except BaseException:
-            self._loop.stop()
-            raise
-
-    @staticmethod
-    async def _open(settings: dict[str, Any]) -> ReMe:
-        return await ReMe(**settings).open()
-
-    def close(self) -> None:
-        """Release the store; a second close does nothing."""
-        if not self._loop.closed:
-            try:
-                self._loop.run(self.reme.close())
-            finally:
-                self._loop.stop()
-
-    def __enter__(self) -> "ReMeStore":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._open_reme("ReMeStore", settings)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return self._loop.run(self._batch(list(ops)))
+        return self._run(self._batch(list(ops)))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.wrap_future(self._loop.submit(self._batch(list(ops))))
+        return await self._arun(self._batch(list(ops)))
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = []
