@@ -141,6 +141,23 @@ class OpenAITestServer:
                 self._reply(200, {"object": "list", "data": data, "model": body.get("model"),
                                   "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
 
+            def _scripted(self, body: dict[str, Any], prompt: str,
+                          error: Callable[[int, str], dict[str, Any]]) -> tuple[Message, int] | None:
+                """The scripted reply to `prompt` and this call's number, or None once an error (418
+                when no rule matches, a rule's own status) has been answered in the route's format."""
+                rule = server._match(prompt)
+                if rule is None or rule.status != 200:
+                    status = 418 if rule is None else rule.status
+                    self._reply(status, error(status, "no scripted reply matches this prompt" if rule is None
+                                              else f"scripted {status}"))
+                    return None
+                reply = rule.reply(body) if callable(rule.reply) else rule.reply
+                message = reply if isinstance(reply, Message) else Message(
+                    reply if isinstance(reply, str) else json.dumps(reply))
+                with server._lock:
+                    server.calls += 1
+                    return message, server.calls
+
             def _chat(self, body: dict[str, Any]) -> None:
                 if "response_format" in body and (server.reject_json_mode or (
                         body["response_format"] or {}).get("type") in server.reject_formats):
@@ -148,20 +165,11 @@ class OpenAITestServer:
                                                 "type": "invalid_request_error"}})
                     return
                 prompt = prompt_of(body)
-                rule = server._match(prompt)
-                if rule is None:
-                    self._reply(418, {"error": {"message": "no scripted reply matches this prompt",
-                                                "prompt": prompt[:2000]}})
+                answer = self._scripted(body, prompt, lambda status, text: {"error": {
+                    "message": text, **({"prompt": prompt[:2000]} if status == 418 else {"type": "test"})}})
+                if answer is None:
                     return
-                if rule.status != 200:
-                    self._reply(rule.status, {"error": {"message": f"scripted {rule.status}", "type": "test"}})
-                    return
-                reply = rule.reply(body) if callable(rule.reply) else rule.reply
-                message = reply if isinstance(reply, Message) else Message(
-                    reply if isinstance(reply, str) else json.dumps(reply))
-                with server._lock:
-                    server.calls += 1
-                    n = server.calls
+                message, n = answer
                 calls = [{"id": f"call_{n}_{i}", "type": "function",
                           "function": {"name": tc["name"], "arguments": tc["arguments"] if isinstance(
                               tc.get("arguments"), str) else json.dumps(tc.get("arguments", {}))}}
@@ -192,18 +200,11 @@ class OpenAITestServer:
                         return
                     body = {**held, **body, "messages": held["messages"] + body.get("messages", [])}
                 prompt = anthropic_prompt_of(body)
-                rule = server._match(prompt)
-                if rule is None or rule.status != 200:
-                    self._reply(418 if rule is None else rule.status, {"type": "error", "error": {
-                        "type": "invalid_request_error", "message": "no scripted reply matches this prompt"
-                        if rule is None else f"scripted {rule.status}"}})
+                answer = self._scripted(body, prompt, lambda status, text: {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": text}})
+                if answer is None:
                     return
-                reply = rule.reply(body) if callable(rule.reply) else rule.reply
-                message = reply if isinstance(reply, Message) else Message(
-                    reply if isinstance(reply, str) else json.dumps(reply))
-                with server._lock:
-                    server.calls += 1
-                    n = server.calls
+                message, n = answer
                 blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
                 blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": tc["name"],
                             "input": json.loads(tc["arguments"]) if isinstance(tc["arguments"], str) else tc["arguments"]}
