@@ -20,7 +20,9 @@ from benchmark import qdrant_server
 from openai_server import OpenAITestServer
 
 DIM = 64
-SHARED_DATA = Path(os.environ.get("REME_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+# Taken out of the environment as it is read: REME_* variables are ReMe settings, and an unknown
+# one is a ConfigError in every ReMe a test (or its child process) opens.
+SHARED_DATA = Path(os.environ.pop("REME_SHARED_DATA", "") or Path(__file__).resolve().parents[2] / "shared" / "data")
 """The project's shared data (LoCoMo dev split, task-memory pools): `../shared/data` beside the
 checkout, as CI has it, or `$REME_SHARED_DATA`."""
 BACKENDS = ["edge", "qdrant", "server"]
