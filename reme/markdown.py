@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -463,6 +464,16 @@ def read_tree(directory: Path) -> Tree:
     return Tree(directory, [parse(rel, text) for rel, text in tree_texts(directory).items()])
 
 
+def _file_mode(target: Path) -> int:
+    """The mode `target` keeps (its own, when it exists) or gets (what the umask gives a new file)."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)  # reading the umask means setting it: put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_tree(directory: Path, files: Mapping[str, str], stale: Iterable[str] = ()) -> None:
     """Write `files` under `directory` (each through a temporary file and a rename, so a file is
     never half written) and remove the `stale` ones a previous export wrote."""
@@ -476,6 +487,7 @@ def write_tree(directory: Path, files: Mapping[str, str], stale: Iterable[str] =
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".reme-", suffix=".tmp")
             try:
+                os.fchmod(fd, _file_mode(target))  # mkstemp's 0600 is a temporary file's, not the tree's
                 with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
                     handle.write(text)
                 os.replace(tmp, target)

@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import uuid
@@ -92,6 +93,22 @@ async def test_markdown_reads_as_markdown(reme: ReMe, tmp_path: Path) -> None:
     assert f'"id": "{nodes["seat"].memory_id}", "version": 1' in memory  # the id in front matter
     journal = (tree / "journal" / "2024-04-26.md").read_text(encoding="utf-8")
     assert "- Alice moved to Berlin <!-- reme:" in journal and "window" not in journal
+
+
+async def test_exported_files_get_ordinary_permissions(reme: ReMe, tmp_path: Path) -> None:
+    """A tree is for people and their editors: a new file gets the mode the user's umask gives any
+    new file (not a temporary file's 0600), and a file already there keeps its own mode."""
+    old = os.umask(0o022)
+    try:
+        tree, _ = await alice_tree(reme, tmp_path)
+        assert stat.S_IMODE((tree / "MEMORY.md").stat().st_mode) == 0o644
+        (tree / "MEMORY.md").chmod(0o640)
+        await reme.add_memory("Alice drinks green tea", user_name="alice")
+        await reme.export_markdown(tree, user_name="alice")
+    finally:
+        os.umask(old)
+    assert "green tea" in (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert stat.S_IMODE((tree / "MEMORY.md").stat().st_mode) == 0o640
 
 
 # -- edits ---------------------------------------------------------------------------------------
