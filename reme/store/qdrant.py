@@ -31,6 +31,7 @@ import uuid
 import warnings
 from typing import Any, AsyncIterator, Sequence
 
+import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
@@ -79,6 +80,33 @@ def _sparse(terms: SparseTerms) -> models.SparseVector:
     return models.SparseVector(indices=terms.indices, values=terms.values)
 
 
+class _Retrying(httpx.AsyncHTTPTransport):
+    """Sends a request again, with growing pauses, for up to `retry_for` seconds while the server
+    cannot answer it now: the connection fails (the node is down or restarting) or it answers
+    5xx (a cluster whose peers have not yet noticed a dead node: "Please retry"). Every request
+    ReMe sends may be sent twice: upserts and deletes name their points, a lock's write is
+    conditional, and creating a collection that exists is answered as such."""
+
+    def __init__(self, retry_for: float) -> None:
+        super().__init__()
+        self.retry_for = retry_for
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = time.monotonic() + self.retry_for
+        pause = 0.05
+        while True:
+            try:
+                response = await super().handle_async_request(request)
+                if response.status_code < 500 or time.monotonic() + pause > deadline:
+                    return response
+                await response.aclose()
+            except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, 1.0)
+
+
 class QdrantStore(VectorStore):
     """Qdrant through `qdrant-client`: a server by `url`, or local mode by `location`/`path`."""
 
@@ -88,7 +116,8 @@ class QdrantStore(VectorStore):
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
                  batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0,
                  lease: float = 15.0, lock_wait: float = 120.0, shard_number: int | None = None,
-                 replication_factor: int | None = None, write_consistency_factor: int | None = None) -> None:
+                 replication_factor: int | None = None, write_consistency_factor: int | None = None,
+                 retry_for: float = 10.0) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.journal_stale_after = journal_stale_after
         self.lease = lease
@@ -106,9 +135,12 @@ class QdrantStore(VectorStore):
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
         self.local = url is None
         self.url = url
+        # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
+        # restarting, a cluster noticing a dead peer.
+        retrying = {"transport": _Retrying(retry_for)} if url is not None and retry_for > 0 else {}
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
-                                             timeout=int(timeout), check_compatibility=False)
+                                             timeout=int(timeout), check_compatibility=False, **retrying)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
 
