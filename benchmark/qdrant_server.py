@@ -10,6 +10,7 @@ Qdrant's official images (`docker run qdrant/qdrant`) or Qdrant Cloud, and point
     scripts/qdrant.sh serve --dir /tmp/q           # one node in the background; prints its url
     scripts/qdrant.sh cluster 3 --dir /tmp/c       # three nodes (one url per line, the first to use)
     scripts/qdrant.sh stop --dir /tmp/q            # stops what serve/cluster started there
+    scripts/qdrant.sh cluster 3 --dir /tmp/c       # again: the same nodes, ports and storage
 
     from benchmark.qdrant_server import serve, cluster
     with serve(tmp_path) as node:                 # node.url == "http://127.0.0.1:<port>"
@@ -184,6 +185,8 @@ class Node:
                                             preexec_fn=_die_with_parent if owned else None)
         self.pid = self.process.pid
         (self.dir / "pid").write_text(f"{self.pid}\n")
+        (self.dir / "node.json").write_text(json.dumps({"http_port": self.http_port, "grpc_port": self.grpc_port,
+                                                        "p2p_port": self.p2p_port, "bootstrap": self.bootstrap}))
         deadline = time.monotonic() + timeout
         while not _ready(self.url):
             if self.process.poll() is not None:
@@ -232,16 +235,33 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
+def _saved(folder: Path) -> dict[str, Any] | None:
+    """The ports a node under `folder` ran on (its `node.json`), to start it again on them: a
+    cluster's peers know each other by address."""
+    try:
+        return dict(json.loads((folder / "node.json").read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def node(folder: str | os.PathLike[str], *, port: int | None = None) -> Node:
-    """A single node (not started) keeping its data under `folder`."""
+    """A single node (not started) keeping its data under `folder`: on the ports it had there
+    before, if it ran there, else on free ones."""
+    saved = _saved(Path(folder)) if port is None else None
+    if saved:
+        return Node(Path(folder), http_port=saved["http_port"], grpc_port=saved["grpc_port"])
     return Node(Path(folder), http_port=port or free_port(), grpc_port=free_port())
 
 
 def cluster_nodes(n: int, folder: str | os.PathLike[str]) -> list[Node]:
     """`n` nodes (not started) of one cluster under `folder`/node0..: the first one founds it,
-    the others join it through its p2p address."""
+    the others join it through its p2p address. A cluster that ran there before gets its ports
+    and storage back (each node rejoins with its stored state, not `--bootstrap`)."""
     if n < 1:
         raise QdrantServerError("a cluster has at least one node")
+    saved = [_saved(Path(folder) / f"node{i}") for i in range(n)]
+    if all(saved):
+        return [Node(Path(folder) / f"node{i}", **s) for i, s in enumerate(saved)]  # type: ignore[arg-type]
     nodes = [Node(Path(folder) / f"node{i}", http_port=free_port(), grpc_port=free_port(), p2p_port=free_port())
              for i in range(n)]
     for other in nodes[1:]:
