@@ -314,22 +314,28 @@ def cluster(n: int, folder: str | os.PathLike[str], cache: str | os.PathLike[str
             each.stop()
 
 
-def _stop_pid(pid: int, timeout: float = 20.0) -> bool:
-    """SIGTERM `pid` and wait for it to go (SIGKILL after `timeout`); False if it was not running."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _stop_pids(pids: list[int], timeout: float = 20.0) -> dict[int, bool]:
+    """SIGTERM every pid, then wait for them to go (SIGKILL after `timeout`): by pid, False for
+    one that was not running. All at once: a cluster node takes seconds to shut down."""
+    running: dict[int, bool] = {}
+    for pid in pids:
         try:
-            os.kill(pid, 0)
+            os.kill(pid, signal.SIGTERM)
+            running[pid] = True
         except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    return True
+            running[pid] = False
+    deadline = time.monotonic() + timeout
+    for pid in [p for p, was in running.items() if was]:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return running
 
 
 def _pids_under(folder: Path) -> list[int]:
@@ -372,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
             pids = list(args.pids) + (_pids_under(Path(args.dir)) if args.dir else [])
             if not pids:
                 parser.error("stop needs --dir or pids")
-            for pid in pids:
-                print(f"{pid} {'stopped' if _stop_pid(pid) else 'was not running'}")
+            for pid, was in _stop_pids(pids).items():
+                print(f"{pid} {'stopped' if was else 'was not running'}")
             if args.dir:
                 for pid_file in [Path(args.dir) / "pid", *Path(args.dir).glob("node*/pid")]:
                     pid_file.unlink(missing_ok=True)
