@@ -23,11 +23,12 @@ import pytest
 from benchmark.qdrant_server import Node, cluster, wait_for_peers
 from reme import ReMe, ReMeError
 from reme.client import ReMeClient
-from reme.errors import ServiceError
+from reme.errors import ServiceError, StoreError
+from reme.store.qdrant import QdrantStore
 
 from conftest import DIM, wipe
 from openai_server import OpenAITestServer
-from service_process import Served, llm_env
+from service_process import Served, free_port, llm_env
 
 CLIENTS = 20
 LEASE = 2.0
@@ -288,3 +289,15 @@ async def test_a_worker_killed_while_writing_a_summary_leaves_it_whole_and_undon
         assert (stored.content, stored.version) == ("Bob moved item 0", 2)
         assert await later.count_memory(user_name="bob") == FACTS + 1
     print(f"\n{seen} of {FACTS + 1} records written when the worker was killed")
+
+
+async def test_a_server_that_stays_down_fails_each_call_with_a_store_error_once_retry_for_ends() -> None:
+    store = QdrantStore(url=f"http://127.0.0.1:{free_port()}", retry_for=0.5)  # nobody listens there
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            await store.recover()
+        assert 0.3 < time.monotonic() - started < 5
+    finally:
+        await store.close()
+
