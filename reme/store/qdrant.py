@@ -14,8 +14,11 @@ returns once the server applied it (`wait=True`); its WAL settings decide about 
 
 Processes sharing a server take turns through `exclusive(name)`: a lease held in the
 `_reme_locks` collection. Taking it is a conditional upsert in the engine (the lock's point is
-written only where its lease has ended), read back to see who holds it; the holder renews it
-while it works and ends it when done, and a holder that died loses it after `lease` seconds.
+written only where it was released), read back to see who holds it; the holder renews it
+while it works and releases it when done. A holder that died loses it after `lease` seconds, and
+whoever takes it over first applies the writes the dead one left unfinished under it (journal
+records name the lock they were written under), so nobody decides on them half-written and no
+late replay undoes what was written next.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
@@ -329,11 +332,13 @@ class QdrantStore(VectorStore):
         await self._locks()
         point = str(uuid.uuid5(_LOCK_IDS, name))
         token = str(uuid.uuid4())
-        await self._take(name, point, token)
+        dead = await self._take(name, point, token)
         holding = _HOLDING.get()
         _HOLDING.set(holding + (token,))
         renewing = asyncio.create_task(self._renew(point, token))
         try:
+            if dead is not None:  # renewed meanwhile: finishing its writes may take longer than a lease
+                await self._take_over(point, token, dead)
             yield
         finally:
             _HOLDING.set(holding)
@@ -344,12 +349,12 @@ class QdrantStore(VectorStore):
             with contextlib.suppress(StoreError):
                 await self._lock_write(point, token, 0.0, _held_by(token), shielded=True)
 
-    async def _take(self, name: str, point: str, token: str) -> None:
+    async def _take(self, name: str, point: str, token: str) -> str | None:
         """Write `token` into the lock's point where it was released (or no point is yet), read
         it back, and try again, with growing random pauses, until it is there. A lease that ended
-        without a release is taken over from its holder, who died holding it: the writes it left
-        unfinished under it (its journal records) are applied before anything else runs under
-        it. A server error counts as not taken yet: on a cluster, calls fail for a few seconds
+        without a release is taken over from its holder, who died holding it: returns that
+        holder, whose unfinished writes under the lock (its journal records) the caller applies
+        before anything else runs under it. A server error counts as not taken yet: on a cluster, calls fail for a few seconds
         after a node died, until the others mark its copies dead."""
         deadline = time.monotonic() + self.lock_wait
         pause = 0.002
@@ -370,9 +375,7 @@ class QdrantStore(VectorStore):
                 got = await self._call("lock", self._client.retrieve(LOCKS, [point], with_payload=True))
                 held = (got[0].payload or {}) if got else {}
                 if held.get("holder") == token:
-                    if dead is not None:
-                        await self._take_over(point, token, dead)
-                    return
+                    return dead
                 until = float(held.get("until") or 0.0)
                 dead = str(held["holder"]) if 0.0 < until < time.time() and held.get("holder") else None
                 found_dead, failure = dead is not None, None
