@@ -10,6 +10,7 @@ Qdrant's official images (`docker run qdrant/qdrant`) or Qdrant Cloud, and point
     scripts/qdrant.sh serve --dir /tmp/q           # one node in the background; prints its url
     scripts/qdrant.sh cluster 3 --dir /tmp/c       # three nodes (one url per line, the first to use)
     scripts/qdrant.sh stop --dir /tmp/q            # stops what serve/cluster started there
+    scripts/qdrant.sh cluster 3 --dir /tmp/c       # again: the same nodes, ports and storage
 
     from benchmark.qdrant_server import serve, cluster
     with serve(tmp_path) as node:                 # node.url == "http://127.0.0.1:<port>"
@@ -184,6 +185,8 @@ class Node:
                                             preexec_fn=_die_with_parent if owned else None)
         self.pid = self.process.pid
         (self.dir / "pid").write_text(f"{self.pid}\n")
+        (self.dir / "node.json").write_text(json.dumps({"http_port": self.http_port, "grpc_port": self.grpc_port,
+                                                        "p2p_port": self.p2p_port, "bootstrap": self.bootstrap}))
         deadline = time.monotonic() + timeout
         while not _ready(self.url):
             if self.process.poll() is not None:
@@ -232,16 +235,33 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
+def _saved(folder: Path) -> dict[str, Any] | None:
+    """The ports a node under `folder` ran on (its `node.json`), to start it again on them: a
+    cluster's peers know each other by address."""
+    try:
+        return dict(json.loads((folder / "node.json").read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def node(folder: str | os.PathLike[str], *, port: int | None = None) -> Node:
-    """A single node (not started) keeping its data under `folder`."""
+    """A single node (not started) keeping its data under `folder`: on the ports it had there
+    before, if it ran there, else on free ones."""
+    saved = _saved(Path(folder)) if port is None else None
+    if saved:
+        return Node(Path(folder), http_port=saved["http_port"], grpc_port=saved["grpc_port"])
     return Node(Path(folder), http_port=port or free_port(), grpc_port=free_port())
 
 
 def cluster_nodes(n: int, folder: str | os.PathLike[str]) -> list[Node]:
     """`n` nodes (not started) of one cluster under `folder`/node0..: the first one founds it,
-    the others join it through its p2p address."""
+    the others join it through its p2p address. A cluster that ran there before gets its ports
+    and storage back (each node rejoins with its stored state, not `--bootstrap`)."""
     if n < 1:
         raise QdrantServerError("a cluster has at least one node")
+    saved = [_saved(Path(folder) / f"node{i}") for i in range(n)]
+    if all(saved):
+        return [Node(Path(folder) / f"node{i}", **s) for i, s in enumerate(saved)]  # type: ignore[arg-type]
     nodes = [Node(Path(folder) / f"node{i}", http_port=free_port(), grpc_port=free_port(), p2p_port=free_port())
              for i in range(n)]
     for other in nodes[1:]:
@@ -294,22 +314,28 @@ def cluster(n: int, folder: str | os.PathLike[str], cache: str | os.PathLike[str
             each.stop()
 
 
-def _stop_pid(pid: int, timeout: float = 20.0) -> bool:
-    """SIGTERM `pid` and wait for it to go (SIGKILL after `timeout`); False if it was not running."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _stop_pids(pids: list[int], timeout: float = 20.0) -> dict[int, bool]:
+    """SIGTERM every pid, then wait for them to go (SIGKILL after `timeout`): by pid, False for
+    one that was not running. All at once: a cluster node takes seconds to shut down."""
+    running: dict[int, bool] = {}
+    for pid in pids:
         try:
-            os.kill(pid, 0)
+            os.kill(pid, signal.SIGTERM)
+            running[pid] = True
         except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    return True
+            running[pid] = False
+    deadline = time.monotonic() + timeout
+    for pid in [p for p, was in running.items() if was]:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return running
 
 
 def _pids_under(folder: Path) -> list[int]:
@@ -352,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
             pids = list(args.pids) + (_pids_under(Path(args.dir)) if args.dir else [])
             if not pids:
                 parser.error("stop needs --dir or pids")
-            for pid in pids:
-                print(f"{pid} {'stopped' if _stop_pid(pid) else 'was not running'}")
+            for pid, was in _stop_pids(pids).items():
+                print(f"{pid} {'stopped' if was else 'was not running'}")
             if args.dir:
                 for pid_file in [Path(args.dir) / "pid", *Path(args.dir).glob("node*/pid")]:
                     pid_file.unlink(missing_ok=True)

@@ -67,6 +67,16 @@ class VectorStoreConfig(_Section):
     """Copies of a shard that must apply a write before it is acknowledged (qdrant; None: 1). At
     most `replication_factor`; equal to it, a write fails while a copy is down instead of being
     acknowledged by fewer (docs/scaling.md)."""
+    lease: float = Field(default=15.0, gt=0)
+    """Seconds a process's hold on a shared lock outlives it (qdrant server): a worker that died
+    holding one (in a summary, an update) blocks that target or collection this long."""
+    retry_for: float = Field(default=10.0, ge=0)
+    """Seconds a server call is sent again while the server cannot answer it (qdrant server: the
+    node is down or restarting, or a cluster answers 5xx while it notices a dead peer); then the
+    call fails with `StoreError`. 0: never."""
+    journal_stale_after: float = Field(default=600.0, gt=0)
+    """Seconds after which another process replays an intent record a writer left unfinished
+    (qdrant server; its writer surely died): far longer than any write takes."""
     sync: Literal["process", "os"] = "process"
     """When a write is durable as its call returns. "process": it survives the process being killed
     (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest

@@ -5,7 +5,8 @@
 #   scripts/qdrant.sh install                  the binary into the cache; prints its path
 #   scripts/qdrant.sh serve --dir DIR          one node in the background (storage in DIR); prints its url
 #   scripts/qdrant.sh cluster 3 --dir DIR      three nodes of one cluster; prints their urls, the first to use
-#   scripts/qdrant.sh stop --dir DIR | PID...  stops them
+#   scripts/qdrant.sh stop --dir DIR | PID...  stops them; serve/cluster on that DIR again starts them
+#                                              again (same ports, same storage: a cluster's nodes rejoin)
 # The cache is --cache DIR, else $REME_QDRANT_CACHE, else ~/.cache/reme-qdrant. The work is done by
 # benchmark/qdrant_server.py (standard library only): $PYTHON, else .venv/bin/python, else python3, runs it.
 set -euo pipefail

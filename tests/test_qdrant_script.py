@@ -37,3 +37,26 @@ def test_serve_prints_a_loopback_url_and_stop_ends_the_node(tmp_path: Path) -> N
 def test_stop_without_a_folder_or_pids_is_a_usage_error() -> None:
     done = script("stop")
     assert done.returncode == 2 and "stop needs --dir or pids" in done.stderr
+
+
+def _cluster(url: str) -> dict[str, object]:
+    with urllib.request.urlopen(f"{url}/cluster", timeout=10) as response:
+        return dict(json.loads(response.read())["result"])
+
+
+def test_a_stopped_cluster_started_again_on_its_folder_keeps_its_nodes_and_state(tmp_path: Path) -> None:
+    folder = str(tmp_path / "cluster")
+    first = script("cluster", "3", "--dir", folder)
+    assert first.returncode == 0, first.stderr
+    urls = first.stdout.split()
+    peers = [_cluster(url)["peer_id"] for url in urls]
+    assert script("stop", "--dir", folder).returncode == 0
+    again = script("cluster", "3", "--dir", folder)
+    try:
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.split() == urls  # the same ports: the peers find each other where they were
+        states = [_cluster(url) for url in urls]
+        assert [s["peer_id"] for s in states] == peers  # their stored state, not a new cluster
+        assert all(sorted(map(int, s["peers"])) == sorted(peers) for s in states)  # type: ignore[call-overload]
+    finally:
+        script("stop", "--dir", folder)

@@ -24,7 +24,8 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
                            location=config.location, path=config.path, timeout=config.timeout,
                            bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size, sync=config.sync,
                            shard_number=config.shard_number, replication_factor=config.replication_factor,
-                           write_consistency_factor=config.write_consistency_factor)
+                           write_consistency_factor=config.write_consistency_factor, lease=config.lease,
+                           journal_stale_after=config.journal_stale_after, retry_for=config.retry_for)
     from reme.store.edge import EdgeStore
 
     return EdgeStore(edge_root(config, working_dir),

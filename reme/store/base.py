@@ -501,8 +501,14 @@ class VectorStore(ABC):
 
     async def _recover(self) -> int:
         await self._recover_collections()
+        n = await self._replay(await self._journal_pending())
+        self._unfinished = False
+        return n
+
+    async def _replay(self, records: list[tuple[str, bytes]]) -> int:
+        """Apply intent records (key, body), oldest first, each then dropped; under `_write_lock`."""
         n = 0
-        for key, body in await self._journal_pending():
+        for key, body in records:
             try:
                 steps = await asyncio.to_thread(decode_steps, body)
             except (ValueError, KeyError, TypeError, StopIteration, ValidationError) as exc:
@@ -515,7 +521,6 @@ class VectorStore(ABC):
             await self._sync({step.collection for step in steps})
             await self._journal_drop(key)
             n += 1
-        self._unfinished = False
         return n
 
     async def _plan(self, ops: Sequence[WriteOp]) -> list[WriteOp]:

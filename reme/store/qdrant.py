@@ -14,8 +14,11 @@ returns once the server applied it (`wait=True`); its WAL settings decide about 
 
 Processes sharing a server take turns through `exclusive(name)`: a lease held in the
 `_reme_locks` collection. Taking it is a conditional upsert in the engine (the lock's point is
-written only where its lease has ended), read back to see who holds it; the holder renews it
-while it works and ends it when done, and a holder that died loses it after `lease` seconds.
+written only where it was released), read back to see who holds it; the holder renews it
+while it works and releases it when done. A holder that died loses it after `lease` seconds, and
+whoever takes it over first applies the writes the dead one left unfinished under it (journal
+records name the lock they were written under), so nobody decides on them half-written and no
+late replay undoes what was written next.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
@@ -25,12 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import random
 import time
 import uuid
 import warnings
 from typing import Any, AsyncIterator, Sequence
 
+import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
@@ -69,6 +74,10 @@ MIN_SERVER = (1, 16)
 """The oldest server ReMe writes to: conditional upserts (`update_filter`) came in 1.16."""
 _LOCK_IDS = uuid.UUID("6c1c0b9e-3f43-4d36-9a57-2f1d5c0e8a11")
 _PART = 4_000_000  # characters of a record a journal point holds
+_HOLDING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("reme_qdrant_holding", default=())
+"""The tokens of the `exclusive` locks the current task holds, innermost last: a journal record
+names the innermost one, the lock its write was made under."""
+_HEADER = models.FieldCondition(key="header", match=models.MatchValue(value=True))
 
 
 def _held_by(token: str) -> models.Filter:
@@ -77,6 +86,33 @@ def _held_by(token: str) -> models.Filter:
 
 def _sparse(terms: SparseTerms) -> models.SparseVector:
     return models.SparseVector(indices=terms.indices, values=terms.values)
+
+
+class _Retrying(httpx.AsyncHTTPTransport):
+    """Sends a request again, with growing pauses, for up to `retry_for` seconds while the server
+    cannot answer it now: the connection fails (the node is down or restarting) or it answers
+    5xx (a cluster whose peers have not yet noticed a dead node: "Please retry"). Every request
+    ReMe sends may be sent twice: upserts and deletes name their points, a lock's write is
+    conditional, and creating a collection that exists is answered as such."""
+
+    def __init__(self, retry_for: float) -> None:
+        super().__init__()
+        self.retry_for = retry_for
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = time.monotonic() + self.retry_for
+        pause = 0.05
+        while True:
+            try:
+                response = await super().handle_async_request(request)
+                if response.status_code < 500 or time.monotonic() + pause > deadline:
+                    return response
+                await response.aclose()
+            except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, 1.0)
 
 
 class QdrantStore(VectorStore):
@@ -88,7 +124,8 @@ class QdrantStore(VectorStore):
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
                  batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0,
                  lease: float = 15.0, lock_wait: float = 120.0, shard_number: int | None = None,
-                 replication_factor: int | None = None, write_consistency_factor: int | None = None) -> None:
+                 replication_factor: int | None = None, write_consistency_factor: int | None = None,
+                 retry_for: float = 10.0) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.journal_stale_after = journal_stale_after
         self.lease = lease
@@ -106,9 +143,12 @@ class QdrantStore(VectorStore):
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
         self.local = url is None
         self.url = url
+        # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
+        # restarting, a cluster noticing a dead peer.
+        retrying: dict[str, Any] = {"transport": _Retrying(retry_for)} if url is not None and retry_for > 0 else {}
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
-                                             timeout=int(timeout), check_compatibility=False)
+                                             timeout=int(timeout), check_compatibility=False, **retrying)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
 
@@ -210,8 +250,9 @@ class QdrantStore(VectorStore):
             point = models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
                                        payload={"record": key, "part": i, "body": part, "created": now})
             await self._call("journal", self._client.upsert(journal, [point], wait=True))
+        holding = _HOLDING.get()
         header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
-                                                                "header": True})
+                                                                "header": True, "holder": holding[-1] if holding else None})
         await self._call("journal", self._client.upsert(journal, [header], wait=True))
         self._own.add(key)
         return key
@@ -229,32 +270,46 @@ class QdrantStore(VectorStore):
             return []
         journal = await self._journal()
         cutoff = time.time() - self.journal_stale_after
+        headers = await self._headers(models.Filter(must=[_HEADER]))
+        await self._drop_orphan_parts(journal, {str((h.payload or {})["record"]) for h in headers}, cutoff)
+        # Another writer's record may still be being applied: it waits until surely stale.
+        return await self._bodies([h for h in headers if str((h.payload or {})["record"]) in self._own
+                                   or float((h.payload or {})["created"]) <= cutoff])
+
+    async def _headers(self, flt: models.Filter) -> list[Any]:
         headers: list[Any] = []
         offset: Any = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # local mode warns that it has no payload indexes
             while True:
                 page, offset = await self._call("journal", self._client.scroll(
-                    journal, scroll_filter=models.Filter(must=[
-                        models.FieldCondition(key="header", match=models.MatchValue(value=True))]),
-                    limit=256, offset=offset, with_payload=True))
+                    JOURNAL, scroll_filter=flt, limit=256, offset=offset, with_payload=True))
                 headers += page
                 if offset is None:
-                    break
-        await self._drop_orphan_parts(journal, {str((h.payload or {})["record"]) for h in headers}, cutoff)
+                    return headers
+
+    async def _bodies(self, headers: list[Any]) -> list[tuple[str, bytes]]:
+        """The records of `headers`, oldest first."""
         out: list[tuple[str, float, bytes]] = []
         for header in headers:
             payload = header.payload or {}
             key, created = str(payload["record"]), float(payload["created"])
-            if key not in self._own and created > cutoff:
-                continue  # its writer may still be at work
             ids = [str(uuid.uuid5(uuid.UUID(key), str(i))) for i in range(int(payload["parts"]))]
-            parts = await self._call("journal", self._client.retrieve(journal, ids, with_payload=True))
+            parts = await self._call("journal", self._client.retrieve(JOURNAL, ids, with_payload=True))
             by_part = {int((p.payload or {})["part"]): str((p.payload or {})["body"]) for p in parts}
             body = "".join(by_part.get(i, "\0") for i in range(len(ids)))  # a lost part: unreadable
             out.append((key, created, body.encode()))
         out.sort(key=lambda r: r[1])
         return [(key, body) for key, _, body in out]
+
+    async def _finish_for(self, holder: str) -> None:
+        """Apply the records a lock's holder left when it died, once its lock is taken over: the
+        writes it made under that lock, which nobody else could have changed since."""
+        if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
+            return
+        by_holder = models.FieldCondition(key="holder", match=models.MatchValue(value=holder))
+        async with self._write_lock:
+            await self._replay(await self._bodies(await self._headers(models.Filter(must=[_HEADER, by_holder]))))
 
     async def _drop_orphan_parts(self, journal: str, records: set[str], cutoff: float) -> None:
         """Parts whose header never came: their writer died before its first engine write."""
@@ -277,11 +332,16 @@ class QdrantStore(VectorStore):
         await self._locks()
         point = str(uuid.uuid5(_LOCK_IDS, name))
         token = str(uuid.uuid4())
-        await self._take(name, point, token)
+        dead = await self._take(name, point, token)
+        holding = _HOLDING.get()
+        _HOLDING.set(holding + (token,))
         renewing = asyncio.create_task(self._renew(point, token))
         try:
+            if dead is not None:  # renewed meanwhile: finishing its writes may take longer than a lease
+                await self._take_over(point, token, dead)
             yield
         finally:
+            _HOLDING.set(holding)
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
@@ -289,35 +349,56 @@ class QdrantStore(VectorStore):
             with contextlib.suppress(StoreError):
                 await self._lock_write(point, token, 0.0, _held_by(token), shielded=True)
 
-    async def _take(self, name: str, point: str, token: str) -> None:
-        """Write `token` into the lock's point where its lease has ended (or no point is yet),
-        read it back, and try again, with growing random pauses, until it is there. A server
-        error counts as not taken yet: on a cluster, calls fail for a few seconds after a node
-        died, until the others mark its copies dead."""
+    async def _take(self, name: str, point: str, token: str) -> str | None:
+        """Write `token` into the lock's point where it was released (or no point is yet), read
+        it back, and try again, with growing random pauses, until it is there. A lease that ended
+        without a release is taken over from its holder, who died holding it: returns that
+        holder, whose unfinished writes under the lock (its journal records) the caller applies
+        before anything else runs under it. A server error counts as not taken yet: on a cluster, calls fail for a few seconds
+        after a node died, until the others mark its copies dead."""
         deadline = time.monotonic() + self.lock_wait
         pause = 0.002
         failure: StoreError | None = None
+        dead: str | None = None
+        found_dead = False
         while True:
             now = time.time()
-            ended = models.Filter(must=[models.FieldCondition(key="until", range=models.Range(lt=now))])
+            if dead is None:
+                condition = models.Filter(must=[models.FieldCondition(key="until", range=models.Range(lt=1.0))])
+            else:
+                condition = models.Filter(must=[models.FieldCondition(key="until", range=models.Range(lt=now)),
+                                                models.FieldCondition(key="holder", match=models.MatchValue(value=dead))])
             try:
-                await self._lock_write(point, token, now + self.lease, ended)
+                await self._lock_write(point, token, now + self.lease, condition)
                 # One copy answers: a write returns once every live copy applied it (and MAJORITY fails
                 # while a copy of two is down).
                 got = await self._call("lock", self._client.retrieve(LOCKS, [point], with_payload=True))
-                if got and (got[0].payload or {}).get("holder") == token:
-                    return
-                failure = None
+                held = (got[0].payload or {}) if got else {}
+                if held.get("holder") == token:
+                    return dead
+                until = float(held.get("until") or 0.0)
+                dead = str(held["holder"]) if 0.0 < until < time.time() and held.get("holder") else None
+                found_dead, failure = dead is not None, None
             except StoreError as exc:
-                failure = exc
+                found_dead, failure = False, exc
                 pause = max(pause, 0.05)
             if time.monotonic() > deadline:
                 if failure is not None:
                     raise failure
                 raise StoreLockedError(f"the write lock {name!r} on {self.url} stayed held by another process for "
                                        f"{self.lock_wait:g} s; try again later")
-            await asyncio.sleep(pause * (0.5 + random.random()))
-            pause = min(pause * 2, 0.1)
+            if not found_dead:  # a lease found ended is taken over at once
+                await asyncio.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 0.1)
+
+    async def _take_over(self, point: str, token: str, dead: str) -> None:
+        try:
+            await self._finish_for(dead)
+        except BaseException:
+            # Handed back to the dead holder, ended: whoever takes it next finishes its writes.
+            with contextlib.suppress(StoreError):
+                await self._lock_write(point, dead, 1.0, _held_by(token), shielded=True)
+            raise
 
     async def _renew(self, point: str, token: str) -> None:
         while True:
