@@ -127,3 +127,27 @@ async def test_two_processes_summarize_a_sessions_compacted_messages_once(empty_
         memories = await second.list_memory(user_name="alice", memory_type="personal")
     assert [n.content for n in memories] == ["Alice is planning a trip to Oslo (take 1)"]
     assert next(takes) == 2  # one extraction
+
+
+async def test_waiting_for_a_sessions_background_work_waits_for_another_process(
+        empty_node: Node, server: OpenAITestServer, tmp_path: Path) -> None:
+    """`POST /v1/background/wait` for a session may land on a worker that did not start its summary."""
+    def extract(body: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(1.0)
+        return {"memories": [{"content": "Alice is planning a trip to Oslo", "kind": "plan", "sources": [0],
+                              "importance": 0.7}]}
+
+    server.script(COMPACT_PROMPT, SUMMARY)
+    server.script("Read the conversation below", extract)
+
+    def worker(i: int) -> ReMe:
+        return ReMe(working_dir=tmp_path / f"wd{i}", embedding={"backend": "hash", "dimensions": DIM},
+                    vector_store={"backend": "qdrant", "url": empty_node.url},
+                    llm={"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0, "timeout": 30})
+
+    async with worker(0) as first, worker(1) as second:
+        await first.add_messages([turn(i) for i in range(10)], session_name="s1")
+        await first.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
+        await asyncio.sleep(0.2)  # the summary has started (prepare_context returns as it starts)
+        assert await second.wait_background(session_name="s1") == 0
+        assert await second.count_memory(user_name="alice", memory_type="personal") == 1
