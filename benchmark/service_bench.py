@@ -344,6 +344,9 @@ async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers:
         clients = [ReMeClient(server.url, retries=3, backoff=0.05) for _ in users]
         try:
             await seed(clients[0], users, args.seed, ledger)
+            for client in clients:  # each opens its connection in turn, as clients arriving over time do: a
+                await client.health()  # worker that wakes takes every connection waiting, so a burst lands on one
+                await asyncio.sleep(0.05)
             stats = Stats()
             begin = time.perf_counter()
             until = begin + args.duration
