@@ -353,6 +353,9 @@ async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers:
             await asyncio.gather(*(mixed_worker(c, u, i, until, stats, ledger)
                                    for i, (c, u) in enumerate(zip(clients, users))))
             row = summary(f"{store} x{workers}", stats, time.perf_counter() - begin)
+            for kind, ops in (("reads", ("retrieve", "search", "list")), ("writes", ("add", "update"))):
+                row[kind] = {k: round(v, 2) for k, v in percentiles(
+                    [x for op in ops for x in stats.latencies.get(op, [])]).items()}
             row["verify"] = await verify(clients[0], ledger)
         finally:
             for c in clients:
@@ -394,15 +397,16 @@ async def scale_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def scale_report(r: dict[str, Any]) -> str:
-    rows = ["| store | workers (answering) | ops/s | vs 1 worker | p50 ms | p99 ms | errors | acknowledged writes read back |",
-            "|---|---:|---:|---:|---:|---:|---:|---|"]
+    rows = ["| store | workers (answering) | ops/s | vs 1 worker | p50 ms | p99 ms | reads p50 | writes p50 | errors "
+            "| acknowledged writes read back |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     first = {row["store"]: row["ops_per_s"] for row in r["rows"] if row["workers"] == 1}
     names = {"embedded": "embedded (Edge)", "node": "Qdrant node", "cluster": "3-node cluster"}
     for row in r["rows"]:
         v = row["verify"]
         ratio = f"{row['ops_per_s'] / first[row['store']]:.2f}x" if row["store"] in first and row["store"] != "embedded" else ""
         rows.append(f"| {names[row['store']]} | {row['workers']} ({row['workers_answering']}) | {row['ops_per_s']} | "
-                    f"{ratio} | {row['p50']:.1f} | {row['p99']:.1f} | {sum(row['errors'].values())} | "
+                    f"{ratio} | {row['p50']:.1f} | {row['p99']:.1f} | {row['reads']['p50']:.1f} | "
+                    f"{row['writes']['p50']:.1f} | {sum(row['errors'].values())} | "
                     f"{v['checked'] - v['missing'] - v['wrong'] - v['resurrected']} of {v['checked']} |")
     rows.append(f"\n{r['clients']} clients, {r['duration_s']} s per row, {r['seed']} memories per client's user "
                 f"seeded; mix {', '.join(f'{op} {int(w * 100)}%' for op, w in SCALE_MIX)}; {r['cpus']} CPUs.")
