@@ -10,7 +10,16 @@ write that was in flight when the server was killed), and an acknowledged delete
     python -m benchmark.service_bench --clients 50 --duration 60
     python -m benchmark.service_bench --clients 4 --duration 2 --kill-after 1   # a smoke run
 
+`--workers 1,2,4` measures scaling out instead (`reme serve --workers N`): a mix of retrieve,
+search, list, add and update (`SCALE_MIX`) for each number of workers on one Qdrant node and on a
+3-node cluster (3 shards, replication factor 2), beside one worker on the embedded store, in one
+run; the benchmark starts the nodes itself (benchmark/qdrant_server.py). Every acknowledged write
+is read back by id afterwards.
+
+    python -m benchmark.service_bench --workers 1,2,4 --clients 16 --duration 15
+
 The embedder is the hashing one by default, so the numbers are the service's, not a model's.
+Retrieve runs without an LLM (`rewrite=False`), so none is needed.
 """
 
 from __future__ import annotations
@@ -178,16 +187,38 @@ def summary(name: str, stats: Stats, seconds: float) -> dict[str, Any]:
 
 
 class Server:
-    def __init__(self, working_dir: Path, embedding: str) -> None:
+    def __init__(self, working_dir: Path, embedding: str, *, workers: int = 1,
+                 env: dict[str, str] | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("REME_")},
-               "REME_EMBEDDING__BACKEND": embedding, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-        self.log = open(working_dir.parent / f"serve-{self.port}.log", "wb")
+        full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("REME_")},
+                    "REME_EMBEDDING__BACKEND": embedding, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})}
+        working_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = working_dir.parent / f"serve-{self.port}.log"
+        self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "reme.cli", "serve", "-w", str(working_dir), "--port",
-                                      str(self.port)], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+                                      str(self.port), "--workers", str(workers)],
+                                     cwd=ROOT, env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def lines(self) -> list[dict[str, Any]]:
+        """The JSON lines logged so far."""
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    async def workers_ready(self, n: int, timeout: float = 120) -> None:
+        """Until `n` worker processes have opened their store (each logs it as it starts)."""
+        deadline = time.monotonic() + timeout
+        while sum(1 for line in self.lines() if line.get("event") == "worker") < n:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{n} workers did not start: {self.log_path.read_text()[-2000:]}")
+            await asyncio.sleep(0.1)
 
     async def ready(self, timeout: float = 60) -> "Server":
         deadline = time.monotonic() + timeout
@@ -257,6 +288,136 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+SCALE_MIX = (("retrieve", 0.25), ("search", 0.25), ("list", 0.15), ("add", 0.20), ("update", 0.15))
+"""The scale-out load: each client, on its own user, picks operations in these shares."""
+
+
+async def mixed_worker(api: Any, user: str, seed: int, until: float, stats: Stats, ledger: Ledger) -> None:
+    rng = random.Random(seed)
+    mine = [i for i, (u, c) in ledger.expected.items() if u == user and c is not None]
+    ops, weights = zip(*SCALE_MIX)
+    while time.perf_counter() < until:
+        op = rng.choices(ops, weights)[0]
+        if op == "update" and not mine:
+            op = "add"
+        target: str | None = None
+        content: str | None = None
+        start = time.perf_counter()
+        try:
+            if op == "retrieve":
+                await api.retrieve_memory(rng.choice(WORDS), user_name=user, top_k=5, rewrite=False)
+            elif op == "search":
+                await api.search_memory(rng.choice(WORDS), user_name=user, top_k=5)
+            elif op == "list":
+                await api.list_memory(user_name=user, limit=20)
+            elif op == "add":
+                content = sentence(rng, user)
+                node = MemoryNode(memory_type="personal", memory_target=user, content=content)
+                ledger.pending.setdefault(node.memory_id, set()).add(content)
+                (stored,) = await api.add_memories([node])
+                target = stored.memory_id
+                mine.append(target)
+            else:
+                target, content = rng.choice(mine), sentence(rng, user)
+                ledger.pending.setdefault(target, set()).add(content)
+                await api.update_memory(target, content=content, user_name=user)
+        except ReMeError as exc:
+            stats.error(op, exc)
+            continue
+        stats.record(op, time.perf_counter() - start)
+        if target is not None:
+            ledger.expected[target] = (user, content)
+            ledger.pending.get(target, set()).discard(content)
+            ledger.last_op[target] = op
+
+
+async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers: int,
+                    env: dict[str, str]) -> dict[str, Any]:
+    """One row: `reme serve --workers N` on `store`, the mixed load, every acknowledged write read back."""
+    users = [f"user-{i}" for i in range(args.clients)]
+    server = Server(folder / f"{store}-{workers}" / "wd", args.embedding, workers=workers, env=env)
+    try:
+        await server.ready()
+        if workers > 1:
+            await server.workers_ready(workers)
+        ledger = Ledger()
+        clients = [ReMeClient(server.url, retries=3, backoff=0.05) for _ in users]
+        try:
+            await seed(clients[0], users, args.seed, ledger)
+            for client in clients:  # each opens its connection in turn, as clients arriving over time do: a
+                await client.health()  # worker that wakes takes every connection waiting, so a burst lands on one
+                await asyncio.sleep(0.05)
+            stats = Stats()
+            begin = time.perf_counter()
+            until = begin + args.duration
+            await asyncio.gather(*(mixed_worker(c, u, i, until, stats, ledger)
+                                   for i, (c, u) in enumerate(zip(clients, users))))
+            row = summary(f"{store} x{workers}", stats, time.perf_counter() - begin)
+            for kind, ops in (("reads", ("retrieve", "search", "list")), ("writes", ("add", "update"))):
+                row[kind] = {k: round(v, 2) for k, v in percentiles(
+                    [x for op in ops for x in stats.latencies.get(op, [])]).items()}
+            row["verify"] = await verify(clients[0], ledger)
+        finally:
+            for c in clients:
+                await c.close()
+        answered = {line.get("worker") for line in server.lines() if "path" in line}
+        row.update(store=store, workers=workers, workers_answering=len(answered - {None}) or 1)
+        return row
+    finally:
+        server.stop()
+
+
+async def scale_async(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmark import qdrant_server
+
+    counts = [int(n) for n in args.workers.split(",")]
+    targets = args.targets.split(",")
+    results: dict[str, Any] = {"clients": args.clients, "duration_s": args.duration, "seed": args.seed,
+                               "embedding": args.embedding, "cpus": os.cpu_count(), "rows": []}
+    rows = results["rows"]
+    with tempfile.TemporaryDirectory(prefix="reme-scale-bench-") as tmp:
+        folder = Path(tmp)
+        if "embedded" in targets:
+            rows.append(await scale_one(args, folder, "embedded", 1, {}))
+        if "node" in targets:
+            with qdrant_server.serve(folder / "node") as node:
+                for n in counts:
+                    rows.append(await scale_one(args, folder, "node", n, {
+                        "REME_VECTOR_STORE__BACKEND": "qdrant", "REME_VECTOR_STORE__URL": node.url,
+                        "REME_VECTOR_STORE__COLLECTION": f"bench_{n}"}))
+        if "cluster" in targets:
+            with qdrant_server.cluster(3, folder / "cluster") as nodes:
+                for n in counts:
+                    rows.append(await scale_one(args, folder, "cluster", n, {
+                        "REME_VECTOR_STORE__BACKEND": "qdrant", "REME_VECTOR_STORE__URL": nodes[0].url,
+                        "REME_VECTOR_STORE__COLLECTION": f"bench_{n}", "REME_VECTOR_STORE__SHARD_NUMBER": "3",
+                        "REME_VECTOR_STORE__REPLICATION_FACTOR": "2",
+                        "REME_VECTOR_STORE__WRITE_CONSISTENCY_FACTOR": "1"}))
+    return results
+
+
+def scale_report(r: dict[str, Any]) -> str:
+    rows = ["| store | workers (answering) | ops/s | vs 1 worker | p50 ms | p99 ms | reads p50 | writes p50 | errors "
+            "| acknowledged writes read back |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    first = {row["store"]: row["ops_per_s"] for row in r["rows"] if row["workers"] == 1}
+    names = {"embedded": "embedded (Edge)", "node": "Qdrant node", "cluster": "3-node cluster"}
+    for row in r["rows"]:
+        v = row["verify"]
+        ratio = f"{row['ops_per_s'] / first[row['store']]:.2f}x" if row["store"] in first and row["store"] != "embedded" else ""
+        rows.append(f"| {names[row['store']]} | {row['workers']} ({row['workers_answering']}) | {row['ops_per_s']} | "
+                    f"{ratio} | {row['p50']:.1f} | {row['p99']:.1f} | {row['reads']['p50']:.1f} | "
+                    f"{row['writes']['p50']:.1f} | {sum(row['errors'].values())} | "
+                    f"{v['checked'] - v['missing'] - v['wrong'] - v['resurrected']} of {v['checked']} |")
+    rows.append(f"\n{r['clients']} clients, {r['duration_s']} s per row, {r['seed']} memories per client's user "
+                f"seeded; mix {', '.join(f'{op} {int(w * 100)}%' for op, w in SCALE_MIX)}; {r['cpus']} CPUs.")
+    if "embedded" in first:
+        best = {store: max(row["ops_per_s"] for row in r["rows"] if row["store"] == store)
+                for store in ("node", "cluster") if any(row["store"] == store for row in r["rows"])}
+        rows.append("Best throughput against one worker on the embedded store: " + ", ".join(
+            f"{names[store]} {ops / first['embedded']:.2f}x" for store, ops in best.items()) + ".")
+    return "\n".join(rows)
+
+
 def report(r: dict[str, Any]) -> str:
     rows = ["| | ops/s | p50 ms | p95 ms | p99 ms | errors | acknowledged writes checked (missing/wrong) |",
             "|---|---:|---:|---:|---:|---:|---|"]
@@ -281,7 +442,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kill-after", type=float, default=5.0, help="seconds of load before the SIGKILL")
     p.add_argument("--embedding", default="hash", choices=["hash", "local", "openai"])
     p.add_argument("--json", help="write the results to this file")
+    p.add_argument("--workers", help="scale-out mode: numbers of workers to measure, e.g. 1,2,4")
+    p.add_argument("--targets", default="embedded,node,cluster",
+                   help="scale-out mode: stores to measure (embedded runs one worker)")
     args = p.parse_args(argv)
+    if args.workers:
+        scaled = asyncio.run(scale_async(args))
+        print(scale_report(scaled))
+        if args.json:
+            Path(args.json).write_text(json.dumps(scaled, indent=2))
+        return 0 if all(not row["errors"] and row["verify"]["missing"] + row["verify"]["wrong"] == 0
+                        for row in scaled["rows"]) else 1
     results = asyncio.run(main_async(args))
     print(report(results))
     if args.json:

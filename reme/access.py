@@ -83,6 +83,9 @@ class ServerConfig(_Strict):
     port: int = Field(default=8000, ge=0, le=65535)
     tokens: list[TokenConfig] = Field(default_factory=list)
     limits: Limits = Field(default_factory=Limits)
+    workers: int = Field(default=1, ge=1, le=256)
+    """Processes serving the port (`reme serve` on a Qdrant server store; the embedded store is one
+    process's). Each opens its own ReMe on the same store; tokens, scopes and the API are the same."""
 
     @model_validator(mode="after")
     def _safe(self) -> "ServerConfig":
@@ -218,8 +221,10 @@ class Guard:
     before any route runs, and logs one JSON line per request (method, path, status, ms and the
     token's name, which the app leaves in `scope["state"]["token_name"]`; never a body or a secret)."""
 
-    def __init__(self, app: App, limits: Limits, log: logging.Logger) -> None:
+    def __init__(self, app: App, limits: Limits, log: logging.Logger, fields: dict[str, Any] | None = None) -> None:
         self.app, self.limits, self.log = app, limits, log
+        self.fields = fields or {}
+        """Added to every request's line (the worker's pid when several serve one port)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -251,7 +256,8 @@ class Guard:
             await self.app(scope, replay, send_logged)
         finally:
             line = {"method": scope["method"], "path": scope["path"], "status": status,
-                    "ms": round((time.perf_counter() - started) * 1000, 1), "token": state.get("token_name")}
+                    "ms": round((time.perf_counter() - started) * 1000, 1), "token": state.get("token_name"),
+                    **self.fields}
             self.log.info(json.dumps(line), extra={"json": line})
 
     async def _read(self, scope: Scope, receive: Receive) -> tuple[bytes, tuple[int, str, str] | None]:

@@ -154,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[common], help="serve the memory API over HTTP (extra: server)")
     p.add_argument("--host", help="address to bind (default 127.0.0.1; others need tokens)")
     p.add_argument("--port", type=int, help="port (default 8000)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes serving the port (default 1; more need a Qdrant server store: docs/scaling.md)")
     p.add_argument("--server-config", help="JSON/TOML file with tokens and limits (default: $REME_SERVER_CONFIG)")
 
     p = sub.add_parser("mcp", parents=[common], help="serve memory tools over MCP (extra: mcp)")
@@ -653,7 +655,7 @@ def _serve(args: argparse.Namespace) -> int:
     reme = ReMe(_config(args, args.working_dir))
     from reme.access import ServerConfig
 
-    config = ServerConfig.load(args.server_config, host=args.host, port=args.port)
+    config = ServerConfig.load(args.server_config, host=args.host, port=args.port, workers=getattr(args, "workers", None))
     module = "server" if args.command == "serve" else "mcp"
     try:
         service = importlib.import_module(f"reme.{module}")

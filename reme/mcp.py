@@ -361,6 +361,8 @@ def serve(config: ServerConfig, reme: ReMe, *, transport: str = "stdio", user_na
     SIGTERM/SIGINT). Returns the exit code."""
     # stdout is the MCP channel over stdio: logs go to stderr as JSON lines (one per HTTP request).
     log_json_lines()
+    if config.workers > 1:
+        raise ConfigError(f"reme mcp serves from one process; workers = {config.workers} is for reme serve")
     caller: Caller | None = Caller(None) if not config.tokens else None  # over HTTP: each request's token
     if transport == "stdio" and config.tokens:
         token = find_token(config.tokens, os.environ.get("REME_TOKEN", ""))

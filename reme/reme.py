@@ -28,8 +28,8 @@ from reme.memory.procedural import (ProceduralRetriever, ProceduralSummarizer, c
 from reme.memory.context import check_context, compact, compact_tool_results, context_messages, positive, tokens_of
 from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, frontier_of,
                                  message_dict, session_scope, text_batches, to_plain_messages)
-from reme.memory.repo import (HASH_LOOKUP, VERSIONS_SUFFIX, Change, Imported, MemoryRepo, expired, read_export,
-                              scope_filter, version_record)
+from reme.memory.repo import (HASH_LOOKUP, VERSIONS_SUFFIX, Change, Imported, MemoryRepo, WriteLock, expired,
+                              read_export, scope_filter, version_record)
 from reme.memory.repo import alive as live
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
@@ -1240,15 +1240,25 @@ class ReMe:
         task.add_done_callback(lambda t: None if t.cancelled() or t.exception() is None
                                else self._swept.discard((scope, user)))  # looked at again next time
 
+    def _background_lock(self, scope: Scope) -> WriteLock:
+        """Held while a session's compacted messages are summarized into long-term memory, by
+        every process sharing the store (several `reme serve` workers): another process's first
+        `prepare_context` of the session sweeps up the same messages while they are being
+        summarized; it waits here, then finds them marked and leaves them."""
+        return self.repo.target_lock("background", scope.name)
+
     async def _summarize_into(self, scope: Scope, user: str, ids: list[str]) -> None:
         sessions = self._sessions
-        nodes = await sessions.by_ids(scope, ids)
-        for batch in text_batches(to_plain_messages([as_message(n) for n in nodes])):
-            await self.summarize_memory(batch, user_name=user)
-        async with sessions.lock(scope):
-            fresh = await sessions.by_ids(scope, ids)
-            await sessions.rewrite([n.model_copy(update={"metadata": {**n.metadata, SUMMARIZED: user}})
-                                    for n in fresh])
+        async with self._background_lock(scope):
+            nodes = [n for n in await sessions.by_ids(scope, ids) if not n.metadata.get(SUMMARIZED)]
+            if not nodes:  # another process summarized them meanwhile
+                return
+            for batch in text_batches(to_plain_messages([as_message(n) for n in nodes])):
+                await self.summarize_memory(batch, user_name=user)
+            async with sessions.lock(scope):
+                fresh = await sessions.by_ids(scope, [n.memory_id for n in nodes])
+                await sessions.rewrite([n.model_copy(update={"metadata": {**n.metadata, SUMMARIZED: user}})
+                                        for n in fresh])
 
     def _finished(self, task: "asyncio.Task[None]", ids: list[str]) -> None:
         session = self._background.pop(task, "")
@@ -1268,10 +1278,15 @@ class ReMe:
         of them failed since the last call that named the same session (or none). Each session's
         count is its own, and the unscoped count another: reading one resets no other. Each
         failure was logged, is in `background_errors`, and is tried again by the next
-        `prepare_context` of its session."""
+        `prepare_context` of its session. With a session named, it also waits for a summary of
+        that session another process sharing the store (a `reme serve` worker) is running; the
+        failures counted are this process's."""
         name = None if session_name is None else session_scope(session_name).name
         while mine := [t for t, s in self._background.items() if name is None or s == name]:
             await asyncio.gather(*mine, return_exceptions=True)
+        if name is not None and self._opened:  # and for the session's summary another process is running
+            async with self._background_lock(session_scope(name)):
+                pass
         seen = self._errors_seen.get(name, 0)
         self._errors_seen[name] = len(self._error_sessions)
         return sum(1 for s in self._error_sessions[seen:] if name is None or s == name)

@@ -21,6 +21,9 @@ Settings (`ServerConfig`) come from a JSON or TOML file (`reme serve --server-co
     destructive = false    # delete_all, forget, import, prune and restore need true
     [server.limits]
     max_body_bytes = 10485760
+
+`workers = N` (or `reme serve --workers N`) serves the port from N processes, each with its own
+ReMe on one Qdrant server store (uvicorn's supervisor; see `serve`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import tempfile
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, TypeVar
@@ -46,6 +51,7 @@ from reme.errors import (AuthenticationError, ConfigError, ConflictError, Embedd
                          NotFoundError, NotReadyError, PayloadTooLargeError, PermissionDeniedError, ReMeError,
                          RequestTimeoutError, ServiceError, StoreError, StoreLockedError, VectorSizeError)
 from reme import markdown
+from reme.config import ReMeConfig, VectorStoreConfig
 from reme.markdown import MarkdownExportReply, MarkdownSyncReply
 from reme.reme import ReMe
 from reme.schema import (MemoryNode, MemoryPage, MemoryType, MemoryVersion, Message, RetrieveResult, SearchResult,
@@ -414,9 +420,14 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
     config = config or ServerConfig()
     limits = config.limits
 
+    worker = {"worker": os.getpid()} if config.workers > 1 else None  # which process answered, in the log
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await app.state.reme.open()
+        if worker is not None:
+            line = {"event": "worker", **worker}
+            log.info(json.dumps(line), extra={"json": line})
         try:
             yield
         finally:
@@ -780,26 +791,59 @@ def create_app(reme: ReMe, config: ServerConfig | None = None) -> FastAPI:
             caller.permit([("session", "*")])
         return Count(count=await run(reme.wait_background(session_name=session)))
 
-    app.add_middleware(Guard, limits=limits, log=log)
+    app.add_middleware(Guard, limits=limits, log=log, fields=worker)
     return app
+
+
+def check_workers(config: ServerConfig, store: VectorStoreConfig) -> None:
+    """`ConfigError` unless `config.workers` processes may share `store`: more than one needs a
+    Qdrant server (`url`), since the embedded store and qdrant-client's local mode are one process's."""
+    if config.workers > 1 and not (store.backend == "qdrant" and store.url):
+        where = "the embedded store (Qdrant Edge)" if store.backend == "edge" else "qdrant-client's local mode"
+        raise ConfigError(f"workers = {config.workers} needs a Qdrant server store (vector_store.backend = "
+                          f'"qdrant" and vector_store.url): {where} is one process\'s; serve it with one worker '
+                          "(docs/scaling.md)")
+
+
+@dataclass(frozen=True)
+class WorkerApp:
+    """The app factory each process of `serve` with several workers calls: uvicorn's supervisor
+    pickles it into the process it spawns, so the settings (secrets included) pass through no
+    environment variable and no file. Each process builds its own ReMe from `reme_config`."""
+
+    reme_config: ReMeConfig
+    config: ServerConfig
+
+    def __call__(self) -> FastAPI:
+        log_json_lines()
+        return create_app(ReMe(self.reme_config), self.config)
 
 
 def serve(config: ServerConfig, reme: ReMe) -> int:
     """Open the store (failing fast when it is held elsewhere), then serve until SIGTERM/SIGINT:
-    in-flight requests finish, then the store is closed. Returns the exit code."""
+    in-flight requests finish, then the store is closed. Returns the exit code.
+
+    With `config.workers` > 1 (a Qdrant server store only: `check_workers`), the store is opened
+    once here to fail fast, then uvicorn's supervisor binds the port and runs that many processes
+    on it, each with a ReMe of its own made from `reme.config` (components passed to `reme` itself
+    are not used); SIGTERM stops them all, each finishing its requests and closing its store."""
     import uvicorn
 
+    check_workers(config, reme.config.vector_store)
     log_json_lines()  # every line on stderr is one JSON object, whichever library writes it
     _Server = uvicorn_server_class()
+    start = {"event": "start", "url": f"http://{config.host}:{config.port}",
+             "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens],
+             "workers": config.workers}
+    if config.workers > 1:
+        return _serve_workers(config, reme, start)
 
     async def main() -> int:
         await reme.open()  # StoreLockedError and ConfigError surface before the port is bound
-        start = {"event": "start", "url": f"http://{config.host}:{config.port}",
-                 "working_dir": str(reme.config.working_dir), "tokens": [t.name for t in config.tokens]}
         log.info(json.dumps(start), extra={"json": start})
         app = create_app(reme, config)
         server = _Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                        log_level="warning", log_config=None, lifespan="on",
+                                        log_level="warning", log_config=None, lifespan="on", workers=1,
                                         timeout_graceful_shutdown=int(config.limits.timeout_s) + 5))
         try:
             await server.serve()
@@ -810,4 +854,23 @@ def serve(config: ServerConfig, reme: ReMe) -> int:
     return asyncio.run(main())
 
 
-__all__ = ["STATUS", "create_app", "serve", "status_of"]
+def _serve_workers(config: ServerConfig, reme: ReMe, start: dict[str, Any]) -> int:
+    import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    async def check() -> None:  # an unreachable server, a vector size mismatch: one line, before the port is bound
+        await reme.open()
+        await reme.close()
+
+    asyncio.run(check())
+    settings = uvicorn.Config(WorkerApp(reme.config, config), factory=True, host=config.host, port=config.port,
+                              workers=config.workers, access_log=False, log_level="warning", log_config=None,
+                              lifespan="on", timeout_graceful_shutdown=int(config.limits.timeout_s) + 5)
+    supervisor = Multiprocess(settings, sockets=[settings.bind_socket()])
+    log.info(json.dumps(start), extra={"json": start})
+    supervisor.run()  # until SIGTERM/SIGINT, or a worker that fails to start
+    return 1 if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes) else 0
+
+
+__all__ = ["STATUS", "WorkerApp", "check_workers", "create_app", "serve", "status_of"]

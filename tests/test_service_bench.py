@@ -15,3 +15,12 @@ def test_service_bench_smoke_run_loses_no_acknowledged_write(tmp_path: Path) -> 
     results = json.loads(out.read_text())
     assert results["service"]["ops"] > 0 and results["facade"]["ops"] > 0
     assert results["after_kill"]["checked"] >= 3 * 3 and results["after_kill"]["missing"] == 0
+
+
+def test_service_bench_scale_out_smoke_run_reads_back_every_write(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    assert main(["--workers", "1", "--targets", "node", "--clients", "2", "--duration", "0.5", "--seed", "2",
+                 "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["store"] == "node" and row["workers"] == 1 and row["ops"] > 0
+    assert row["verify"]["checked"] >= 2 * 2 and row["verify"]["missing"] == row["verify"]["wrong"] == 0
