@@ -5,6 +5,15 @@
 
     python -m benchmark.store_bench --write-path         # durability modes and event-loop stalls only
 
+    python -m benchmark.store_bench --server --sizes 10000,100000   # the facade, embedded vs a Qdrant node
+
+The server table (`--server`) runs the facade's own calls (add one memory, add a batch of ten
+users' memories, search, list, get, update, record_usage, delete) on the embedded store and on a
+real Qdrant node on loopback (started here through `benchmark/qdrant_server.py`), the two stores
+taking turns call by call, each filled with the same memories of 1,000 users. Per call: p50 / p95
+on each, the ratio server/embedded of the p50, and the round trips the call made to the server
+(requests of qdrant-client, counted by wrapping it).
+
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
 an exact numpy brute-force search over the same vectors, and the resident memory the store added
@@ -27,12 +36,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import inspect
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -382,6 +393,132 @@ async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> st
     return "\n".join(lines)
 
 
+class CountingClient:
+    """qdrant-client with every request counted by method: one awaited call is one round trip."""
+
+    def __init__(self, client: Any) -> None:
+        self._inner = client
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await attr(*args, **kwargs)
+        return counted
+
+
+FACADE_OPS = ("add", "add 10 users", "search", "list", "get", "update", "record_usage", "delete")
+
+
+def facade_nodes(texts: list[str], targets: list[str]) -> list[MemoryNode]:
+    return [MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL, memory_target=t,
+                       content=text) for i, (text, t) in enumerate(zip(texts, targets))]
+
+
+async def fill(reme: Any, nodes: list[MemoryNode], vecs: np.ndarray, name: str) -> float:
+    """The memories written straight through the store, 1,000 a call (the facade's adds are
+    measured afterwards): returns the seconds it took."""
+    took = 0.0
+    for start in range(0, len(nodes), 1000):
+        batch = [VectorRecord(node=node, vector=vecs[start + i].tolist())
+                 for i, node in enumerate(nodes[start:start + 1000])]
+        t = time.perf_counter()
+        await reme.store.upsert(reme.collection, batch)
+        took += time.perf_counter() - t
+        progress(name, start + len(batch), took)
+    return took
+
+
+async def bench_facade(url: str, root: Path, n: int, repeat: int, grpc: bool = False) -> str:
+    """The facade's calls on the embedded store and on the server at `url`, taking turns call by
+    call, both filled with the same `n` memories of 1,000 users: a table of p50 / p95 per call,
+    the ratio server/embedded, and the server round trips per call."""
+    from reme import ReMe
+
+    vecs, texts, targets = make_data(n)
+    nodes = facade_nodes(texts, targets)
+    embedding = {"backend": "hash", "dimensions": DIM}
+    collection = f"bench{uuid.uuid4().hex[:8]}"
+    server_store: dict[str, Any] = {"backend": "qdrant", "url": url, "collection": collection}
+    if grpc:
+        server_store["prefer_grpc"] = True
+    stores = {"embedded": ReMe(working_dir=str(root / "edge"), embedding=embedding),
+              "server": ReMe(working_dir=str(root / "server"), embedding=embedding, vector_store=server_store)}
+    for name, reme in stores.items():
+        await reme.open()
+        await fill(reme, nodes, vecs, f"{name} n={n:,}")
+    counter = CountingClient(stores["server"].store._client)  # type: ignore[attr-defined]
+    stores["server"].store._client = counter  # type: ignore[attr-defined]
+    rng = np.random.default_rng(2)
+    picks = [int(i) for i in rng.choice(n, size=min(n, 4 * repeat), replace=False)]
+    times: dict[str, dict[str, list[float]]] = {op: {s: [] for s in stores} for op in FACADE_OPS}
+    trips: dict[str, Counter[str]] = {op: Counter() for op in FACADE_OPS}
+
+    def call(op: str, j: int, reme: Any, s: str) -> Awaitable[Any]:
+        node = nodes[picks[j % len(picks)]]
+        user, mid = node.memory_target, node.memory_id
+        if op == "add":
+            return reme.add_memory(f"{s} added {op} {j} " + texts[j % n], user_name=f"user{j % TARGETS}")
+        if op == "add 10 users":
+            return reme.add_memories([MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=f"user{(j * 10 + k) % TARGETS}",
+                                                 content=f"{s} batch {j} {k} " + texts[(j + k) % n])
+                                      for k in range(10)])
+        if op == "search":
+            return reme.search_memory(" ".join(node.content.split()[:4]), user_name=user, top_k=10)
+        if op == "list":
+            return reme.list_memory(user_name=user, limit=100)
+        if op == "get":
+            return reme.get_memory(mid, user_name=user)
+        if op == "update":
+            return reme.update_memory(mid, content=f"{node.content} (updated {j})", user_name=user)
+        if op == "record_usage":
+            return reme.record_usage([mid], True, user_name=user)
+        return reme.delete_memory(nodes[picks[(j + 2 * repeat) % len(picks)]].memory_id,
+                                  user_name=nodes[picks[(j + 2 * repeat) % len(picks)]].memory_target)
+
+    try:
+        for op in FACADE_OPS:
+            for j in range(repeat):
+                order = list(stores) if j % 2 == 0 else list(reversed(stores))  # who goes first alternates
+                for s in order:
+                    before = Counter(counter.calls)
+                    t = time.perf_counter()
+                    await call(op, j, stores[s], s)
+                    times[op][s].append(time.perf_counter() - t)
+                    if s == "server":
+                        trips[op] += counter.calls - before
+    finally:
+        for reme in stores.values():
+            await reme.close()
+    rows = [f"\nThe facade at {n:,} memories of {TARGETS:,} users, {repeat} calls each, embedded (Edge) and a "
+            f"Qdrant node on loopback ({'gRPC' if grpc else 'REST'}), taking turns\n",
+            "| call | round trips | server requests per call | embedded p50 / p95 ms | server p50 / p95 ms "
+            "| server / embedded (p50) |", "|---|---|---|---|---|---|"]
+    for op in FACADE_OPS:
+        (e50, e95), (s50, s95) = pct(times[op]["embedded"]), pct(times[op]["server"])
+        per = sum(trips[op].values()) / repeat
+        what = ", ".join(f"{k} {v / repeat:.3g}" for k, v in sorted(trips[op].items()))
+        rows.append(f"| {op} | {per:.3g} | {what} | {e50:.2f} / {e95:.2f} | {s50:.2f} / {s95:.2f} | x{s50 / e50:.1f} |")
+    return "\n".join(rows)
+
+
+async def server_tables(sizes: list[int], repeat: int, grpc: bool) -> None:
+    """`bench_facade` at each size, on a node started for the run (its data in a temporary folder)."""
+    from benchmark.qdrant_server import serve
+
+    tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
+    try:
+        with serve(tmp / "qdrant") as node:
+            for n in sizes:
+                print(await bench_facade(node.url, tmp / f"n{n}", n, repeat, grpc), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def fmt(rows: list[dict[str, Any]]) -> str:
     cols = ["backend", "phase", "n", "upsert/s", "dense", "filtered", "raw filtered", "hybrid filtered", "list by target",
             "numpy dense", "numpy filtered", "recall@10", "optimize s", "reopen ms", "RSS MB"]
@@ -412,7 +549,14 @@ async def main() -> None:
     parser.add_argument("--write-path", action="store_true", help="only the durability and event-loop table")
     parser.add_argument("--no-write-path", action="store_true", help="skip the durability and event-loop table")
     parser.add_argument("--no-raw", action="store_true", help="the store alone: no raw shards to compare with")
+    parser.add_argument("--server", action="store_true",
+                        help="only the facade on the embedded store and on a Qdrant node started for the run")
+    parser.add_argument("--repeat", type=int, default=100, help="calls of each kind in the server table")
+    parser.add_argument("--grpc", action="store_true", help="the server table over gRPC (prefer_grpc)")
     args = parser.parse_args()
+    if args.server:
+        await server_tables([int(s) for s in args.sizes.split(",")], args.repeat, args.grpc)
+        return
     if not args.no_write_path:
         tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
         try:
