@@ -206,19 +206,24 @@ class QdrantStore(VectorStore):
         text = body.decode()
         parts = [text[i:i + _PART] for i in range(0, len(text), _PART)] or [""]
         now = time.time()
-        for i, part in enumerate(parts):  # the parts first: a header makes the record count
-            point = models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
-                                       payload={"record": key, "part": i, "body": part, "created": now})
-            await self._call("journal", self._client.upsert(journal, [point], wait=True))
+        points = [models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
+                                     payload={"record": key, "part": i, "body": part, "created": now})
+                  for i, part in enumerate(parts)]
         header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
                                                                 "header": True})
-        await self._call("journal", self._client.upsert(journal, [header], wait=True))
+        # The parts first, a header last makes the record count; a record of one part goes in one
+        # request with its header. Whatever a crash leaves of it is harmless: no step of the write
+        # has run yet, and a header whose parts are missing is an unreadable record, skipped.
+        for point in points[:-1]:
+            await self._call("journal", self._client.upsert(journal, [point], wait=True))
+        await self._call("journal", self._client.upsert(journal, [points[-1], header], wait=True))
         self._own.add(key)
         return key
 
     async def _journal_drop(self, key: str) -> None:
+        # One request for the header and its parts (all carry `record`): were only the parts gone
+        # after a crash, the header left is an unreadable record, skipped, and the write was whole.
         journal = await self._journal()
-        await self._call("journal", self._client.delete(journal, models.PointIdsList(points=[key]), wait=True))
         selector = models.FilterSelector(filter=models.Filter(must=[
             models.FieldCondition(key="record", match=models.MatchValue(value=key))]))
         await self._call("journal", self._client.delete(journal, selector, wait=True))
