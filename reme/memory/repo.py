@@ -24,11 +24,13 @@ from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, Mem
 from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import line_node, line_vector, read_jsonl
-from reme.store.filters import And, Eq, Filter, In, Not, Range
+from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
 
 VERSIONS_SUFFIX = "-versions"
 HASH_LOOKUP = 500
 """Content hashes looked up in one filter (well under `MAX_FILTER_SIZE`, with the scope's conditions)."""
+ADD_LOOKUP = 400
+"""Nodes an add looks up in one filter: their hashes and their ids, well under `MAX_FILTER_SIZE`."""
 
 
 @dataclass
@@ -119,19 +121,33 @@ class MemoryRepo:
     async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[str, MemoryNode]:
         """Stored memories with the content hash of any of `nodes` (the hash covers type, scope
         and text), by that hash."""
+        return (await self._lookup(nodes, ids=False))[0]
+
+    async def _lookup(self, nodes: Sequence[MemoryNode], *, ids: bool) -> tuple[dict[str, MemoryNode], set[str]]:
+        """What an add must know, in one read per `ADD_LOOKUP` nodes whatever their scopes: the
+        stored memories (not expired) with the content hash of any of `nodes`, by hash, and (with
+        `ids`) which of the nodes' ids are stored, in any scope, expired or not. A stored node
+        carries its hash only if it has the same type, scope and text, so one filter on the hashes
+        of several scopes finds nothing outside each node's own scope."""
         found: dict[str, MemoryNode] = {}
-        groups: dict[tuple[Scope, MemoryType], set[str]] = {}
-        for node in nodes:
-            groups.setdefault((node.scope, node.memory_type), set()).add(node.content_hash)
-        for (scope, mtype), hashes in groups.items():
-            ordered = sorted(hashes)
-            for start in range(0, len(ordered), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
-                chunk: list[Any] = ordered[start:start + HASH_LOOKUP]
-                flt = scope_filter(scope, (mtype,), And(filters=[In(field="content_hash", values=chunk), alive()]))
-                page = await self.store.list(self.collection, flt=flt, limit=len(chunk) + 1)
-                for node in page:
+        stored: set[str] = set()
+        now = utcnow()
+        hashes = sorted({n.content_hash for n in nodes})
+        wanted = sorted({n.memory_id for n in nodes}) if ids else []
+        for start in range(0, max(len(hashes), len(wanted)), ADD_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+            some: list[Any] = hashes[start:start + ADD_LOOKUP]
+            flt: Filter = And(filters=[In(field="content_hash", values=some), alive(now)])
+            taken: list[Any] = wanted[start:start + ADD_LOOKUP]
+            if taken:
+                flt = Or(filters=[flt, In(field="memory_id", values=taken)]) if some else In(field="memory_id",
+                                                                                               values=taken)
+            page = await self.store.list(self.collection, flt=flt, limit=len(some) + len(taken) + 1)
+            for node in page:
+                if node.content_hash in some and not node.expired(now):
                     found[node.content_hash] = node
-        return found
+                if node.memory_id in taken:
+                    stored.add(node.memory_id)
+        return found, stored
 
     async def get(self, ids: Sequence[str], scope: Scope | None = None,
                   alive_at: datetime | None = None) -> dict[str, MemoryNode]:
@@ -274,11 +290,10 @@ class MemoryRepo:
                         change.new = change.new.model_copy(
                             update={f: getattr(now_stored, f) for f in MemoryNode.ACCESS_FIELDS})
         adds = [c.new for c in changes if c.old is None and c.new is not None]
-        existing = await self.existing_by_hash(adds) if adds else {}
-        fresh = [n for n in adds if n.content_hash not in existing]
-        taken = (await self.store.get(self.collection, [n.memory_id for n in fresh])).found if fresh else []
+        existing, stored_ids = await self._lookup(adds, ids=True) if adds else ({}, set())
+        taken = [n.memory_id for n in adds if n.content_hash not in existing and n.memory_id in stored_ids]
         if taken:
-            raise InvalidInputError(f"memory_id {taken[0].node.memory_id} is taken by a stored memory: an add never "
+            raise InvalidInputError(f"memory_id {taken[0]} is taken by a stored memory: an add never "
                                     "replaces one (update_memory changes a memory); nothing was written")
         now = utcnow()
         writes: list[VectorRecord] = []
