@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from reme.embedding import Embedder
 from pydantic import ValidationError
@@ -153,8 +153,12 @@ class MemoryRepo:
                   alive_at: datetime | None = None) -> dict[str, MemoryNode]:
         """The stored memories among `ids`, by id; with a scope, only those inside it; with
         `alive_at`, only those not expired then."""
-        got = await self.store.get(self.collection, list(dict.fromkeys(ids)))
-        return {r.node.memory_id: r.node for r in got.found
+        return {mid: r.node for mid, r in (await self._read(ids, scope, alive_at)).items()}
+
+    async def _read(self, ids: Sequence[str], scope: Scope | None = None, alive_at: datetime | None = None, *,
+                    with_vectors: bool = False) -> dict[str, VectorRecord]:
+        got = await self.store.get(self.collection, list(dict.fromkeys(ids)), with_vectors=with_vectors)
+        return {r.node.memory_id: r for r in got.found
                 if (scope is None or scope.holds(r.node)) and (alive_at is None or not r.node.expired(alive_at))}
 
     async def apply(self, changes: Sequence[Change]) -> list[tuple[MemoryNode, bool]]:
@@ -178,14 +182,15 @@ class MemoryRepo:
         (or raises, and nothing is written). `MemoryNotFoundError` if any of them is not stored
         (inside `scope`, when given): then nothing is written either."""
         async with self.lock:
-            stored = await self.get(memory_ids, scope, alive_at)
-            missing = [m for m in memory_ids if m not in stored]
+            # Read with the vectors: `_write` then needs no second read of what this one just read.
+            read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
+            missing = [m for m in memory_ids if m not in read]
             if missing:
                 raise MemoryNotFoundError(missing[0])
-            changes = [Change(new=revise(old), old=old, reason=reason, keep_version=keep_version)
-                       for old in stored.values()]
+            changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
+                       for r in read.values()]
             await self._embed(changes)
-            return [node for node, _ in await self._write(changes)]
+            return [node for node, _ in await self._write(changes, read=read)]
 
     async def restore(self, lines: Sequence[Imported], *, source: str, foreign: str = "error") -> int:
         """Write memories read from a file, as one batch: a new id is added (deduplicated by
@@ -272,14 +277,16 @@ class MemoryRepo:
             for (change, _), vector in zip(todo, vectors):
                 change.vector = vector
 
-    async def _write(self, changes: list[Change],
-                     extra_versions: Sequence[VectorRecord] = ()) -> list[tuple[MemoryNode, bool]]:
+    async def _write(self, changes: list[Change], extra_versions: Sequence[VectorRecord] = (),
+                     read: Mapping[str, VectorRecord] | None = None) -> list[tuple[MemoryNode, bool]]:
+        """`read`: the olds as read, with their vectors, under the lock held now (they are not read again)."""
         olds = [c.old for c in changes if c.old is not None]
         old_vectors: dict[str, list[float] | None] = {}
         if olds:
-            got = await self.store.get(self.collection, [o.memory_id for o in olds], with_vectors=True)
-            old_vectors = {r.node.memory_id: r.vector for r in got.found}
-            stored = {r.node.memory_id: r.node for r in got.found}
+            found = list(read.values()) if read is not None else (await self.store.get(
+                self.collection, [o.memory_id for o in olds], with_vectors=True)).found
+            old_vectors = {r.node.memory_id: r.vector for r in found}
+            stored = {r.node.memory_id: r.node for r in found}
             for old in olds:  # reads counted meanwhile (access bookkeeping) are no change
                 if old.memory_id in stored and not stored[old.memory_id].same_state(old):
                     raise ConflictError(f"memory {old.memory_id} changed after it was read; nothing was written")
@@ -338,12 +345,12 @@ class MemoryRepo:
         if not reads:
             return 0
         async with self.lock:
-            stored = await self.get(list(reads))
-            changes = [Change(new=old.model_copy(update={
-                "access_count": old.access_count + reads[mid][0],
-                "last_accessed": max(reads[mid][1], old.last_accessed or reads[mid][1])}),
-                old=old, keep_version=False) for mid, old in stored.items()]
-            return sum(wrote for _, wrote in await self._write(changes))
+            read = await self._read(list(reads), with_vectors=True)
+            changes = [Change(new=r.node.model_copy(update={
+                "access_count": r.node.access_count + reads[mid][0],
+                "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
+                old=r.node, keep_version=False) for mid, r in read.items()]
+            return sum(wrote for _, wrote in await self._write(changes, read=read))
 
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first; `MemoryNotFoundError` when the id is neither
