@@ -174,13 +174,13 @@ class MemoryRepo:
         async with self.lock:
             return await self._write(changes)
 
-    async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode], *,
+    async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode | None], *,
                      scope: Scope | None = None, reason: str = "", keep_version: bool = True,
                      alive_at: datetime | None = None) -> list[MemoryNode]:
         """Read, change and write memories under the write lock, so concurrent changes of one
-        memory never lose each other. `revise` gets each stored node and returns its next state
-        (or raises, and nothing is written). `MemoryNotFoundError` if any of them is not stored
-        (inside `scope`, when given): then nothing is written either."""
+        memory never lose each other. `revise` gets each stored node and returns its next state,
+        or None to delete it (or raises, and nothing is written). `MemoryNotFoundError` if any of
+        them is not stored (inside `scope`, when given): then nothing is written either."""
         async with self.lock:
             # Read with the vectors: `_write` then needs no second read of what this one just read.
             read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
