@@ -43,6 +43,11 @@ class VectorStoreConfig(_Section):
     api_key: SecretStr | None = None
     location: str | None = None
     timeout: float = Field(default=30.0, gt=0)
+    prefer_grpc: bool = False
+    """Speak gRPC to a server (qdrant, `url`) instead of REST: a round trip costs about a third
+    (docs/scaling.md). The server's gRPC port is `grpc_port`."""
+    grpc_port: int = Field(default=6334, ge=1, le=65535)
+    """The server's gRPC port, with `prefer_grpc` (Qdrant's default: 6334)."""
     batch_size: int = Field(default=256, ge=1)
     bm25_avg_len: float = Field(default=32.0, gt=0)
     index_threshold: int = Field(default=20_000, ge=0)

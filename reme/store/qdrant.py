@@ -31,6 +31,7 @@ import uuid
 import warnings
 from typing import Any, AsyncIterator, Sequence
 
+import grpc
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
@@ -88,7 +89,8 @@ class QdrantStore(VectorStore):
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
                  batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0,
                  lease: float = 15.0, lock_wait: float = 120.0, shard_number: int | None = None,
-                 replication_factor: int | None = None, write_consistency_factor: int | None = None) -> None:
+                 replication_factor: int | None = None, write_consistency_factor: int | None = None,
+                 prefer_grpc: bool = False, grpc_port: int = 6334) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.journal_stale_after = journal_stale_after
         self.lease = lease
@@ -108,14 +110,15 @@ class QdrantStore(VectorStore):
         self.url = url
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
-                                             timeout=int(timeout), check_compatibility=False)
+                                             timeout=int(timeout), check_compatibility=False,
+                                             prefer_grpc=prefer_grpc and url is not None, grpc_port=grpc_port)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
 
     async def _call(self, what: str, coro: Any) -> Any:
         try:
             return await coro
-        except (ApiException, ValueError, RuntimeError, OSError) as exc:
+        except (ApiException, grpc.RpcError, ValueError, RuntimeError, OSError) as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
     async def _recover_collections(self) -> None:
@@ -194,7 +197,7 @@ class QdrantStore(VectorStore):
                     # A 1-d placeholder vector: every server version takes such points.
                     await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
                         size=1, distance=models.Distance.DOT), **self._spread(shards=1))
-                except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
+                except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
             self._journal_ready = True
@@ -343,7 +346,7 @@ class QdrantStore(VectorStore):
                 try:
                     await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
                         size=1, distance=models.Distance.DOT), **self._spread(shards=1))
-                except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
+                except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                         raise
             self._locks_ready = True
