@@ -35,7 +35,9 @@ from benchmark.peers.full import add_arguments as add_full_arguments
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
-LIBS = ("reme", "reme-ai-local", "reme-ai-chroma", "mem0")
+LIBS = ("reme", "reme-server", "reme-ai-local", "reme-ai-chroma", "mem0")
+SERVER: dict[str, str] = {}
+"""`PEERS_QDRANT` for `reme-server`: the url and gRPC port of the node this run started."""
 ENVS = {"reme-ai-local": "reme-ai", "reme-ai-chroma": "reme-ai", "reme-ai": "reme-ai", "mem0": "mem0"}
 """The environment each peer runs in (its requirements file: requirements-ENV.txt)."""
 
@@ -116,8 +118,8 @@ def python_for(lib: str, envs: Path, install: bool) -> tuple[str, dict[str, str]
     the repository on the path; a peer: its own virtual environment (created when missing)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False", "ANONYMIZED_TELEMETRY": "False",
            "OPENAI_API_KEY": "local"}
-    if lib == "reme":
-        return sys.executable, {**env, "PYTHONPATH": str(ROOT)}
+    if lib in ("reme", "reme-server"):
+        return sys.executable, {**env, "PYTHONPATH": str(ROOT), **SERVER}
     name = ENVS[lib]
     venv = envs.resolve() / f"peer-{name}"
     python = venv / "bin" / "python"
@@ -235,6 +237,12 @@ def main(argv: list[str] | None = None) -> None:
     embed = Embeddings(args.cache)
     server, url = embed.serve()
     tmp = Path(tempfile.mkdtemp(prefix="reme-peers-"))
+    node = None
+    if "reme-server" in libs:  # ReMe on a Qdrant node on loopback, started for the run
+        from benchmark.qdrant_server import node as qdrant_node
+
+        node = qdrant_node(tmp / "qdrant").start()
+        SERVER["PEERS_QDRANT"] = f"{node.url} {node.grpc_port}"
     results: dict[str, Any] = {"libs": libs}
     report: list[str] = []
 
@@ -318,6 +326,8 @@ def main(argv: list[str] | None = None) -> None:
             out(table("Behaviour", cols, rows))
     finally:
         server.shutdown()
+        if node is not None:
+            node.stop()
         shutil.rmtree(tmp, ignore_errors=True)
         if args.out:
             args.out.write_text(json.dumps({**results, "report": "\n".join(report)}, indent=1), encoding="utf-8")
