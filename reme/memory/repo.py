@@ -134,7 +134,7 @@ class MemoryRepo:
         now = utcnow()
         hashes = sorted({n.content_hash for n in nodes})
         wanted = sorted({n.memory_id for n in nodes}) if ids else []
-        for start in range(0, max(len(hashes), len(wanted)), ADD_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+        for start in range(0, max(len(hashes), len(wanted)), ADD_LOOKUP):  # at most MAX_FILTER_SIZE values a filter
             some: list[Any] = hashes[start:start + ADD_LOOKUP]
             flt: Filter = And(filters=[In(field="content_hash", values=some), alive(now)])
             taken: list[Any] = wanted[start:start + ADD_LOOKUP]
