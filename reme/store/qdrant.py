@@ -84,6 +84,7 @@ class QdrantStore(VectorStore):
     """Qdrant through `qdrant-client`: a server by `url`, or local mode by `location`/`path`."""
 
     backend = "qdrant"
+    concurrent_steps = True
 
     def __init__(self, *, url: str | None = None, api_key: str | None = None, location: str | None = None,
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
