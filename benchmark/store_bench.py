@@ -8,11 +8,12 @@
     python -m benchmark.store_bench --server --sizes 10000,100000   # the facade, embedded vs a Qdrant node
 
 The server table (`--server`) runs the facade's own calls (add one memory, add a batch of ten
-users' memories, search, list, get, update, record_usage, delete) on the embedded store and on a
-real Qdrant node on loopback (started here through `benchmark/qdrant_server.py`) over REST and
-over gRPC, the three taking turns call by call, each filled with the same memories of 1,000
-users. Per call: p50 / p95 on each, the ratios server/embedded of the p50, and the round trips the
-call made to the server (requests of qdrant-client, counted by wrapping it).
+users' memories, search, search by a vector, list, get, update, record_usage, delete) on the
+embedded store and on a real Qdrant node on loopback (started here through
+`benchmark/qdrant_server.py`) over REST and over gRPC, the three taking turns call by call, each
+filled with the same memories of 1,000 users. Per call: p50 / p95 on each, the ratios
+server/embedded of the p50, and the round trips the call made to the server (requests of
+qdrant-client, counted by wrapping it).
 
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
@@ -416,7 +417,7 @@ class CountingClient:
         return counted
 
 
-FACADE_OPS = ("add", "add 10 users", "search", "list", "get", "update", "record_usage", "delete")
+FACADE_OPS = ("add", "add 10 users", "search", "search by vector", "list", "get", "update", "record_usage", "delete")
 
 
 def facade_nodes(texts: list[str], targets: list[str]) -> list[MemoryNode]:
@@ -483,6 +484,9 @@ async def bench_facade(url: str, grpc_port: int, root: Path, n: int, repeat: int
                                       for i in range(10)])
         if op == "search":
             return reme.search_memory(" ".join(node.content.split()[:4]), user_name=user, top_k=10)
+        if op == "search by vector":  # a framework that embeds its queries itself
+            return reme.search_memory("", vector=vecs[picks[(k * per_store + j) % len(picks)]].tolist(),
+                                      user_name=user, top_k=10, mode="dense")
         if op == "list":
             return reme.list_memory(user_name=user, limit=100)
         if op == "get":

@@ -592,7 +592,7 @@ class ReMe:
         if isinstance(vector, (str, bytes, Mapping)) or not isinstance(vector, Sequence) or not all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
             raise InvalidInputError("vector must be a list of finite numbers")
-        stored = await self.store.collection_dim(self.collection)
+        stored = await self.store.known_dim(self.collection)
         dim = stored if stored is not None else await self.embedder.dimension()
         if len(vector) != dim:
             raise VectorSizeError(f"the query vector has size {len(vector)}, but collection "

@@ -628,10 +628,17 @@ class VectorStore(ABC):
 
     # -- shared ------------------------------------------------------------------------------
     async def _require_dim(self, name: str) -> int:
-        dim = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+        dim = await self.known_dim(name)
         if dim is None:
             raise CollectionNotFoundError(f"collection {name!r} does not exist")
-        self._dims[name] = dim
+        return dim
+
+    async def known_dim(self, name: str) -> int | None:
+        """`collection_dim(name)`, asked of the backend once and then remembered (as every read
+        and write of this store remembers it): a server answers it in two round trips."""
+        dim = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+        if dim is not None:
+            self._dims[name] = dim
         return dim
 
     def keyword_terms(self, text: str, *, query: bool) -> SparseTerms:
