@@ -213,8 +213,8 @@ def ratio(value: Any, base: Any, higher_better: bool) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="LoCoMo JSON (CC BY-NC 4.0); default: the cached public file")
-    parser.add_argument("--libs", help=f"a subset of {','.join(LIBS)} (default: all; for the full workload "
-                                       f"{','.join(FULL_LIBS)})")
+    parser.add_argument("--libs", help=f"a subset of {','.join(LIBS)} (default: all but reme-server, which "
+                                       f"starts a Qdrant node; for the full workload {','.join(FULL_LIBS)})")
     parser.add_argument("--sizes", default="10000", help="memories in the speed workload (1,000 users)")
     parser.add_argument("--max", action="append", default=[], metavar="LIB=N",
                         help="skip sizes above N for LIB (e.g. mem0=10000)")
@@ -230,7 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     add_full_arguments(parser)
     args = parser.parse_args(argv)
     workloads = args.workloads.split(",")
-    libs = (args.libs or ",".join(FULL_LIBS if workloads == ["full"] else LIBS)).split(",")
+    default = [lib for lib in LIBS if lib != "reme-server"]
+    libs = (args.libs or ",".join(FULL_LIBS if workloads == ["full"] else default)).split(",")
     if libs[0] != "reme" and workloads != ["full"]:
         parser.error("--libs starts with reme: ratios are against it")
     limits = {k: int(v) for k, v in (m.split("=") for m in args.max)}
