@@ -5,6 +5,16 @@
 
     python -m benchmark.store_bench --write-path         # durability modes and event-loop stalls only
 
+    python -m benchmark.store_bench --server --sizes 10000,100000   # the facade, embedded vs a Qdrant node
+
+The server table (`--server`) runs the facade's own calls (add one memory, add a batch of ten
+users' memories, search, search by a vector, list, get, update, record_usage, delete) on the
+embedded store and on a real Qdrant node on loopback (started here through
+`benchmark/qdrant_server.py`) over REST and over gRPC, the three taking turns call by call, each
+filled with the same memories of 1,000 users. Per call: p50 / p95 on each, the ratios
+server/embedded of the p50, and the round trips the call made to the server (requests of
+qdrant-client, counted by wrapping it).
+
 Per backend and size: upsert throughput, search latency p50/p95 (dense, dense filtered by one of
 1,000 targets, hybrid filtered), list-by-target, reopen time, and recall@10 of dense search against
 an exact numpy brute-force search over the same vectors, and the resident memory the store added
@@ -27,12 +37,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import inspect
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -382,6 +394,155 @@ async def bench_write_path(root: Path, n: int = 10_000, single: int = 300) -> st
     return "\n".join(lines)
 
 
+class CountingClient:
+    """qdrant-client with every request counted by method: one awaited call is one round trip."""
+
+    def __init__(self, client: Any) -> None:
+        self._inner = client
+        self.calls: Counter[str] = Counter()
+        self.seconds: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            t = time.perf_counter()
+            try:
+                return await attr(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - t
+        return counted
+
+
+FACADE_OPS = ("add", "add 10 users", "search", "search by vector", "list", "get", "update", "record_usage", "delete")
+
+
+def facade_nodes(texts: list[str], targets: list[str]) -> list[MemoryNode]:
+    return [MemoryNode(memory_id=str(uuid.UUID(int=i + 1)), memory_type=MemoryType.PERSONAL, memory_target=t,
+                       content=text) for i, (text, t) in enumerate(zip(texts, targets))]
+
+
+async def fill(reme: Any, nodes: list[MemoryNode], vecs: np.ndarray, name: str) -> float:
+    """The memories written straight through the store, 1,000 a call (the facade's adds are
+    measured afterwards): returns the seconds it took."""
+    took = 0.0
+    for start in range(0, len(nodes), 1000):
+        batch = [VectorRecord(node=node, vector=vecs[start + i].tolist())
+                 for i, node in enumerate(nodes[start:start + 1000])]
+        t = time.perf_counter()
+        await reme.store.upsert(reme.collection, batch)
+        took += time.perf_counter() - t
+        progress(name, start + len(batch), took)
+    return took
+
+
+async def bench_facade(url: str, grpc_port: int, root: Path, n: int, repeat: int) -> str:
+    """The facade's calls on the embedded store and on the server at `url` over REST and over
+    gRPC, taking turns call by call, each filled with the same `n` memories of 1,000 users (the
+    two server clients share one collection, each changing its own memories): a table of p50 /
+    p95 per call, the ratios server/embedded, and the server round trips per call."""
+    from reme import ReMe
+
+    vecs, texts, targets = make_data(n)
+    nodes = facade_nodes(texts, targets)
+    embedding = {"backend": "hash", "dimensions": DIM}
+    server = {"backend": "qdrant", "url": url, "collection": f"bench{uuid.uuid4().hex[:8]}", "grpc_port": grpc_port}
+    stores = {"embedded": ReMe(working_dir=str(root / "edge"), embedding=embedding),
+              "REST": ReMe(working_dir=str(root / "rest"), embedding=embedding, vector_store=server),
+              "gRPC": ReMe(working_dir=str(root / "grpc"), embedding=embedding,
+                           vector_store={**server, "prefer_grpc": True})}
+    for name, reme in stores.items():
+        await reme.open()
+        if name != "gRPC":
+            await fill(reme, nodes, vecs, f"{name} n={n:,}")
+    for name, reme in stores.items():  # the first write makes the lock's collection: not counted
+        await reme.add_memory(f"{name} warms up", user_name="user0")
+    counters = {s: CountingClient(stores[s].store._client) for s in ("REST", "gRPC")}  # type: ignore[attr-defined]
+    for s, counter in counters.items():
+        stores[s].store._client = counter  # type: ignore[attr-defined]
+    rng = np.random.default_rng(2)
+    per_store = 4 * repeat
+    picks = [int(i) for i in rng.choice(n, size=min(n, per_store * len(stores)), replace=False)]
+    times: dict[str, dict[str, list[float]]] = {op: {s: [] for s in stores} for op in FACADE_OPS}
+    trips: dict[str, Counter[str]] = {op: Counter() for op in FACADE_OPS}
+    waits: dict[str, dict[str, Counter[str]]] = {op: {s: Counter() for s in counters} for op in FACADE_OPS}
+
+    def call(op: str, j: int, k: int, reme: Any, s: str) -> Awaitable[Any]:
+        """The `j`th call `op` on the `k`th store: each store changes memories of its own."""
+        def pick(i: int) -> MemoryNode:
+            return nodes[picks[(k * per_store + i) % len(picks)]]
+        node = pick(j)
+        user, mid = node.memory_target, node.memory_id
+        if op == "add":
+            return reme.add_memory(f"{s} added {j} " + texts[j % n], user_name=f"user{j % TARGETS}")
+        if op == "add 10 users":
+            return reme.add_memories([MemoryNode(memory_type=MemoryType.PERSONAL, content=f"{s} batch {j} {i} "
+                                                 + texts[(j + i) % n], memory_target=f"user{(j * 10 + i) % TARGETS}")
+                                      for i in range(10)])
+        if op == "search":
+            return reme.search_memory(" ".join(node.content.split()[:4]), user_name=user, top_k=10)
+        if op == "search by vector":  # a framework that embeds its queries itself
+            return reme.search_memory("", vector=vecs[picks[(k * per_store + j) % len(picks)]].tolist(),
+                                      user_name=user, top_k=10, mode="dense")
+        if op == "list":
+            return reme.list_memory(user_name=user, limit=100)
+        if op == "get":
+            return reme.get_memory(mid, user_name=user)
+        if op == "update":
+            return reme.update_memory(mid, content=f"{node.content} (updated {j})", user_name=user)
+        if op == "record_usage":
+            return reme.record_usage([mid], True, user_name=user)
+        gone = pick(2 * repeat + j)
+        return reme.delete_memory(gone.memory_id, user_name=gone.memory_target)
+
+    try:
+        for op in FACADE_OPS:
+            for j in range(repeat):
+                order = list(stores)[j % len(stores):] + list(stores)[:j % len(stores)]  # who goes first rotates
+                for s in order:
+                    counter = counters.get(s)
+                    before = (Counter(counter.calls), Counter(counter.seconds)) if counter else None
+                    t = time.perf_counter()
+                    await call(op, j, list(stores).index(s), stores[s], s)
+                    times[op][s].append(time.perf_counter() - t)
+                    if counter is not None and before is not None:
+                        if s == "REST":
+                            trips[op] += counter.calls - before[0]
+                        waits[op][s] += counter.seconds - before[1]
+    finally:
+        for reme in stores.values():
+            await reme.close()
+    rows = [f"\nThe facade at {n:,} memories of {TARGETS:,} users, {repeat} calls of each kind, on the embedded "
+            "store (Edge) and on a Qdrant node on loopback over REST and over gRPC, taking turns call by call\n",
+            "| call | round trips | server requests per call (mean ms each, REST / gRPC) | embedded p50 / p95 ms "
+            "| REST p50 / p95 ms | gRPC p50 / p95 ms | REST / embedded (p50) | gRPC / embedded (p50) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for op in FACADE_OPS:
+        (e50, e95), (r50, r95), (g50, g95) = (pct(times[op][s]) for s in stores)
+        per = sum(trips[op].values()) / repeat
+        what = ", ".join(f"{k} {v / repeat:.3g} ({1000 * waits[op]['REST'][k] / v:.1f} / "
+                         f"{1000 * waits[op]['gRPC'][k] / v:.1f})" for k, v in sorted(trips[op].items()))
+        rows.append(f"| {op} | {per:.3g} | {what} | {e50:.2f} / {e95:.2f} | {r50:.2f} / {r95:.2f} "
+                    f"| {g50:.2f} / {g95:.2f} | x{r50 / e50:.1f} | x{g50 / e50:.1f} |")
+    return "\n".join(rows)
+
+
+async def server_tables(sizes: list[int], repeat: int) -> None:
+    """`bench_facade` at each size, on a node started for the run (its data in a temporary folder)."""
+    from benchmark.qdrant_server import serve
+
+    tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
+    try:
+        with serve(tmp / "qdrant") as node:
+            for n in sizes:
+                print(await bench_facade(node.url, node.grpc_port, tmp / f"n{n}", n, repeat), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def fmt(rows: list[dict[str, Any]]) -> str:
     cols = ["backend", "phase", "n", "upsert/s", "dense", "filtered", "raw filtered", "hybrid filtered", "list by target",
             "numpy dense", "numpy filtered", "recall@10", "optimize s", "reopen ms", "RSS MB"]
@@ -412,7 +573,13 @@ async def main() -> None:
     parser.add_argument("--write-path", action="store_true", help="only the durability and event-loop table")
     parser.add_argument("--no-write-path", action="store_true", help="skip the durability and event-loop table")
     parser.add_argument("--no-raw", action="store_true", help="the store alone: no raw shards to compare with")
+    parser.add_argument("--server", action="store_true",
+                        help="only the facade on the embedded store and on a Qdrant node started for the run")
+    parser.add_argument("--repeat", type=int, default=100, help="calls of each kind in the server table")
     args = parser.parse_args()
+    if args.server:
+        await server_tables([int(s) for s in args.sizes.split(",")], args.repeat)
+        return
     if not args.no_write_path:
         tmp = Path(tempfile.mkdtemp(prefix="reme-bench-"))
         try:

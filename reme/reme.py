@@ -513,8 +513,10 @@ class ReMe:
                             tool_name: str | None = None) -> None:
         """Delete one memory; `MemoryNotFoundError` if it is not there (in the named scope).
         The deleted state stays readable through `history(memory_id)` until its scope is wiped."""
-        node = await self.get_memory(memory_id, user_name=user_name, task_name=task_name, tool_name=tool_name)
-        await self.repo.apply([Change(old=node, reason="delete_memory")])
+        # Read and deleted under the write lock: one read, and nothing can change it in between.
+        await self.repo.modify([_canonical_id(memory_id)], lambda old: None,
+                               scope=scope_of(user_name, task_name, tool_name), reason="delete_memory",
+                               alive_at=utcnow())
 
     async def delete_all(self, *, user_name: str | None = None, task_name: str | None = None,
                          tool_name: str | None = None, memory_type: MemoryType | str | None = None,
@@ -590,7 +592,7 @@ class ReMe:
         if isinstance(vector, (str, bytes, Mapping)) or not isinstance(vector, Sequence) or not all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
             raise InvalidInputError("vector must be a list of finite numbers")
-        stored = await self.store.collection_dim(self.collection)
+        stored = await self.store.known_dim(self.collection)
         dim = stored if stored is not None else await self.embedder.dimension()
         if len(vector) != dim:
             raise VectorSizeError(f"the query vector has size {len(vector)}, but collection "

@@ -11,7 +11,8 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
-from benchmark.peers.run import Embeddings, crash_check, recall, run_worker, speed_items
+from benchmark.peers.run import SERVER, Embeddings, crash_check, recall, run_worker, speed_items
+from benchmark.qdrant_server import Node
 
 
 def hashed(texts: list[str]) -> np.ndarray:
@@ -35,6 +36,18 @@ def test_speed_workload_keeps_every_memory_and_only_the_users_own(endpoint: str,
     assert out["count after reopen"] == out["count expected"] == 120 - 3  # 10 users of 12, 3 deleted
     assert out["foreign hits"] == 0
     assert out["disk"]["used"] > 0 and out["add one"][0] > 0 and out["search"][0] > 0
+
+
+def test_speed_workload_on_a_qdrant_node_over_grpc_keeps_every_memory(endpoint: str, tmp_path: Path,
+                                                                       empty_node: Node,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(SERVER, "PEERS_QDRANT", f"{empty_node.url} {empty_node.grpc_port}")
+    items = speed_items([f"turn {i} about topic {i % 7}" for i in range(40)], 60, users=10)
+    job = {"kind": "speed", "items": items, "single": 10, "deletes": 2,
+           "queries": [(items[i][0], items[i][1]) for i in (0, 5, 17)]}
+    out: dict[str, Any] = run_worker("reme-server", job, tmp_path / "store", endpoint, tmp_path, False)
+    assert out["count after reopen"] == out["count expected"] == 60 - 2  # 10 users of 6, 2 deleted
+    assert out["foreign hits"] == 0 and out["add one"][0] > 0 and out["search"][0] > 0
 
 
 def test_behaviour_checks_and_acknowledged_writes_after_sigkill(endpoint: str, tmp_path: Path) -> None:

@@ -35,7 +35,9 @@ from benchmark.peers.full import add_arguments as add_full_arguments
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
-LIBS = ("reme", "reme-ai-local", "reme-ai-chroma", "mem0")
+LIBS = ("reme", "reme-server", "reme-ai-local", "reme-ai-chroma", "mem0")
+SERVER: dict[str, str] = {}
+"""`PEERS_QDRANT` for `reme-server`: the url and gRPC port of the node this run started."""
 ENVS = {"reme-ai-local": "reme-ai", "reme-ai-chroma": "reme-ai", "reme-ai": "reme-ai", "mem0": "mem0"}
 """The environment each peer runs in (its requirements file: requirements-ENV.txt)."""
 
@@ -116,8 +118,8 @@ def python_for(lib: str, envs: Path, install: bool) -> tuple[str, dict[str, str]
     the repository on the path; a peer: its own virtual environment (created when missing)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEM0_TELEMETRY": "False", "ANONYMIZED_TELEMETRY": "False",
            "OPENAI_API_KEY": "local"}
-    if lib == "reme":
-        return sys.executable, {**env, "PYTHONPATH": str(ROOT)}
+    if lib in ("reme", "reme-server"):
+        return sys.executable, {**env, "PYTHONPATH": str(ROOT), **SERVER}
     name = ENVS[lib]
     venv = envs.resolve() / f"peer-{name}"
     python = venv / "bin" / "python"
@@ -211,8 +213,8 @@ def ratio(value: Any, base: Any, higher_better: bool) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="LoCoMo JSON (CC BY-NC 4.0); default: the cached public file")
-    parser.add_argument("--libs", help=f"a subset of {','.join(LIBS)} (default: all; for the full workload "
-                                       f"{','.join(FULL_LIBS)})")
+    parser.add_argument("--libs", help=f"a subset of {','.join(LIBS)} (default: all but reme-server, which "
+                                       f"starts a Qdrant node; for the full workload {','.join(FULL_LIBS)})")
     parser.add_argument("--sizes", default="10000", help="memories in the speed workload (1,000 users)")
     parser.add_argument("--max", action="append", default=[], metavar="LIB=N",
                         help="skip sizes above N for LIB (e.g. mem0=10000)")
@@ -228,13 +230,20 @@ def main(argv: list[str] | None = None) -> None:
     add_full_arguments(parser)
     args = parser.parse_args(argv)
     workloads = args.workloads.split(",")
-    libs = (args.libs or ",".join(FULL_LIBS if workloads == ["full"] else LIBS)).split(",")
+    default = [lib for lib in LIBS if lib != "reme-server"]
+    libs = (args.libs or ",".join(FULL_LIBS if workloads == ["full"] else default)).split(",")
     if libs[0] != "reme" and workloads != ["full"]:
         parser.error("--libs starts with reme: ratios are against it")
     limits = {k: int(v) for k, v in (m.split("=") for m in args.max)}
     embed = Embeddings(args.cache)
     server, url = embed.serve()
     tmp = Path(tempfile.mkdtemp(prefix="reme-peers-"))
+    node = None
+    if "reme-server" in libs:  # ReMe on a Qdrant node on loopback, started for the run
+        from benchmark.qdrant_server import node as qdrant_node
+
+        node = qdrant_node(tmp / "qdrant").start()
+        SERVER["PEERS_QDRANT"] = f"{node.url} {node.grpc_port}"
     results: dict[str, Any] = {"libs": libs}
     report: list[str] = []
 
@@ -318,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
             out(table("Behaviour", cols, rows))
     finally:
         server.shutdown()
+        if node is not None:
+            node.stop()
         shutil.rmtree(tmp, ignore_errors=True)
         if args.out:
             args.out.write_text(json.dumps({**results, "report": "\n".join(report)}, indent=1), encoding="utf-8")

@@ -2,7 +2,8 @@
 
     python worker.py LIB JOB.json STORE_DIR EMBED_URL
 
-LIB is `reme` (this project), `reme-ai-local` / `reme-ai-chroma` (the original ReMe's vector store,
+LIB is `reme` (this project), `reme-server` (this project on the Qdrant node named by
+`PEERS_QDRANT`), `reme-ai-local` / `reme-ai-chroma` (the original ReMe's vector store,
 PyPI `reme-ai`, on its local JSON files or on Chroma) or `mem0` (mem0's `Memory` on its default
 embedded Qdrant). It imports nothing from this repository but the library under test (the
 original ReMe's import name `reme` is this project's too), and prints one JSON object: the job's
@@ -71,8 +72,12 @@ class ReMeAdapter(Adapter):
         llm = {"base_url": self.llm["base_url"], "model": self.llm["model"], "api_key": "local",
                "timeout": 1800.0, "max_retries": 1, "max_tokens": self.llm.get("max_tokens")} if self.llm else {}
         self.reme = ReMe(working_dir=str(self.path), embedding={
-            "backend": "openai", "base_url": self.url, "api_key": "local", "model": "all-MiniLM-L6-v2"}, llm=llm)
+            "backend": "openai", "base_url": self.url, "api_key": "local", "model": "all-MiniLM-L6-v2"}, llm=llm,
+            vector_store=self.vector_store())
         await self.reme.open()
+
+    def vector_store(self) -> dict[str, Any]:
+        return {}
 
     async def close(self) -> None:
         await self.reme.close()
@@ -143,6 +148,16 @@ class ReMeAdapter(Adapter):
                     break
         return [{"owner": n.memory_target, "content": n.content, "dia_ids": ids}
                 for n, ids in zip(nodes, await self._dia_ids(nodes))]
+
+
+class ReMeServerAdapter(ReMeAdapter):
+    """This project on a Qdrant node over gRPC (`PEERS_QDRANT`: its url and gRPC port, set by
+    the parent, which started it): one collection per store folder, so a reopen finds it."""
+
+    def vector_store(self) -> dict[str, Any]:
+        url, grpc_port = os.environ["PEERS_QDRANT"].split()
+        name = "peers" + uuid.uuid5(uuid.NAMESPACE_URL, str(self.path.resolve())).hex[:16]
+        return {"backend": "qdrant", "url": url, "prefer_grpc": True, "grpc_port": int(grpc_port), "collection": name}
 
 
 class ReMeAIAdapter(Adapter):
@@ -315,7 +330,8 @@ class Mem0Adapter(Adapter):
                 for r in self.mem.get_all(filters={"user_id": s}, top_k=100_000)["results"]]
 
 
-ADAPTERS: dict[str, type[Adapter]] = {"reme": ReMeAdapter, "reme-ai-local": ReMeAIAdapter,
+ADAPTERS: dict[str, type[Adapter]] = {"reme": ReMeAdapter, "reme-server": ReMeServerAdapter,
+                                      "reme-ai-local": ReMeAIAdapter,
                                       "reme-ai-chroma": ReMeAIChromaAdapter, "mem0": Mem0Adapter,
                                       "reme-ai": ReMeAISummarizerAdapter}
 

@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from reme.embedding import Embedder
 from pydantic import ValidationError
@@ -24,11 +24,13 @@ from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, Mem
 from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import line_node, line_vector, read_jsonl
-from reme.store.filters import And, Eq, Filter, In, Not, Range
+from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
 
 VERSIONS_SUFFIX = "-versions"
 HASH_LOOKUP = 500
 """Content hashes looked up in one filter (well under `MAX_FILTER_SIZE`, with the scope's conditions)."""
+ADD_LOOKUP = 400
+"""Nodes an add looks up in one filter: their hashes and their ids, well under `MAX_FILTER_SIZE`."""
 
 
 @dataclass
@@ -119,26 +121,44 @@ class MemoryRepo:
     async def existing_by_hash(self, nodes: Sequence[MemoryNode]) -> dict[str, MemoryNode]:
         """Stored memories with the content hash of any of `nodes` (the hash covers type, scope
         and text), by that hash."""
+        return (await self._lookup(nodes, ids=False))[0]
+
+    async def _lookup(self, nodes: Sequence[MemoryNode], *, ids: bool) -> tuple[dict[str, MemoryNode], set[str]]:
+        """What an add must know, in one read per `ADD_LOOKUP` nodes whatever their scopes: the
+        stored memories (not expired) with the content hash of any of `nodes`, by hash, and (with
+        `ids`) which of the nodes' ids are stored, in any scope, expired or not. A stored node
+        carries its hash only if it has the same type, scope and text, so one filter on the hashes
+        of several scopes finds nothing outside each node's own scope."""
         found: dict[str, MemoryNode] = {}
-        groups: dict[tuple[Scope, MemoryType], set[str]] = {}
-        for node in nodes:
-            groups.setdefault((node.scope, node.memory_type), set()).add(node.content_hash)
-        for (scope, mtype), hashes in groups.items():
-            ordered = sorted(hashes)
-            for start in range(0, len(ordered), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
-                chunk: list[Any] = ordered[start:start + HASH_LOOKUP]
-                flt = scope_filter(scope, (mtype,), And(filters=[In(field="content_hash", values=chunk), alive()]))
-                page = await self.store.list(self.collection, flt=flt, limit=len(chunk) + 1)
-                for node in page:
+        stored: set[str] = set()
+        now = utcnow()
+        hashes = sorted({n.content_hash for n in nodes})
+        wanted = sorted({n.memory_id for n in nodes}) if ids else []
+        for start in range(0, max(len(hashes), len(wanted)), ADD_LOOKUP):  # at most MAX_FILTER_SIZE values a filter
+            some: list[Any] = hashes[start:start + ADD_LOOKUP]
+            flt: Filter = And(filters=[In(field="content_hash", values=some), alive(now)])
+            taken: list[Any] = wanted[start:start + ADD_LOOKUP]
+            if taken:
+                flt = Or(filters=[flt, In(field="memory_id", values=taken)]) if some else In(field="memory_id",
+                                                                                               values=taken)
+            page = await self.store.list(self.collection, flt=flt, limit=len(some) + len(taken) + 1)
+            for node in page:
+                if node.content_hash in some and not node.expired(now):
                     found[node.content_hash] = node
-        return found
+                if node.memory_id in taken:
+                    stored.add(node.memory_id)
+        return found, stored
 
     async def get(self, ids: Sequence[str], scope: Scope | None = None,
                   alive_at: datetime | None = None) -> dict[str, MemoryNode]:
         """The stored memories among `ids`, by id; with a scope, only those inside it; with
         `alive_at`, only those not expired then."""
-        got = await self.store.get(self.collection, list(dict.fromkeys(ids)))
-        return {r.node.memory_id: r.node for r in got.found
+        return {mid: r.node for mid, r in (await self._read(ids, scope, alive_at)).items()}
+
+    async def _read(self, ids: Sequence[str], scope: Scope | None = None, alive_at: datetime | None = None, *,
+                    with_vectors: bool = False) -> dict[str, VectorRecord]:
+        got = await self.store.get(self.collection, list(dict.fromkeys(ids)), with_vectors=with_vectors)
+        return {r.node.memory_id: r for r in got.found
                 if (scope is None or scope.holds(r.node)) and (alive_at is None or not r.node.expired(alive_at))}
 
     async def apply(self, changes: Sequence[Change]) -> list[tuple[MemoryNode, bool]]:
@@ -154,22 +174,23 @@ class MemoryRepo:
         async with self.lock:
             return await self._write(changes)
 
-    async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode], *,
+    async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode | None], *,
                      scope: Scope | None = None, reason: str = "", keep_version: bool = True,
                      alive_at: datetime | None = None) -> list[MemoryNode]:
         """Read, change and write memories under the write lock, so concurrent changes of one
-        memory never lose each other. `revise` gets each stored node and returns its next state
-        (or raises, and nothing is written). `MemoryNotFoundError` if any of them is not stored
-        (inside `scope`, when given): then nothing is written either."""
+        memory never lose each other. `revise` gets each stored node and returns its next state,
+        or None to delete it (or raises, and nothing is written). `MemoryNotFoundError` if any of
+        them is not stored (inside `scope`, when given): then nothing is written either."""
         async with self.lock:
-            stored = await self.get(memory_ids, scope, alive_at)
-            missing = [m for m in memory_ids if m not in stored]
+            # Read with the vectors: `_write` then needs no second read of what this one just read.
+            read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
+            missing = [m for m in memory_ids if m not in read]
             if missing:
                 raise MemoryNotFoundError(missing[0])
-            changes = [Change(new=revise(old), old=old, reason=reason, keep_version=keep_version)
-                       for old in stored.values()]
+            changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
+                       for r in read.values()]
             await self._embed(changes)
-            return [node for node, _ in await self._write(changes)]
+            return [node for node, _ in await self._write(changes, read=read)]
 
     async def restore(self, lines: Sequence[Imported], *, source: str, foreign: str = "error") -> int:
         """Write memories read from a file, as one batch: a new id is added (deduplicated by
@@ -256,14 +277,16 @@ class MemoryRepo:
             for (change, _), vector in zip(todo, vectors):
                 change.vector = vector
 
-    async def _write(self, changes: list[Change],
-                     extra_versions: Sequence[VectorRecord] = ()) -> list[tuple[MemoryNode, bool]]:
+    async def _write(self, changes: list[Change], extra_versions: Sequence[VectorRecord] = (),
+                     read: Mapping[str, VectorRecord] | None = None) -> list[tuple[MemoryNode, bool]]:
+        """`read`: the olds as read, with their vectors, under the lock held now (they are not read again)."""
         olds = [c.old for c in changes if c.old is not None]
         old_vectors: dict[str, list[float] | None] = {}
         if olds:
-            got = await self.store.get(self.collection, [o.memory_id for o in olds], with_vectors=True)
-            old_vectors = {r.node.memory_id: r.vector for r in got.found}
-            stored = {r.node.memory_id: r.node for r in got.found}
+            found = list(read.values()) if read is not None else (await self.store.get(
+                self.collection, [o.memory_id for o in olds], with_vectors=True)).found
+            old_vectors = {r.node.memory_id: r.vector for r in found}
+            stored = {r.node.memory_id: r.node for r in found}
             for old in olds:  # reads counted meanwhile (access bookkeeping) are no change
                 if old.memory_id in stored and not stored[old.memory_id].same_state(old):
                     raise ConflictError(f"memory {old.memory_id} changed after it was read; nothing was written")
@@ -274,11 +297,10 @@ class MemoryRepo:
                         change.new = change.new.model_copy(
                             update={f: getattr(now_stored, f) for f in MemoryNode.ACCESS_FIELDS})
         adds = [c.new for c in changes if c.old is None and c.new is not None]
-        existing = await self.existing_by_hash(adds) if adds else {}
-        fresh = [n for n in adds if n.content_hash not in existing]
-        taken = (await self.store.get(self.collection, [n.memory_id for n in fresh])).found if fresh else []
+        existing, stored_ids = await self._lookup(adds, ids=True) if adds else ({}, set())
+        taken = [n.memory_id for n in adds if n.content_hash not in existing and n.memory_id in stored_ids]
         if taken:
-            raise InvalidInputError(f"memory_id {taken[0].node.memory_id} is taken by a stored memory: an add never "
+            raise InvalidInputError(f"memory_id {taken[0]} is taken by a stored memory: an add never "
                                     "replaces one (update_memory changes a memory); nothing was written")
         now = utcnow()
         writes: list[VectorRecord] = []
@@ -323,12 +345,12 @@ class MemoryRepo:
         if not reads:
             return 0
         async with self.lock:
-            stored = await self.get(list(reads))
-            changes = [Change(new=old.model_copy(update={
-                "access_count": old.access_count + reads[mid][0],
-                "last_accessed": max(reads[mid][1], old.last_accessed or reads[mid][1])}),
-                old=old, keep_version=False) for mid, old in stored.items()]
-            return sum(wrote for _, wrote in await self._write(changes))
+            read = await self._read(list(reads), with_vectors=True)
+            changes = [Change(new=r.node.model_copy(update={
+                "access_count": r.node.access_count + reads[mid][0],
+                "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
+                old=r.node, keep_version=False) for mid, r in read.items()]
+            return sum(wrote for _, wrote in await self._write(changes, read=read))
 
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first; `MemoryNotFoundError` when the id is neither

@@ -22,6 +22,7 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
 
         return QdrantStore(url=config.url, api_key=config.api_key.get_secret_value() if config.api_key else None,
                            location=config.location, path=config.path, timeout=config.timeout,
+                           prefer_grpc=config.prefer_grpc, grpc_port=config.grpc_port,
                            bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size, sync=config.sync,
                            shard_number=config.shard_number, replication_factor=config.replication_factor,
                            write_consistency_factor=config.write_consistency_factor, lease=config.lease,

@@ -345,6 +345,9 @@ class VectorStore(ABC):
     """
 
     backend: str = ""
+    concurrent_steps = False
+    """Whether the steps of a journaled write that touch different collections may be sent
+    together: a server answers them in the time of one round trip; an embedded engine gains nothing."""
 
     def __init__(self, *, bm25_avg_len: float = 32.0, batch_size: int = 256, sync: SyncMode = "process") -> None:
         if batch_size < 1:
@@ -482,8 +485,8 @@ class VectorStore(ABC):
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
             key = await self._journal_put(await off_loop(encode_steps, steps, size=size))
             self._unfinished = True
-            for step in steps:
-                await self._apply(step, replay=False)
+            for group in self._groups(steps):
+                await self._apply_together(group)
                 if size > INLINE_RECORDS:
                     # The engine holds the GIL: let other tasks run between the calls of a long batch
                     # (they may then read part of it; a small batch stays unseen until it is whole).
@@ -491,6 +494,30 @@ class VectorStore(ABC):
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
+
+    def _groups(self, steps: Sequence[WriteOp]) -> list[list[WriteOp]]:
+        """The steps in order, consecutive data steps on different collections grouped (with
+        `concurrent_steps`): their order does not matter, since a crash leaves the journal to
+        replay all of them, and no two of them touch the same points."""
+        groups: list[list[WriteOp]] = []
+        for step in steps:
+            data = (Upsert, Delete, DeleteWhere)
+            last = groups[-1] if groups else None
+            if (self.concurrent_steps and isinstance(step, data) and last is not None and isinstance(last[0], data)
+                    and step.collection not in {s.collection for s in last}):
+                last.append(step)
+            else:
+                groups.append([step])
+        return groups
+
+    async def _apply_together(self, group: list[WriteOp]) -> None:
+        if len(group) == 1:
+            await self._apply(group[0], replay=False)
+            return
+        done = await asyncio.gather(*(self._apply(step, replay=False) for step in group), return_exceptions=True)
+        for outcome in done:  # every call has ended: the first failure is the write's
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def recover(self) -> int:
         """Finish what a crash interrupted: half-created collections are removed and every
@@ -606,10 +633,17 @@ class VectorStore(ABC):
 
     # -- shared ------------------------------------------------------------------------------
     async def _require_dim(self, name: str) -> int:
-        dim = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+        dim = await self.known_dim(name)
         if dim is None:
             raise CollectionNotFoundError(f"collection {name!r} does not exist")
-        self._dims[name] = dim
+        return dim
+
+    async def known_dim(self, name: str) -> int | None:
+        """`collection_dim(name)`, asked of the backend once and then remembered (as every read
+        and write of this store remembers it): a server answers it in two round trips."""
+        dim = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+        if dim is not None:
+            self._dims[name] = dim
         return dim
 
     def keyword_terms(self, text: str, *, query: bool) -> SparseTerms:

@@ -35,6 +35,7 @@ import uuid
 import warnings
 from typing import Any, AsyncIterator, Sequence
 
+import grpc
 import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
@@ -119,13 +120,14 @@ class QdrantStore(VectorStore):
     """Qdrant through `qdrant-client`: a server by `url`, or local mode by `location`/`path`."""
 
     backend = "qdrant"
+    concurrent_steps = True
 
     def __init__(self, *, url: str | None = None, api_key: str | None = None, location: str | None = None,
                  path: str | None = None, timeout: float = 30.0, bm25_avg_len: float = 32.0,
                  batch_size: int = 256, sync: SyncMode = "process", journal_stale_after: float = 600.0,
                  lease: float = 15.0, lock_wait: float = 120.0, shard_number: int | None = None,
                  replication_factor: int | None = None, write_consistency_factor: int | None = None,
-                 retry_for: float = 10.0) -> None:
+                 retry_for: float = 10.0, prefer_grpc: bool = False, grpc_port: int = 6334) -> None:
         super().__init__(bm25_avg_len=bm25_avg_len, batch_size=batch_size, sync=sync)
         self.journal_stale_after = journal_stale_after
         self.lease = lease
@@ -148,14 +150,16 @@ class QdrantStore(VectorStore):
         retrying: dict[str, Any] = {"transport": _Retrying(retry_for)} if url is not None and retry_for > 0 else {}
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
-                                             timeout=int(timeout), check_compatibility=False, **retrying)
+                                             timeout=int(timeout), check_compatibility=False,
+                                             prefer_grpc=prefer_grpc and url is not None, grpc_port=grpc_port,
+                                             **retrying)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
 
     async def _call(self, what: str, coro: Any) -> Any:
         try:
             return await coro
-        except (ApiException, ValueError, RuntimeError, OSError) as exc:
+        except (ApiException, grpc.RpcError, ValueError, RuntimeError, OSError) as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
     async def _recover_collections(self) -> None:
@@ -234,7 +238,7 @@ class QdrantStore(VectorStore):
                     # A 1-d placeholder vector: every server version takes such points.
                     await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
                         size=1, distance=models.Distance.DOT), **self._spread(shards=1))
-                except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
+                except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
             self._journal_ready = True
@@ -246,20 +250,25 @@ class QdrantStore(VectorStore):
         text = body.decode()
         parts = [text[i:i + _PART] for i in range(0, len(text), _PART)] or [""]
         now = time.time()
-        for i, part in enumerate(parts):  # the parts first: a header makes the record count
-            point = models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
-                                       payload={"record": key, "part": i, "body": part, "created": now})
-            await self._call("journal", self._client.upsert(journal, [point], wait=True))
         holding = _HOLDING.get()
+        points = [models.PointStruct(id=str(uuid.uuid5(uuid.UUID(key), str(i))), vector=[0.0],
+                                     payload={"record": key, "part": i, "body": part, "created": now})
+                  for i, part in enumerate(parts)]
         header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
                                                                 "header": True, "holder": holding[-1] if holding else None})
-        await self._call("journal", self._client.upsert(journal, [header], wait=True))
+        # The parts first, a header last makes the record count; a record of one part goes in one
+        # request with its header. Whatever a crash leaves of it is harmless: no step of the write
+        # has run yet, and a header whose parts are missing is an unreadable record, skipped.
+        for point in points[:-1]:
+            await self._call("journal", self._client.upsert(journal, [point], wait=True))
+        await self._call("journal", self._client.upsert(journal, [points[-1], header], wait=True))
         self._own.add(key)
         return key
 
     async def _journal_drop(self, key: str) -> None:
+        # One request for the header and its parts (all carry `record`): were only the parts gone
+        # after a crash, the header left is an unreadable record, skipped, and the write was whole.
         journal = await self._journal()
-        await self._call("journal", self._client.delete(journal, models.PointIdsList(points=[key]), wait=True))
         selector = models.FilterSelector(filter=models.Filter(must=[
             models.FieldCondition(key="record", match=models.MatchValue(value=key))]))
         await self._call("journal", self._client.delete(journal, selector, wait=True))
@@ -419,7 +428,7 @@ class QdrantStore(VectorStore):
                 try:
                     await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
                         size=1, distance=models.Distance.DOT), **self._spread(shards=1))
-                except (ApiException, ValueError, RuntimeError):  # another process made it meanwhile
+                except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                         raise
             self._locks_ready = True
