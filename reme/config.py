@@ -67,6 +67,17 @@ class VectorStoreConfig(_Section):
     """Copies of a shard that must apply a write before it is acknowledged (qdrant; None: 1). At
     most `replication_factor`; equal to it, a write fails while a copy is down instead of being
     acknowledged by fewer (docs/scaling.md)."""
+    lease: float = Field(default=15.0, gt=0)
+    """Seconds a write lock taken on a server (qdrant) outlives a holder that stopped renewing it
+    (one that died or froze); then another process takes it over. A holder that comes back later
+    cannot overwrite what was written since: the write of a stored memory is conditional on the
+    revision it read (docs/scaling.md)."""
+    lock_wait: float = Field(default=120.0, gt=0)
+    """Seconds a write waits for a lock another process holds (qdrant) before `StoreLockedError`."""
+    journal_stale_after: float = Field(default=600.0, gt=0)
+    """Seconds after which another process replays an intent record a writer left on a server
+    (qdrant): a multi-record write whose writer died half way is completed by the next process
+    that opens the store after that."""
     sync: Literal["process", "os"] = "process"
     """When a write is durable as its call returns. "process": it survives the process being killed
     (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest
