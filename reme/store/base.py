@@ -6,8 +6,8 @@ backend). Paging, updates and JSONL export/import are written once, on top of ea
 primitives.
 
 Every write goes through `VectorStore.write(ops)`: a list of typed operations (`Upsert`, `Delete`,
-`DeleteWhere`, `CreateCollection`, `DropCollection`) applied as one, all or nothing across a
-crash. Everything is checked before the first engine call, so a rejected batch writes nothing.
+`DeleteWhere`, `CreateCollection`, `DropCollection`, and `Swap`, the conditional replacement of
+stored records) applied as one, all or nothing across a crash. Everything is checked before the first engine call, so a rejected batch writes nothing.
 When the batch takes more than one engine call, an intent record holding the complete writes
 (records with their vectors) is stored first, through the backend's journal, and removed after
 the last call; `recover()` (run when a store is opened) replays any record a crash left behind.

@@ -16,6 +16,9 @@ Processes sharing a server take turns through `exclusive(name)`: a lease held in
 `_reme_locks` collection. Taking it is a conditional upsert in the engine (the lock's point is
 written only where its lease has ended), read back to see who holds it; the holder renews it
 while it works and ends it when done, and a holder that died loses it after `lease` seconds.
+The lease alone does not fence a holder that froze beyond it: the write of a stored record is
+conditional in the engine too (`Swap`: see `_swap`), so such a holder's write loses when it
+comes back.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
@@ -385,8 +388,15 @@ class QdrantStore(VectorStore):
             if new is not None:
                 operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
                     points=[self._point_vectors(new)], update_filter=models.Filter(must=[_revision_is(token)]))))
-        await self._call("swap", self._client.batch_update_points(name, operations, wait=True,
-                                                                  ordering=models.WriteOrdering.MEDIUM))
+        try:
+            await self._call("swap", self._client.batch_update_points(name, operations, wait=True,
+                                                                      ordering=models.WriteOrdering.MEDIUM))
+        except (StoreError, KeyError) as exc:
+            # A record deleted since it was read: its vectors are "not found", and the batch stops
+            # there. It lost, so the records it won are put back, whatever the batch wrote of them.
+            cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+            if not isinstance(cause, KeyError) and getattr(cause, "status_code", None) != 404:
+                raise
         ids = [old.node.memory_id for old, _ in items]
         got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION]))
         stored = {str(p.id): (p.payload or {}).get(REVISION) for p in got}
