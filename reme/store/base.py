@@ -522,7 +522,7 @@ class VectorStore(ABC):
             if not steps:
                 return
             touched = {step.collection for step in steps}
-            if len(steps) == 1:
+            if len(steps) == 1 and (not isinstance(steps[0], Swap) or len(steps[0].old) <= self.batch_size):
                 if isinstance(steps[0], Swap):
                     await self._claim(steps[0], replay=False)
                 else:
