@@ -74,16 +74,22 @@ class VectorStoreConfig(_Section):
     most `replication_factor`; equal to it, a write fails while a copy is down instead of being
     acknowledged by fewer (docs/scaling.md)."""
     lease: float = Field(default=15.0, gt=0)
-    """Seconds a process's hold on a shared lock outlives it (qdrant server): a worker that died
-    holding one (in a summary, an update) blocks that target or collection this long."""
+    """Seconds a write lock taken on a server (qdrant) outlives a holder that stopped renewing it
+    (one that died or froze: a worker that died in a summary or an update blocks that target or
+    collection this long); then another process takes it over, first completing the writes the
+    dead holder left unfinished. A holder that comes back later cannot overwrite what was written
+    since: the write of a stored memory is conditional on the revision it read (docs/scaling.md)."""
+    lock_wait: float = Field(default=120.0, gt=0)
+    """Seconds a write waits for a lock another process holds (qdrant) before `StoreLockedError`."""
     retry_for: float = Field(default=10.0, ge=0)
     """Seconds a server call is sent again while the server cannot answer it (qdrant server: the
     node is down or restarting, or a cluster answers 5xx while it notices a dead peer); then the
     call fails with `StoreError`. 0: never. Over REST only: with `prefer_grpc`, calls are not
     sent again yet (a node restarting fails them at once)."""
     journal_stale_after: float = Field(default=600.0, gt=0)
-    """Seconds after which another process replays an intent record a writer left unfinished
-    (qdrant server; its writer surely died): far longer than any write takes."""
+    """Seconds after which another process replays an intent record a writer left on a server
+    (qdrant): a multi-record write whose writer died half way is completed by the next process
+    that opens the store after that (or at once by the one that takes over its lock)."""
     sync: Literal["process", "os"] = "process"
     """When a write is durable as its call returns. "process": it survives the process being killed
     (the engine's WAL is in memory-mapped files); an OS crash or power loss may lose the latest

@@ -1,42 +1,77 @@
-"""Several processes on one Qdrant server (a real node, scripts/qdrant.sh): no acknowledged write
-is lost, ordinary contention never surfaces as `ConflictError`, deduplication holds.
+"""Several processes on one Qdrant server (a real node, and a real 3-node cluster: scripts/qdrant.sh):
+no acknowledged write is lost, ordinary contention never surfaces as `ConflictError`, deduplication
+holds, and a process that held the write lock beyond its lease cannot overwrite what another wrote
+since (the write of a stored memory is conditional in the engine).
 
-Each test starts two worker processes that open ReMe on the same server and collection, waits
-until both are ready, then lets them run together: what they acknowledge is checked against what
-the server holds afterwards."""
+Each test starts worker processes that open ReMe on the same server and collection, waits until
+they are ready, then lets them run: what they acknowledge is checked against what the server
+holds afterwards."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qdrant_client import QdrantClient
 
 from benchmark.qdrant_server import Node
 from reme import ReMeSync
+from reme.errors import MemoryNotFoundError
+from reme.store.qdrant import JOURNAL
 
-from conftest import DIM
+from conftest import DIM, wipe
 from openai_server import OpenAITestServer
+from test_cluster import SPREAD
 
 N = 50
 """Calls per process: enough for the two to overlap hundreds of times, cheap enough for CI."""
 
+STOP_AT = """
+from reme.store.qdrant import QdrantStore
+_call = QdrantStore._call
+stop = {"at": None, "nth": 1, "signal": signal.SIGSTOP}
 
-def _worker(body: str, llm: str | None = None) -> str:
-    """A program: open ReMe on the server argv[1] (working dir argv[2]; its LLM the scripted
-    server at `llm`), say "ready", wait for a line on stdin, run `body` (which fills `out`),
-    print `out` as JSON."""
+async def _stopping_call(self, what, coro):
+    # A test's instrument: send this process stop["signal"] right before the nth call of the kind
+    # stop["at"] names reaches the server.
+    if what == stop["at"]:
+        stop["nth"] -= 1
+        if stop["nth"] == 0:
+            stop["at"] = None
+            print("stopping", flush=True)
+            os.kill(os.getpid(), stop["signal"])
+    return await _call(self, what, coro)
+
+QdrantStore._call = _stopping_call
+"""
+"""Put in a worker's program: `stop["at"] = "journal"` stops it with SIGSTOP (as a debugger, a
+long GC pause or a frozen VM would) right before its next call of that kind reaches the server;
+with `stop["signal"] = signal.SIGKILL` it dies there instead."""
+
+
+def _worker(body: str, llm: str | None = None, prelude: str = "") -> str:
+    """A program: open ReMe on the store argv[1] names (vector_store settings, JSON; working dir
+    argv[2]; its LLM the scripted server at `llm`), say "ready", wait for a line on stdin, run
+    `body` (which fills `out`), print `out` as JSON."""
     model = {"base_url": llm, "api_key": "k", "model": "test-model", "max_retries": 0, "timeout": 30} if llm else {}
     head = textwrap.dedent(f"""
-        import asyncio, json, sys
+        import asyncio, json, os, signal, sys
         from reme import ReMe
         from reme.errors import ConflictError
+        {textwrap.indent(textwrap.dedent(prelude), " " * 8).strip()}
         async def main():
             out = {{"ok": 0, "conflicts": 0, "versions": []}}
             async with ReMe(working_dir=sys.argv[2], embedding={{"backend": "hash", "dimensions": {DIM}}},
-                            vector_store={{"backend": "qdrant", "url": sys.argv[1]}}, llm={model!r}) as reme:
+                            vector_store=json.loads(sys.argv[1]), llm={model!r}) as reme:
                 print("ready", flush=True)
                 sys.stdin.readline()
     """)
@@ -44,36 +79,67 @@ def _worker(body: str, llm: str | None = None) -> str:
     return head + textwrap.indent(textwrap.dedent(body), " " * 8) + tail
 
 
-def _run_together(url: str, tmp_path: Path, body: str, processes: int = 2,
-                  llm: str | None = None) -> list[dict[str, object]]:
+def _start(store: dict[str, Any], tmp_path: Path, program: str, name: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", program, json.dumps(store), str(tmp_path / name)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _go(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+
+
+def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, out
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _run_together(store: dict[str, Any], tmp_path: Path, body: str, processes: int = 2,
+                  llm: str | None = None) -> list[dict[str, Any]]:
     program = _worker(body, llm)
-    procs = [subprocess.Popen([sys.executable, "-c", program, url, str(tmp_path / f"wd{i}")], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for i in range(processes)]
+    procs: list[subprocess.Popen[str]] = []
     try:
-        for proc in procs:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:  # both go at once
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outs = [proc.communicate(timeout=300)[0] for proc in procs]
+        for i in range(processes):
+            procs.append(_start(store, tmp_path, program, f"wd{i}"))
+        for proc in procs:  # all go at once
+            _go(proc)
+        return [_result(proc) for proc in procs]
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-    assert all(proc.returncode == 0 for proc in procs), outs
-    return [json.loads(out.strip().splitlines()[-1]) for out in outs]
 
 
-def _open(url: str, tmp_path: Path) -> ReMeSync:
+def _open(store: dict[str, Any], tmp_path: Path) -> ReMeSync:
     return ReMeSync(working_dir=tmp_path / "checker", embedding={"backend": "hash", "dimensions": DIM},
-                    vector_store={"backend": "qdrant", "url": url})
+                    vector_store=store)
 
 
-def test_two_processes_recording_usage_lose_no_count(empty_node: Node, tmp_path: Path) -> None:
-    with _open(empty_node.url, tmp_path) as reme:
+@pytest.fixture(params=["node", "cluster"])
+def shared(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The vector_store settings every process of a test shares: the session's node, or its 3-node
+    cluster (collections of 3 shards with 2 copies, as docs/scaling.md recommends), emptied."""
+    if request.param == "node":
+        return {"backend": "qdrant", "url": request.getfixturevalue("empty_node").url}
+    nodes: list[Node] = request.getfixturevalue("qdrant_cluster")
+    wipe(nodes[0].url)
+    return {"backend": "qdrant", "url": nodes[0].url, "collection": "spread", **SPREAD}
+
+
+@pytest.fixture
+def node_store(empty_node: Node) -> dict[str, Any]:
+    """The session's node, emptied, as vector_store settings."""
+    return {"backend": "qdrant", "url": empty_node.url}
+
+
+def test_two_processes_recording_usage_lose_no_count(shared: dict[str, Any], tmp_path: Path) -> None:
+    with _open(shared, tmp_path) as reme:
         memory_id = reme.add_memory("Alice prefers window seats", user_name="alice").memory_id
-    results = _run_together(empty_node.url, tmp_path, f"""
+    results = _run_together(shared, tmp_path, f"""
         for _ in range({N}):
             try:
                 await reme.record_usage(["{memory_id}"], True, user_name="alice")
@@ -82,7 +148,7 @@ def test_two_processes_recording_usage_lose_no_count(empty_node: Node, tmp_path:
                 out["conflicts"] += 1
     """)
     assert [r["conflicts"] for r in results] == [0, 0]  # nobody did anything wrong
-    with _open(empty_node.url, tmp_path) as reme:
+    with _open(shared, tmp_path) as reme:
         stored = reme.get_memory(memory_id, user_name="alice")
     acknowledged = sum(int(r["ok"]) for r in results)  # type: ignore[call-overload]
     assert acknowledged == 2 * N
@@ -90,10 +156,10 @@ def test_two_processes_recording_usage_lose_no_count(empty_node: Node, tmp_path:
     assert stored.metadata["freq"] == acknowledged and stored.metadata["utility"] == acknowledged
 
 
-def test_two_processes_updating_one_memory_keep_every_version(empty_node: Node, tmp_path: Path) -> None:
-    with _open(empty_node.url, tmp_path) as reme:
+def test_two_processes_updating_one_memory_keep_every_version(shared: dict[str, Any], tmp_path: Path) -> None:
+    with _open(shared, tmp_path) as reme:
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
-    results = _run_together(empty_node.url, tmp_path, f"""
+    results = _run_together(shared, tmp_path, f"""
         import os
         for i in range({N}):
             try:
@@ -108,34 +174,34 @@ def test_two_processes_updating_one_memory_keep_every_version(empty_node: Node, 
     assert acknowledged == 2 * N
     written = sorted(v for r in results for v in r["versions"])  # type: ignore[attr-defined]
     assert written == list(range(2, 2 * N + 2))  # every update made its own version
-    with _open(empty_node.url, tmp_path) as reme:
+    with _open(shared, tmp_path) as reme:
         stored = reme.get_memory(memory_id, user_name="alice")
         history = reme.history(memory_id, user_name="alice")
     assert stored.version == 1 + acknowledged
     assert [v.node.version for v in history] == list(range(1, acknowledged + 1))  # one entry per version
 
 
-def test_two_processes_adding_the_same_text_store_it_once(empty_node: Node, tmp_path: Path) -> None:
-    results = _run_together(empty_node.url, tmp_path, f"""
+def test_two_processes_adding_the_same_text_store_it_once(node_store: dict[str, Any], tmp_path: Path) -> None:
+    results = _run_together(node_store, tmp_path, f"""
         for _ in range({N}):
             await reme.add_memory("Alice prefers window seats", user_name="alice")
             out["ok"] += 1
     """)
     assert sum(int(r["ok"]) for r in results) == 2 * N  # type: ignore[call-overload]
-    with _open(empty_node.url, tmp_path) as reme:
+    with _open(node_store, tmp_path) as reme:
         assert [n.content for n in reme.list_memory(user_name="alice")] == ["Alice prefers window seats"]
 
 
-def test_two_processes_appending_to_one_session_keep_every_message_in_order(empty_node: Node,
+def test_two_processes_appending_to_one_session_keep_every_message_in_order(node_store: dict[str, Any],
                                                                              tmp_path: Path) -> None:
-    results = _run_together(empty_node.url, tmp_path, f"""
+    results = _run_together(node_store, tmp_path, f"""
         import os
         for i in range({N}):
             await reme.add_messages([{{"role": "user", "content": f"{{os.getpid()}} says {{i}}"}}], session_name="chat")
             out["ok"] += 1
         out["pid"] = os.getpid()
     """)
-    with _open(empty_node.url, tmp_path) as reme:
+    with _open(node_store, tmp_path) as reme:
         said = [m.message["content"] for m in reme.get_messages(session_name="chat")]
     assert len(said) == 2 * N
     for result in results:  # each process's messages, in the order it added them
@@ -143,9 +209,9 @@ def test_two_processes_appending_to_one_session_keep_every_message_in_order(empt
             [f"{result['pid']} says {i}" for i in range(N)]
 
 
-def test_two_processes_summarizing_one_user_take_turns(empty_node: Node, server: OpenAITestServer,
+def test_two_processes_summarizing_one_user_take_turns(node_store: dict[str, Any], server: OpenAITestServer,
                                                        tmp_path: Path) -> None:
-    with _open(empty_node.url, tmp_path) as reme:
+    with _open(node_store, tmp_path) as reme:
         paris = reme.add_memory("Alice lives in Paris", user_name="alice")
     revisions = iter(range(1, 100))
 
@@ -157,7 +223,7 @@ def test_two_processes_summarizing_one_user_take_turns(empty_node: Node, server:
     server.script("Read the conversation below", {"memories": [{"content": "Alice moved to Berlin", "kind": "fact",
                                                                  "sources": [0], "importance": 0.5, "time": None}]})
     server.script("long-term memory consistent", update_the_candidate)
-    results = _run_together(empty_node.url, tmp_path, """
+    results = _run_together(node_store, tmp_path, """
         try:
             await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin"}], user_name="alice")
             out["ok"] += 1
@@ -165,7 +231,104 @@ def test_two_processes_summarizing_one_user_take_turns(empty_node: Node, server:
             out["conflicts"] += 1
     """, llm=server.base_url)
     assert [r["conflicts"] for r in results] == [0, 0]  # the second summary decided on the first one's result
-    with _open(empty_node.url, tmp_path) as reme:
+    with _open(node_store, tmp_path) as reme:
         stored = reme.get_memory(paris.memory_id, user_name="alice")
         history = reme.history(paris.memory_id, user_name="alice")
     assert stored.version == 3 and [v.node.version for v in history] == [1, 2]
+
+
+def _stopped(proc: subprocess.Popen[str]) -> bool:
+    return Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_holder_paused_beyond_its_lease_cannot_overwrite_a_newer_version(shared: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    lease = 1.0
+    with _open(shared, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    update = f"""
+        node = await reme.update_memory("{memory_id}", content=sys.argv[3], user_name="alice")
+        out["ok"] += 1
+        out["versions"].append(node.version)
+    """
+    # The first process holds the lock with a short lease and is stopped once it has read the
+    # memory, right before its write reaches the server (its first intent-record call).
+    paused = subprocess.Popen([sys.executable, "-c", _worker('stop["at"] = "journal"\n' + textwrap.dedent(update),
+                                                                     prelude=STOP_AT),
+                               json.dumps({**shared, "lease": lease}), str(tmp_path / "paused"), "from the paused one"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = None
+    try:
+        assert paused.stdout is not None and paused.stdout.readline().strip() == "ready"
+        other = subprocess.Popen([sys.executable, "-c", _worker(update), json.dumps(shared), str(tmp_path / "other"),
+                                  "from the one that took over"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+        assert other.stdout is not None and other.stdout.readline().strip() == "ready"
+        _go(paused)
+        assert paused.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(paused):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(2 * lease)  # its lease runs out: it renews no more
+        _go(other)
+        took_over = _result(other)
+        os.kill(paused.pid, signal.SIGCONT)
+        came_back = _result(paused)
+    finally:
+        for proc in (paused, other):
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+    assert took_over["versions"] == [2]
+    assert came_back["versions"] == [3]  # it wrote again on the newer state, not over it
+    with _open(shared, tmp_path) as reme:
+        stored = reme.get_memory(memory_id, user_name="alice")
+        history = reme.history(memory_id, user_name="alice")
+    assert (stored.version, stored.content) == (3, "from the paused one")
+    assert [(v.node.version, v.node.content) for v in history] == [(1, "draft 0"), (2, "from the one that took over")]
+
+
+@pytest.mark.parametrize("operation", ["delete_all", "update_memory"])
+def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(node_store: dict[str, Any],
+                                                                             tmp_path: Path, operation: str) -> None:
+    with _open(node_store, tmp_path) as reme:
+        alice = [reme.add_memory(f"Alice fact {i}", user_name="alice") for i in range(3)]
+        reme.update_memory(alice[0].memory_id, content="Alice fact 0, revised", user_name="alice")
+        bob = reme.add_memory("Bob fact", user_name="bob")
+    # Killed between two engine calls of one write: delete_all has wiped alice's versions but
+    # not her memories; update_memory has written the new state but not the version it ends.
+    body = {"delete_all": """
+        stop["at"], stop["nth"], stop["signal"] = "delete", 2, signal.SIGKILL
+        await reme.delete_all(user_name="alice")
+    """, "update_memory": f"""
+        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        await reme.update_memory("{alice[1].memory_id}", content="Alice fact 1, revised", user_name="alice")
+    """}[operation]
+    proc = _start(node_store, tmp_path, _worker(body, prelude=STOP_AT), "killed")
+    _go(proc)
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    with _open(node_store, tmp_path) as reme:  # not replayed while its writer may still be at work
+        if operation == "delete_all":
+            assert len(reme.list_memory(user_name="alice")) == 3 and reme.history(alice[0].memory_id,
+                                                                                  user_name="alice") == []
+        else:
+            assert reme.get_memory(alice[1].memory_id, user_name="alice").version == 2
+            assert reme.history(alice[1].memory_id, user_name="alice") == []
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays it
+        if operation == "delete_all":
+            assert len(reme.list_memory(user_name="alice")) == 0
+            with pytest.raises(MemoryNotFoundError):  # neither stored nor with versions
+                reme.history(alice[0].memory_id, user_name="alice")
+        else:
+            stored = reme.get_memory(alice[1].memory_id, user_name="alice")
+            assert (stored.version, stored.content) == (2, "Alice fact 1, revised")
+            assert [v.node.content for v in reme.history(alice[1].memory_id, user_name="alice")] == ["Alice fact 1"]
+        assert [n.content for n in reme.list_memory(user_name="bob")] == [bob.content]
+    client = QdrantClient(url=node_store["url"], check_compatibility=False)
+    try:
+        assert client.count(JOURNAL).count == 0  # the record is gone with its parts
+    finally:
+        client.close()

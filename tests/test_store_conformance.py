@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from reme.embedding import HashEmbedder
-from reme.errors import (CollectionNotFoundError, InvalidFilterError, InvalidInputError, MemoryNotFoundError,
-                         VectorSizeError)
+from reme.errors import (CollectionNotFoundError, ConflictError, InvalidFilterError, InvalidInputError,
+                         MemoryNotFoundError, VectorSizeError)
 from reme.schema import MemoryNode, MemoryType
-from reme.store import VectorRecord, VectorStore, parse_filter
+from reme.store import Swap, Upsert, VectorRecord, VectorStore, parse_filter
 from reme.store.filters import contains, eq, in_, ne, not_in, range_, tags_all, tags_any
 
 from conftest import DIM, make_store
@@ -78,6 +78,44 @@ async def test_update_replaces_payload_and_keeps_vector_unless_given(store: Vect
     assert after.vector == pytest.approx(before, abs=1e-6)
     with pytest.raises(MemoryNotFoundError):
         await store.update("mem", node("never stored"))
+
+
+async def test_a_swap_replaces_and_deletes_what_was_read_and_gives_each_record_a_new_revision(
+        store: VectorStore) -> None:
+    a, b = await put(store, node("Alice likes tea"), node("Alice likes hiking"))
+    read = (await store.get("mem", [a.memory_id, b.memory_id], with_vectors=True)).found
+    assert all(r.revision for r in read)
+    await store.write([Swap("mem", read, [VectorRecord(node=a.revised(content="Alice likes coffee"),
+                                                        vector=read[0].vector)])])
+    after = (await store.get("mem", [a.memory_id, b.memory_id])).found
+    assert [(r.node.content, r.node.version) for r in after] == [("Alice likes coffee", 2)]
+    assert after[0].revision not in (None, read[0].revision)
+
+
+async def test_a_swap_of_a_record_written_since_it_was_read_writes_nothing(store: VectorStore) -> None:
+    a, b = await put(store, node("Alice likes tea"), node("Alice likes hiking"))
+    read = (await store.get("mem", [a.memory_id, b.memory_id], with_vectors=True)).found
+    await store.update("mem", b.revised(content="Alice likes climbing"))  # another writer, meanwhile
+    extra = node("written with the swap")
+    with pytest.raises(ConflictError):
+        await store.write([Swap("mem", read, [VectorRecord(node=a.revised(content="Alice likes coffee"),
+                                                            vector=read[0].vector)]),
+                           Upsert("mem", [VectorRecord(node=extra, vector=read[0].vector)])])
+    stored = {r.node.memory_id: r for r in (await store.get("mem", [a.memory_id, b.memory_id, extra.memory_id])).found}
+    assert [r.node.content for r in stored.values()] == ["Alice likes tea", "Alice likes climbing"]
+    assert stored[a.memory_id].revision == read[0].revision  # put back as it was: a swap that read it still wins
+    await store.write([Swap("mem", [read[0]])])
+    assert await store.count("mem") == 1
+
+
+async def test_a_swap_of_a_record_deleted_since_it_was_read_does_not_bring_it_back(store: VectorStore) -> None:
+    (a,) = await put(store, node("Alice likes tea"))
+    read = (await store.get("mem", [a.memory_id], with_vectors=True)).found
+    await store.delete("mem", [a.memory_id])  # another writer, meanwhile
+    with pytest.raises(ConflictError):
+        await store.write([Swap("mem", read, [VectorRecord(node=a.revised(content="Alice likes coffee"),
+                                                            vector=read[0].vector)])])
+    assert await store.count("mem") == 0
 
 
 async def test_delete_by_ids_and_by_filter_count_what_existed(store: VectorStore) -> None:

@@ -21,12 +21,16 @@ from pydantic import ValidationError
 
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
-from reme.store import CreateCollection, Delete, Upsert, VectorRecord, VectorStore, WriteOp
+from reme.store import CreateCollection, Swap, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
 
 VERSIONS_SUFFIX = "-versions"
+SWAP_ATTEMPTS = 5
+"""How many times `modify` and `touch` read and write again when their conditional write lost to
+another process (one that took the write lock over after this one held it beyond its lease):
+the change is then made on the newer state. After that many, `ConflictError`."""
 HASH_LOOKUP = 500
 """Content hashes looked up in one filter (well under `MAX_FILTER_SIZE`, with the scope's conditions)."""
 ADD_LOOKUP = 400
@@ -180,17 +184,26 @@ class MemoryRepo:
         """Read, change and write memories under the write lock, so concurrent changes of one
         memory never lose each other. `revise` gets each stored node and returns its next state,
         or None to delete it (or raises, and nothing is written). `MemoryNotFoundError` if any of
-        them is not stored (inside `scope`, when given): then nothing is written either."""
-        async with self.lock:
-            # Read with the vectors: `_write` then needs no second read of what this one just read.
-            read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
-            missing = [m for m in memory_ids if m not in read]
-            if missing:
-                raise MemoryNotFoundError(missing[0])
-            changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
-                       for r in read.values()]
-            await self._embed(changes)
-            return [node for node, _ in await self._write(changes, read=read)]
+        them is not stored (inside `scope`, when given): then nothing is written either. The write
+        is conditional on the stored state read here; when another process changed it meanwhile
+        (one that took the lock over after this one held it beyond its lease), it reads and revises
+        again, up to `SWAP_ATTEMPTS` times."""
+        for attempt in range(1, SWAP_ATTEMPTS + 1):
+            try:
+                async with self.lock:
+                    # Read with the vectors: `_write` then needs no second read of what this one just read.
+                    read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
+                    missing = [m for m in memory_ids if m not in read]
+                    if missing:
+                        raise MemoryNotFoundError(missing[0])
+                    changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
+                               for r in read.values()]
+                    await self._embed(changes)
+                    return [node for node, _ in await self._write(changes, read=read)]
+            except ConflictError:
+                if attempt == SWAP_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     async def restore(self, lines: Sequence[Imported], *, source: str, foreign: str = "error") -> int:
         """Write memories read from a file, as one batch: a new id is added (deduplicated by
@@ -281,11 +294,11 @@ class MemoryRepo:
                      read: Mapping[str, VectorRecord] | None = None) -> list[tuple[MemoryNode, bool]]:
         """`read`: the olds as read, with their vectors, under the lock held now (they are not read again)."""
         olds = [c.old for c in changes if c.old is not None]
-        old_vectors: dict[str, list[float] | None] = {}
+        old_records: dict[str, VectorRecord] = {}
         if olds:
             found = list(read.values()) if read is not None else (await self.store.get(
                 self.collection, [o.memory_id for o in olds], with_vectors=True)).found
-            old_vectors = {r.node.memory_id: r.vector for r in found}
+            old_records = {r.node.memory_id: r for r in found}
             stored = {r.node.memory_id: r.node for r in found}
             for old in olds:  # reads counted meanwhile (access bookkeeping) are no change
                 if old.memory_id in stored and not stored[old.memory_id].same_state(old):
@@ -305,7 +318,8 @@ class MemoryRepo:
         now = utcnow()
         writes: list[VectorRecord] = []
         versions: list[VectorRecord] = list(extra_versions)
-        deletes: list[str] = []
+        swapped: list[VectorRecord] = []  # the stored records replaced or deleted, as read
+        replacements: list[VectorRecord] = []
         out: list[tuple[MemoryNode, bool]] = []
         for change in changes:
             if change.old is None:
@@ -319,24 +333,28 @@ class MemoryRepo:
                 versions += change.history
                 out.append((change.new, True))
                 continue
-            old_vector = old_vectors.get(change.old.memory_id)
-            if old_vector is None:  # gone meanwhile (deleted by another call): nothing to replace
+            stored_record = old_records.get(change.old.memory_id)
+            if stored_record is None or stored_record.vector is None:  # gone meanwhile: nothing to replace
                 out.append((change.old, False))
                 continue
+            old_vector = stored_record.vector
+            swapped.append(stored_record)
             if change.keep_version:
                 event = "DELETE" if change.new is None else "UPDATE"
                 versions.append(VectorRecord(node=_version_node(change.old, event, now, change.reason),
                                              vector=old_vector))
             if change.new is None:
-                deletes.append(change.old.memory_id)
                 out.append((change.old, True))
             else:
-                writes.append(VectorRecord(node=change.new, vector=change.vector or old_vector))
+                replacements.append(VectorRecord(node=change.new, vector=change.vector or old_vector))
                 versions += change.history
                 out.append((change.new, True))
         # One write: after a crash, reopening shows all of it (versions, new states, deletions) or none.
-        await self.store.write([Upsert(self.versions, versions), Upsert(self.collection, writes),
-                                Delete(self.collection, deletes)])
+        # The stored memories it replaces or deletes are a swap, conditional on what was read here: a
+        # process that held the write lock too long (paused beyond its lease) cannot overwrite what
+        # another one wrote since; it gets a ConflictError and nothing is written.
+        await self.store.write([Swap(self.collection, swapped, replacements), Upsert(self.versions, versions),
+                                Upsert(self.collection, writes)])
         return out
 
     async def touch(self, reads: dict[str, tuple[int, datetime]]) -> int:
@@ -344,13 +362,19 @@ class MemoryRepo:
         write, without a version; ids no longer stored are skipped. Returns how many were written."""
         if not reads:
             return 0
-        async with self.lock:
-            read = await self._read(list(reads), with_vectors=True)
-            changes = [Change(new=r.node.model_copy(update={
-                "access_count": r.node.access_count + reads[mid][0],
-                "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
-                old=r.node, keep_version=False) for mid, r in read.items()]
-            return sum(wrote for _, wrote in await self._write(changes, read=read))
+        for attempt in range(1, SWAP_ATTEMPTS + 1):
+            try:
+                async with self.lock:
+                    read = await self._read(list(reads), with_vectors=True)
+                    changes = [Change(new=r.node.model_copy(update={
+                        "access_count": r.node.access_count + reads[mid][0],
+                        "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
+                        old=r.node, keep_version=False) for mid, r in read.items()]
+                    return sum(wrote for _, wrote in await self._write(changes, read=read))
+            except ConflictError:
+                if attempt == SWAP_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:
         """Earlier states of a memory, oldest first; `MemoryNotFoundError` when the id is neither

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reme.config import VectorStoreConfig
-from reme.store.base import (CreateCollection, Delete, DeleteWhere, DropCollection, GetResult, SearchMode, Upsert,
-                             VectorRecord, VectorStore, WriteOp)
+from reme.store.base import (CreateCollection, Delete, DeleteWhere, DropCollection, GetResult, SearchMode, Swap,
+                             Upsert, VectorRecord, VectorStore, WriteOp)
 from reme.store.filters import Filter, parse_filter
 
 
@@ -26,7 +26,8 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
                            bm25_avg_len=config.bm25_avg_len, batch_size=config.batch_size, sync=config.sync,
                            shard_number=config.shard_number, replication_factor=config.replication_factor,
                            write_consistency_factor=config.write_consistency_factor, lease=config.lease,
-                           journal_stale_after=config.journal_stale_after, retry_for=config.retry_for)
+                           lock_wait=config.lock_wait, journal_stale_after=config.journal_stale_after,
+                           retry_for=config.retry_for)
     from reme.store.edge import EdgeStore
 
     return EdgeStore(edge_root(config, working_dir),
@@ -36,4 +37,4 @@ def open_store(config: VectorStoreConfig, working_dir: Path) -> VectorStore:
 
 
 __all__ = ["CreateCollection", "Delete", "DeleteWhere", "DropCollection", "Filter", "GetResult", "SearchMode",
-           "Upsert", "VectorRecord", "VectorStore", "WriteOp", "edge_root", "open_store", "parse_filter"]
+           "Swap", "Upsert", "VectorRecord", "VectorStore", "WriteOp", "edge_root", "open_store", "parse_filter"]

@@ -6,8 +6,8 @@ backend). Paging, updates and JSONL export/import are written once, on top of ea
 primitives.
 
 Every write goes through `VectorStore.write(ops)`: a list of typed operations (`Upsert`, `Delete`,
-`DeleteWhere`, `CreateCollection`, `DropCollection`) applied as one, all or nothing across a
-crash. Everything is checked before the first engine call, so a rejected batch writes nothing.
+`DeleteWhere`, `CreateCollection`, `DropCollection`, and `Swap`, the conditional replacement of
+stored records) applied as one, all or nothing across a crash. Everything is checked before the first engine call, so a rejected batch writes nothing.
 When the batch takes more than one engine call, an intent record holding the complete writes
 (records with their vectors) is stored first, through the backend's journal, and removed after
 the last call; `recover()` (run when a store is opened) replays any record a crash left behind.
@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any, AsyncContextManager, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from qdrant_edge import Bm25, Bm25Config
 
-from reme.errors import (CollectionNotFoundError, InvalidInputError, MemoryNotFoundError, VectorSizeError,
-                         describe)
+from reme.errors import (CollectionNotFoundError, ConflictError, InvalidInputError, MemoryNotFoundError,
+                         VectorSizeError, describe)
 from reme.schema import (INT64_MAX, INT64_MIN, MAX_CURSOR_CHARS, MAX_IMPORT_LINES, MAX_LIMIT, MemoryNode, MemoryPage,
                          MemoryType, ScoreKind, SearchResult, parse_iso, parse_json)
 from reme.store.filters import SORT_KEYS, Filter
@@ -63,6 +63,10 @@ class VectorRecord(BaseModel):
 
     node: MemoryNode
     vector: list[float] | None = None
+    revision: str | None = Field(default=None, exclude=True)
+    """The stored record's revision, as a read found it: a token every write of the record
+    replaces, which a conditional write (`Swap`) compares. None for a record written before
+    revisions existed. Not part of a record's exported form."""
 
 
 class GetResult(BaseModel):
@@ -99,10 +103,28 @@ class Upsert:
 
 @dataclass(frozen=True)
 class Delete:
-    """Delete the nodes with these ids (ids not stored are ignored)."""
+    """Delete the nodes with these ids (ids not stored are ignored); with `revision`, only those
+    that still hold it (what a `Swap` deleting them wrote)."""
 
     collection: str
     ids: Sequence[str]
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class Swap:
+    """A conditional write of stored records: each record of `old` (as `get` read it, revision and
+    vector included) is replaced by the record of `new` with its id, or deleted when `new` has
+    none, only where the store still holds the revision it was read with. Where several processes
+    share the store, the compare is the engine's. When another write changed or deleted any of
+    them meanwhile, the whole write writes nothing and raises `ConflictError` (read again and
+    retry). A write applies its swaps first, its other ops after, and the deletions last.
+    `token` is the revision the records get; `write` sets it."""
+
+    collection: str
+    old: Sequence[VectorRecord]
+    new: Sequence[VectorRecord] = ()
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,7 +150,7 @@ class DropCollection:
     collection: str
 
 
-WriteOp = Upsert | Delete | DeleteWhere | CreateCollection | DropCollection
+WriteOp = Upsert | Delete | DeleteWhere | CreateCollection | DropCollection | Swap
 _FILTER = TypeAdapter(Filter)
 JOURNAL_FORMAT = 1
 
@@ -146,10 +168,14 @@ def encode_steps(steps: Sequence[WriteOp]) -> bytes:
     for step in steps:
         if isinstance(step, Upsert):
             lines.append(json.dumps({"op": "upsert", "collection": step.collection, "records": len(step.records)}))
-            lines += ['{"node": %s, "vector": "%s"}' % (r.node.model_dump_json(), base64.b64encode(
-                np.asarray(r.vector, dtype="<f4").tobytes()).decode()) for r in step.records]
+            lines += [_record_line(r) for r in step.records]
+        elif isinstance(step, Swap):
+            lines.append(json.dumps({"op": "swap", "collection": step.collection, "token": step.token,
+                                     "old": len(step.old), "new": len(step.new)}))
+            lines += [_record_line(r) for r in [*step.old, *step.new]]
         elif isinstance(step, Delete):
-            lines.append(json.dumps({"op": "delete", "collection": step.collection, "ids": list(step.ids)}))
+            lines.append(json.dumps({"op": "delete", "collection": step.collection, "ids": list(step.ids),
+                                     **({"revision": step.revision} if step.revision else {})}))
         elif isinstance(step, DeleteWhere):
             lines.append(json.dumps({"op": "delete_where", "collection": step.collection,
                                      "filter": _FILTER.dump_python(step.filter, mode="json")}, ensure_ascii=False))
@@ -158,6 +184,19 @@ def encode_steps(steps: Sequence[WriteOp]) -> bytes:
         else:
             lines.append(json.dumps({"op": "drop", "collection": step.collection}))
     return ("\n".join(lines) + "\n").encode()
+
+
+def _record_line(record: VectorRecord) -> str:
+    revision = f', "revision": {json.dumps(record.revision)}' if record.revision else ""
+    return '{"node": %s, "vector": "%s"%s}' % (record.node.model_dump_json(), base64.b64encode(
+        np.asarray(record.vector, dtype="<f4").tobytes()).decode(), revision)
+
+
+def _read_record(line: str) -> VectorRecord:
+    r = json.loads(line)
+    vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(float).tolist()
+    return VectorRecord.model_construct(node=MemoryNode.model_validate(r["node"]), vector=vector,
+                                        revision=r.get("revision"))
 
 
 def decode_steps(body: bytes) -> list[WriteOp]:
@@ -171,14 +210,13 @@ def decode_steps(body: bytes) -> list[WriteOp]:
         raw = json.loads(next(lines))
         op, name = raw["op"], raw["collection"]
         if op == "upsert":
-            records = []
-            for _ in range(int(raw["records"])):
-                r = json.loads(next(lines))
-                vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(float).tolist()
-                records.append(VectorRecord.model_construct(node=MemoryNode.model_validate(r["node"]), vector=vector))
-            steps.append(Upsert(name, records))
+            steps.append(Upsert(name, [_read_record(next(lines)) for _ in range(int(raw["records"]))]))
+        elif op == "swap":
+            old = [_read_record(next(lines)) for _ in range(int(raw["old"]))]
+            steps.append(Swap(name, old, [_read_record(next(lines)) for _ in range(int(raw["new"]))],
+                              str(raw["token"])))
         elif op == "delete":
-            steps.append(Delete(name, [str(i) for i in raw["ids"]]))
+            steps.append(Delete(name, [str(i) for i in raw["ids"]], raw.get("revision")))
         elif op == "delete_where":
             steps.append(DeleteWhere(name, _FILTER.validate_python(raw["filter"])))
         elif op == "create":
@@ -204,9 +242,15 @@ MAX_TIE_FETCH = 4096
 """How far a search widens its request to order a group of equal scores by id."""
 
 
-def to_payload(node: MemoryNode) -> dict[str, Any]:
+REVISION = "revision"
+"""The payload field holding a record's revision (see `VectorRecord.revision`)."""
+
+
+def to_payload(node: MemoryNode, revision: str | None = None) -> dict[str, Any]:
+    """A node's payload; `revision` None gives it a fresh one (a plain write)."""
     payload = node.model_dump(mode="json")
     payload["content_hash"] = node.content_hash
+    payload[REVISION] = revision or uuid.uuid4().hex
     return payload
 
 
@@ -243,7 +287,8 @@ def from_payload(payload: dict[str, Any]) -> MemoryNode:
 
 def record_of(payload: dict[str, Any], vector: list[float] | None) -> VectorRecord:
     """A stored point as a record (see `from_payload`)."""
-    return _construct(VectorRecord, {"node": from_payload(payload), "vector": vector})
+    return _construct(VectorRecord, {"node": from_payload(payload), "vector": vector,
+                                     "revision": payload.get(REVISION)})
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -469,7 +514,9 @@ class VectorStore(ABC):
 
         Everything is checked first (collections, vector sizes and values, duplicate ids), so an
         invalid batch raises and writes nothing. A batch that needs one engine call is written
-        directly; a longer one is first stored as an intent record.
+        directly; a longer one is first stored as an intent record. `Swap`s are applied first,
+        and when one finds a record changed since it was read, nothing is written and
+        `ConflictError` is raised.
         """
         async with self._write_lock:
             if self._unfinished:
@@ -478,14 +525,25 @@ class VectorStore(ABC):
             if not steps:
                 return
             touched = {step.collection for step in steps}
-            if len(steps) == 1:
-                await self._apply(steps[0], replay=False)
+            if len(steps) == 1 and (not isinstance(steps[0], Swap) or len(steps[0].old) <= self.batch_size):
+                if isinstance(steps[0], Swap):
+                    await self._claim(steps[0], replay=False)
+                else:
+                    await self._apply(steps[0], replay=False)
                 await self._sync(touched)
                 return
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
             key = await self._journal_put(await off_loop(encode_steps, steps, size=size))
             self._unfinished = True
             for group in self._groups(steps):
+                if isinstance(group[0], Swap):  # a swap is never grouped
+                    try:
+                        await self._claim(group[0], replay=False)
+                    except ConflictError:
+                        await self._journal_drop(key)  # nothing of it was written
+                        self._unfinished = False
+                        raise
+                    continue
                 await self._apply_together(group)
                 if size > INLINE_RECORDS:
                     # The engine holds the GIL: let other tasks run between the calls of a long batch
@@ -533,7 +591,8 @@ class VectorStore(ABC):
         return n
 
     async def _replay(self, records: list[tuple[str, bytes]]) -> int:
-        """Apply intent records (key, body), oldest first, each then dropped; under `_write_lock`."""
+        """Apply intent records (key, body), oldest first, each then dropped; under `_write_lock`.
+        Returns how many were applied (not abandoned: see `_replay_steps`)."""
         n = 0
         for key, body in records:
             try:
@@ -543,16 +602,93 @@ class VectorStore(ABC):
                 warnings.warn(f"skipping an unreadable intent record {key}: {exc}", RuntimeWarning, stacklevel=2)
                 await self._journal_drop(key)
                 continue
-            for step in steps:
-                await self._apply(step, replay=True)
-            await self._sync({step.collection for step in steps})
+            if await self._replay_steps(steps):
+                await self._sync({step.collection for step in steps})
+                n += 1
             await self._journal_drop(key)
-            n += 1
         return n
+
+    async def _replay_steps(self, steps: list[WriteOp]) -> bool:
+        """Apply an intent record's steps again; False when it is abandoned instead: its swaps had not
+        all been won before the crash, and another write changed one of their records since."""
+        swaps = [step for step in steps if isinstance(step, Swap)]
+        if swaps and not await self._past_swaps(steps):
+            try:
+                for swap in swaps:
+                    await self._claim(swap, replay=True)
+            except ConflictError:
+                return False
+        for step in steps:
+            if not isinstance(step, Swap):
+                await self._apply(step, replay=True)
+        return True
+
+    async def _past_swaps(self, steps: list[WriteOp]) -> bool:
+        """Whether the writer had won the swaps of this record: a later step of it (the first
+        record of its first upsert after them, a new id) is stored. A record with no such step
+        claims again."""
+        for step in steps:
+            if isinstance(step, Upsert) and step.records:
+                if await self.collection_dim(step.collection) is None:
+                    return False
+                return not (await self.get(step.collection, [step.records[0].node.memory_id])).missing
+        return False
+
+    async def _claim(self, step: Swap, *, replay: bool) -> None:
+        """A swap's conditional write; where it lost any record, the ones it won are put back
+        (still only where they hold its token) and `ConflictError` names a lost one."""
+        new = {r.node.memory_id: r for r in step.new}
+        items = [(old, new.get(old.node.memory_id)) for old in step.old]
+        if replay and await self.collection_dim(step.collection) is None:
+            raise ConflictError(f"collection {step.collection!r} was dropped")
+        won: set[str] = set()
+        for i in range(0, len(items), self.batch_size):
+            won |= await self._swap(step.collection, items[i:i + self.batch_size], step.token, replay=replay)
+        lost = [old.node.memory_id for old, _ in items if old.node.memory_id not in won]
+        if lost:
+            back = [old for old in step.old if old.node.memory_id in won]
+            for i in range(0, len(back), self.batch_size):
+                await self._put_back(step.collection, back[i:i + self.batch_size], step.token)
+            raise ConflictError(f"memory {lost[0]} changed after it was read (another process shares the store); "
+                                "nothing was written")
+
+    async def _swap(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
+                    replay: bool) -> set[str]:
+        """Write each item's new record (None: mark it for deletion) with revision `token` where the
+        store still holds the old record's revision or already `token`; returns the ids that hold
+        `token` now (on `replay`, a record to delete that is gone counts). This default reads,
+        compares and writes: right for a store that one process owns, whose writes `write`
+        serializes; a backend that processes share compares in the engine."""
+        got = await self.get(name, [old.node.memory_id for old, _ in items])
+        stored = {r.node.memory_id: r.revision for r in got.found}
+        won = {old.node.memory_id for old, new in items if new is None and replay and old.node.memory_id not in stored}
+        writes = []
+        for old, new in items:
+            mid = old.node.memory_id
+            if mid in stored and stored[mid] in (old.revision, token):
+                won.add(mid)
+                if new is not None:
+                    writes.append(VectorRecord.model_construct(node=new.node, vector=new.vector, revision=token))
+        if writes:
+            await self._upsert(name, writes)
+        return won
+
+    async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
+        """Write `olds` back (their own revisions) where the store holds `token` (see `_swap`)."""
+        got = await self.get(name, [old.node.memory_id for old in olds])
+        mine = {r.node.memory_id for r in got.found if r.revision == token}
+        back = [old for old in olds if old.node.memory_id in mine]
+        if back:
+            await self._upsert(name, back)
+
+    async def _delete_swapped(self, name: str, ids: list[str], token: str) -> None:
+        """Delete `ids` where they hold `token`; one process's store deletes them outright."""
+        await self._delete_ids(name, ids)
 
     async def _plan(self, ops: Sequence[WriteOp]) -> list[WriteOp]:
         """Check every op against the collections as the earlier ops leave them, and split upserts
-        into engine calls of `batch_size`. Raises before anything is written."""
+        into engine calls of `batch_size`. Raises before anything is written. Swaps come first,
+        their deletions last."""
         dims: dict[str, int | None] = {}
 
         async def dim_of(name: str) -> int | None:
@@ -566,11 +702,29 @@ class VectorStore(ABC):
                 raise CollectionNotFoundError(f"collection {name!r} does not exist")
             return dim
 
+        swaps: list[WriteOp] = []
         steps: list[WriteOp] = []
+        finish: list[WriteOp] = []
         for op in ops:
-            if isinstance(op, Upsert):
+            if isinstance(op, Swap):
                 dim = await require(op.collection)
-                checked = await off_loop(self._check_records, op.collection, dim, op.records, size=len(op.records))
+                old = await off_loop(self._check_records, op.collection, dim, op.old, size=len(op.old))
+                new = await off_loop(self._check_records, op.collection, dim, op.new, size=len(op.new))
+                ids = [r.node.memory_id for r in old]
+                if len(set(ids)) != len(ids) or not {r.node.memory_id for r in new} <= set(ids) \
+                        or len(new) != len({r.node.memory_id for r in new}):
+                    raise InvalidInputError("a swap names each stored record once, and replaces only those")
+                if not old:
+                    continue
+                token = uuid.uuid4().hex
+                swaps.append(Swap(op.collection, old, new, token))
+                gone = [i for i in ids if i not in {r.node.memory_id for r in new}]
+                if gone:
+                    finish.append(Delete(op.collection, gone, token))
+            elif isinstance(op, Upsert):
+                dim = await require(op.collection)
+                checked = await off_loop(self._check_records, op.collection, dim, op.records, False,
+                                         size=len(op.records))
                 ids = [r.node.memory_id for r in checked]
                 if len(set(ids)) != len(ids):
                     raise InvalidInputError("the same memory_id appears twice in one upsert")
@@ -582,7 +736,7 @@ class VectorStore(ABC):
                 if not all(is_uuid(i) for i in ids):
                     raise InvalidInputError("memory ids are UUIDs")
                 if ids:
-                    steps.append(Delete(op.collection, ids))
+                    steps.append(Delete(op.collection, ids, op.revision))
             elif isinstance(op, DeleteWhere):
                 await require(op.collection)
                 steps.append(op)
@@ -603,7 +757,7 @@ class VectorStore(ABC):
                     steps.append(op)
             else:
                 raise InvalidInputError(f"not a write operation: {op!r}")
-        return steps
+        return swaps + steps + finish
 
     async def _apply(self, step: WriteOp, *, replay: bool) -> None:
         """One engine call. On replay, a step on a collection that is gone is skipped: only a
@@ -622,14 +776,19 @@ class VectorStore(ABC):
         if isinstance(step, Upsert):
             await self._upsert(step.collection, step.records)
         elif isinstance(step, Delete):
-            await self._delete_ids(step.collection, list(step.ids))
-        else:
+            if step.revision:
+                await self._delete_swapped(step.collection, list(step.ids), step.revision)
+            else:
+                await self._delete_ids(step.collection, list(step.ids))
+        elif isinstance(step, DeleteWhere):
             await self._delete_filter(step.collection, step.filter)
 
-    def _check_records(self, name: str, dim: int, records: Sequence[VectorRecord]) -> list[VectorRecord]:
-        # model_construct: the node is already validated and the vector was just checked.
-        return [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector))
-                for r in records]
+    def _check_records(self, name: str, dim: int, records: Sequence[VectorRecord],
+                       keep_revision: bool = True) -> list[VectorRecord]:
+        # model_construct: the node is already validated and the vector was just checked. A plain
+        # upsert gives every record a fresh revision: a swap that read the one before then loses.
+        return [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector),
+                                             revision=r.revision if keep_revision else None) for r in records]
 
     # -- shared ------------------------------------------------------------------------------
     async def _require_dim(self, name: str) -> int:

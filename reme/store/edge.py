@@ -291,7 +291,7 @@ class EdgeStore(VectorStore):
             qe.Point(r.node.memory_id,
                      {DENSE: r.vector,  # type: ignore[dict-item]  # upsert checked it is present
                       SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))},
-                     to_payload(r.node))
+                     to_payload(r.node, r.revision))
             for r in records
         ]
 

@@ -14,11 +14,13 @@ returns once the server applied it (`wait=True`); its WAL settings decide about 
 
 Processes sharing a server take turns through `exclusive(name)`: a lease held in the
 `_reme_locks` collection. Taking it is a conditional upsert in the engine (the lock's point is
-written only where it was released), read back to see who holds it; the holder renews it
-while it works and releases it when done. A holder that died loses it after `lease` seconds, and
-whoever takes it over first applies the writes the dead one left unfinished under it (journal
-records name the lock they were written under), so nobody decides on them half-written and no
-late replay undoes what was written next.
+written only where it was released or its lease has ended), read back to see who holds it; the
+holder renews it while it works and releases it when done. A holder that died loses it after
+`lease` seconds, and whoever takes it over first applies the writes the dead one left unfinished
+under it (journal records name the lock they were written under), so nobody decides on them
+half-written and no late replay undoes what was written next. The lease alone does not fence a
+holder that froze beyond it: the write of a stored record is conditional in the engine too
+(`Swap`: see `_swap`), so such a holder's write loses when it comes back.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
@@ -42,7 +44,7 @@ from qdrant_client.http.exceptions import ApiException
 
 from reme.errors import ConfigError, StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult, Hit,
-                             SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
+                             REVISION, SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
                              dense_of, is_uuid, record_of, to_payload)
 from reme.store.filters import Filter, FilterTranslator
 
@@ -85,6 +87,14 @@ def _held_by(token: str) -> models.Filter:
     return models.Filter(must=[models.FieldCondition(key="holder", match=models.MatchValue(value=token))])
 
 
+def _revision_is(revision: str | None) -> Any:
+    """The condition "the record's revision is `revision`" (None: it has none, as records written
+    before revisions existed)."""
+    if revision is None:
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=REVISION))
+    return models.FieldCondition(key=REVISION, match=models.MatchValue(value=revision))
+
+
 def _sparse(terms: SparseTerms) -> models.SparseVector:
     return models.SparseVector(indices=terms.indices, values=terms.values)
 
@@ -106,13 +116,14 @@ class _Retrying(httpx.AsyncHTTPTransport):
         while True:
             try:
                 response = await super().handle_async_request(request)
-                if response.status_code < 500 or time.monotonic() + pause > deadline:
+                if response.status_code < 500 or time.monotonic() >= deadline:
                     return response
                 await response.aclose()
             except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
-                if time.monotonic() + pause > deadline:
+                if time.monotonic() >= deadline:
                     raise
-            await asyncio.sleep(pause * (0.5 + random.random()))
+            # The last pause is cut to the deadline: a call gives up after `retry_for`, not before.
+            await asyncio.sleep(max(0.0, min(pause * (0.5 + random.random()), deadline - time.monotonic())))
             pause = min(pause * 2, 1.0)
 
 
@@ -436,12 +447,69 @@ class QdrantStore(VectorStore):
     # -- primitives ---------------------------------------------------------------------------
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
         points = [
-            models.PointStruct(id=r.node.memory_id, payload=to_payload(r.node),
+            models.PointStruct(id=r.node.memory_id, payload=to_payload(r.node, r.revision),
                                vector={DENSE: r.vector,  # type: ignore[dict-item]
                                        SPARSE: _sparse(self.keyword_terms(r.node.keyword_text, query=False))})
             for r in records
         ]
         await self._call("upsert", self._client.upsert(name, points, wait=True))
+
+    # -- conditional writes (see `Swap`) --------------------------------------------------------
+    # One batch call per swap: each record's payload is overwritten, with the swap's token as its
+    # revision, where the stored revision is still the one read (a filter: a record that is gone
+    # is not written again, as a conditional upsert would), then its vectors where the token is
+    # there. The server answers "completed" whether or not a filter matched, so a read of the
+    # revisions says which records took it. Ordered through a leader on a cluster (`MEDIUM`),
+    # so that every copy evaluates the filters on the same sequence of writes.
+    def _point_vectors(self, record: VectorRecord) -> models.PointVectors:
+        return models.PointVectors(id=record.node.memory_id, vector={
+            DENSE: record.vector,  # type: ignore[dict-item]
+            SPARSE: _sparse(self.keyword_terms(record.node.keyword_text, query=False))})
+
+    async def _swap(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
+                    replay: bool) -> set[str]:
+        operations: list[Any] = []
+        for old, new in items:
+            record = new if new is not None else old
+            where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id])],
+                                  should=[_revision_is(old.revision), _revision_is(token)])
+            operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
+                payload=to_payload(record.node, token), filter=where)))
+            if new is not None:
+                operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
+                    points=[self._point_vectors(new)], update_filter=models.Filter(must=[_revision_is(token)]))))
+        try:
+            await self._call("swap", self._client.batch_update_points(name, operations, wait=True,
+                                                                      ordering=models.WriteOrdering.MEDIUM))
+        except (StoreError, KeyError) as exc:
+            # A record deleted since it was read: its vectors are "not found", and the batch stops
+            # there. It lost, so the records it won are put back, whatever the batch wrote of them.
+            cause = exc.__cause__ if isinstance(exc, StoreError) else exc
+            if not isinstance(cause, KeyError) and getattr(cause, "status_code", None) != 404:
+                raise
+        ids = [old.node.memory_id for old, _ in items]
+        got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION]))
+        stored = {str(p.id): (p.payload or {}).get(REVISION) for p in got}
+        return {old.node.memory_id for old, new in items if stored.get(old.node.memory_id, "") == token
+                or (replay and new is None and old.node.memory_id not in stored)}
+
+    async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
+        operations: list[Any] = []
+        for old in olds:
+            where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id]), _revision_is(token)])
+            back = to_payload(old.node, old.revision)
+            operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
+                payload=back, filter=where)))
+            operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
+                points=[self._point_vectors(old)], update_filter=models.Filter(must=[_revision_is(back[REVISION])]))))
+        await self._call("swap", self._client.batch_update_points(name, operations, wait=True,
+                                                                  ordering=models.WriteOrdering.MEDIUM))
+
+    async def _delete_swapped(self, name: str, ids: list[str], token: str) -> None:
+        selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=ids),  # type: ignore[arg-type]
+                                                                    _revision_is(token)]))
+        await self._call("delete", self._client.delete(name, selector, wait=True,
+                                                       ordering=models.WriteOrdering.MEDIUM))
 
     async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
         await self._require_dim(name)
