@@ -296,8 +296,7 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         alice = [reme.add_memory(f"Alice fact {i}", user_name="alice") for i in range(3)]
         reme.update_memory(alice[0].memory_id, content="Alice fact 0, revised", user_name="alice")
         bob = reme.add_memory("Bob fact", user_name="bob")
-    # Killed between two engine calls of one write: delete_all has wiped alice's versions but
-    # not her memories; update_memory has written the new state but not the version it ends.
+    # Killed between two engine calls of one write: delete_all has not deleted alice's memories; update_memory has written the new state but not the version it ends.
     body = {"delete_all": """
         stop["at"], stop["nth"], stop["signal"] = "delete", 2, signal.SIGKILL
         await reme.delete_all(user_name="alice")
@@ -311,8 +310,9 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
     assert proc.returncode == -signal.SIGKILL
     with _open(node_store, tmp_path) as reme:  # not replayed while its writer may still be at work
         if operation == "delete_all":
-            assert len(reme.list_memory(user_name="alice")) == 3 and reme.history(alice[0].memory_id,
-                                                                                  user_name="alice") == []
+            # Its memories are all there; its versions may be gone or not yet (a server sends the
+            # two deletions, on different collections, together: the kill can land before either).
+            assert len(reme.list_memory(user_name="alice")) == 3
         else:
             assert reme.get_memory(alice[1].memory_id, user_name="alice").version == 2
             assert reme.history(alice[1].memory_id, user_name="alice") == []
