@@ -1,7 +1,7 @@
 """A scope is a wall on every path: every public facade method, called for one target, against a
 store that also holds a user, a task and a tool of the same name (with history, versions and
-references across them), reads and changes nothing outside that target. On the embedded store
-and on a real Qdrant server alike."""
+references across them), reads and changes nothing outside that target. On the embedded store,
+a real Qdrant node and a real 3-node cluster alike."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from reme import InvalidInputError, MemoryNotFoundError, ReMe
 from reme.schema import MemoryNode, MemoryVersion, Scope
 
-from conftest import dump_store, on_every_store
+from conftest import STORES, dump_store, on_every_store
 from openai_server import OpenAITestServer, prompt_of
 
 NAME = "bob"
@@ -23,7 +23,7 @@ KINDS = ("user", "task", "tool")
 SAME_TEXT = "bob keeps the same note everywhere"
 SAME_HISTORY = "the same conversation with bob"
 
-vector_store = pytest.fixture(params=["edge", "server"], name="vector_store")(on_every_store)
+vector_store = pytest.fixture(params=STORES, name="vector_store")(on_every_store)
 
 
 def secret(kind: str) -> str:

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import DIM, dump_store
+from conftest import DIM, dump_store, every_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +68,7 @@ async def alice_tree(reme: ReMe, tmp_path: Path) -> tuple[Path, dict[str, Memory
 
 
 # -- round trip ----------------------------------------------------------------------------------
+@every_store
 async def test_export_then_sync_without_edits_changes_nothing(reme: ReMe, tmp_path: Path) -> None:
     for text in HOSTILE:
         await reme.add_memory(text, user_name="alice")
@@ -95,6 +96,7 @@ async def test_markdown_reads_as_markdown(reme: ReMe, tmp_path: Path) -> None:
 
 
 # -- edits ---------------------------------------------------------------------------------------
+@every_store
 async def test_edited_item_is_an_update_with_history(reme: ReMe, tmp_path: Path) -> None:
     tree, nodes = await alice_tree(reme, tmp_path)
     edit(tree / "MEMORY.md", "window seats", "aisle seats\n  on long flights")
@@ -149,6 +151,7 @@ async def test_dry_run_reports_and_writes_nothing(reme: ReMe, tmp_path: Path) ->
 
 
 # -- conflicts -----------------------------------------------------------------------------------
+@every_store
 async def test_store_changed_since_export_is_a_conflict(reme: ReMe, tmp_path: Path) -> None:
     tree, nodes = await alice_tree(reme, tmp_path)
     await reme.update_memory(nodes["seat"].memory_id, content="Alice prefers the front row")

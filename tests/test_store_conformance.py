@@ -1,5 +1,6 @@
-"""What every VectorStore backend must do; each test runs against `edge` (on disk) and `qdrant`
-(qdrant-client's local mode)."""
+"""What every VectorStore backend must do; each test that takes `store` runs against `edge` (on
+disk), `qdrant` (qdrant-client's local mode), `server` (a real Qdrant node) and `cluster` (a real
+3-node cluster, 3 shards with 2 copies each)."""
 
 from __future__ import annotations
 
