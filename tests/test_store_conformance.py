@@ -67,6 +67,9 @@ async def test_get_with_vectors_returns_the_stored_vector(store: VectorStore) ->
     expected = (await HashEmbedder(dim=DIM).embed([a.content]))[0]
     found = (await store.get("mem", [a.memory_id], with_vectors=True)).found[0]
     assert found.vector == pytest.approx(expected, abs=1e-4)
+    # The engine's float32 values as they are, on every store (a server's JSON writes their shortest
+    # decimals, 0.13363062, which as a Python float is not the float32 0.13363061845302582).
+    assert found.vector is not None and found.vector == np.asarray(found.vector, dtype=np.float32).tolist()
 
 
 async def test_update_replaces_payload_and_keeps_vector_unless_given(store: VectorStore) -> None:
