@@ -30,8 +30,8 @@ BACKENDS = ["edge", "qdrant", "server", "cluster"]
 STORES = ["edge", "server", "cluster"]
 """The stores a facade test runs on (`every_store`): embedded, a real node, a real 3-node cluster."""
 SPREAD = {"shard_number": 3, "replication_factor": 2, "write_consistency_factor": 1}
-"""What docs/scaling.md recommends for 3 nodes. Tests on the cluster write to collections named
-`spread` (kept between tests, as on the node: creating one takes seconds there)."""
+"""What docs/scaling.md recommends for 3 nodes. Facade tests on the cluster write to collections
+named `spread` (kept between tests, as on the node: creating one takes seconds there)."""
 
 # No test reaches the network: the hub and telemetry are off for every child process too.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

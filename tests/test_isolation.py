@@ -173,7 +173,9 @@ async def exercise(reme: ReMe, scope: Scope, others: list[MemoryNode], tmp_path:
     assert await reme.forget(purge=True, scrub=True, **kw) == 1  # rewrites the store: others' records intact
 
 
-@pytest.mark.parametrize("kind", KINDS)
+# On the cluster one kind: the others take the same paths there, and each costs 10-20 s (CI's budget).
+@pytest.mark.parametrize("vector_store,kind", [(store, kind) for store in ("edge", "server") for kind in KINDS] +
+                         [("cluster", "user")], indirect=["vector_store"])
 async def test_no_method_under_a_scope_touches_a_same_named_target_of_another_kind(
         make_reme: Any, server: OpenAITestServer, tmp_path: Path, kind: str) -> None:
     scope = Scope(kind, NAME)
