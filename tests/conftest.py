@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterator
@@ -25,8 +26,14 @@ DIM = 64
 SHARED_DATA = Path(os.environ.pop("REME_SHARED_DATA", "") or Path(__file__).resolve().parents[2] / "shared" / "data")
 """The project's shared data (LoCoMo dev split, task-memory pools): `../shared/data` beside the
 checkout, as CI has it, or `$REME_SHARED_DATA`."""
-BACKENDS = ["edge", "qdrant", "server"]
-"""`qdrant` is qdrant-client's local mode; `server` a real Qdrant node (scripts/qdrant.sh) on loopback."""
+BACKENDS = ["edge", "qdrant", "server", "cluster"]
+"""`qdrant` is qdrant-client's local mode; `server` a real Qdrant node (scripts/qdrant.sh) on loopback;
+`cluster` a real 3-node cluster, its collections spread as `SPREAD` says."""
+STORES = ["edge", "server", "cluster"]
+"""The stores a facade test runs on (`every_store`): embedded, a real node, a real 3-node cluster."""
+SPREAD = {"shard_number": 3, "replication_factor": 2, "write_consistency_factor": 1}
+"""What docs/scaling.md recommends for 3 nodes. Facade tests on the cluster write to collections
+named `spread` (kept between tests, as on the node: creating one takes seconds there)."""
 
 # No test reaches the network: the hub and telemetry are off for every child process too.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,9 +43,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 def make_store(backend: str, path: Path, url: str | None = None) -> VectorStore:
     if backend == "edge":
         return EdgeStore(path / "edge")
-    if backend == "server":
-        assert url is not None, "the server backend needs a node's url"
-        return QdrantStore(url=url)
+    if backend in ("server", "cluster"):
+        assert url is not None, f"the {backend} backend needs a node's url"
+        return QdrantStore(url=url, **(SPREAD if backend == "cluster" else {}))  # type: ignore[arg-type]
     return QdrantStore(location=":memory:")
 
 
@@ -58,7 +65,8 @@ def qdrant_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[qd
         yield nodes
 
 
-REUSED = frozenset({"mem", "reme", "reme-versions", "spread", "spread-versions", JOURNAL, LOCKS})
+REUSED = frozenset({"mem", "reme", "reme-versions", "spread", "spread-versions", "reme-b", "reme-b-versions",
+                    "spread-b", "spread-b-versions", JOURNAL, LOCKS})
 """Collections tests make again and again, of size `DIM`: emptied between tests, not dropped
 (a collection with its payload indexes takes a second or more to make here)."""
 
@@ -87,9 +95,17 @@ def empty_node(qdrant_node: qdrant_server.Node) -> qdrant_server.Node:
     return qdrant_node
 
 
+@pytest.fixture
+def empty_cluster(qdrant_cluster: list[qdrant_server.Node]) -> list[qdrant_server.Node]:
+    """The session's cluster, holding no memory."""
+    wipe(qdrant_cluster[0].url)
+    return qdrant_cluster
+
+
 @pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
-    url = request.getfixturevalue("empty_node").url if request.param == "server" else None
+    url = request.getfixturevalue("empty_node").url if request.param == "server" else \
+        request.getfixturevalue("empty_cluster")[0].url if request.param == "cluster" else None
     s = make_store(request.param, tmp_path, url)
     await s.create_collection("mem", DIM)
     yield s
@@ -102,18 +118,38 @@ def embedder() -> HashEmbedder:
 
 
 @pytest.fixture
-def vector_store() -> dict[str, Any]:
-    """The store the ReMe of `reme_factory` and `make_reme` opens: the embedded one. A test module
-    runs its tests on a real server too by overriding it with `on_every_store`."""
-    return {}
+def vector_store(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The store the ReMe of `reme_factory` and `make_reme` opens: the embedded one, unless a test
+    is marked `every_store` (or a module parametrizes this fixture over `STORES`)."""
+    return on_every_store(request)
 
 
 def on_every_store(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """For `@pytest.fixture(params=["edge", "server"])` over `vector_store`: the embedded store,
-    or the session's Qdrant node, emptied."""
-    if request.param == "server":
+    """The `vector_store` settings for `request.param` (one of `STORES`; none: the embedded store):
+    the embedded store, the session's Qdrant node or its 3-node cluster, emptied."""
+    kind = getattr(request, "param", "edge")
+    if kind == "server":
         return {"backend": "qdrant", "url": request.getfixturevalue("empty_node").url}
+    if kind == "cluster":
+        return {"backend": "qdrant", "url": request.getfixturevalue("empty_cluster")[0].url, "collection": "spread",
+                **SPREAD}
+    assert kind == "edge", kind
     return {}
+
+
+every_store = pytest.mark.parametrize("vector_store", STORES, indirect=True)
+"""Runs a test of the facade (through `reme`, `reme_factory`, `make_reme`...) on every store."""
+
+
+@pytest.fixture
+def another_store(vector_store: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """`reme_factory` / `make_reme` arguments for a second store, empty, of the kind `vector_store`
+    names: another working directory; on a server (which is one store for every working
+    directory), another collection too."""
+    if not vector_store:
+        return {"working_dir": tmp_path / "another"}
+    return {"working_dir": tmp_path / "another",
+            "vector_store": {**vector_store, "collection": f"{vector_store.get('collection', 'reme')}-b"}}
 
 
 @pytest.fixture
@@ -164,11 +200,14 @@ async def llm_reme(make_reme: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
 
 
 async def dump_store(reme: ReMe) -> dict[str, dict[str, str]]:
-    """Every record of the main and the versions collection, vectors included, as JSON by id:
-    what "the store is unchanged" compares."""
+    """Every record of the main and the versions collection (`memories`, `versions`), vectors
+    included, as JSON by id: what "the store is unchanged" compares, and what a backup restored
+    into a store of another name must equal. Keys sorted: a cluster's copies of a record hold the
+    keys of its metadata in any order (docs/scaling.md)."""
     out: dict[str, dict[str, str]] = {}
-    for name in (reme.collection, reme.repo.versions):
-        out[name] = {r.node.memory_id: r.model_dump_json() async for r in reme.store.iter_records(name, with_vectors=True)}
+    for role, name in (("memories", reme.collection), ("versions", reme.repo.versions)):
+        out[role] = {r.node.memory_id: json.dumps(r.model_dump(mode="json"), sort_keys=True)
+                     async for r in reme.store.iter_records(name, with_vectors=True)}
     return out
 
 

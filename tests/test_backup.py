@@ -9,11 +9,12 @@ import pytest
 
 from reme import InvalidInputError, ReMe, VectorSizeError
 
-from conftest import DIM, dump_store
+from conftest import DIM, dump_store, every_store
 
 
+@every_store
 async def test_a_backup_restores_every_memory_version_and_vector(reme_factory: Callable[..., ReMe],
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, another_store: dict[str, Any]) -> None:
     async with reme_factory(working_dir=tmp_path / "a") as reme:
         node = await reme.add_memory("Alice lives in Paris", user_name="alice", tags=["home"], metadata={"n": 1})
         await reme.update_memory(node.memory_id, content="Alice lives in Berlin")
@@ -24,7 +25,7 @@ async def test_a_backup_restores_every_memory_version_and_vector(reme_factory: C
         assert await reme.backup(tmp_path / "backup.jsonl") == 4  # 2 memories, 2 versions
     size = (tmp_path / "backup.jsonl").stat().st_size
     assert size < 10_000  # vectors as float32 base64, not JSON floats
-    async with reme_factory(working_dir=tmp_path / "b") as reme:
+    async with reme_factory(**another_store) as reme:
         assert await reme.restore(tmp_path / "backup.jsonl") == 4
         assert await dump_store(reme) == before
         assert [v.event for v in await reme.history(node.memory_id)] == ["UPDATE"]

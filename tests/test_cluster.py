@@ -10,11 +10,7 @@ from qdrant_client import QdrantClient
 from benchmark.qdrant_server import Node, wait_for_peers
 from reme import ReMeSync
 
-from conftest import DIM, wipe
-
-SPREAD = {"shard_number": 3, "replication_factor": 2, "write_consistency_factor": 1}
-"""What docs/scaling.md recommends for 3 nodes. Both tests use one collection name: the node is
-emptied between tests but keeps it (creating one takes seconds here)."""
+from conftest import DIM, SPREAD, wipe
 
 
 def _open(node: Node, tmp_path: Path, collection: str) -> ReMeSync:

@@ -17,6 +17,7 @@ from reme.memory.context import check_context, tool_pairs
 from reme.memory.session import COMPRESSED, SUMMARIZED
 from reme.store.filters import Eq
 
+from conftest import every_store
 from openai_server import OpenAITestServer
 
 SUMMARY = {"goal": "Plan a trip to Oslo", "constraints": ["budget 500 EUR"], "progress": ["weather checked: rain"],
@@ -181,6 +182,7 @@ async def test_offloaded_results_expire(reme: ReMe) -> None:
 
 
 # -- prepare_context ---------------------------------------------------------------------------
+@every_store
 async def test_prepare_context_offloads_compacts_marks_and_builds_on_the_summary(
         make_reme: Callable[..., ReMe], server: OpenAITestServer) -> None:
     server.script(COMPACT_PROMPT, SUMMARY)

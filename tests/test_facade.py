@@ -10,7 +10,7 @@ import sys
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -19,11 +19,12 @@ from reme import (ConfigError, InvalidInputError, MemoryNotFoundError, MemoryTyp
 from reme.embedding import HashEmbedder
 from reme.schema import MAX_CONTENT_CHARS
 
-from conftest import DIM
+from conftest import DIM, every_store
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 
 
+@every_store
 async def test_add_search_update_list_delete(reme: ReMe) -> None:
     node = await reme.add_memory("Alice prefers window seats", user_name="alice", tags=["travel"])
     await reme.add_memory("Alice is vegetarian", user_name="alice")
@@ -256,12 +257,13 @@ def test_sync_facade_mirrors_the_async_one(tmp_path: Path) -> None:
     assert async_names - {"open", "close"} <= set(dir(ReMeSync))
 
 
-async def test_export_then_import_into_a_fresh_store(reme: ReMe, tmp_path: Path,
-                                                     reme_factory: Callable[..., ReMe]) -> None:
+@every_store
+async def test_export_then_import_into_a_fresh_store(reme: ReMe, tmp_path: Path, reme_factory: Callable[..., ReMe],
+                                                     another_store: dict[str, Any]) -> None:
     nodes = [await reme.add_memory(f"fact {i}", user_name="alice", metadata={"i": i}) for i in range(5)]
     path = tmp_path / "out.jsonl"
     assert await reme.export_memory(path, user_name="alice") == 5
-    async with reme_factory(working_dir=tmp_path / "other") as other:
+    async with reme_factory(**another_store) as other:
         assert await other.import_memory(path) == 5
         assert {n.memory_id for n in await other.list_memory(user_name="alice")} == {n.memory_id for n in nodes}
         hits = await other.search_memory("fact 3", user_name="alice", top_k=1, mode="keyword")
@@ -283,6 +285,7 @@ def test_environment_reaches_the_facade(tmp_path: Path, monkeypatch: pytest.Monk
     assert (tmp_path / "envwd" / "store" / "reme").is_dir()  # the edge collection under REME_WORKING_DIR
 
 
+@every_store
 async def test_search_results_say_what_their_score_is(reme_factory: Callable[..., ReMe]) -> None:
     async with reme_factory() as reme:
         await reme.add_memory("Alice prefers window seats", user_name="alice")

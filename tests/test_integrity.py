@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DIM, dump_store
+from conftest import DIM, dump_store, every_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cli import reme as cli
@@ -186,14 +186,15 @@ async def _versioned(reme: ReMe) -> MemoryNode:
 
 
 @pytest.mark.parametrize("with_vectors", [False, True])
+@every_store
 async def test_export_then_import_into_a_new_store_keeps_history(reme_factory: Callable[..., ReMe], tmp_path: Path,
-                                                                 with_vectors: bool) -> None:
+                                                                 with_vectors: bool, another_store: dict[str, Any]) -> None:
     async with reme_factory(working_dir=tmp_path / "a") as source:
         v3 = await _versioned(source)
         await source.add_memory("Bob likes jazz", user_name="bob")
         before = await source.history(v3.memory_id)
         assert await source.export_memory(tmp_path / "out.jsonl", with_vectors=with_vectors) == 2
-    async with reme_factory(working_dir=tmp_path / "b") as target:
+    async with reme_factory(**another_store) as target:
         assert await target.import_memory(tmp_path / "out.jsonl") == 2
         assert await target.get_memory(v3.memory_id) == v3
         after = await target.history(v3.memory_id)

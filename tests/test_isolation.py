@@ -1,7 +1,7 @@
 """A scope is a wall on every path: every public facade method, called for one target, against a
 store that also holds a user, a task and a tool of the same name (with history, versions and
-references across them), reads and changes nothing outside that target. On the embedded store
-and on a real Qdrant server alike."""
+references across them), reads and changes nothing outside that target. On the embedded store,
+a real Qdrant node and a real 3-node cluster alike."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from reme import InvalidInputError, MemoryNotFoundError, ReMe
 from reme.schema import MemoryNode, MemoryVersion, Scope
 
-from conftest import dump_store, on_every_store
+from conftest import STORES, dump_store, on_every_store
 from openai_server import OpenAITestServer, prompt_of
 
 NAME = "bob"
@@ -23,7 +23,7 @@ KINDS = ("user", "task", "tool")
 SAME_TEXT = "bob keeps the same note everywhere"
 SAME_HISTORY = "the same conversation with bob"
 
-vector_store = pytest.fixture(params=["edge", "server"], name="vector_store")(on_every_store)
+vector_store = pytest.fixture(params=STORES, name="vector_store")(on_every_store)
 
 
 def secret(kind: str) -> str:
@@ -173,7 +173,9 @@ async def exercise(reme: ReMe, scope: Scope, others: list[MemoryNode], tmp_path:
     assert await reme.forget(purge=True, scrub=True, **kw) == 1  # rewrites the store: others' records intact
 
 
-@pytest.mark.parametrize("kind", KINDS)
+# On the cluster one kind: the others take the same paths there, and each costs 10-20 s (CI's budget).
+@pytest.mark.parametrize("vector_store,kind", [(store, kind) for store in ("edge", "server") for kind in KINDS] +
+                         [("cluster", "user")], indirect=["vector_store"])
 async def test_no_method_under_a_scope_touches_a_same_named_target_of_another_kind(
         make_reme: Any, server: OpenAITestServer, tmp_path: Path, kind: str) -> None:
     scope = Scope(kind, NAME)

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import DIM, dump_store
+from conftest import DIM, dump_store, every_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +69,7 @@ async def alice_tree(reme: ReMe, tmp_path: Path) -> tuple[Path, dict[str, Memory
 
 
 # -- round trip ----------------------------------------------------------------------------------
+@every_store
 async def test_export_then_sync_without_edits_changes_nothing(reme: ReMe, tmp_path: Path) -> None:
     for text in HOSTILE:
         await reme.add_memory(text, user_name="alice")
@@ -112,6 +113,7 @@ async def test_exported_files_get_ordinary_permissions(reme: ReMe, tmp_path: Pat
 
 
 # -- edits ---------------------------------------------------------------------------------------
+@every_store
 async def test_edited_item_is_an_update_with_history(reme: ReMe, tmp_path: Path) -> None:
     tree, nodes = await alice_tree(reme, tmp_path)
     edit(tree / "MEMORY.md", "window seats", "aisle seats\n  on long flights")
@@ -166,6 +168,7 @@ async def test_dry_run_reports_and_writes_nothing(reme: ReMe, tmp_path: Path) ->
 
 
 # -- conflicts -----------------------------------------------------------------------------------
+@every_store
 async def test_store_changed_since_export_is_a_conflict(reme: ReMe, tmp_path: Path) -> None:
     tree, nodes = await alice_tree(reme, tmp_path)
     await reme.update_memory(nodes["seat"].memory_id, content="Alice prefers the front row")

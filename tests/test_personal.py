@@ -19,7 +19,7 @@ from reme.errors import LLMOutputError
 from reme.retrieval import cosine
 from reme.schema import Message, TimeWindow
 
-from conftest import DIM, dump_store
+from conftest import DIM, dump_store, every_store
 from openai_server import OpenAITestServer, prompt_of
 
 EXTRACT = "Read the conversation below"
@@ -140,8 +140,8 @@ async def test_an_add_of_what_is_stored_already_writes_nothing(reme: ReMe, serve
     assert result.added == result.updated == result.deleted == []
     assert len(result.rejected) == 2 and all(r.action == "dropped" for r in result.rejected)
     after = await dump_store(reme)
-    assert {k: v for k, v in after[reme.collection].items() if k in (seat.memory_id, bike.memory_id)} == {
-        k: v for k, v in before[reme.collection].items() if k in (seat.memory_id, bike.memory_id)}
+    assert {k: v for k, v in after["memories"].items() if k in (seat.memory_id, bike.memory_id)} == {
+        k: v for k, v in before["memories"].items() if k in (seat.memory_id, bike.memory_id)}
     assert await reme.count_memory(user_name="alice", memory_type="personal") == 2
 
 
@@ -380,14 +380,16 @@ async def test_explicit_time_window_without_llm(make_reme: Callable[..., ReMe]) 
             await reme.retrieve_memory("Alice", user_name="alice", top_k=0)
 
 
-async def test_recency_and_importance_weights_break_ties(make_reme: Callable[..., ReMe]) -> None:
+@every_store
+async def test_recency_and_importance_weights_break_ties(make_reme: Callable[..., ReMe],
+                                                          another_store: dict[str, Any]) -> None:
     async with make_reme(llm={}, retrieval={"recency_weight": 0.0, "importance_weight": 5.0}) as reme:
         low = await reme.add_memory("Alice likes green tea", user_name="alice", score=0.0)
         high = await reme.add_memory("Alice likes green tea a lot", user_name="alice", score=1.0)
         ctx = await reme.retrieve_memory("Alice likes green tea", user_name="alice")
         assert [m.node.memory_id for m in ctx.memories] == [high.memory_id, low.memory_id]
     async with make_reme(llm={}, retrieval={"recency_weight": 5.0, "importance_weight": 0.0, "half_life_days": 1},
-                         working_dir=Path(str(reme.config.working_dir)) / "r") as reme2:
+                         **another_store) as reme2:
         old = await reme2.add_memory("Alice likes green tea", user_name="alice",
                                      message_time=datetime(2020, 1, 1))
         new = await reme2.add_memory("Alice likes green tea a lot", user_name="alice")
@@ -415,6 +417,7 @@ async def test_retrieval_with_a_failing_llm_searches_the_query_as_is_and_says_so
 
 
 # -- versions through the plain API --------------------------------------------------------------
+@every_store
 async def test_update_and_delete_memory_keep_versions_and_delete_all_wipes_them(reme: ReMe) -> None:
     node = await reme.add_memory("Alice lives in Paris", user_name="alice")
     await reme.update_memory(node.memory_id, content="Alice lives in Berlin")

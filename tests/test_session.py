@@ -11,15 +11,15 @@ import pytest
 from reme import ReMe, ReMeSync
 from reme.errors import InvalidInputError, MemoryNotFoundError
 
-from conftest import DIM, dump_store, on_every_store
+from conftest import DIM, STORES, dump_store, on_every_store
 from openai_server import OpenAITestServer
 
 CALL = {"role": "assistant", "content": None,
         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]}
 RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "Oslo: 4 degrees, rain"}
 
-vector_store = pytest.fixture(params=["edge", "server"], name="vector_store")(on_every_store)
-"""Every test on the embedded store and on a real Qdrant node."""
+vector_store = pytest.fixture(params=STORES, name="vector_store")(on_every_store)
+"""Every test on the embedded store, on a real Qdrant node and on a real 3-node cluster."""
 
 
 def texts(messages: list[Any]) -> list[Any]:

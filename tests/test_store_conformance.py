@@ -1,5 +1,6 @@
-"""What every VectorStore backend must do; each test runs against `edge` (on disk) and `qdrant`
-(qdrant-client's local mode)."""
+"""What every VectorStore backend must do; each test that takes `store` runs against `edge` (on
+disk), `qdrant` (qdrant-client's local mode), `server` (a real Qdrant node) and `cluster` (a real
+3-node cluster, 3 shards with 2 copies each)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ async def test_get_with_vectors_returns_the_stored_vector(store: VectorStore) ->
     expected = (await HashEmbedder(dim=DIM).embed([a.content]))[0]
     found = (await store.get("mem", [a.memory_id], with_vectors=True)).found[0]
     assert found.vector == pytest.approx(expected, abs=1e-4)
+    # The engine's float32 values as they are, on every store (a server's JSON writes their shortest
+    # decimals, 0.13363062, which as a Python float is not the float32 0.13363061845302582).
+    assert found.vector is not None and found.vector == np.asarray(found.vector, dtype=np.float32).tolist()
 
 
 async def test_update_replaces_payload_and_keeps_vector_unless_given(store: VectorStore) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,6 +16,7 @@ from reme import InvalidInputError, MemoryNode, MemoryNotFoundError, MemoryType,
 from reme.schema import TimeWindow
 from reme.temporal import find_window
 
+from conftest import every_store
 from openai_server import OpenAITestServer
 
 EXTRACT = "Read the conversation below"
@@ -101,7 +102,9 @@ async def test_summary_of_an_old_conversation_stores_when_it_happened_apart_from
         assert pottery.memory_id not in {m.node.memory_id for m in inside.memories}
 
 
-async def test_a_window_found_in_the_question_ranks_memories_inside_it_first(make_reme: Callable[..., ReMe]) -> None:
+@every_store
+async def test_a_window_found_in_the_question_ranks_memories_inside_it_first(make_reme: Callable[..., ReMe],
+                                                                           another_store: dict[str, Any]) -> None:
     async with make_reme(llm={}, retrieval={"recency_weight": 0.0, "importance_weight": 0.0}) as reme:
         may = await reme.add_memory("Alice visited the museum", user_name="alice",
                                     message_time=datetime(2008, 5, 20, tzinfo=UTC))
@@ -113,13 +116,14 @@ async def test_a_window_found_in_the_question_ranks_memories_inside_it_first(mak
         july_query = await reme.retrieve_memory("Which museum did Alice visit in July 2008?", user_name="alice",
                                                 rewrite=False, now=LONG_AGO)
         assert july_query.memories[0].node.memory_id == july.memory_id
-    async with make_reme(llm={}, retrieval={"time_weight": 0.0}, working_dir=Path(str(reme.config.working_dir)) / "off") as off:
+    async with make_reme(llm={}, retrieval={"time_weight": 0.0}, **another_store) as off:
         await off.add_memory("Alice visited the museum", user_name="alice", message_time=datetime(2008, 5, 20))
         plain = await off.retrieve_memory(query, user_name="alice", rewrite=False, now=LONG_AGO)
         assert plain.time_window is None  # time_weight 0: no detection
 
 
 # -- part 2: expiry ------------------------------------------------------------------------------
+@every_store
 async def test_an_expired_memory_is_gone_from_every_read_and_prune_sweeps_it(reme: ReMe, tmp_path: Path) -> None:
     past = datetime.now(UTC) - timedelta(seconds=1)
     gone = await reme.add_memory("Alice's door code is 4711", user_name="alice", expires_at=past)
@@ -188,6 +192,7 @@ async def test_prune_of_a_task_sweeps_expired_lessons_and_failing_ones(reme: ReM
 
 
 # -- part 2: forget ------------------------------------------------------------------------------
+@every_store
 async def test_forget_keeps_history_unless_purged_and_a_purge_leaves_no_version(reme: ReMe) -> None:
     health = await reme.add_memory("Alice has asthma", user_name="alice", tags=["health"])
     await reme.update_memory(health.memory_id, content="Alice has mild asthma")
@@ -282,8 +287,9 @@ async def test_reads_pending_at_close_are_written(make_reme: Callable[..., ReMe]
         assert (await reme.get_memory(a.memory_id)).access_count == 1
 
 
+@every_store
 async def test_decay_by_age_and_by_disuse_reorders_equal_matches(make_reme: Callable[..., ReMe],
-                                                                 tmp_path: Path) -> None:
+                                                                 another_store: dict[str, Any]) -> None:
     now = datetime.now(UTC)
     base = {"recency_weight": 0.0, "importance_weight": 0.0, "time_weight": 0.0}
     async with make_reme(llm={}, retrieval={**base, "decay_half_life_days": 30}) as reme:
@@ -295,8 +301,7 @@ async def test_decay_by_age_and_by_disuse_reorders_equal_matches(make_reme: Call
         ctx = await reme.retrieve_memory("Alice likes green tea", user_name="alice", rewrite=False)
         assert [m.node.memory_id for m in ctx.memories] == [new.memory_id, old.memory_id]
         assert ctx.memories[1].score < ctx.memories[0].score / 100  # a year at a 30-day half-life
-    async with make_reme(llm={}, working_dir=tmp_path / "disuse",
-                         retrieval={**base, "disuse_half_life_days": 7}) as reme:
+    async with make_reme(llm={}, retrieval={**base, "disuse_half_life_days": 7}, **another_store) as reme:
         idle = MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice", content="Alice likes green tea",
                           time_created=now - timedelta(days=60))
         used = MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice", content="Alice likes green tea!",

@@ -320,9 +320,12 @@ def check_collection_name(name: str) -> str:
 
 
 def dense_of(vector: Any) -> list[float] | None:
-    """The dense part of a backend's named vectors, as floats."""
+    """The dense part of a backend's named vectors: the engine's float32 values as floats. Edge
+    hands over float32s, a server's JSON their shortest decimals (0.13363062, which as a float is
+    not 0.13363061845302582): read through float32, a vector is the same number on every store."""
     if isinstance(vector, dict) and vector.get(DENSE) is not None:
-        return [float(x) for x in vector[DENSE]]
+        values: list[float] = np.asarray(vector[DENSE], dtype=np.float32).tolist()
+        return values
     return None
 
 
