@@ -98,6 +98,13 @@ def test_the_embedded_store_refuses_two_workers_before_anything_starts(tmp_path:
         assert s.connect_ex(("127.0.0.1", served.port)) != 0
 
 
+def _process(i: int, tmp_path: Path, node: Node, server: OpenAITestServer) -> ReMe:
+    """The ReMe of worker process `i` (its own working directory) on the shared node."""
+    return ReMe(working_dir=tmp_path / f"wd{i}", embedding={"backend": "hash", "dimensions": DIM},
+                vector_store={"backend": "qdrant", "url": node.url},
+                llm={"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0, "timeout": 30})
+
+
 async def test_two_processes_summarize_a_sessions_compacted_messages_once(empty_node: Node, server: OpenAITestServer,
                                                                          tmp_path: Path) -> None:
     """Two workers sharing a server: the first `prepare_context` of a session on the second one
@@ -114,12 +121,7 @@ async def test_two_processes_summarize_a_sessions_compacted_messages_once(empty_
     server.script("Read the conversation below", extract)
     server.script("long-term memory consistent", {"decisions": [{"candidate": 0, "action": "ADD", "reason": "new"}]})
 
-    def worker(i: int) -> ReMe:
-        return ReMe(working_dir=tmp_path / f"wd{i}", embedding={"backend": "hash", "dimensions": DIM},
-                    vector_store={"backend": "qdrant", "url": empty_node.url},
-                    llm={"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0, "timeout": 30})
-
-    async with worker(0) as first, worker(1) as second:
+    async with _process(0, tmp_path, empty_node, server) as first, _process(1, tmp_path, empty_node, server) as second:
         await first.add_messages([turn(i) for i in range(10)], session_name="s1")
         await first.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
         await second.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
@@ -140,12 +142,7 @@ async def test_waiting_for_a_sessions_background_work_waits_for_another_process(
     server.script(COMPACT_PROMPT, SUMMARY)
     server.script("Read the conversation below", extract)
 
-    def worker(i: int) -> ReMe:
-        return ReMe(working_dir=tmp_path / f"wd{i}", embedding={"backend": "hash", "dimensions": DIM},
-                    vector_store={"backend": "qdrant", "url": empty_node.url},
-                    llm={"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0, "timeout": 30})
-
-    async with worker(0) as first, worker(1) as second:
+    async with _process(0, tmp_path, empty_node, server) as first, _process(1, tmp_path, empty_node, server) as second:
         await first.add_messages([turn(i) for i in range(10)], session_name="s1")
         await first.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
         await asyncio.sleep(0.2)  # the summary has started (prepare_context returns as it starts)
