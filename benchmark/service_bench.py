@@ -38,7 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 
@@ -87,14 +87,21 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {"p50": q[49] * 1000, "p95": q[94] * 1000, "p99": q[98] * 1000}
 
 
+def classic_op(rng: random.Random) -> str:
+    """The fault run's load: retrieve 35%, search 35%, add 20%, update 5%, delete 5%."""
+    r = rng.random()
+    return ("retrieve" if r < 0.35 else "search" if r < 0.70 else "add" if r < 0.90
+            else "update" if r < 0.95 else "delete")
+
+
 async def worker(api: Any, user: str, seed: int, until: float, stats: Stats, ledger: Ledger,
-                 stop_on_service_error: bool) -> None:
+                 stop_on_service_error: bool = False, pick: Callable[[random.Random], str] = classic_op) -> None:
+    """One client on its own user: operations drawn by `pick` until `until`, each acknowledged
+    write entered in `ledger`."""
     rng = random.Random(seed)
     mine = [i for i, (u, c) in ledger.expected.items() if u == user and c is not None]
     while time.perf_counter() < until:
-        r = rng.random()
-        op = ("retrieve" if r < 0.35 else "search" if r < 0.70 else "add" if r < 0.90
-              else "update" if r < 0.95 else "delete")
+        op = pick(rng)
         if op in ("update", "delete") and not mine:
             op = "add"
         target: str | None = None
@@ -105,6 +112,8 @@ async def worker(api: Any, user: str, seed: int, until: float, stats: Stats, led
                 await api.retrieve_memory(rng.choice(WORDS), user_name=user, top_k=5, rewrite=False)
             elif op == "search":
                 await api.search_memory(rng.choice(WORDS), user_name=user, top_k=5)
+            elif op == "list":
+                await api.list_memory(user_name=user, limit=20)
             elif op == "add":
                 content = sentence(rng, user)
                 node = MemoryNode(memory_type="personal", memory_target=user, content=content)
@@ -292,43 +301,8 @@ SCALE_MIX = (("retrieve", 0.25), ("search", 0.25), ("list", 0.15), ("add", 0.20)
 """The scale-out load: each client, on its own user, picks operations in these shares."""
 
 
-async def mixed_worker(api: Any, user: str, seed: int, until: float, stats: Stats, ledger: Ledger) -> None:
-    rng = random.Random(seed)
-    mine = [i for i, (u, c) in ledger.expected.items() if u == user and c is not None]
-    ops, weights = zip(*SCALE_MIX)
-    while time.perf_counter() < until:
-        op = rng.choices(ops, weights)[0]
-        if op == "update" and not mine:
-            op = "add"
-        target: str | None = None
-        content: str | None = None
-        start = time.perf_counter()
-        try:
-            if op == "retrieve":
-                await api.retrieve_memory(rng.choice(WORDS), user_name=user, top_k=5, rewrite=False)
-            elif op == "search":
-                await api.search_memory(rng.choice(WORDS), user_name=user, top_k=5)
-            elif op == "list":
-                await api.list_memory(user_name=user, limit=20)
-            elif op == "add":
-                content = sentence(rng, user)
-                node = MemoryNode(memory_type="personal", memory_target=user, content=content)
-                ledger.pending.setdefault(node.memory_id, set()).add(content)
-                (stored,) = await api.add_memories([node])
-                target = stored.memory_id
-                mine.append(target)
-            else:
-                target, content = rng.choice(mine), sentence(rng, user)
-                ledger.pending.setdefault(target, set()).add(content)
-                await api.update_memory(target, content=content, user_name=user)
-        except ReMeError as exc:
-            stats.error(op, exc)
-            continue
-        stats.record(op, time.perf_counter() - start)
-        if target is not None:
-            ledger.expected[target] = (user, content)
-            ledger.pending.get(target, set()).discard(content)
-            ledger.last_op[target] = op
+def scale_op(rng: random.Random) -> str:
+    return rng.choices([op for op, _ in SCALE_MIX], [weight for _, weight in SCALE_MIX])[0]
 
 
 async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers: int,
@@ -350,7 +324,7 @@ async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers:
             stats = Stats()
             begin = time.perf_counter()
             until = begin + args.duration
-            await asyncio.gather(*(mixed_worker(c, u, i, until, stats, ledger)
+            await asyncio.gather(*(worker(c, u, i, until, stats, ledger, pick=scale_op)
                                    for i, (c, u) in enumerate(zip(clients, users))))
             row = summary(f"{store} x{workers}", stats, time.perf_counter() - begin)
             for kind, ops in (("reads", ("retrieve", "search", "list")), ("writes", ("add", "update"))):
