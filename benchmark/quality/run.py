@@ -56,15 +56,22 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "seconds_per_dialogue": round(sum(r["seconds"] for r in rows) / n, 1)}
 
 
-async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Every dialogue through one ReMe; totals for all, and for each split apart."""
+async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any], output: Path | None = None) -> dict[str, Any]:
+    """Every dialogue through one ReMe; totals for all, and for each split apart. With `output`,
+    the report so far is written there after each dialogue (a long run stopped keeps its rows)."""
     rows = []
     async with ReMe(**reme_kwargs) as reme:
         for d in dialogues:
             rows.append(await run_dialogue(reme, d))
+            if output is not None:
+                save({"lib": "reme", **report_of(rows)}, output)
             print(f"{d.id}: {rows[-1]['score'].recalled}/{rows[-1]['score'].facts} facts, "
                   f"{len(rows[-1]['memories'])} memories, {rows[-1]['seconds']} s", file=sys.stderr, flush=True)
     return {"lib": "reme", **report_of(rows)}
+
+
+def save(report: dict[str, Any], output: Path) -> None:
+    output.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 def report_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -151,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kwargs: dict[str, Any] = {"working_dir": args.working_dir or tmp, "embedding": {"backend": args.embedding}}
         if llm:
             kwargs["llm"] = llm
-        report = asyncio.run(run(dialogues, kwargs))
+        report = asyncio.run(run(dialogues, kwargs, Path(args.output) if args.output else None))
     print(table(report))
     if args.output:
         Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
