@@ -699,3 +699,16 @@ async def test_a_failed_repair_drops_the_fragments_and_keeps_the_rest(reme: ReMe
     assert [n.content for n in result.added] == ["Ines has coeliac disease", "Her brother is Tomas"]
     assert any(r.step == "personal/repair" for r in result.rejected)
     assert [r.path for r in result.rejected if r.step == "personal/extract"] == ["memories[1]"]
+
+
+async def test_the_prompts_own_placeholders_are_no_memories(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "the memory", "sources": [0]},  # qwen0.5b copies the example
+                                    {"content": "Ines has coeliac disease", "sources": [0]},
+                                    {"content": "Sunday.", "sources": [2]}))
+    server.script(REPAIR, {"memories": [{"index": 0, "content": "the rewritten memory, or an empty string"}]})
+    result = await reme.summarize_memory(GLUTEN, user_name="ines")
+
+    assert [n.content for n in result.added] == ["Ines has coeliac disease"]
+    assert [r.path for r in result.rejected] == ["memories[0]", "memories[2]"]
+    (repair,) = [prompt_of(r["body"]) for r in server.requests if REPAIR in prompt_of(r["body"])]
+    assert "Sunday." in repair and "the memory" not in repair.split("Memories:")[1]

@@ -279,6 +279,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int]) -> str 
     if text.rstrip().endswith(("?", "？")):
         return f"{text[:80]!r} is a question, not a memory"
     said = words(text)
+    if " ".join(said) in PLACEHOLDERS:
+        return f"{text[:80]!r} is the prompt's own example"
     by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
     for m in messages:
         if m.role == "assistant" and any(words(part) == said for part in (m.content, *SENTENCE.split(m.content))) \
@@ -292,6 +294,9 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int]) -> str 
 
 
 SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s*")
+PLACEHOLDERS = frozenset(" ".join(words(t)) for t in ("the memory", "the rewritten memory, or an empty string",
+                                                       "记忆内容", "改写后的记忆，或空字符串"))
+"""The examples of the extract and repair prompts' reply shapes: qwen0.5b copies them as memories."""
 
 
 # -- summarizer ----------------------------------------------------------------------------------
@@ -405,8 +410,11 @@ class PersonalSummarizer:
                 Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
                 budget=64 + 96 * len(flawed))
             for r in reply.memories:
-                if 0 <= r.index < len(flawed) and r.content.strip():
-                    rewrites.setdefault(r.index, r.content.strip())
+                text = r.content
+                for problem in PROBLEMS.values():  # "the PhD (a fragment, not a sentence)": the line as shown
+                    text = text.replace(f"({problem})", "")
+                if 0 <= r.index < len(flawed) and text.strip():
+                    rewrites.setdefault(r.index, text.strip())
         except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
             log.warning("memory repair skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
