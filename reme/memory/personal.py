@@ -410,11 +410,11 @@ class PersonalSummarizer:
                 Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
                 budget=64 + 96 * len(flawed))
             for r in reply.memories:
-                text = r.content
+                content = r.content
                 for problem in PROBLEMS.values():  # "the PhD (a fragment, not a sentence)": the line as shown
-                    text = text.replace(f"({problem})", "")
-                if 0 <= r.index < len(flawed) and text.strip():
-                    rewrites.setdefault(r.index, text.strip())
+                    content = content.replace(f"({problem})", "")
+                if 0 <= r.index < len(flawed) and content.strip():
+                    rewrites.setdefault(r.index, content.strip())
         except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
             log.warning("memory repair skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
