@@ -30,6 +30,11 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "existing": "list of {id: int, content: str, time: str}: stored memories similar to the candidates",
         "candidates": "list of {index: int, content: str, time: str}: memories just extracted",
     },
+    "personal/repair": {
+        "user_name": "str: whose memories these are",
+        "conversation": "str: the lines the memories cite and those around them, `[index] [time] speaker: text`",
+        "memories": "list of {index: int, content: str, problem: str}: memories that cannot stand on their own",
+    },
     "personal/rewrite": {
         "query": "str: the question to answer",
         "user_name": "str: whose memories will be searched",

@@ -637,3 +637,81 @@ async def test_memories_the_rewording_makes_the_same_are_one_and_a_question_is_n
     assert [r.path for r in result.rejected] == ["memories[2]"]
     assert [n.content for n in result.added] == ["Kate moved to Edinburgh last month (May 2024) for her PhD",  # noqa
                                                  "Kate studies marine biology"]
+
+
+REPAIR = "cannot be understood on its own"
+GLUTEN = [{"role": "user", "name": "Ines", "content": "I have coeliac disease. Any breakfast ideas?",
+           "time": "2024-03-02T08:00:00Z"},
+          {"role": "assistant", "content": "Buckwheat pancakes are naturally gluten free. Ask for a separate pan."},
+          {"role": "user", "name": "Ines", "content": "Nice, I'll make them for my brother Tomas on Sunday."}]
+
+
+async def test_a_copy_of_the_assistants_advice_is_not_stored_and_complete_memories_need_no_repair(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories(
+        {"content": "Ines has coeliac disease", "sources": [0]},
+        {"content": "Buckwheat pancakes are naturally gluten free.", "sources": [1, 2]},  # the assistant's, verbatim
+        {"content": "Buckwheat pancakes are naturally gluten free. Ask for a separate pan.", "sources": [2]},
+        {"content": "Ines will make buckwheat pancakes for her brother Tomas", "sources": [2]}))
+    result = await reme.summarize_memory(GLUTEN, user_name="ines")
+
+    assert [n.content for n in result.added] == ["Ines has coeliac disease",
+                                                 "Ines will make buckwheat pancakes for her brother Tomas"]
+    assert [r.path for r in result.rejected] == ["memories[1]", "memories[2]"]
+    assert all("assistant" in r.reason for r in result.rejected)
+    assert result.usage.calls == 1  # every memory kept stands on its own: no repair call
+
+
+async def test_fragments_and_memories_naming_no_one_get_one_repair_call(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Kate", "content": "I started a PhD in Edinburgh.",
+             "time": "2024-06-17T09:00:00Z"},
+            {"role": "assistant", "content": "Exciting! What is it about?"},
+            {"role": "user", "name": "Kate", "content": "Marine biology. My cat Miso comes along."},
+            {"role": "assistant", "content": "Who feeds Miso while you are at sea?"},
+            {"role": "user", "name": "Kate", "content": "Tomas will."}]
+    server.script(EXTRACT, memories(
+        {"content": "Kate started a PhD in Edinburgh", "sources": [0]},
+        {"content": "Marine biology.", "sources": [2]},  # a fragment: its subject is the assistant's question
+        {"content": "Tomas will.", "sources": [4]},
+        {"content": "She has a cat called Miso", "sources": [2]},  # a pronoun for a subject
+        {"content": "Miso comes along", "sources": [2]}))  # names no one of the conversation
+    server.script(REPAIR, {"memories": [
+        {"index": 0, "content": "Kate's PhD is in marine biology"},
+        {"index": 1, "content": "Tomas will."},  # still a fragment: dropped
+        {"index": 2, "content": "Kate has a cat called Miso"},
+        {"index": 3, "content": ""}]})  # nothing to say: the memory stays as it was
+    result = await reme.summarize_memory(chat, user_name="kate")
+
+    assert sorted(n.content for n in result.added) == ["Kate has a cat called Miso", "Kate started a PhD in Edinburgh",
+                                                       "Kate's PhD is in marine biology", "Miso comes along"]
+    assert [r.path for r in result.rejected] == ["memories[2]"] and "fragment" in result.rejected[0].reason
+    assert result.usage.calls == 2
+    (repair,) = [prompt_of(r["body"]) for r in server.requests if REPAIR in prompt_of(r["body"])]
+    assert "What is it about?" in repair and "Who feeds Miso" in repair  # the lines around what each cites
+    assert "I started a PhD" not in repair  # and only those
+
+
+async def test_a_failed_repair_drops_the_fragments_and_keeps_the_rest(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Ines has coeliac disease", "sources": [0]},
+                                    {"content": "Sunday.", "sources": [2]},
+                                    {"content": "Her brother is Tomas", "sources": [2]}))
+    server.script(REPAIR, "I cannot help with that.")
+    result = await reme.summarize_memory(GLUTEN, user_name="ines")
+
+    assert [n.content for n in result.added] == ["Ines has coeliac disease", "Her brother is Tomas"]
+    assert any(r.step == "personal/repair" for r in result.rejected)
+    assert [r.path for r in result.rejected if r.step == "personal/extract"] == ["memories[1]"]
+
+
+async def test_the_prompts_own_placeholders_are_no_memories(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "the memory", "sources": [0]},  # qwen0.5b copies the example
+                                    {"content": "Ines has coeliac disease", "sources": [0]},
+                                    {"content": "Sunday.", "sources": [2]}))
+    server.script(REPAIR, {"memories": [{"index": 0, "content": "the rewritten memory, or an empty string"}]})
+    result = await reme.summarize_memory(GLUTEN, user_name="ines")
+
+    assert [n.content for n in result.added] == ["Ines has coeliac disease"]
+    assert [r.path for r in result.rejected] == ["memories[0]", "memories[2]"]
+    (repair,) = [prompt_of(r["body"]) for r in server.requests if REPAIR in prompt_of(r["body"])]
+    assert "Sunday." in repair and "the memory" not in repair.split("Memories:")[1]

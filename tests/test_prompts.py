@@ -35,6 +35,7 @@ SAMPLES: dict[str, Any] = {
                "error": "timeout"}],
     "previous": "",
     "previous_summary": "## Goal\nHelp Alice settle in Berlin",
+    "memories": [{"index": 0, "content": "Marine biology.", "problem": "a fragment, not a sentence"}],
 }
 
 

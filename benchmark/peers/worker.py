@@ -64,6 +64,16 @@ class Adapter:
         """Every memory the summarizer wrote: {"owner", "content", "dia_ids"}."""
         raise NotImplementedError
 
+    # The memory-quality set (benchmark/quality): one user's dialogue, session by session.
+    async def remember(self, user: str, messages: list[dict[str, Any]]) -> None:
+        """Summarize one session (`summarize_memory` messages: role, name, content, time) into
+        memories of `user` with the library's own LLM pipeline."""
+        raise NotImplementedError
+
+    async def memories_of(self, user: str) -> list[str]:
+        """The texts of every memory `user` holds."""
+        raise NotImplementedError
+
 
 class ReMeAdapter(Adapter):
     async def open(self) -> None:
@@ -329,6 +339,18 @@ class Mem0Adapter(Adapter):
         return [{"owner": s, "content": r["memory"], "dia_ids": []} for s in speakers
                 for r in self.mem.get_all(filters={"user_id": s}, top_k=100_000)["results"]]
 
+    async def remember(self, user: str, messages: list[dict[str, Any]]) -> None:
+        """The session in one `add(..., infer=True)`: the assistant's turns as `assistant`, every
+        person's as `user` with the speaker's name in front (`Name: text`, as for LoCoMo), so a
+        dialogue of several speakers says who said what. mem0's open-source `add` takes no message
+        time (its prompt dates the conversation today); the session's time goes in metadata."""
+        turns = [{"role": "assistant", "content": m["content"]} if m["role"] == "assistant" else
+                 {"role": "user", "content": f"{m.get('name') or user}: {m['content']}"} for m in messages]
+        self.mem.add(turns, user_id=user, metadata={"timestamp": messages[-1]["time"]}, infer=True)
+
+    async def memories_of(self, user: str) -> list[str]:
+        return [r["memory"] for r in self.mem.get_all(filters={"user_id": user}, top_k=100_000)["results"]]
+
 
 ADAPTERS: dict[str, type[Adapter]] = {"reme": ReMeAdapter, "reme-server": ReMeServerAdapter,
                                       "reme-ai-local": ReMeAIAdapter,
@@ -501,14 +523,35 @@ async def full_retrieve(lib_name: str, job: dict[str, Any], path: Path, url: str
     return {"memories": memories}
 
 
+async def quality(lib_name: str, job: dict[str, Any], path: Path, url: str) -> dict[str, Any]:
+    """The memory-quality set: each dialogue in a store of its own, its sessions in order, each
+    through its own LLM endpoint (`base_url`, so calls are counted per dialogue); each dialogue's
+    memories are reported as it finishes. A dialogue that fails is reported with its error."""
+    for d in job["dialogues"]:
+        lib = ADAPTERS[lib_name](path / d["id"], url, {"model": job["model"], "base_url": d["base_url"]})
+        await lib.open()
+        started = time.perf_counter()
+        try:
+            value: dict[str, Any] = {}
+            for messages in d["sessions"]:
+                await lib.remember(d["user"], messages)
+            value["memories"] = await lib.memories_of(d["user"])
+        except Exception as exc:  # noqa: BLE001 - a library's failure is a result here
+            value = {"memories": [], "error": f"{type(exc).__name__}: {exc}"[:1000]}
+        finally:
+            await lib.close()
+        emit(d["id"], {**value, "seconds": round(time.perf_counter() - started, 2)})
+    return {}
+
+
 async def main() -> None:
     lib_name, job_file, store, url = sys.argv[1:5]
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
     path = Path(store)
     path.mkdir(parents=True, exist_ok=True)
     kind = job["kind"]
-    if kind in ("full-ingest", "full-retrieve"):
-        run = full_ingest if kind == "full-ingest" else full_retrieve
+    if kind in ("full-ingest", "full-retrieve", "quality"):
+        run = {"full-ingest": full_ingest, "full-retrieve": full_retrieve, "quality": quality}[kind]
         print(json.dumps({"result": await run(lib_name, job, path, url)}), flush=True)
         return
     lib = ADAPTERS[lib_name](path, url)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmark.quality.peers import PEERS, run_peer
 from benchmark.quality.score import DATA, Dialogue, Score, load, score
 from reme import ReMe
 from reme.schema import Usage
@@ -54,15 +56,22 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "seconds_per_dialogue": round(sum(r["seconds"] for r in rows) / n, 1)}
 
 
-async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Every dialogue through one ReMe; totals for all, and for each split apart."""
+async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any], output: Path | None = None) -> dict[str, Any]:
+    """Every dialogue through one ReMe; totals for all, and for each split apart. With `output`,
+    the report so far is written there after each dialogue (a long run stopped keeps its rows)."""
     rows = []
     async with ReMe(**reme_kwargs) as reme:
         for d in dialogues:
             rows.append(await run_dialogue(reme, d))
+            if output is not None:
+                save({"lib": "reme", **report_of(rows)}, output)
             print(f"{d.id}: {rows[-1]['score'].recalled}/{rows[-1]['score'].facts} facts, "
                   f"{len(rows[-1]['memories'])} memories, {rows[-1]['seconds']} s", file=sys.stderr, flush=True)
-    return report_of(rows)
+    return {"lib": "reme", **report_of(rows)}
+
+
+def save(report: dict[str, Any], output: Path) -> None:
+    output.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 def report_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -78,7 +87,7 @@ COLUMNS = ["dialogues", "facts", "recall", "safety_recall", "memories", "precisi
 
 
 def table(report: dict[str, Any]) -> str:
-    parts = [k for k in report if k != "dialogues"]
+    parts = [k for k in report if k not in ("dialogues", "lib")]
     lines = ["| " + " | ".join(["part", *COLUMNS]) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
     for part in parts:
         lines.append("| " + " | ".join([part, *(str(report[part].get(c)) for c in COLUMNS)]) + " |")
@@ -87,6 +96,11 @@ def table(report: dict[str, Any]) -> str:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmark.quality", description=__doc__.split("\n\n")[0])
+    p.add_argument("--lib", choices=["reme", *PEERS], default="reme",
+                   help="the library whose memories are scored (default reme; mem0 runs in its own environment "
+                        "through benchmark/peers)")
+    p.add_argument("--envs", default=str(Path(__file__).resolve().parents[2] / ".venvs"),
+                   help="where a peer's environment lives (default .venvs; created there on first use)")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--ids", help="comma-separated dialogue ids (default: all)")
     p.add_argument("--split", choices=["tune", "heldout"], help="only this part")
@@ -104,8 +118,9 @@ def parser() -> argparse.ArgumentParser:
 def rescore(report: dict[str, Any], dialogues: list[Dialogue]) -> dict[str, Any]:
     """An earlier report's memories scored against `dialogues` (the gold as it is now)."""
     by_id = {d.id: d for d in dialogues}
-    return report_of([{**row, "score": score(by_id[row["id"]], row["memories"]), "split": by_id[row["id"]].split}
-                      for row in report["dialogues"] if row["id"] in by_id])
+    rows = [{**row, "score": score(by_id[row["id"]], row["memories"]), "split": by_id[row["id"]].split}
+            for row in report["dialogues"] if row["id"] in by_id]
+    return {"lib": report.get("lib", "reme"), **report_of(rows)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,11 +143,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
         return 0
     llm = {k: v for k, v in (("base_url", args.base_url), ("model", args.model), ("api_key", args.api_key)) if v}
+    if args.lib != "reme":
+        url, model = args.base_url or os.environ.get("OPENAI_BASE_URL"), args.model or os.environ.get("REME_LLM__MODEL")
+        if not url or not model:
+            parser().error(f"--lib {args.lib} needs --base-url and --model (or OPENAI_BASE_URL, REME_LLM__MODEL)")
+        if args.embedding != "local":
+            parser().error(f"--lib {args.lib} embeds with all-MiniLM-L6-v2 (--embedding local) only")
+        report = {"lib": args.lib, **report_of(run_peer(args.lib, dialogues, url, model, envs=Path(args.envs)))}
+        print(table(report))
+        if args.output:
+            Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         kwargs: dict[str, Any] = {"working_dir": args.working_dir or tmp, "embedding": {"backend": args.embedding}}
         if llm:
             kwargs["llm"] = llm
-        report = asyncio.run(run(dialogues, kwargs))
+        report = asyncio.run(run(dialogues, kwargs, Path(args.output) if args.output else None))
     print(table(report))
     if args.output:
         Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -59,3 +59,31 @@ def test_mem0_and_reme_ai_run_the_whole_path(tmp_path: Path, endpoint: str) -> N
     assert original["ingest"]["calls"] == original["ingest"]["malformed"] == 2  # tools offered, none called
     assert mem0["J"] == original["J"] == pytest.approx(100 / 7, abs=0.1)  # q0's gold is "7 May 2023"
     assert "| mem0 |" in report["table"] and "| reme-ai |" in report["table"]
+
+
+def test_the_quality_set_runs_on_mem0_and_is_scored_per_dialogue(tmp_path: Path, endpoint: str) -> None:
+    """`python -m benchmark.quality --lib mem0`: mem0's own extraction per session, its memories
+    read back per user and scored by the same rule as ReMe's, its calls counted per dialogue."""
+    from benchmark.quality.peers import run_peer
+    from benchmark.quality.run import report_of
+    from benchmark.quality.score import load
+
+    dialogues = {d.id: d for d in load()}
+    with OpenAITestServer() as server:  # mem0's extraction prompt; a session is one call
+        server.script(["Memory Extractor", "Carol: I'm badly allergic to peanuts"],
+                      {"memory": [{"id": "0", "text": "Carol is allergic to peanuts"},
+                                  {"id": "1", "text": "I adopted a greyhound called Pixel"}]})
+        server.script(["Memory Extractor", "vegetarian for ten years"],
+                      {"memory": [{"id": "0", "text": "Dan has been vegetarian for ten years"}]})
+        server.script("Memory Extractor", {"memory": []})
+        rows = run_peer("mem0", [dialogues["safety-peanuts"], dialogues["update-vegetarian"]], server.base_url, "m",
+                        envs=Path(sys.prefix), embed_url=endpoint, work=tmp_path)
+    peanuts, veg = rows
+    assert sorted(peanuts["memories"]) == ["Carol is allergic to peanuts", "I adopted a greyhound called Pixel"]
+    assert peanuts["calls"] == 1 and peanuts["tokens"] > 0 and "error" not in peanuts
+    assert peanuts["score"].safety_recalled == peanuts["score"].safety == 1
+    assert peanuts["score"].hygiene["first_person"] == 1
+    assert veg["memories"] == ["Dan has been vegetarian for ten years"] and veg["calls"] == 2  # two sessions
+    assert veg["score"].wrong["stale"] == 1
+    report = report_of(rows)
+    assert report["all"]["memories"] == 3 and report["all"]["calls_per_dialogue"] == 1.5

@@ -4,7 +4,9 @@ Summarizer, per user:
   1. the conversation becomes a `history` node of the user (what memories cite in `ref_ids`);
   2. one LLM call extracts atomic memories (`prompts/personal/extract`); code then names the
      speaker of a memory left in the first person and dates its relative times ("last week")
-     from when they were said (`reme.memory.wording`);
+     from when they were said (`reme.memory.wording`), drops what is no memory (a question, the
+     assistant's words copied), and sends what cannot stand on its own (a fragment, a leading
+     pronoun, no one named) to one repair call (`prompts/personal/repair`);
   3. the user's stored memories most similar to them are found (hybrid search) and, when there
      are any, one LLM call decides ADD / UPDATE / DELETE / NONE per candidate
      (`prompts/personal/reconcile`); stored memories are shown by short integers, so an id the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Annotated, Any, Callable, Literal, Sequence
@@ -73,6 +76,15 @@ class ExtractedMemory(BaseModel):
 
 class Extraction(BaseModel):
     memories: list[ExtractedMemory]
+
+
+class RepairedMemory(BaseModel):
+    index: int
+    content: str = Field(default="", max_length=MAX_CONTENT_CHARS)
+
+
+class Repairs(BaseModel):
+    memories: list[RepairedMemory]
 
 
 class Decision(BaseModel):
@@ -132,6 +144,13 @@ class Transcript:
         lines = [f"[{t.strftime('%Y-%m-%d %H:%M')}] {m.name or m.role}: {m.content.strip()}"
                  for m, t in zip(messages, times)]
         return cls(messages, times, lines)
+
+    def people(self, user_name: str) -> set[str]:
+        """The words of the names of the people speaking (and the user's), when the messages name
+        their speakers; empty when none does (then nothing says what a memory should name)."""
+        if not any(m.name for m in self.messages):
+            return set()
+        return {w for name in (user_name, *(m.name for m in self.messages if m.name)) for w in words(name)}
 
     @property
     def numbered(self) -> str:
@@ -207,6 +226,79 @@ def event_time(item: ExtractedMemory, content: str, sources: list[str], said: da
     return None
 
 
+# -- a memory that is not one ----------------------------------------------------------------------
+@dataclass
+class Draft:
+    """An extracted memory on its way to the store: `raw` as the model wrote it (or the repair
+    rewrote it), `text` as it will be stored, and what keeps it from standing on its own."""
+
+    index: int
+    item: ExtractedMemory
+    raw: str
+    text: str
+    sources: list[int]
+    said: datetime
+    problem: str | None = None
+
+
+ELLIPSIS_ENDINGS = frozenset("""will won't can can't could would should does doesn't did didn't do don't is isn't
+was wasn't are am has have had too not so either""".split())
+"""A short memory ending so ("Kenji will.", "Sam does too.") answers a line it does not hold."""
+PRONOUNS = frozenset("he she they it him her his hers their them this that these those its".split())
+CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
+PROBLEMS = {"fragment": "a fragment, not a sentence", "pronoun": "starts with a pronoun",
+            "nobody": "does not name whom it is about"}
+"""How each flaw is described to the repair call."""
+
+
+def flaw(text: str, people: set[str]) -> str | None:
+    """What keeps a memory from standing on its own, found by rules: `fragment` (fewer than three
+    words, such as "Marine biology.", or a short one ending in an ellipsis, such as "Kenji will.";
+    for Chinese, fewer than four characters and Latin words), `pronoun` (it starts with "she", "they", "it"...:
+    who?), `nobody` (it names none of `people`, the conversation's speakers, when they are
+    known). None for a memory a careful writer would store as it is."""
+    cjk = CJK_CHAR.findall(text)
+    said = words(text)
+    if cjk:  # a Chinese memory is one "word" to `words`: its characters count, and any Latin words
+        return "fragment" if len(cjk) + len(LATIN_WORD.findall(text)) < 4 else None
+    if len(said) < 3 or (len(said) <= 4 and said[-1] in ELLIPSIS_ENDINGS):
+        return "fragment"
+    if said[0] in PRONOUNS:
+        return "pronoun"
+    if people and not people & set(said):
+        return "nobody"
+    return None
+
+
+def not_a_memory(text: str, messages: list[Message], sources: list[int]) -> str | None:
+    """Why an extracted text is not to be stored at all, or None: a question (qwen1.5b copied the
+    assistant's "What is the PhD about?"), one of the assistant's turns or sentences copied whole
+    whose words are not all a person's too, or a suggestion only the assistant made
+    (`assistant_words`)."""
+    if text.rstrip().endswith(("?", "？")):
+        return f"{text[:80]!r} is a question, not a memory"
+    said = words(text)
+    if " ".join(said) in PLACEHOLDERS:
+        return f"{text[:80]!r} is the prompt's own example"
+    by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
+    for m in messages:
+        if m.role == "assistant" and any(words(part) == said for part in (m.content, *SENTENCE.split(m.content))) \
+                and not set(said) <= by_others:
+            return f"{text[:80]!r} copies what the assistant said"
+    borrowed = assistant_words(text, messages, sources)
+    if borrowed:
+        return (f"{text[:80]!r} cites only the assistant's turns and says what only the assistant said "
+                f"({', '.join(borrowed[:5])})")
+    return None
+
+
+SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s*")
+PLACEHOLDERS = frozenset(" ".join(words(t)) for t in ("the memory", "the rewritten memory, or an empty string",
+                                                       "记忆内容", "改写后的记忆，或空字符串"))
+"""The examples of the extract and repair prompts' reply shapes: qwen0.5b copies them as memories."""
+
+
 # -- summarizer ----------------------------------------------------------------------------------
 @dataclass
 class Plan:
@@ -235,7 +327,10 @@ class PersonalSummarizer:
             self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
                                   today=transcript.times[-1].date().isoformat()),
             Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
-        candidates = self._candidates(extraction, transcript, history, user_name, now, plan.rejected)
+        candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected)
+        if flawed:
+            candidates += await self._repair(flawed, transcript, history, user_name, now, plan,
+                                             {normalize_text(c.content) for c in candidates})
         if not candidates:
             return plan
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
@@ -258,8 +353,12 @@ class PersonalSummarizer:
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
-                    user_name: str, now: datetime, rejected: list[Rejection]) -> list[MemoryNode]:
+                    user_name: str, now: datetime,
+                    rejected: list[Rejection]) -> tuple[list[MemoryNode], list[Draft]]:
+        """The extracted memories ready to store, and those that cannot stand on their own
+        (`flaw`), for one repair call."""
         out: list[MemoryNode] = []
+        flawed: list[Draft] = []
         seen: set[str] = set()  # as the model wrote them
         written: set[str] = set()  # as they will be stored
         items = extraction.memories
@@ -269,42 +368,98 @@ class PersonalSummarizer:
                                       action="dropped", reason=f"{len(items)} memories in one reply; the first "
                                                                f"{MAX_SUMMARY_CANDIDATES} are kept"))
             items = items[:MAX_SUMMARY_CANDIDATES]
+        people = transcript.people(user_name)
         for index, item in enumerate(items):
             text = item.content.strip()
             if not text or normalize_text(text) in seen:
                 continue
             seen.add(normalize_text(text))
-            if text.endswith(("?", "？")):  # qwen1.5b copied the assistant's "What is the PhD about?"
-                rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
-                                          reason=f"{text[:80]!r} is a question, not a memory"))
-                continue
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
-            said = transcript.times[sources[-1]] if sources else transcript.times[-1]
-            event = event_time(item, text, [transcript.messages[i].content for i in sources], said)
-            borrowed = assistant_words(text, transcript.messages, sources)
-            if borrowed:
-                rejected.append(Rejection(
-                    step="personal/extract", path=f"memories[{index}]", action="dropped",
-                    reason=f"{text[:80]!r} cites only the assistant's turns and says what only the assistant said "
-                           f"({', '.join(borrowed[:5])})"))
-                continue
-            text = self._reworded(text, transcript, sources, user_name, said)
-            if normalize_text(text) in written:  # "I moved ..." of Kate is "Kate moved ...", said already
-                continue
-            written.add(normalize_text(text))
-            try:
-                out.append(MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=text,
-                                      message_time=said, event_start=event.start if event else None,
-                                      event_end=event.end if event else None,
-                                      time_created=now, time_modified=now, score=item.importance,
-                                      tags=[item.kind.strip().lower()] if item.kind.strip() else [],
-                                      ref_ids=[history.memory_id],
-                                      metadata={"source_turns": sources, "said_at": said.isoformat()}))
-            except ValidationError as exc:  # e.g. text that is not valid Unicode
-                log.warning("extracted memory %r dropped: %s", text[:80], describe(exc))
+            draft = Draft(index, item, text, text, sources,
+                          transcript.times[sources[-1]] if sources else transcript.times[-1])
+            reason = not_a_memory(text, transcript.messages, sources)
+            if reason:
                 rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
-                                          reason=describe(exc)[:200]))
+                                          reason=reason))
+                continue
+            draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
+            draft.problem = flaw(draft.text, people)
+            if draft.problem:
+                flawed.append(draft)
+                continue
+            node = self._node(draft, transcript, history, user_name, now, rejected, written)
+            if node is not None:
+                out.append(node)
+        return out, flawed
+
+    async def _repair(self, flawed: list[Draft], transcript: Transcript, history: MemoryNode, user_name: str,
+                      now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
+        """One LLM call rewrites the memories that cannot stand on their own, shown beside the
+        lines they cite and the lines around them (an answer and its question). A rewrite that is
+        still a fragment, a question or the assistant's, or a failed call, drops a fragment; a
+        memory that only names no one, or starts with a pronoun, is kept as it was."""
+        near = sorted({j for d in flawed for i in d.sources for j in (i - 1, i, i + 1)
+                       if 0 <= j < len(transcript.lines)})
+        lines = "\n".join(f"[{j}] {transcript.lines[j]}" for j in near) if near else transcript.numbered
+        shown = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
+                 for k, d in enumerate(flawed)]
+        rewrites: dict[int, str] = {}
+        try:
+            reply = await self.llm.structured(
+                self.prompts.messages("personal/repair", user_name=user_name, conversation=lines, memories=shown),
+                Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
+                budget=64 + 96 * len(flawed))
+            for r in reply.memories:
+                content = r.content
+                for problem in PROBLEMS.values():  # "the PhD (a fragment, not a sentence)": the line as shown
+                    content = content.replace(f"({problem})", "")
+                if 0 <= r.index < len(flawed) and content.strip():
+                    rewrites.setdefault(r.index, content.strip())
+        except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
+            log.warning("memory repair skipped: %s", exc)
+            plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
+        people = transcript.people(user_name)
+        out: list[MemoryNode] = []
+        for k, draft in enumerate(flawed):
+            text = rewrites.get(k)
+            if text is not None and not not_a_memory(text, transcript.messages, draft.sources):
+                text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
+                if flaw(text, people) != "fragment":
+                    draft.raw, draft.text = rewrites[k], text
+                    draft.problem = None
+            if draft.problem == "fragment":
+                plan.rejected.append(Rejection(
+                    step="personal/extract", path=f"memories[{draft.index}]", action="dropped",
+                    reason=f"{draft.item.content.strip()[:80]!r} is a fragment, not a memory, and was not repaired"))
+                continue
+            node = self._node(draft, transcript, history, user_name, now, plan.rejected, written)
+            if node is not None:
+                out.append(node)
         return out
+
+    @staticmethod
+    def _node(draft: Draft, transcript: Transcript, history: MemoryNode, user_name: str, now: datetime,
+              rejected: list[Rejection], written: set[str]) -> MemoryNode | None:
+        """The memory to store for `draft`; None when one with the same text is stored already
+        ("I moved ..." of Kate is "Kate moved ...") or it does not validate."""
+        if normalize_text(draft.text) in written:
+            return None
+        written.add(normalize_text(draft.text))
+        item, sources = draft.item, draft.sources
+        event = event_time(item, draft.raw, [transcript.messages[i].content for i in sources], draft.said)
+        try:
+            return MemoryNode(memory_type=MemoryType.PERSONAL, memory_target=user_name, content=draft.text,
+                              message_time=draft.said, event_start=event.start if event else None,
+                              event_end=event.end if event else None,
+                              time_created=now, time_modified=now, score=item.importance,
+                              tags=[item.kind.strip().lower()] if item.kind.strip() else [],
+                              ref_ids=[history.memory_id],
+                              metadata={"source_turns": sources, "said_at": draft.said.isoformat()})
+        except ValidationError as exc:  # e.g. text that is not valid Unicode
+            log.warning("extracted memory %r dropped: %s", draft.text[:80], describe(exc))
+            rejected.append(Rejection(step="personal/extract", path=f"memories[{draft.index}]", action="dropped",
+                                      reason=describe(exc)[:200]))
+            return None
 
     @staticmethod
     def _reworded(text: str, transcript: Transcript, sources: list[int], user_name: str, said: datetime) -> str:
