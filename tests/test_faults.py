@@ -301,3 +301,47 @@ async def test_a_server_that_stays_down_fails_each_call_with_a_store_error_once_
     finally:
         await store.close()
 
+
+
+async def test_a_collection_a_node_has_not_yet_made_is_waited_for_not_a_failure(empty_node: Node) -> None:
+    """On a fresh cluster a node can answer 404 for a collection another node agreed to create (a
+    worker starting beside another one failed so). A collection this process saw exist that a
+    node says does not is asked for again within `retry_for`; one that stays gone still fails."""
+    from qdrant_client import QdrantClient, models
+
+    from reme.schema import MemoryNode
+    from reme.store.base import Upsert, VectorRecord
+    from reme.store.qdrant import JOURNAL
+
+    def records(tag: str) -> list[VectorRecord]:
+        return [VectorRecord(node=MemoryNode(memory_type="personal", memory_target="alice", content=f"{tag} {i}"),
+                             vector=[0.1] * DIM) for i in range(2)]
+
+    store = QdrantStore(url=empty_node.url, retry_for=5.0)
+    raw = QdrantClient(url=empty_node.url, check_compatibility=False)
+    try:
+        for name in ("mem", "other"):
+            await store.create_collection(name, DIM)
+        await store.write([Upsert("mem", records("a")), Upsert("other", records("a"))])  # journaled: two steps
+        raw.delete_collection(JOURNAL)  # as a node that has not yet applied its creation answers
+
+        def make_it_again() -> None:
+            time.sleep(0.5)
+            raw.create_collection(JOURNAL, vectors_config=models.VectorParams(size=1, distance=models.Distance.DOT))
+
+        started = time.monotonic()
+        await asyncio.gather(store.write([Upsert("mem", records("b")), Upsert("other", records("b"))]),
+                             asyncio.to_thread(make_it_again))
+        assert time.monotonic() - started >= 0.4 and await store.count("mem") == 4 and await store.count("other") == 4
+        quick = QdrantStore(url=empty_node.url, retry_for=0.5)
+        try:
+            await quick.write([Upsert("mem", records("c")), Upsert("other", records("c"))])
+            raw.delete_collection(JOURNAL)  # and nobody makes it again
+            with pytest.raises(StoreError):
+                await quick.write([Upsert("mem", records("d")), Upsert("other", records("d"))])
+            assert await quick.count("mem") == 6  # nothing of it written
+        finally:
+            await quick.close()
+    finally:
+        raw.close()
+        await store.close()

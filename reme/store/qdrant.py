@@ -102,13 +102,33 @@ def _sparse(terms: SparseTerms) -> models.SparseVector:
 class _Retrying(httpx.AsyncHTTPTransport):
     """Sends a request again, with growing pauses, for up to `retry_for` seconds while the server
     cannot answer it now: the connection fails (the node is down or restarting) or it answers
-    5xx (a cluster whose peers have not yet noticed a dead node: "Please retry"). Every request
-    ReMe sends may be sent twice: upserts and deletes name their points, a lock's write is
-    conditional, and creating a collection that exists is answered as such."""
+    5xx (a cluster whose peers have not yet noticed a dead node: "Please retry"), or it says a
+    collection this process saw exist does not (a cluster whose node has not yet applied the
+    collection's creation another node agreed to). Every request ReMe sends may be sent twice:
+    upserts and deletes name their points, a lock's write is conditional, and creating a
+    collection that exists is answered as such."""
 
-    def __init__(self, retry_for: float) -> None:
+    def __init__(self, retry_for: float, known: set[str]) -> None:
         super().__init__()
         self.retry_for = retry_for
+        self.known = known  # the collections this process saw exist (the store adds them)
+
+    async def _not_there_yet(self, request: httpx.Request, response: httpx.Response) -> httpx.Response | None:
+        """None when `response` says a known collection does not exist; else the response, whole."""
+        parts = request.url.path.split("/")
+        if response.status_code != 404 or len(parts) < 3 or parts[1] != "collections" or parts[2] not in self.known:
+            return response
+        raw = b"".join([chunk async for chunk in response.aiter_raw()])  # as sent: maybe compressed
+        await response.aclose()
+
+        def whole() -> httpx.Response:
+            return httpx.Response(response.status_code, headers=response.headers, content=raw, request=request,
+                                  extensions=response.extensions)
+
+        text = whole().read()  # decoded
+        if b"Collection" in text and b"exist" in text:
+            return None
+        return whole()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         deadline = time.monotonic() + self.retry_for
@@ -116,9 +136,14 @@ class _Retrying(httpx.AsyncHTTPTransport):
         while True:
             try:
                 response = await super().handle_async_request(request)
-                if response.status_code < 500 or time.monotonic() >= deadline:
+                if time.monotonic() >= deadline:
                     return response
-                await response.aclose()
+                if response.status_code < 500:
+                    answer = await self._not_there_yet(request, response)
+                    if answer is not None:
+                        return answer
+                else:
+                    await response.aclose()
             except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
                 if time.monotonic() >= deadline:
                     raise
@@ -158,7 +183,9 @@ class QdrantStore(VectorStore):
         self.url = url
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
-        retrying: dict[str, Any] = {"transport": _Retrying(retry_for)} if url is not None and retry_for > 0 else {}
+        self._known: set[str] = set()
+        retrying: dict[str, Any] = ({"transport": _Retrying(retry_for, self._known)}
+                                    if url is not None and retry_for > 0 else {})
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
                                              timeout=int(timeout), check_compatibility=False,
@@ -197,6 +224,7 @@ class QdrantStore(VectorStore):
                 sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                 **self._spread(),
             ))
+            self._known.add(name)
         except StoreError:
             # Another process sharing the server created it meanwhile (and makes its indexes).
             if await self.collection_dim(name) != dim:
@@ -227,7 +255,9 @@ class QdrantStore(VectorStore):
     async def collection_dim(self, name: str) -> int | None:
         check_collection_name(name)
         if not await self._call("collection_exists", self._client.collection_exists(name)):
+            self._known.discard(name)
             return None
+        self._known.add(name)
         info = await self._call("get collection", self._client.get_collection(name))
         vectors = info.config.params.vectors
         return int(vectors[DENSE].size) if isinstance(vectors, dict) else None
@@ -239,6 +269,7 @@ class QdrantStore(VectorStore):
     async def _drop_collection(self, name: str) -> None:
         check_collection_name(name)
         self._dims.pop(name, None)
+        self._known.discard(name)
         await self._call("delete collection", self._client.delete_collection(name))
 
     # -- journal -------------------------------------------------------------------------------
@@ -253,6 +284,7 @@ class QdrantStore(VectorStore):
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
             self._journal_ready = True
+            self._known.add(JOURNAL)
         return JOURNAL
 
     async def _journal_put(self, body: bytes) -> str:
@@ -443,6 +475,7 @@ class QdrantStore(VectorStore):
                     if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                         raise
             self._locks_ready = True
+            self._known.add(LOCKS)
 
     # -- primitives ---------------------------------------------------------------------------
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
