@@ -252,18 +252,26 @@ PROBLEMS = {"fragment": "a fragment, not a sentence", "pronoun": "starts with a 
 """How each flaw is described to the repair call."""
 
 
-def flaw(text: str, people: set[str]) -> str | None:
-    """What keeps a memory from standing on its own, found by rules: `fragment` (fewer than three
-    words, such as "Marine biology.", or a short one ending in an ellipsis, such as "Kenji will.";
-    for Chinese, fewer than four characters and Latin words), `pronoun` (it starts with "she", "they", "it"...:
-    who?), `nobody` (it names none of `people`, the conversation's speakers, when they are
-    known). None for a memory a careful writer would store as it is."""
+def fragment(text: str) -> bool:
+    """Fewer than three words, such as "Marine biology.", or a short one ending in an ellipsis,
+    such as "Kenji will."; for Chinese, fewer than four characters and Latin words."""
     cjk = CJK_CHAR.findall(text)
-    said = words(text)
     if cjk:  # a Chinese memory is one "word" to `words`: its characters count, and any Latin words
-        return "fragment" if len(cjk) + len(LATIN_WORD.findall(text)) < 4 else None
-    if len(said) < 3 or (len(said) <= 4 and said[-1] in ELLIPSIS_ENDINGS):
+        return len(cjk) + len(LATIN_WORD.findall(text)) < 4
+    said = words(text)
+    return len(said) < 3 or (len(said) <= 4 and said[-1] in ELLIPSIS_ENDINGS)
+
+
+def flaw(text: str, people: set[str]) -> str | None:
+    """What keeps a memory from standing on its own, found by rules: `fragment` (see `fragment`),
+    `pronoun` (it starts with "she", "they", "it"...: who?), `nobody` (it names none of `people`,
+    the conversation's speakers, when they are known). None for a memory a careful writer would
+    store as it is (a Chinese one is checked for being a fragment only)."""
+    if fragment(text):
         return "fragment"
+    if CJK_CHAR.search(text):
+        return None
+    said = words(text)
     if said[0] in PRONOUNS:
         return "pronoun"
     if people and not people & set(said):
@@ -418,13 +426,12 @@ class PersonalSummarizer:
         except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
             log.warning("memory repair skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
-        people = transcript.people(user_name)
         out: list[MemoryNode] = []
         for k, draft in enumerate(flawed):
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if flaw(text, people) != "fragment":
+                if not fragment(text):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
             if draft.problem == "fragment":
