@@ -35,6 +35,12 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "conversation": "str: the lines the memories cite and those around them, `[index] [time] speaker: text`",
         "memories": "list of {index: int, content: str, problem: str}: memories that cannot stand on their own",
     },
+    "personal/missed": {
+        "user_name": "str: whose memories these are",
+        "conversation": "str: the lines no memory covers, marked `> `, and the line before each, "
+                        "`[index] [time] speaker: text`",
+        "memories": "list of str: the memories written so far",
+    },
     "personal/rewrite": {
         "query": "str: the question to answer",
         "user_name": "str: whose memories will be searched",

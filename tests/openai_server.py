@@ -77,8 +77,10 @@ def anthropic_prompt_of(body: dict[str, Any]) -> str:
 
 
 class _Rule:
-    def __init__(self, contains: Sequence[str], reply: Reply, times: int | None, status: int) -> None:
+    def __init__(self, contains: Sequence[str], reply: Reply, times: int | None, status: int,
+                 fallback: bool = False) -> None:
         self.contains, self.reply, self.times, self.status = list(contains), reply, times, status
+        self.fallback = fallback
 
 
 class OpenAITestServer:
@@ -263,7 +265,7 @@ class OpenAITestServer:
 
     def _match(self, prompt: str) -> _Rule | None:
         with self._lock:
-            for rule in self._rules:
+            for rule in sorted(self._rules, key=lambda r: r.fallback):  # a fallback only where no other rule matches
                 if rule.times != 0 and all(c in prompt for c in rule.contains):
                     if rule.times is not None:
                         rule.times -= 1
@@ -289,8 +291,11 @@ class OpenAITestServer:
         return [r["body"] for r in self.requests if r["path"].split("?")[0].endswith("/messages")]
 
     def script(self, contains: str | Sequence[str], reply: Reply = "", *, times: int | None = None,
-               status: int = 200) -> None:
-        self._rules.append(_Rule([contains] if isinstance(contains, str) else contains, reply, times, status))
+               status: int = 200, fallback: bool = False) -> None:
+        """Answer prompts holding every string of `contains` with `reply` (`times` at most). A
+        `fallback` answers only prompts no other rule matches, whenever it was scripted."""
+        self._rules.append(_Rule([contains] if isinstance(contains, str) else contains, reply, times, status,
+                                 fallback))
 
     def fail_next(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
         with self._lock:

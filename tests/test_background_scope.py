@@ -33,7 +33,7 @@ TOKENS = [
 def script(server: OpenAITestServer) -> None:
     server.script(COMPACT_PROMPT, SUMMARY)
     server.script([EXTRACT, "bob"], status=500)  # bob's summary into long-term memory fails for good
-    server.script(EXTRACT, {"memories": [{"content": "Alice plans a trip", "kind": "plan", "sources": [0]}]})
+    server.script(EXTRACT, {"memories": [{"content": "Alice writes word after word", "kind": "plan", "sources": [0]}]})
 
 
 async def compact_into(reme: Any, session: str, user: str) -> None:
@@ -69,7 +69,7 @@ async def test_a_token_waits_only_for_its_own_sessions_and_learns_only_their_fai
     assert await bob.wait_background(session_name="bob-chat") == 0  # told once
     assert await admin.wait_background() == 1  # the admin's own count: bob's read did not reset it
     assert await admin.wait_background() == 0
-    assert (await alice.retrieve_memory("trip", user_name="alice", rewrite=False)).memories
+    assert (await alice.retrieve_memory("word", user_name="alice", rewrite=False)).memories
 
 
 async def test_the_facade_counts_each_session_apart_from_the_unscoped_count(

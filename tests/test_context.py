@@ -216,10 +216,10 @@ async def test_prepare_context_summarizes_what_it_compacted_into_long_term_memor
         make_reme: Callable[..., ReMe], server: OpenAITestServer, caplog: pytest.LogCaptureFixture) -> None:
     server.script(COMPACT_PROMPT, SUMMARY)
     server.script("Read the conversation below", {"memories": [
-        {"content": "Alice is planning a trip to Oslo", "kind": "plan", "sources": [0], "importance": 0.7}]},
+        {"content": "Alice writes word after word in every turn", "kind": "plan", "sources": [0], "importance": 0.7}]},
         times=1, status=500)  # the first background summary fails for good (max_retries 0)
     server.script("Read the conversation below", {"memories": [
-        {"content": "Alice is planning a trip to Oslo", "kind": "plan", "sources": [0], "importance": 0.7}]})
+        {"content": "Alice writes word after word in every turn", "kind": "plan", "sources": [0], "importance": 0.7}]})
     async with make_reme(llm={"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0}) as reme:
         await reme.add_messages([turn(i) for i in range(10)], session_name="s1")
         with caplog.at_level(logging.ERROR, logger="reme"):
@@ -234,7 +234,7 @@ async def test_prepare_context_summarizes_what_it_compacted_into_long_term_memor
         await reme.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
         assert await reme.wait_background() == 0
         memories = await reme.list_memory(user_name="alice", memory_type="personal")
-        assert [n.content for n in memories] == ["Alice is planning a trip to Oslo"]
+        assert [n.content for n in memories] == ["Alice writes word after word in every turn"]
         nodes = await reme.list_memory(filters={"target_kind": "session", "tags": {"any": [COMPRESSED]}}, limit=100)
         assert nodes.nodes and all(n.metadata[SUMMARIZED] == "alice" for n in nodes)
         calls = len(server.requests)
@@ -246,7 +246,7 @@ async def test_prepare_context_summarizes_what_it_compacted_into_long_term_memor
 async def test_close_waits_for_background_work(make_reme: Callable[..., ReMe], server: OpenAITestServer) -> None:
     server.script(COMPACT_PROMPT, SUMMARY)
     server.script("Read the conversation below", {"memories": [
-        {"content": "Alice is planning a trip to Oslo", "kind": "plan", "sources": [0], "importance": 0.7}]})
+        {"content": "Alice writes word after word in every turn", "kind": "plan", "sources": [0], "importance": 0.7}]})
     reme = make_reme()
     async with reme:
         await reme.add_messages([turn(i) for i in range(10)], session_name="s1")

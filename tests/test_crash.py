@@ -122,8 +122,8 @@ async def operation(wd):
                 await reme.search_memory(query, user_name="alice" if query != "Bob fact" else "bob", top_k=10)
             assert await reme.flush_reads() == 7
         elif OP == "summarize":
-            chat = [{"role": "user", "name": "Alice", "content": "I moved to Berlin last week!",
-                     "time": "2024-05-03T10:00:00Z"}]
+            chat = [{"role": "user", "name": "Alice", "content": "I moved to Berlin last week! Fact number "
+                     + ", ".join(str(i) for i in range(6)) + ".", "time": "2024-05-03T10:00:00Z"}]
             result = await reme.summarize_memory(chat, user_name="alice", now=T0)
             assert result.updated and len(result.added) > 4, result
         elif OP == "session_add":

@@ -208,7 +208,7 @@ async def test_every_node_stopped_and_started_again_loses_nothing_acknowledged(n
 FACTS = 60
 """Memories the scripted summary adds (with one history record, the conversation): with
 `batch_size=1` its write is that many engine calls."""
-SAID = [{"role": "user", "content": "Here is where I keep my things"}]
+SAID = [{"role": "user", "content": "Here is where I keep my things: each item in its drawer"}]
 
 
 def _script_summary(llm: OpenAITestServer) -> None:

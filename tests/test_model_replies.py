@@ -20,7 +20,7 @@ from reme.llm import ChatModel, Fraction, parse_reply, repair_json, response_sch
 from reme.schema import Rejection, Trajectory, Usage
 
 from conftest import dump_store
-from openai_server import Message, OpenAITestServer
+from openai_server import Message, OpenAITestServer, prompt_of
 
 EXTRACT = "Read the conversation below"
 RECONCILE = "long-term memory consistent"
@@ -194,13 +194,13 @@ async def test_a_200k_update_text_is_rejected_counted_and_nothing_half_written(
 async def test_decisions_naming_nothing_shown_are_counted(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, {"memories": [{"content": "Alice lives in Berlin", "sources": [0]}]}, times=1)
     await reme.summarize_memory(CHAT, user_name="alice")
-    server.script(EXTRACT, {"memories": [{"content": "Alice likes trains", "sources": [2]}]})
+    server.script(EXTRACT, {"memories": [{"content": "Alice likes the window seat", "sources": [2]}]})
     server.script(RECONCILE, {"decisions": [{"candidate": 7, "action": "ADD"},
                                             {"candidate": 0, "action": "DELETE", "id": 42},
                                             {"candidate": "zero", "action": "ADD"},
                                             {"candidate": 0, "action": "MERGE"}]})
     result = await reme.summarize_memory(CHAT[2:], user_name="alice")
-    assert [n.content for n in result.added] == ["Alice likes trains"]  # undecided: added
+    assert [n.content for n in result.added] == ["Alice likes the window seat"]  # undecided: added
     assert sorted(r.path for r in result.rejected) == ["decisions[0]", "decisions[1]", "decisions[2].candidate",
                                                        "decisions[3].action"]
 
@@ -209,7 +209,7 @@ async def test_a_failed_call_after_a_hostile_reply_still_writes_nothing(reme: Re
     server.script(EXTRACT, {"memories": [{"content": "Alice lives in Berlin", "sources": [0]}]}, times=1)
     await reme.summarize_memory(CHAT, user_name="alice")
     before = await dump_store(reme)
-    server.script(EXTRACT, '{"memories": [{"content": "Alice likes trains", "importance": NaN}]}')
+    server.script(EXTRACT, '{"memories": [{"content": "Alice likes the window seat", "importance": NaN}]}')
     server.script(RECONCILE, "no JSON at all")
     with pytest.raises(LLMError):
         await reme.summarize_memory(CHAT[2:], user_name="alice")
@@ -348,8 +348,10 @@ async def test_a_reply_budget_lowers_max_tokens_only_when_one_is_set(make_reme: 
     llm_config = {"base_url": server.base_url, "api_key": "k", "model": "m", "max_retries": 0}
     async with make_reme(llm={**llm_config, "max_tokens": 5000}) as reme:
         await reme.summarize_memory(CHAT, user_name="alice")
-        await reme.summarize_memory(CHAT[2:], user_name="alice")
-    extract, _, reconcile = server.chat_requests
+        await reme.summarize_memory([{"role": "user", "name": "Alice", "content": "I live in Berlin."}],
+                                    user_name="alice")
+    (extract, _), (reconcile,) = [[r for r in server.chat_requests if step in prompt_of(r)]
+                                  for step in (EXTRACT, RECONCILE)]
     assert extract["max_tokens"] == 5000 and reconcile["max_tokens"] == 64 + 160  # one candidate
     async with make_reme(llm=llm_config) as reme:
         await reme.retrieve_memory("where", user_name="bob")

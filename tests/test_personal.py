@@ -49,6 +49,11 @@ CHAT = [
 ]
 
 
+def told(*lines: str) -> list[dict[str, Any]]:
+    """A conversation in which Alice says `lines`, one message each (a memory needs words someone said)."""
+    return [{"role": "user", "name": "Alice", "content": line, "time": "2024-05-03T10:00:00Z"} for line in lines]
+
+
 async def snapshot(reme: ReMe) -> list[str]:
     page = await reme.list_memory(limit=1000)
     return sorted(n.model_dump_json() for n in page)
@@ -136,7 +141,7 @@ async def test_an_add_of_what_is_stored_already_writes_nothing(reme: ReMe, serve
                                        {"candidate": 1, "action": "UPDATE", "id": 1,
                                         "text": "alice prefers window seats"}))  # one memory made another's twin
     before = await dump_store(reme)
-    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    result = await reme.summarize_memory(told("I prefer window seats. I like tea."), user_name="alice")
     assert result.added == result.updated == result.deleted == []
     assert len(result.rejected) == 2 and all(r.action == "dropped" for r in result.rejected)
     after = await dump_store(reme)
@@ -152,7 +157,8 @@ async def test_a_memory_the_model_repeats_is_written_once(reme: ReMe, server: Op
                                     {"content": said + " one more time"},
                                     {"content": said + " in April", "time": "2024-04-01"},  # another time: kept
                                     {"content": "Alice bought a blue kiln"}))
-    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    result = await reme.summarize_memory(told(said.replace("Alice and Bob", "Bob and I"), "I bought a blue kiln."),
+                                         user_name="alice")
     assert [n.content for n in result.added] == [said, said + " in April", "Alice bought a blue kiln"]
     assert [r.action for r in result.rejected] == ["dropped", "dropped"]
     assert all("repeats" in r.reason for r in result.rejected)
@@ -168,7 +174,7 @@ async def test_memories_that_differ_in_a_word_are_both_kept_however_alike_their_
     first, second = await embedder.embed([said, other])
     assert cosine(first, second) >= 0.95
     server.script(EXTRACT, memories({"content": said}, {"content": other}))
-    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    result = await reme.summarize_memory(told(said, other), user_name="alice")
     assert [n.content for n in result.added] == [said, other] and result.rejected == []
 
 
@@ -177,7 +183,7 @@ async def test_delete_removes_the_contradicted_memory_into_history(reme: ReMe, s
     server.script(EXTRACT, memories({"content": "Alice eats meat again since April 2024"}))
     server.script(RECONCILE, decisions({"candidate": 0, "action": "DELETE", "id": 0, "reason": "no longer true"},
                                        {"candidate": 0, "action": "ADD"}))
-    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    result = await reme.summarize_memory(told("I eat meat again since April."), user_name="alice")
 
     assert [n.memory_id for n in result.deleted] == [veg.memory_id]
     assert [n.content for n in result.added] == ["Alice eats meat again since April 2024"]
@@ -205,7 +211,7 @@ async def test_hallucinated_ids_touch_nothing(reme: ReMe, server: OpenAITestServ
     server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 7, "text": "overwritten"},
                                        {"candidate": 0, "action": "DELETE", "id": -1},
                                        {"candidate": 5, "action": "ADD"}))
-    result = await reme.summarize_memory(CHAT[:1], user_name="alice")
+    result = await reme.summarize_memory(told("I have a cat named Mochi."), user_name="alice")
 
     assert await reme.get_memory(kept.memory_id) == kept
     assert await reme.history(kept.memory_id) == []
@@ -528,7 +534,7 @@ async def test_a_relative_time_gets_the_date_its_message_was_said(reme: ReMe, se
 
 async def test_a_memory_in_the_first_person_names_the_speaker_it_cites(reme: ReMe, server: OpenAITestServer) -> None:
     chat = [{"role": "user", "name": "Alice", "content": "I work as a nurse.", "time": "2024-05-03T10:00:00Z"},
-            {"role": "user", "name": "Bob", "content": "I'm a chef, and Alice is my little sister."},
+            {"role": "user", "name": "Bob", "content": "I'm a chef, and Alice is my little sister. We went to Rome."},
             {"role": "assistant", "content": "Nice to meet you both!"},
             {"role": "user", "name": "Alice", "content": "Love it. I always take the window seat on the train."},
             {"role": "user", "content": "I don't eat pork and my dad Sam taught me chess."}]  # no name: the user
@@ -715,3 +721,114 @@ async def test_the_prompts_own_placeholders_are_no_memories(reme: ReMe, server: 
     assert [r.path for r in result.rejected] == ["memories[0]", "memories[2]"]
     (repair,) = [prompt_of(r["body"]) for r in server.requests if REPAIR in prompt_of(r["body"])]
     assert "Sunday." in repair and "the memory" not in repair.split("Memories:")[1]
+
+
+MISSED = "Read the lines marked"
+ROBERT = [{"role": "user", "name": "Robert", "content": "Everyone calls me Bobby, actually; Robert feels too formal.",
+           "time": "2024-10-14T09:00:00Z"},
+          {"role": "assistant", "content": "Bobby it is! What do you do?"},
+          {"role": "user", "name": "Robert", "content": "I'm a high school chemistry teacher. I'm allergic to latex."},
+          {"role": "assistant", "content": "Good to know."},
+          {"role": "user", "name": "Robert", "content": "Thanks, have a good one!"}]
+
+
+async def test_lines_no_memory_holds_get_one_second_look(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Robert is a high school chemistry teacher", "sources": [2]}))
+    server.script(MISSED, memories(
+        {"content": "Everyone calls Robert Bobby", "sources": [0]},
+        {"content": "Robert is allergic to latex", "sources": [2], "importance": 1.0},
+        {"content": "Robert is a chemistry teacher at a high school", "sources": [1]}))  # a line not marked
+    result = await reme.summarize_memory(ROBERT, user_name="robert")
+
+    assert [n.content for n in result.added] == ["Robert is a high school chemistry teacher",
+                                                 "Everyone calls Robert Bobby", "Robert is allergic to latex"]
+    assert result.usage.calls == 2
+    (look,) = [prompt_of(r["body"]) for r in server.requests if MISSED in prompt_of(r["body"])]
+    lines = look.split("Lines:")[1]
+    # the nickname's line and the allergy's (a health word no memory has) are marked; the small talk is not
+    assert "> [0]" in lines and "> [2]" in lines and "[4]" not in lines
+    assert "- Robert is a high school chemistry teacher" in look  # what is written already, not to repeat
+
+
+async def test_memories_that_hold_every_line_need_no_second_look(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Everyone calls Robert Bobby; Robert feels too formal", "sources": [0]},
+                                    {"content": "Robert is a high school chemistry teacher", "sources": [2]},
+                                    {"content": "Robert is allergic to latex", "sources": [2]}))
+    result = await reme.summarize_memory(ROBERT, user_name="robert")
+
+    assert len(result.added) == 3 and result.usage.calls == 1 and not result.rejected
+
+
+async def test_a_failed_second_look_keeps_what_the_extraction_found(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Robert is a high school chemistry teacher", "sources": [2]}))
+    server.script(MISSED, "I cannot help with that.")
+    result = await reme.summarize_memory(ROBERT, user_name="robert")
+
+    assert [n.content for n in result.added] == ["Robert is a high school chemistry teacher"]
+    assert [r.step for r in result.rejected] == ["personal/missed"]
+
+
+async def test_what_no_one_said_and_talk_about_the_assistant_are_no_memories(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Ivy", "content": "Hi! Just saying hi. Nice weather today, isn't it?",
+             "time": "2024-05-03T10:00:00Z"},
+            {"role": "assistant", "content": "It is lovely! 17 times 23 is 391, by the way."},
+            {"role": "user", "name": "Ivy", "content": "My sister is visiting from Porto on Sunday."}]
+    server.script(EXTRACT, memories(
+        {"content": "Ivy is a friendly and outgoing person"},  # a small model asked about small talk
+        {"content": "Ivy asked the assistant about the weather"},
+        {"content": "Ivy's sister is visiting from Porto on Sunday", "sources": [2]},
+        {"content": "Ivy finds the weather nice today", "sources": [0]}))  # said, in other words: kept
+    result = await reme.summarize_memory(chat, user_name="ivy")
+
+    assert [n.content for n in result.added] == ["Ivy's sister is visiting from Porto on Sunday",
+                                                 "Ivy finds the weather nice today (3 May 2024)"]
+    assert [r.path for r in result.rejected] == ["memories[0]", "memories[1]"]
+    assert "no one said" in result.rejected[0].reason and "friendly" in result.rejected[0].reason
+    assert "assistant" in result.rejected[1].reason
+
+
+async def test_a_memory_in_the_first_person_is_named_or_repaired(reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Dan", "content": "I'm not vegetarian any more.", "time": "2024-05-03T10:00:00Z"},
+            {"role": "assistant", "content": "What changed?"},
+            {"role": "user", "name": "Dan", "content": "My doctor said I was low on iron. We eat fish now."},
+            {"role": "user", "name": "Eva", "content": "I went to Rome with Dan."}]
+    server.script(EXTRACT, memories(
+        {"content": "Dan is not vegetarian any more", "sources": [0]},
+        {"content": "My doctor said I was low on iron", "sources": [1]},  # off by one: the speaker is still known
+        {"content": "We eat fish now", "sources": [2]},  # the speaker is one of "we"
+        {"content": "I went to Rome with Dan", "sources": [2, 3]}))  # two speakers: whose "I"? the repair names them
+    server.script(REPAIR, {"memories": [{"index": 0, "content": "Eva went to Rome with Dan"}]})
+    result = await reme.summarize_memory(chat, user_name="dan")
+
+    assert [n.content for n in result.added] == ["Dan is not vegetarian any more",
+                                                 "Dan's doctor said Dan was low on iron", "Dan eats fish now",
+                                                 "Eva went to Rome with Dan"]
+    (repair,) = [prompt_of(r["body"]) for r in server.requests if REPAIR in prompt_of(r["body"])]
+    assert "I went to Rome with Dan (says" in repair
+
+
+async def test_a_second_look_that_repeats_the_memories_adds_nothing(reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Robert is a high school chemistry teacher", "sources": [2]}))
+    server.script(MISSED, memories({"content": "Robert teaches chemistry at a high school", "sources": [2]},
+                                   {"content": "Robert is allergic to latex", "sources": [2]}))
+    result = await reme.summarize_memory(ROBERT, user_name="robert")
+
+    assert [n.content for n in result.added] == ["Robert is a high school chemistry teacher",
+                                                 "Robert is allergic to latex"]
+    (repeat,) = [r for r in result.rejected if r.step == "personal/missed"]
+    assert repeat.path == "memories[0]" and "no word the memories so far do not have" in repeat.reason
+
+
+async def test_an_update_that_keeps_the_stored_text_takes_the_candidates(reme: ReMe, server: OpenAITestServer) -> None:
+    veg = await reme.add_memory("Dan has been vegetarian for ten years", user_name="dan")
+    server.script(EXTRACT, memories({"content": "Dan is not vegetarian any more", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Dan has been vegetarian for ten years"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Dan", "content": "I'm not vegetarian any more."}],
+                                         user_name="dan")
+
+    (updated,) = result.updated
+    assert updated.memory_id == veg.memory_id and updated.content == "Dan is not vegetarian any more"
+    assert [v.node.content for v in await reme.history(veg.memory_id)] == [veg.content]
+    assert [r.path for r in result.rejected] == ["decisions[0].text"]

@@ -12,7 +12,7 @@ from reme import ReMe, ReMeSync
 from reme.errors import InvalidInputError, MemoryNotFoundError
 
 from conftest import DIM, STORES, dump_store, on_every_store
-from openai_server import OpenAITestServer
+from openai_server import OpenAITestServer, prompt_of
 
 CALL = {"role": "assistant", "content": None,
         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]}
@@ -207,7 +207,7 @@ async def test_summarize_memory_reads_a_session_by_name(make_reme: Callable[...,
                                  CALL, RESULT], session_name="chat")
         result = await reme.summarize_memory(session_name="chat", user_name="alice")
         assert [n.content for n in result.added] == ["Alice is moving to Lisbon in May"]
-        prompt = server.requests[-1]["body"]["messages"][0]["content"]
+        (prompt,) = [prompt_of(r) for r in server.chat_requests if "Read the conversation below" in prompt_of(r)]
         assert "I'm moving to Lisbon in May!" in prompt and "Oslo: 4 degrees" in prompt
         with pytest.raises(InvalidInputError):
             await reme.summarize_memory(session_name="empty", user_name="alice")

@@ -77,16 +77,16 @@ async def test_summary_of_an_old_conversation_stores_when_it_happened_apart_from
         # a range the model resolved itself
         {"content": "Alice started a pottery class", "kind": "event", "time": "2009-03-02", "time_end": "2009-03-08",
          "sources": [1]},
-        {"content": "Alice likes the mountains", "kind": "preference", "time": "not a date", "sources": [2]}]})
+        {"content": "Alice is moving to Lyon", "kind": "plan", "time": "not a date", "sources": [2]}]})
     async with make_reme(retrieval={"time_weight": 1.0, "recency_weight": 0.0, "importance_weight": 0.0}) as reme:
         result = await reme.summarize_memory(chat, user_name="alice", now=datetime(2030, 1, 1, tzinfo=UTC))
-        hiking, pottery, mountains = result.added
+        hiking, pottery, lyon = result.added
         assert hiking.message_time == LONG_AGO  # when it was said
         assert (hiking.event_start, hiking.event_end) == day(2009, 3, 10)  # when it happened
         assert (pottery.event_start, pottery.event_end) == (day(2009, 3, 2)[0], day(2009, 3, 8)[1])
         assert pottery.message_time == LONG_AGO + timedelta(minutes=1)
         # "in March" said in March: the rules read the source message, the latest March (this one)
-        assert (mountains.event_start, mountains.event_end) == (day(2009, 3, 1)[0], day(2009, 3, 31)[1])
+        assert (lyon.event_start, lyon.event_end) == (day(2009, 3, 1)[0], day(2009, 3, 31)[1])
 
         # a question about that time, asked years later, finds the event and ranks it first
         ctx = await reme.retrieve_memory("What did Alice do last week?", user_name="alice", rewrite=False,

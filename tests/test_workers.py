@@ -114,7 +114,7 @@ async def test_two_processes_summarize_a_sessions_compacted_messages_once(empty_
 
     def extract(body: dict[str, Any]) -> dict[str, Any]:
         time.sleep(1.0)  # a model thinking: the second worker looks at the session meanwhile
-        return {"memories": [{"content": f"Alice is planning a trip to Oslo (take {next(takes)})", "kind": "plan",
+        return {"memories": [{"content": f"Alice writes word after word in every turn (take {next(takes)})", "kind": "plan",
                               "sources": [0], "importance": 0.7}]}
 
     server.script(COMPACT_PROMPT, SUMMARY)
@@ -127,7 +127,7 @@ async def test_two_processes_summarize_a_sessions_compacted_messages_once(empty_
         await second.prepare_context(session_name="s1", threshold=300, reserve=100, user_name="alice")
         assert await asyncio.gather(first.wait_background(), second.wait_background()) == [0, 0]
         memories = await second.list_memory(user_name="alice", memory_type="personal")
-    assert [n.content for n in memories] == ["Alice is planning a trip to Oslo (take 1)"]
+    assert [n.content for n in memories] == ["Alice writes word after word in every turn (take 1)"]
     assert next(takes) == 2  # one extraction
 
 
@@ -136,7 +136,7 @@ async def test_waiting_for_a_sessions_background_work_waits_for_another_process(
     """`POST /v1/background/wait` for a session may land on a worker that did not start its summary."""
     def extract(body: dict[str, Any]) -> dict[str, Any]:
         time.sleep(1.0)
-        return {"memories": [{"content": "Alice is planning a trip to Oslo", "kind": "plan", "sources": [0],
+        return {"memories": [{"content": "Alice writes word after word in every turn", "kind": "plan", "sources": [0],
                               "importance": 0.7}]}
 
     server.script(COMPACT_PROMPT, SUMMARY)

@@ -5,8 +5,10 @@ Summarizer, per user:
   2. one LLM call extracts atomic memories (`prompts/personal/extract`); code then names the
      speaker of a memory left in the first person and dates its relative times ("last week")
      from when they were said (`reme.memory.wording`), drops what is no memory (a question, the
-     assistant's words copied), and sends what cannot stand on its own (a fragment, a leading
-     pronoun, no one named) to one repair call (`prompts/personal/repair`);
+     assistant's words copied, the conversation itself, words no one said), sends the lines no
+     memory holds anything of (`left_out`) to one "second look" call (`prompts/personal/missed`),
+     and what cannot stand on its own (a fragment, a leading pronoun, "I" or "we" of two
+     speakers, no one named) to one repair call (`prompts/personal/repair`);
   3. the user's stored memories most similar to them are found (hybrid search) and, when there
      are any, one LLM call decides ADD / UPDATE / DELETE / NONE per candidate
      (`prompts/personal/reconcile`); stored memories are shown by short integers, so an id the
@@ -239,16 +241,20 @@ class Draft:
     sources: list[int]
     said: datetime
     problem: str | None = None
+    step: str = "personal/extract"
+    """The call that wrote it (`personal/extract`, or `personal/missed`)."""
 
 
 ELLIPSIS_ENDINGS = frozenset("""will won't can can't could would should does doesn't did didn't do don't is isn't
 was wasn't are am has have had too not so either""".split())
 """A short memory ending so ("Kenji will.", "Sam does too.") answers a line it does not hold."""
+FIRST_PERSON = frozenset("me my mine myself we us our ours ourselves".split())
+"""Words a memory left in the first person holds after `name_the_speaker` (which does not guess at "we")."""
 PRONOUNS = frozenset("he she they it him her his hers their them this that these those its".split())
 CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 PROBLEMS = {"fragment": "a fragment, not a sentence", "pronoun": "starts with a pronoun",
-            "nobody": "does not name whom it is about"}
+            "nobody": "does not name whom it is about", "first_person": "says \"I\", \"we\" or \"my\": name them"}
 """How each flaw is described to the repair call."""
 
 
@@ -264,9 +270,10 @@ def fragment(text: str) -> bool:
 
 def flaw(text: str, people: set[str]) -> str | None:
     """What keeps a memory from standing on its own, found by rules: `fragment` (see `fragment`),
-    `pronoun` (it starts with "she", "they", "it"...: who?), `nobody` (it names none of `people`,
-    the conversation's speakers, when they are known). None for a memory a careful writer would
-    store as it is (a Chinese one is checked for being a fragment only)."""
+    `pronoun` (it starts with "she", "they", "it"...: who?), `first_person` ("we", "our", or an
+    "I" no one was found to have said), `nobody` (it names none of `people`, the conversation's
+    speakers, when they are known). None for a memory a careful writer would store as it is (a
+    Chinese one is checked for being a fragment only)."""
     if fragment(text):
         return "fragment"
     if CJK_CHAR.search(text):
@@ -274,12 +281,14 @@ def flaw(text: str, people: set[str]) -> str | None:
     said = words(text)
     if said[0] in PRONOUNS:
         return "pronoun"
+    if any(w == "I" or (w.lower() in FIRST_PERSON and w != "US") for w in LATIN_WORD.findall(text)):
+        return "first_person"
     if people and not people & set(said):
         return "nobody"
     return None
 
 
-def not_a_memory(text: str, messages: list[Message], sources: list[int]) -> str | None:
+def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
     """Why an extracted text is not to be stored at all, or None: a question (qwen1.5b copied the
     assistant's "What is the PhD about?"), one of the assistant's turns or sentences copied whole
     whose words are not all a person's too, or a suggestion only the assistant made
@@ -298,13 +307,96 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int]) -> str 
     if borrowed:
         return (f"{text[:80]!r} cites only the assistant's turns and says what only the assistant said "
                 f"({', '.join(borrowed[:5])})")
+    if "assistant" in said or "助手" in text:
+        return f"{text[:80]!r} tells what happened in the conversation with the assistant, not about a person"
+    unsaid = unsaid_words(text, messages, user_name)
+    if unsaid:
+        return f"{text[:80]!r} says what no one said in the conversation ({', '.join(unsaid[:5])})"
     return None
+
+
+def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> list[str]:
+    """The words of a memory that no message holds (compared by their first five letters), when
+    they are at least two and more than half of its words worth checking (four letters or more,
+    no filler, name, month, weekday or number: code adds dates): a small model asked about small
+    talk writes "Ivy is a friendly and outgoing person". Empty otherwise, so a memory that says
+    what was said in other words ("Lena is sensitive to flashing lights") is kept. A Chinese
+    memory is not checked (its words are not split)."""
+    if CJK_CHAR.search(text):
+        return []
+    names = {w for name in (user_name, *(m.name for m in messages if m.name)) for w in words(name)}
+    held = {_stem(w) for m in messages for w in words(m.content)}
+    said = [w for w in dict.fromkeys(words(text)) if len(w) >= 4 and not w.isdigit()
+            and w not in FILLER and w not in COMMON_WORDS and w not in TIME_WORDS and w not in names]
+    unsaid = [w for w in said if _stem(w) not in held]
+    return unsaid if len(unsaid) >= 2 and 2 * len(unsaid) > len(said) else []
 
 
 SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s*")
 PLACEHOLDERS = frozenset(" ".join(words(t)) for t in ("the memory", "the rewritten memory, or an empty string",
                                                        "记忆内容", "改写后的记忆，或空字符串"))
 """The examples of the extract and repair prompts' reply shapes: qwen0.5b copies them as memories."""
+
+
+# -- what the memories leave out ------------------------------------------------------------------
+FILLER = frozenset("""about above after again against also although always another anyway around away back
+because been before being below between both bye cheers could does doing done down during each either else
+enough even ever every everyone everything fine first from further good great have having hello here hers herself
+hey himself into isn itself just kind later lets lovely maybe might more most much must myself nice nope okay once
+only other ours ourselves over perfect please pretty quite rather really same shall should since some something
+sort still such sure than thank thanks that thats their theirs them themselves then there these they thing things
+this those though through today together tomorrow tonight under until very well were what whatever when where
+which while whom whose with would yeah yeah yours yourself yourselves haha wow cool awesome great okay anything
+nothing""".split())
+"""Words that tell nothing on their own (a greeting, a filler): a line of only these is small talk."""
+TIME_WORDS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
+thursdays fridays saturdays sundays january february march april may june july august september october
+november december""".split())
+HEALTH_STEMS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "celiac", "gluten", "lactose",
+                "insulin", "inhaler", "medic", "prescri", "dose", "pill", "tablet", "surgery", "injur", "pain",
+                "cancer", "heart", "blood", "cholest", "gout", "pregnan", "disease", "infect", "phobi", "afraid",
+                "seasick", "vegan", "vegetar", "pescat", "halal", "kosher", "epipen", "sting")
+"""Beginnings of words that make a line a health or safety fact, never to be left out."""
+_CAPITAL = re.compile(r"[A-Z][a-z]+")
+
+
+def _stem(word: str) -> str:
+    """What two forms of a word share, roughly: "works" and "work", "allergic" and "allergy"."""
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    elif len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    return word[:5]
+
+
+def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
+    """The lines a person said (not the assistant) with a statement none of `written` (the
+    memories so far) holds anything of: a sentence that is no question and has a number, a name
+    or a health word that no memory has, or two words worth remembering and none of them in a
+    memory. Small talk ("Thanks, have a good one!") has neither. Words are compared by their
+    first five letters ("allergic", "allergy"). A Chinese line is not judged (its words are not
+    split)."""
+    held = {_stem(w) for text in written for w in words(text)}
+    out: list[int] = []
+    for index, message in enumerate(transcript.messages):
+        if message.role == "assistant" or CJK_CHAR.search(message.content):
+            continue
+        for sentence in SENTENCE.split(message.content):
+            sentence = sentence.strip()
+            if not sentence or sentence.endswith(("?", "？")):
+                continue
+            said = [w for w in words(sentence) if len(w) >= 3 and w not in FILLER]
+            names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
+                     if k or not sentence.startswith(m)} - TIME_WORDS
+            salient = [w for w in said if w.isdigit() or w in names or w.startswith(HEALTH_STEMS)]
+            content = [w for w in said if w not in TIME_WORDS]
+            if any(_stem(w) not in held for w in salient) or (
+                    len(content) >= 2 and not any(_stem(w) in held for w in content)):
+                out.append(index)
+                break
+    return out
 
 
 # -- summarizer ----------------------------------------------------------------------------------
@@ -335,10 +427,16 @@ class PersonalSummarizer:
             self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
                                   today=transcript.times[-1].date().isoformat()),
             Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
-        candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected)
+        written: set[str] = set()  # the memories' texts as they will be stored
+        candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
+        missed = left_out(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        if missed:
+            more, more_flawed = await self._second_look(missed, candidates, flawed, transcript, history, user_name,
+                                                        now, plan, written)
+            candidates += more
+            flawed += more_flawed
         if flawed:
-            candidates += await self._repair(flawed, transcript, history, user_name, now, plan,
-                                             {normalize_text(c.content) for c in candidates})
+            candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
         if not candidates:
             return plan
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
@@ -361,18 +459,18 @@ class PersonalSummarizer:
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
-                    user_name: str, now: datetime,
-                    rejected: list[Rejection]) -> tuple[list[MemoryNode], list[Draft]]:
+                    user_name: str, now: datetime, rejected: list[Rejection], written: set[str], *,
+                    step: str = "personal/extract") -> tuple[list[MemoryNode], list[Draft]]:
         """The extracted memories ready to store, and those that cannot stand on their own
-        (`flaw`), for one repair call."""
+        (`flaw`), for one repair call. `written`: the texts of the memories to store so far (an
+        equal one is stored once), added to here."""
         out: list[MemoryNode] = []
         flawed: list[Draft] = []
         seen: set[str] = set()  # as the model wrote them
-        written: set[str] = set()  # as they will be stored
         items = extraction.memories
         if len(items) > MAX_SUMMARY_CANDIDATES:
             log.warning("extraction returned %d memories; the first %d are kept", len(items), MAX_SUMMARY_CANDIDATES)
-            rejected.append(Rejection(step="personal/extract", path=f"memories[{MAX_SUMMARY_CANDIDATES}:]",
+            rejected.append(Rejection(step=step, path=f"memories[{MAX_SUMMARY_CANDIDATES}:]",
                                       action="dropped", reason=f"{len(items)} memories in one reply; the first "
                                                                f"{MAX_SUMMARY_CANDIDATES} are kept"))
             items = items[:MAX_SUMMARY_CANDIDATES]
@@ -384,11 +482,10 @@ class PersonalSummarizer:
             seen.add(normalize_text(text))
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             draft = Draft(index, item, text, text, sources,
-                          transcript.times[sources[-1]] if sources else transcript.times[-1])
-            reason = not_a_memory(text, transcript.messages, sources)
+                          transcript.times[sources[-1]] if sources else transcript.times[-1], step=step)
+            reason = not_a_memory(text, transcript.messages, sources, user_name)
             if reason:
-                rejected.append(Rejection(step="personal/extract", path=f"memories[{index}]", action="dropped",
-                                          reason=reason))
+                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
             draft.problem = flaw(draft.text, people)
@@ -399,6 +496,44 @@ class PersonalSummarizer:
             if node is not None:
                 out.append(node)
         return out, flawed
+
+    async def _second_look(self, missed: list[int], candidates: list[MemoryNode], flawed: list[Draft],
+                           transcript: Transcript, history: MemoryNode, user_name: str, now: datetime, plan: Plan,
+                           written: set[str]) -> tuple[list[MemoryNode], list[Draft]]:
+        """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
+        anything of, marked, each after the line before it (the question it answers), and the
+        memories so far, not to be written again. Its memories are checked as the extraction's
+        are. A failed call adds nothing (and is listed in `plan.rejected`)."""
+        marked = set(missed)
+        shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
+        lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
+        shown_memories = [c.content for c in candidates] + [d.text for d in flawed]
+        try:
+            reply = await self.llm.structured(
+                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines,
+                                      memories=shown_memories),
+                Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/missed",
+                budget=96 + 160 * len(missed))
+        except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
+            log.warning("second look at the lines no memory holds skipped: %s", exc)
+            plan.rejected.append(Rejection(step="personal/missed", action="dropped", reason=str(exc)[:300]))
+            return [], []
+        held = {_stem(w) for text in shown_memories for w in words(text)}
+        kept: list[ExtractedMemory] = []
+        for k, item in enumerate(reply.memories):
+            why = None
+            if item.sources and not set(item.sources) & marked:  # what the extraction wrote, in other words
+                why = "cites no marked line"
+            elif not any(_stem(w) not in held for w in words(item.content) if len(w) >= 3 and w not in FILLER):
+                why = "has no word the memories so far do not have"
+            if why:
+                plan.rejected.append(Rejection(step="personal/missed", path=f"memories[{k}]", action="dropped",
+                                               reason=f"{item.content[:80]!r} {why}"))
+            else:
+                kept.append(item)
+        reply.memories = kept
+        return self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
+                                step="personal/missed")
 
     async def _repair(self, flawed: list[Draft], transcript: Transcript, history: MemoryNode, user_name: str,
                       now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
@@ -429,14 +564,14 @@ class PersonalSummarizer:
         out: list[MemoryNode] = []
         for k, draft in enumerate(flawed):
             text = rewrites.get(k)
-            if text is not None and not not_a_memory(text, transcript.messages, draft.sources):
+            if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
                 if not fragment(text):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
             if draft.problem == "fragment":
                 plan.rejected.append(Rejection(
-                    step="personal/extract", path=f"memories[{draft.index}]", action="dropped",
+                    step=draft.step, path=f"memories[{draft.index}]", action="dropped",
                     reason=f"{draft.item.content.strip()[:80]!r} is a fragment, not a memory, and was not repaired"))
                 continue
             node = self._node(draft, transcript, history, user_name, now, plan.rejected, written)
@@ -464,7 +599,7 @@ class PersonalSummarizer:
                               metadata={"source_turns": sources, "said_at": draft.said.isoformat()})
         except ValidationError as exc:  # e.g. text that is not valid Unicode
             log.warning("extracted memory %r dropped: %s", draft.text[:80], describe(exc))
-            rejected.append(Rejection(step="personal/extract", path=f"memories[{draft.index}]", action="dropped",
+            rejected.append(Rejection(step=draft.step, path=f"memories[{draft.index}]", action="dropped",
                                       reason=describe(exc)[:200]))
             return None
 
@@ -475,7 +610,11 @@ class PersonalSummarizer:
         when they were said (`reme.memory.wording`)."""
         cited = [transcript.messages[i] for i in sources] or transcript.messages
         speakers = {m.name or user_name for m in cited if m.role == "user"}
-        reworded = anchor_times(name_the_speaker(text, speakers.pop()) if len(speakers) == 1 else text, said)
+        if not speakers:  # it cites only the assistant: a small model's sources are often off by one
+            near = {j for i in sources for j in (i - 1, i + 1) if 0 <= j < len(transcript.messages)}
+            speakers = {transcript.messages[j].name or user_name for j in near
+                        if transcript.messages[j].role == "user"}
+        reworded = anchor_times(name_the_speaker(text, speakers.pop(), we=True) if len(speakers) == 1 else text, said)
         return reworded if len(reworded) <= MAX_CONTENT_CHARS else text
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
@@ -543,7 +682,14 @@ class PersonalSummarizer:
                            "the candidate's text is used"))
                 text = cand.content
             if normalize_text(text) == normalize_text(old.content):
-                continue
+                if normalize_text(cand.content) == normalize_text(old.content):
+                    continue
+                # An UPDATE that keeps the stored text would lose what the candidate says (qwen1.5b
+                # "updated" Dan's "vegetarian for ten years" to itself for "not vegetarian any more").
+                rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                    reason=f"the merged text is stored memory {d.id}'s, unchanged; the candidate's text is used"))
+                text = cand.content
             if normalize_text(text) in stored:  # two stored memories would say the same
                 reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {stored[normalize_text(text)]}")
                 continue

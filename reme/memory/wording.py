@@ -79,9 +79,22 @@ def _after_i(text: str, at: int) -> tuple[str, int, int] | None:
     return None
 
 
-def name_the_speaker(text: str, speaker: str) -> str:
+_WE = [(re.compile(r"\b(?:[Ww]e|WE)\s+were\b"), "I was"), (re.compile(r"\b(?:[Ww]e|WE)\s+are\b"), "I am"),
+       (re.compile(r"\b(?:[Ww]e|WE)(?=['’](?:re|ve|ll|d)\b)"), "I"), (re.compile(r"\b(?:[Ww]e|WE)\b"), "I"),
+       (re.compile(r"\b[Oo]urselves\b"), "myself"), (re.compile(r"\b[Oo]urs\b"), "mine"),
+       (re.compile(r"\b[Oo]ur\b"), "my"), (re.compile(r"\b[Uu]s\b(?!['’])"), "me")]
+_WERE = re.compile(r"\bI['’]re\b")
+
+
+def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
     """`text` with its first person ("I", "my", "me", "I'm"...) made `speaker`: the memory says
-    who it is about. "we"/"our" are left alone (who else?)."""
+    who it is about. With `we`, "we", "our" and "us" are made `speaker` too ("We eat fish now"
+    -> "Dan eats fish now"): the speaker is one of "us", so what is true of "us" is true of them,
+    and a small model asked to name them does not (it copies "We ..."). "US" stays."""
+    if we:
+        for pattern, first in _WE:
+            text = pattern.sub(first, text)
+        text = _WERE.sub("I'm", text)
     speaker = speaker.strip()
     if not speaker or not (_I.search(text) or _POSSESSIVE.search(text) or _OBJECT.search(text)):
         return text
