@@ -184,13 +184,19 @@ class QdrantStore(VectorStore):
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
         self._known: set[str] = set()
-        retrying: dict[str, Any] = ({"transport": _Retrying(retry_for, self._known)}
-                                    if url is not None and retry_for > 0 else {})
+        rest: dict[str, Any] = ({"transport": _Retrying(retry_for, self._known)}
+                               if url is not None and retry_for > 0 else {})
+        if url is not None and not prefer_grpc:
+            # Answers as they are, not gzip: Qdrant sends a compressed answer over 1 KB in two
+            # writes on a socket without TCP_NODELAY, and the second waits for this side's delayed
+            # ACK (40 ms on Linux). An update's read of a memory with its vector stalled so about
+            # every other call. (Not over gRPC: its metadata would carry the header.)
+            rest["headers"] = {"Accept-Encoding": "identity"}
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
                                              timeout=int(timeout), check_compatibility=False,
                                              prefer_grpc=prefer_grpc and url is not None, grpc_port=grpc_port,
-                                             **retrying)
+                                             **rest)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
 
