@@ -314,16 +314,16 @@ async def test_a_server_that_stays_down_fails_each_call_with_a_store_error_once_
 
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_a_node_started_again_within_retry_for_answers_the_calls_that_waited(protocol: str,
-                                                                                   tmp_path: Path) -> None:
+async def test_a_node_started_again_within_retry_for_answers_the_grpc_calls_that_waited(tmp_path: Path) -> None:
+    """Calls over gRPC wait while their node is down and are answered once it is back within
+    `retry_for` (over REST: `test_every_node_stopped_and_started_again_loses_nothing_acknowledged`)."""
     from reme.schema import MemoryNode
     from reme.store.base import VectorRecord
 
     records = [VectorRecord(node=MemoryNode(memory_type="personal", memory_target="alice", content=f"fact {i}"),
                             vector=[0.1] * DIM) for i in range(2)]
     node = qdrant_node(tmp_path / "node").start()
-    store = QdrantStore(retry_for=20.0, **speaking(protocol, node))
+    store = QdrantStore(retry_for=20.0, **speaking("gRPC", node))
     try:
         await store.create_collection("mem", DIM)
         await store.upsert("mem", records[:1])
