@@ -45,8 +45,7 @@ class VectorStoreConfig(_Section):
     timeout: float = Field(default=30.0, gt=0)
     prefer_grpc: bool = False
     """Speak gRPC to a server (qdrant, `url`) instead of REST: a round trip costs about a third
-    (docs/scaling.md). The server's gRPC port is `grpc_port`. Calls over gRPC are not yet sent
-    again while a node restarts (`retry_for` covers REST only)."""
+    (docs/scaling.md). The server's gRPC port is `grpc_port`. `retry_for` holds as over REST."""
     grpc_port: int = Field(default=6334, ge=1, le=65535)
     """The server's gRPC port, with `prefer_grpc` (Qdrant's default: 6334)."""
     batch_size: int = Field(default=256, ge=1)
@@ -84,8 +83,7 @@ class VectorStoreConfig(_Section):
     retry_for: float = Field(default=10.0, ge=0)
     """Seconds a server call is sent again while the server cannot answer it (qdrant server: the
     node is down or restarting, or a cluster answers 5xx while it notices a dead peer); then the
-    call fails with `StoreError`. 0: never. Over REST only: with `prefer_grpc`, calls are not
-    sent again yet (a node restarting fails them at once)."""
+    call fails with `StoreError`. 0: never. Over REST and over gRPC (`prefer_grpc`) alike."""
     journal_stale_after: float = Field(default=600.0, gt=0)
     """Seconds after which another process replays an intent record a writer left on a server
     (qdrant): a multi-record write whose writer died half way is completed by the next process

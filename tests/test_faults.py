@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from benchmark.qdrant_server import Node, cluster, wait_for_peers
+from benchmark.qdrant_server import node as qdrant_node
 from reme import ReMe, ReMeError
 from reme.client import ReMeClient
 from reme.errors import ServiceError, StoreError
@@ -291,8 +292,18 @@ async def test_a_worker_killed_while_writing_a_summary_leaves_it_whole_and_undon
     print(f"\n{seen} of {FACTS + 1} records written when the worker was killed")
 
 
-async def test_a_server_that_stays_down_fails_each_call_with_a_store_error_once_retry_for_ends() -> None:
-    store = QdrantStore(url=f"http://127.0.0.1:{free_port()}", retry_for=0.5)  # nobody listens there
+PROTOCOLS = {"REST": {}, "gRPC": {"prefer_grpc": True}}
+"""The two ways to speak to a server; `retry_for` holds for both."""
+
+
+def speaking(protocol: str, node: Node) -> dict[str, Any]:
+    return {"url": node.url, **PROTOCOLS[protocol], "grpc_port": node.grpc_port}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_server_that_stays_down_fails_each_call_with_a_store_error_once_retry_for_ends(protocol: str) -> None:
+    store = QdrantStore(url=f"http://127.0.0.1:{free_port()}", grpc_port=free_port(), retry_for=0.5,
+                        **PROTOCOLS[protocol])  # nobody listens there
     try:
         started = time.monotonic()
         with pytest.raises(StoreError):
@@ -303,7 +314,35 @@ async def test_a_server_that_stays_down_fails_each_call_with_a_store_error_once_
 
 
 
-async def test_a_collection_a_node_has_not_yet_made_is_waited_for_not_a_failure(empty_node: Node) -> None:
+async def test_a_node_started_again_within_retry_for_answers_the_grpc_calls_that_waited(tmp_path: Path) -> None:
+    """Calls over gRPC wait while their node is down and are answered once it is back within
+    `retry_for` (over REST: `test_every_node_stopped_and_started_again_loses_nothing_acknowledged`)."""
+    from reme.schema import MemoryNode
+    from reme.store.base import VectorRecord
+
+    records = [VectorRecord(node=MemoryNode(memory_type="personal", memory_target="alice", content=f"fact {i}"),
+                            vector=[0.1] * DIM) for i in range(2)]
+    node = qdrant_node(tmp_path / "node").start()
+    store = QdrantStore(retry_for=20.0, **speaking("gRPC", node))
+    try:
+        await store.create_collection("mem", DIM)
+        await store.upsert("mem", records[:1])
+        node.kill()
+        started = time.monotonic()
+        waiting = asyncio.gather(store.upsert("mem", records[1:]), store.count("mem"))
+        await asyncio.sleep(1.0)
+        assert not waiting.done()
+        await asyncio.to_thread(node.start)
+        _, counted = await asyncio.wait_for(waiting, 30)
+        assert time.monotonic() - started >= 1.0 and counted in (1, 2) and await store.count("mem") == 2
+    finally:
+        await store.close()
+        node.stop()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_collection_a_node_has_not_yet_made_is_waited_for_not_a_failure(protocol: str,
+                                                                                 empty_node: Node) -> None:
     """On a fresh cluster a node can answer 404 for a collection another node agreed to create (a
     worker starting beside another one failed so). A collection this process saw exist that a
     node says does not is asked for again within `retry_for`; one that stays gone still fails."""
@@ -317,7 +356,7 @@ async def test_a_collection_a_node_has_not_yet_made_is_waited_for_not_a_failure(
         return [VectorRecord(node=MemoryNode(memory_type="personal", memory_target="alice", content=f"{tag} {i}"),
                              vector=[0.1] * DIM) for i in range(2)]
 
-    store = QdrantStore(url=empty_node.url, retry_for=5.0)
+    store = QdrantStore(retry_for=5.0, **speaking(protocol, empty_node))
     raw = QdrantClient(url=empty_node.url, check_compatibility=False)
     try:
         for name in ("mem", "other"):
@@ -333,7 +372,7 @@ async def test_a_collection_a_node_has_not_yet_made_is_waited_for_not_a_failure(
         await asyncio.gather(store.write([Upsert("mem", records("b")), Upsert("other", records("b"))]),
                              asyncio.to_thread(make_it_again))
         assert time.monotonic() - started >= 0.4 and await store.count("mem") == 4 and await store.count("other") == 4
-        quick = QdrantStore(url=empty_node.url, retry_for=0.5)
+        quick = QdrantStore(retry_for=0.5, **speaking(protocol, empty_node))
         try:
             await quick.write([Upsert("mem", records("c")), Upsert("other", records("c"))])
             raw.delete_collection(JOURNAL)  # and nobody makes it again

@@ -31,11 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import random
 import time
 import uuid
 import warnings
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Sequence, cast
 
 import grpc
 import httpx
@@ -152,6 +153,45 @@ class _Retrying(httpx.AsyncHTTPTransport):
             pause = min(pause * 2, 1.0)
 
 
+class _RetryingGrpc:
+    """The client's calls over gRPC, sent again as `_Retrying` sends REST requests again: for up
+    to `retry_for` seconds while the server answers UNAVAILABLE (the node is down or restarting)
+    or INTERNAL (REST's 500), or NOT_FOUND for a collection this process saw exist. A call is
+    made anew each time (qdrant-client offers no gRPC interceptor; the channel reconnects by
+    itself, within a second: `grpc.max_reconnect_backoff_ms`)."""
+
+    def __init__(self, client: AsyncQdrantClient, retry_for: float, known: set[str]) -> None:
+        self._client = client
+        self.retry_for = retry_for
+        self.known = known
+
+    def _transient(self, exc: grpc.aio.AioRpcError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL):
+            return True
+        name = kwargs.get("collection_name", args[0] if args else None)
+        details = exc.details() or ""
+        return (exc.code() == grpc.StatusCode.NOT_FOUND and name in self.known
+                and "Collection" in details and "exist" in details)
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._client, name)
+        if name == "close" or not inspect.iscoroutinefunction(call):
+            return call
+
+        async def again(*args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + self.retry_for
+            pause = 0.05
+            while True:
+                try:
+                    return await call(*args, **kwargs)
+                except grpc.aio.AioRpcError as exc:
+                    if time.monotonic() >= deadline or not self._transient(exc, args, kwargs):
+                        raise
+                await asyncio.sleep(max(0.0, min(pause * (0.5 + random.random()), deadline - time.monotonic())))
+                pause = min(pause * 2, 1.0)
+        return again
+
+
 class QdrantStore(VectorStore):
     """Qdrant through `qdrant-client`: a server by `url`, or local mode by `location`/`path`."""
 
@@ -184,15 +224,26 @@ class QdrantStore(VectorStore):
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
         self._known: set[str] = set()
-        retrying: dict[str, Any] = ({"transport": _Retrying(retry_for, self._known)}
-                                    if url is not None and retry_for > 0 else {})
+        options: dict[str, Any] = ({"transport": _Retrying(retry_for, self._known)}
+                                  if url is not None and retry_for > 0 else {})
+        if url is not None and not prefer_grpc:
+            # Answers as they are, not gzip: Qdrant sends a compressed answer over 1 KB in two
+            # writes on a socket without TCP_NODELAY, and the second waits for this side's delayed
+            # ACK (40 ms on Linux). An update's read of a memory with its vector stalled so about
+            # every other call. (Not over gRPC: its metadata would carry the header.)
+            options["headers"] = {"Accept-Encoding": "identity"}
+        grpc_retrying = url is not None and prefer_grpc and retry_for > 0
+        if grpc_retrying:  # a restarted node is found again within a second, not after grpc's 120 s backoff
+            options["grpc_options"] = {"grpc.initial_reconnect_backoff_ms": 100, "grpc.max_reconnect_backoff_ms": 1000}
         try:
             self._client = AsyncQdrantClient(url=url, api_key=api_key, location=location, path=path,
                                              timeout=int(timeout), check_compatibility=False,
                                              prefer_grpc=prefer_grpc and url is not None, grpc_port=grpc_port,
-                                             **retrying)
+                                             **options)
         except (ValueError, RuntimeError) as exc:
             raise StoreError(f"cannot open Qdrant ({url or location or path}): {exc}") from exc
+        if grpc_retrying:  # it answers every call the client does
+            self._client = cast(AsyncQdrantClient, _RetryingGrpc(self._client, retry_for, self._known))
 
     async def _call(self, what: str, coro: Any) -> Any:
         try:

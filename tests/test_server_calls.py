@@ -1,0 +1,60 @@
+"""What ReMe asks a real Qdrant node over REST, seen on the wire through a relay on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from pathlib import Path
+from typing import AsyncIterator
+
+from benchmark.qdrant_server import Node
+from reme import ReMe
+
+from conftest import DIM
+
+
+@contextlib.asynccontextmanager
+async def relay(port: int) -> AsyncIterator[tuple[int, bytearray]]:
+    """A TCP relay on a free port to the node's `port`: yields the relay's port and every byte the
+    node sent back through it."""
+    answered = bytearray()
+    links: list[asyncio.Task[None]] = []
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, keep: bool) -> None:
+        while data := await reader.read(65536):
+            if keep:
+                answered.extend(data)
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    async def serve(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        node_reader, node_writer = await asyncio.open_connection("127.0.0.1", port)
+        links.extend([asyncio.create_task(pipe(client_reader, node_writer, False)),
+                      asyncio.create_task(pipe(node_reader, client_writer, True))])
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], answered
+    finally:
+        server.close()
+        for link in links:
+            link.cancel()
+        await asyncio.gather(*links, return_exceptions=True)
+
+
+async def test_rest_answers_come_uncompressed(empty_node: Node, tmp_path: Path) -> None:
+    """Qdrant sends a gzip answer over 1 KB in two writes on a socket without TCP_NODELAY, and the
+    second waits for the client's delayed ACK (40 ms on Linux): an update's read of the memory with
+    its vector stalled so about every other call. ReMe asks for answers as they are."""
+    async with relay(empty_node.http_port) as (port, answered):
+        async with ReMe(working_dir=tmp_path, embedding={"backend": "hash", "dimensions": DIM},
+                        vector_store={"backend": "qdrant", "url": f"http://127.0.0.1:{port}"}) as reme:
+            memory = await reme.add_memory("Alice keeps bees in the garden behind her house", user_name="alice")
+            await reme.update_memory(memory.memory_id, content="Alice keeps bees and goats in the garden", user_name="alice")
+    heads = re.findall(rb"HTTP/1\.1 \d+ [^\r]*\r\n(.*?)\r\n\r\n", bytes(answered), re.S)
+    assert len(heads) > 5
+    assert not [head for head in heads if b"content-encoding" in head.lower()]
+    sizes = [int(size) for size in re.findall(rb"(?i)content-length: (\d+)", b"\n".join(heads))]
+    assert max(sizes) > 1024  # the read of the memory with its vector, the answer that stalled
