@@ -513,7 +513,7 @@ class ReMe:
                             tool_name: str | None = None) -> None:
         """Delete one memory; `MemoryNotFoundError` if it is not there (in the named scope).
         The deleted state stays readable through `history(memory_id)` until its scope is wiped."""
-        # Read and deleted under the write lock: one read, and nothing can change it in between.
+        # One read, and a write conditional on it (retried on the newer state when another writer got there first).
         await self.repo.modify([_canonical_id(memory_id)], lambda old: None,
                                scope=scope_of(user_name, task_name, tool_name), reason="delete_memory",
                                alive_at=utcnow())

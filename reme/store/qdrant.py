@@ -95,6 +95,18 @@ def _revision_is(revision: str | None) -> Any:
     return models.FieldCondition(key=REVISION, match=models.MatchValue(value=revision))
 
 
+def _dying(token: str) -> str:
+    """The revision a `Swap` gives a record it deletes, until the deletion (see `_swap`)."""
+    return token + _DYING
+
+
+def _is_dying(revision: Any) -> bool:
+    return isinstance(revision, str) and revision.endswith(_DYING)
+
+
+_DYING = "-dying"
+
+
 def _sparse(terms: SparseTerms) -> models.SparseVector:
     return models.SparseVector(indices=terms.indices, values=terms.values)
 
@@ -505,9 +517,12 @@ class QdrantStore(VectorStore):
         for old, new in items:
             record = new if new is not None else old
             where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id])],
-                                  should=[_revision_is(old.revision), _revision_is(token)])
+                                  should=[_revision_is(old.revision), _revision_is(token),
+                                          _revision_is(_dying(token))])
+            # A record to delete is claimed with the dying form of the token: reads by id no longer
+            # see it (`get`), so no writer replaces it between this claim and its deletion.
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
-                payload=to_payload(record.node, token), filter=where)))
+                payload=to_payload(record.node, token if new is not None else _dying(token)), filter=where)))
             if new is not None:
                 operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
                     points=[self._point_vectors(new)], update_filter=models.Filter(must=[_revision_is(token)]))))
@@ -523,13 +538,15 @@ class QdrantStore(VectorStore):
         ids = [old.node.memory_id for old, _ in items]
         got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION]))
         stored = {str(p.id): (p.payload or {}).get(REVISION) for p in got}
-        return {old.node.memory_id for old, new in items if stored.get(old.node.memory_id, "") == token
+        return {old.node.memory_id for old, new in items
+                if stored.get(old.node.memory_id, "") == (token if new is not None else _dying(token))
                 or (replay and new is None and old.node.memory_id not in stored)}
 
     async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
         operations: list[Any] = []
         for old in olds:
-            where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id]), _revision_is(token)])
+            where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id])],
+                                  should=[_revision_is(token), _revision_is(_dying(token))])
             back = to_payload(old.node, old.revision)
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
                 payload=back, filter=where)))
@@ -539,8 +556,8 @@ class QdrantStore(VectorStore):
                                                                   ordering=models.WriteOrdering.MEDIUM))
 
     async def _delete_swapped(self, name: str, ids: list[str], token: str) -> None:
-        selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=ids),  # type: ignore[arg-type]
-                                                                    _revision_is(token)]))
+        selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=ids)],  # type: ignore[arg-type]
+                                                              should=[_revision_is(_dying(token)), _revision_is(token)]))
         await self._call("delete", self._client.delete(name, selector, wait=True,
                                                        ordering=models.WriteOrdering.MEDIUM))
 
@@ -550,8 +567,9 @@ class QdrantStore(VectorStore):
         valid = [i for i in wanted if is_uuid(i)]
         found = await self._call("get", self._client.retrieve(name, valid, with_payload=True,
                                                               with_vectors=[DENSE] if with_vectors else False))
+        # A record claimed for deletion (see `_swap`) is deleted already, as far as a read by id goes.
         by_id = {str(r.id): record_of(r.payload or {}, dense_of(r.vector) if with_vectors else None)
-                 for r in found}
+                 for r in found if not _is_dying((r.payload or {}).get(REVISION))}
         return GetResult(found=[by_id[i] for i in wanted if i in by_id], missing=[i for i in wanted if i not in by_id])
 
     async def _delete_ids(self, name: str, ids: list[str]) -> None:
