@@ -332,3 +332,49 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         assert client.count(JOURNAL).count == 0  # the record is gone with its parts
     finally:
         client.close()
+
+
+def test_one_process_updating_while_another_deletes_resurrects_nothing(shared: dict[str, Any],
+                                                                       tmp_path: Path) -> None:
+    """Update and delete take no lock: each is a write conditional on what it read. Every
+    acknowledged delete stays deleted (an update never brings back a memory being deleted), and
+    each memory's history holds every acknowledged update, then its deletion, one entry a version."""
+    with _open(shared, tmp_path) as reme:
+        ids = [reme.add_memory(f"Alice fact {i}", user_name="alice").memory_id for i in range(12)]
+    results = _run_together(shared, tmp_path, f"""
+        ids = {ids!r}
+        out["done"] = {{}}
+        if sys.argv[2].endswith("wd0"):  # the updater: round after round, until all are gone
+            from reme.errors import MemoryNotFoundError
+            live, turn = list(ids), 0
+            while live:
+                turn += 1
+                for mid in list(live):
+                    try:
+                        node = await reme.update_memory(mid, content=f"{{mid}} turn {{turn}}", user_name="alice")
+                        out["done"].setdefault(mid, []).append([node.version, node.content])
+                        out["ok"] += 1
+                    except MemoryNotFoundError:
+                        live.remove(mid)
+                    except ConflictError:
+                        out["conflicts"] += 1
+        else:  # the deleter
+            for mid in ids:
+                try:
+                    await reme.delete_memory(mid, user_name="alice")
+                    out["ok"] += 1
+                except ConflictError:
+                    out["conflicts"] += 1
+    """)
+    updater, deleter = results
+    assert (updater["conflicts"], deleter["conflicts"], deleter["ok"]) == (0, 0, len(ids))
+    with _open(shared, tmp_path) as reme:
+        assert reme.list_memory(user_name="alice").nodes == []  # nothing came back
+        for mid in ids:
+            with pytest.raises(MemoryNotFoundError):
+                reme.get_memory(mid, user_name="alice")
+            history = reme.history(mid, user_name="alice")
+            updates = updater["done"].get(mid, [])  # type: ignore[attr-defined]
+            assert [v.node.version for v in history] == list(range(1, len(updates) + 2))
+            assert [v.event for v in history] == ["UPDATE"] * len(updates) + ["DELETE"]
+            assert [[v.node.version, v.node.content] for v in history[1:]] == updates
