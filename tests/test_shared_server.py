@@ -334,14 +334,14 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         client.close()
 
 
-def test_one_process_updating_while_another_deletes_resurrects_nothing(shared: dict[str, Any],
+def test_one_process_updating_while_another_deletes_resurrects_nothing(node_store: dict[str, Any],
                                                                        tmp_path: Path) -> None:
     """Update and delete take no lock: each is a write conditional on what it read. Every
     acknowledged delete stays deleted (an update never brings back a memory being deleted), and
     each memory's history holds every acknowledged update, then its deletion, one entry a version."""
-    with _open(shared, tmp_path) as reme:
+    with _open(node_store, tmp_path) as reme:
         ids = [reme.add_memory(f"Alice fact {i}", user_name="alice").memory_id for i in range(12)]
-    results = _run_together(shared, tmp_path, f"""
+    results = _run_together(node_store, tmp_path, f"""
         ids = {ids!r}
         out["done"] = {{}}
         if sys.argv[2].endswith("wd0"):  # the updater: round after round, until all are gone
@@ -368,7 +368,7 @@ def test_one_process_updating_while_another_deletes_resurrects_nothing(shared: d
     """)
     updater, deleter = results
     assert (updater["conflicts"], deleter["conflicts"], deleter["ok"]) == (0, 0, len(ids))
-    with _open(shared, tmp_path) as reme:
+    with _open(node_store, tmp_path) as reme:
         assert reme.list_memory(user_name="alice").nodes == []  # nothing came back
         for mid in ids:
             with pytest.raises(MemoryNotFoundError):
@@ -378,3 +378,40 @@ def test_one_process_updating_while_another_deletes_resurrects_nothing(shared: d
             assert [v.node.version for v in history] == list(range(1, len(updates) + 2))
             assert [v.event for v in history] == ["UPDATE"] * len(updates) + ["DELETE"]
             assert [[v.node.version, v.node.content] for v in history[1:]] == updates
+
+
+def test_an_update_never_brings_back_a_memory_whose_deletion_has_begun(node_store: dict[str, Any],
+                                                                       tmp_path: Path) -> None:
+    """A delete claims the memory (a conditional write), writes its version, then deletes it where
+    the claim still holds. An update in between, from another process, finds the memory gone: were
+    it to write over the claim, the acknowledged delete would delete nothing."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    # Stopped after its claim, right before the deletion reaches the server.
+    deleting = _start(node_store, tmp_path, _worker(f"""
+        stop["at"] = "delete"
+        await reme.delete_memory("{memory_id}", user_name="alice")
+        out["ok"] += 1
+    """, prelude=STOP_AT), "deleting")
+    try:
+        _go(deleting)
+        assert deleting.stdout is not None and deleting.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(deleting):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with _open(node_store, tmp_path) as reme:
+            with pytest.raises(MemoryNotFoundError):
+                reme.update_memory(memory_id, content="draft 1", user_name="alice")
+            with pytest.raises(MemoryNotFoundError):
+                reme.record_usage([memory_id], True, user_name="alice")
+        os.kill(deleting.pid, signal.SIGCONT)
+        assert _result(deleting)["ok"] == 1
+    finally:
+        if deleting.poll() is None:
+            os.kill(deleting.pid, signal.SIGCONT)
+            deleting.kill()
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(memory_id, user_name="alice")
+        assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [("draft 0", "DELETE")]
