@@ -415,3 +415,32 @@ def test_an_update_never_brings_back_a_memory_whose_deletion_has_begun(node_stor
         with pytest.raises(MemoryNotFoundError):
             reme.get_memory(memory_id, user_name="alice")
         assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [("draft 0", "DELETE")]
+
+
+def test_a_late_replay_of_a_killed_update_never_undoes_a_later_one(node_store: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """An update killed after its conditional write, before the version it ends: another process
+    updates the memory again (no lock waits for the dead one). Replaying the dead one's record
+    later must not write over that acknowledged update, and must still keep the version it ended."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    killed = _start(node_store, tmp_path, _worker(f"""
+        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")
+    """, prelude=STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    with _open(node_store, tmp_path) as reme:
+        assert reme.update_memory(memory_id, content="draft 2", user_name="alice").version == 3
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays the record
+        stored = reme.get_memory(memory_id, user_name="alice")
+        assert (stored.version, stored.content) == (3, "draft 2")
+        history = reme.history(memory_id, user_name="alice")
+        assert [(v.node.version, v.node.content) for v in history] == [(1, "draft 0"), (2, "draft 1")]
+    client = QdrantClient(url=node_store["url"], check_compatibility=False)
+    try:
+        assert client.count(JOURNAL).count == 0
+    finally:
+        client.close()

@@ -115,6 +115,21 @@ class MemoryRepo:
 
     def __post_init__(self) -> None:
         self.lock = WriteLock(self.store, self.collection)
+        self.store.replay_checks[self.collection] = self._replaced
+
+    async def _replaced(self, records: list[VectorRecord]) -> bool:
+        """Whether each of these states of memories (the new records of a swap that a crash
+        interrupted, none of which holds its revision now) had been stored and then replaced:
+        the memory holds that state still (only its access counts changed), or one of its
+        versions keeps it. A state is new to its write (`time_modified`, `version`), so no other
+        write can have stored it. The store asks this when it replays the swap's intent record."""
+        stored = await self.get([r.node.memory_id for r in records])
+        todo = [r.node for r in records
+                if not (r.node.memory_id in stored and stored[r.node.memory_id].same_state(r.node))]
+        if not todo:
+            return True
+        kept = await self.versions_of([n.memory_id for n in todo])
+        return all(any(v.node.same_state(n) for v, _ in kept.get(n.memory_id, [])) for n in todo)
 
     @property
     def versions(self) -> str:

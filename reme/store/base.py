@@ -407,6 +407,7 @@ class VectorStore(ABC):
         self.sync: SyncMode = sync
         self._dims: dict[str, int] = {}
         self._write_lock = asyncio.Lock()
+        self.replay_checks = {}
         # Recover before the first write, and again after a batch failed half way in this process.
         self._unfinished = True
 
@@ -613,18 +614,44 @@ class VectorStore(ABC):
 
     async def _replay_steps(self, steps: list[WriteOp]) -> bool:
         """Apply an intent record's steps again; False when it is abandoned instead: its swaps had not
-        all been won before the crash, and another write changed one of their records since."""
+        all been won before the crash, and another write changed one of their records since.
+
+        A record whose swap was won and then replaced by a later write (where no lock makes later
+        writers wait for a dead one's record to be replayed: a change by id) is not abandoned: its
+        other steps (the versions it keeps) are applied. `replay_checks` tells the two apart."""
         swaps = [step for step in steps if isinstance(step, Swap)]
         if swaps and not await self._past_swaps(steps):
-            try:
-                for swap in swaps:
-                    await self._claim(swap, replay=True)
-            except ConflictError:
+            claimed: list[tuple[Swap, set[str]]] = []
+            applied = True
+            for swap in swaps:
+                if await self.collection_dim(swap.collection) is None:
+                    applied = False
+                    break
+                won = await self._claim(swap, replay=True, keep=True)
+                claimed.append((swap, won))
+                lost = [new for new in swap.new if new.node.memory_id not in won]
+                if len(won) < len(swap.old) and not (lost and len(lost) == len(swap.old) - len(won)
+                                                     and await self._replaced(swap.collection, lost)):
+                    applied = False
+                    break
+            if not applied:
+                for swap, won in claimed:
+                    await self._give_back(swap, won)
                 return False
         for step in steps:
             if not isinstance(step, Swap):
                 await self._apply(step, replay=True)
         return True
+
+    replay_checks: dict[str, Callable[[list[VectorRecord]], Awaitable[bool]]]
+    """Per collection, for replays: whether records a swap wrote (its new states) were stored and
+    then replaced by later writes, though none of them holds the swap's revision any longer. Set
+    by whoever writes that collection and keeps what it replaces (the memory repo: a later write
+    kept each of them as a version, or changed only their access counts)."""
+
+    async def _replaced(self, name: str, records: list[VectorRecord]) -> bool:
+        check = self.replay_checks.get(name)
+        return check is not None and await check(records)
 
     async def _past_swaps(self, steps: list[WriteOp]) -> bool:
         """Whether the writer had won the swaps of this record: a later step of it (the first
@@ -637,23 +664,26 @@ class VectorStore(ABC):
                 return not (await self.get(step.collection, [step.records[0].node.memory_id])).missing
         return False
 
-    async def _claim(self, step: Swap, *, replay: bool) -> None:
-        """A swap's conditional write; where it lost any record, the ones it won are put back
-        (still only where they hold its token) and `ConflictError` names a lost one."""
+    async def _claim(self, step: Swap, *, replay: bool, keep: bool = False) -> set[str]:
+        """A swap's conditional write; returns the ids it won. Where it lost any record, the ones
+        it won are put back (still only where they hold its token) and `ConflictError` names a
+        lost one; with `keep`, that is the caller's to decide (`_give_back`)."""
         new = {r.node.memory_id: r for r in step.new}
         items = [(old, new.get(old.node.memory_id)) for old in step.old]
-        if replay and await self.collection_dim(step.collection) is None:
-            raise ConflictError(f"collection {step.collection!r} was dropped")
         won: set[str] = set()
         for i in range(0, len(items), self.batch_size):
             won |= await self._swap(step.collection, items[i:i + self.batch_size], step.token, replay=replay)
         lost = [old.node.memory_id for old, _ in items if old.node.memory_id not in won]
-        if lost:
-            back = [old for old in step.old if old.node.memory_id in won]
-            for i in range(0, len(back), self.batch_size):
-                await self._put_back(step.collection, back[i:i + self.batch_size], step.token)
-            raise ConflictError(f"memory {lost[0]} changed after it was read (another process shares the store); "
+        if lost and not keep:
+            await self._give_back(step, won)
+            raise ConflictError(f"memory {lost[0]} changed after it was read (another writer shares the store); "
                                 "nothing was written")
+        return won
+
+    async def _give_back(self, step: Swap, won: set[str]) -> None:
+        back = [old for old in step.old if old.node.memory_id in won]
+        for i in range(0, len(back), self.batch_size):
+            await self._put_back(step.collection, back[i:i + self.batch_size], step.token)
 
     async def _swap(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
                     replay: bool) -> set[str]:
