@@ -444,3 +444,39 @@ def test_a_late_replay_of_a_killed_update_never_undoes_a_later_one(node_store: d
         assert client.count(JOURNAL).count == 0
     finally:
         client.close()
+
+
+def test_a_change_by_id_first_finishes_the_dead_batch_that_wrote_the_memory(node_store: dict[str, Any],
+                                                                            tmp_path: Path) -> None:
+    """An import (one journaled write: the memories and their versions) whose process was killed
+    after its engine writes, before its intent record was dropped. Updates and deletes take no
+    lock, so nothing made them wait for the dead writer's record to be replayed: the memory names
+    that record (its revision) and the change applies it first. A later replay (an open once the
+    record is stale) then has nothing left to write over the update or to bring back."""
+    from reme.schema import MemoryNode
+
+    kept, gone = (MemoryNode(memory_type="personal", memory_target="alice", content=f"{name} v2", version=2)
+                  for name in ("kept", "gone"))
+    lines = [{**node.model_dump(mode="json"), "history": [{
+        "event": "UPDATE", "time": node.time_created.isoformat(), "reason": "imported",
+        "node": node.model_copy(update={"version": 1, "content": node.content[:-1] + "1"}).model_dump(mode="json")}]}
+        for node in (kept, gone)]
+    (tmp_path / "memories.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    killed = _start(node_store, tmp_path, _worker(f"""
+        stop["at"], stop["nth"], stop["signal"] = "journal", 2, signal.SIGKILL  # the intent record's drop
+        await reme.import_memory({str(tmp_path / "memories.jsonl")!r}, user_name="alice")
+    """, prelude=STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    with _open(node_store, tmp_path) as reme:
+        assert reme.update_memory(kept.memory_id, content="kept v3", user_name="alice").version == 3
+        reme.delete_memory(gone.memory_id, user_name="alice")
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays what is left
+        stored = reme.get_memory(kept.memory_id, user_name="alice")
+        assert (stored.version, stored.content) == (3, "kept v3")
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(gone.memory_id, user_name="alice")
+        assert [v.node.content for v in reme.history(kept.memory_id, user_name="alice")] == ["kept v1", "kept v2"]
+        assert [v.node.content for v in reme.history(gone.memory_id, user_name="alice")] == ["gone v1", "gone v2"]

@@ -228,6 +228,22 @@ def decode_steps(body: bytes) -> list[WriteOp]:
     return steps
 
 
+BATCH_TAG = "j"
+"""How a revision that names a journaled write's key begins (see `VectorStore.tags_batches`);
+other revisions are hexadecimal."""
+
+
+def _behind(steps: Sequence[WriteOp]) -> set[str]:
+    """The journal keys that the stored records a write swaps name (see `VectorStore.tags_batches`)."""
+    return {r.revision[len(BATCH_TAG):] for step in steps if isinstance(step, Swap) for r in step.old
+            if r.revision is not None and r.revision.startswith(BATCH_TAG)}
+
+
+def _tag(steps: list[WriteOp], revision: str) -> list[WriteOp]:
+    return [Upsert(step.collection, [VectorRecord.model_construct(node=r.node, vector=r.vector, revision=revision)
+                                     for r in step.records]) if isinstance(step, Upsert) else step for step in steps]
+
+
 async def off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
     """`fn(*args)` in a worker thread when `size` is large, inline (no thread hop) when small."""
     if size > INLINE_RECORDS:
@@ -529,16 +545,26 @@ class VectorStore(ABC):
             if not steps:
                 return
             touched = {step.collection for step in steps}
+            behind = _behind(steps)
             if len(steps) == 1 and (not isinstance(steps[0], Swap) or len(steps[0].old) <= self.batch_size):
                 if isinstance(steps[0], Swap):
+                    if behind:
+                        await self._replay(await self._journal_records(behind))
                     await self._claim(steps[0], replay=False)
                 else:
                     await self._apply(steps[0], replay=False)
                 await self._sync(touched)
                 return
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
-            key = await self._journal_put(await off_loop(encode_steps, steps, size=size))
+            body = await off_loop(encode_steps, steps, size=size)
+            if behind:  # looked up while the record is stored: no round trip of its own
+                key, found = await asyncio.gather(self._journal_put(body), self._journal_records(behind))
+                await self._replay(found)
+            else:
+                key = await self._journal_put(body)
             self._unfinished = True
+            if self.tags_batches:
+                steps = await off_loop(_tag, steps, BATCH_TAG + key, size=size)
             for group in self._groups(steps):
                 if isinstance(group[0], Swap):  # a swap is never grouped
                     try:
@@ -556,6 +582,17 @@ class VectorStore(ABC):
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
+
+    tags_batches = False
+    """Whether the records a journaled write upserts carry its journal key as their revision
+    (`BATCH_TAG` + key), for a store that processes share: a change by id takes no lock, so it
+    may meet a record of a batch whose writer died half way; it then applies that batch's intent
+    record first (`_journal_records`), lest a later replay of the batch write over the change."""
+
+    async def _journal_records(self, keys: set[str]) -> list[tuple[str, bytes]]:
+        """The intent records among `keys` still stored (see `tags_batches`), oldest first. A
+        store that one process owns replays its own before any write: none."""
+        return []
 
     def _groups(self, steps: Sequence[WriteOp]) -> list[list[WriteOp]]:
         """The steps in order, consecutive data steps on different collections grouped (with

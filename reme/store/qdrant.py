@@ -193,6 +193,7 @@ class QdrantStore(VectorStore):
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
         self.local = url is None
         self.url = url
+        self.tags_batches = not self.local
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
         self._known: set[str] = set()
@@ -365,6 +366,12 @@ class QdrantStore(VectorStore):
             out.append((key, created, body.encode()))
         out.sort(key=lambda r: r[1])
         return [(key, body) for key, _, body in out]
+
+    async def _journal_records(self, keys: set[str]) -> list[tuple[str, bytes]]:
+        journal = await self._journal()
+        got = await self._call("journal", self._client.retrieve(journal, sorted(k for k in keys if is_uuid(k)),
+                                                                with_payload=True))
+        return await self._bodies([p for p in got if (p.payload or {}).get("header")])
 
     async def _finish_for(self, holder: str) -> None:
         """Apply the records a lock's holder left when it died, once its lock is taken over: the
