@@ -28,12 +28,15 @@ from reme.store.base import line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
 
 VERSIONS_SUFFIX = "-versions"
-SWAP_ATTEMPTS = 12
+SWAP_ATTEMPTS = 30
 """How many times a read-modify-write reads and writes again when its conditional write (`Swap`)
 lost to another writer, in this process or another one sharing the store: the change is then made
-on the newer state, after a short random pause (`_backoff`). After that many, `ConflictError`."""
+on the newer state, after a random pause (`_backoff`) that grows from try to try, so a writer that
+keeps losing to one that writes in a tight loop soon tries at another moment of its cycle (two
+processes updating one memory as fast as they can: 8 tries at most over 100 calls). After that
+many (about 3 s of pauses), `ConflictError`."""
 BACKOFF = 0.002
-"""Seconds: the first retry pauses up to this long, each later one up to twice as long (capped by `BACKOFF_MAX`)."""
+"""Seconds: the first retry pauses about this long, each later one about twice as long (up to `BACKOFF_MAX`)."""
 BACKOFF_MAX = 0.1
 HASH_LOOKUP = 500
 """Content hashes looked up in one filter (well under `MAX_FILTER_SIZE`, with the scope's conditions)."""
@@ -70,8 +73,10 @@ class _Lost(ConflictError):
 
 
 async def _backoff(attempt: int) -> None:
-    """A random pause before retry `attempt + 1`: writers that collided do not collide again in step."""
-    await asyncio.sleep(random.uniform(0, min(BACKOFF_MAX, BACKOFF * 2 ** (attempt - 1))))
+    """A random pause before retry `attempt + 1` (half of it fixed, half drawn): writers that
+    collided do not collide again in step."""
+    pause = min(BACKOFF_MAX, BACKOFF * 2 ** (attempt - 1))
+    await asyncio.sleep(pause / 2 + random.uniform(0, pause / 2))
 
 
 class WriteLock:
@@ -117,12 +122,17 @@ class MemoryRepo:
         self.lock = WriteLock(self.store, self.collection)
         self.store.replay_checks[self.collection] = self._replaced
 
-    async def _replaced(self, records: list[VectorRecord]) -> bool:
-        """Whether each of these states of memories (the new records of a swap that a crash
-        interrupted, none of which holds its revision now) had been stored and then replaced:
-        the memory holds that state still (only its access counts changed), or one of its
-        versions keeps it. A state is new to its write (`time_modified`, `version`), so no other
-        write can have stored it. The store asks this when it replays the swap's intent record."""
+    async def _replaced(self, items: list[tuple[VectorRecord, VectorRecord | None]]) -> bool:
+        """Whether each new state of these memories (the records of a swap that a crash
+        interrupted, as read and as written, none of which holds its revision now) had been
+        stored and then replaced: the memory holds that state still (only its access counts
+        changed), or one of its versions keeps it. A changed state is new to its write
+        (`time_modified`, `version`), so no other write can have stored it; a deletion, or a
+        change of access counts alone, proves nothing. The store asks this when it replays the
+        swap's intent record."""
+        if any(new is None or new.node.same_state(old.node) for old, new in items):
+            return False
+        records = [new for _, new in items if new is not None]
         stored = await self.get([r.node.memory_id for r in records])
         todo = [r.node for r in records
                 if not (r.node.memory_id in stored and stored[r.node.memory_id].same_state(r.node))]

@@ -666,9 +666,9 @@ class VectorStore(ABC):
                     break
                 won = await self._claim(swap, replay=True, keep=True)
                 claimed.append((swap, won))
-                lost = [new for new in swap.new if new.node.memory_id not in won]
-                if len(won) < len(swap.old) and not (lost and len(lost) == len(swap.old) - len(won)
-                                                     and await self._replaced(swap.collection, lost)):
+                new = {r.node.memory_id: r for r in swap.new}
+                lost = [(old, new.get(old.node.memory_id)) for old in swap.old if old.node.memory_id not in won]
+                if lost and not await self._replaced(swap.collection, lost):
                     applied = False
                     break
             if not applied:
@@ -680,15 +680,15 @@ class VectorStore(ABC):
                 await self._apply(step, replay=True)
         return True
 
-    replay_checks: dict[str, Callable[[list[VectorRecord]], Awaitable[bool]]]
-    """Per collection, for replays: whether records a swap wrote (its new states) were stored and
-    then replaced by later writes, though none of them holds the swap's revision any longer. Set
-    by whoever writes that collection and keeps what it replaces (the memory repo: a later write
-    kept each of them as a version, or changed only their access counts)."""
+    replay_checks: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]]], Awaitable[bool]]]
+    """Per collection, for replays: whether a swap's records (old as read, new as it wrote them;
+    None: deleted) were written and then replaced by later writes, though none holds the swap's
+    revision any longer. Set by whoever writes that collection and keeps what it replaces (the
+    memory repo: a later write kept each new state as a version, or changed only its access counts)."""
 
-    async def _replaced(self, name: str, records: list[VectorRecord]) -> bool:
+    async def _replaced(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]]) -> bool:
         check = self.replay_checks.get(name)
-        return check is not None and await check(records)
+        return check is not None and await check(items)
 
     async def _past_swaps(self, steps: list[WriteOp]) -> bool:
         """Whether the writer had won the swaps of this record: a later step of it (the first

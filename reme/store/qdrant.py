@@ -105,6 +105,8 @@ def _is_dying(revision: Any) -> bool:
 
 
 _DYING = "-dying"
+PRIOR = "prior"
+"""The payload field holding the revision a swap replaced (see `_swap`)."""
 
 
 def _sparse(terms: SparseTerms) -> models.SparseVector:
@@ -528,8 +530,12 @@ class QdrantStore(VectorStore):
                                           _revision_is(_dying(token))])
             # A record to delete is claimed with the dying form of the token: reads by id no longer
             # see it (`get`), so no writer replaces it between this claim and its deletion.
+            # `prior`: what it replaced, so that a writer whose swap was replaced again before it read
+            # the revisions back knows it had won.
+            payload = to_payload(record.node, token if new is not None else _dying(token))
+            payload[PRIOR] = old.revision
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
-                payload=to_payload(record.node, token if new is not None else _dying(token)), filter=where)))
+                payload=payload, filter=where)))
             if new is not None:
                 operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
                     points=[self._point_vectors(new)], update_filter=models.Filter(must=[_revision_is(token)]))))
@@ -543,10 +549,11 @@ class QdrantStore(VectorStore):
             if not isinstance(cause, KeyError) and getattr(cause, "status_code", None) != 404:
                 raise
         ids = [old.node.memory_id for old, _ in items]
-        got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION]))
-        stored = {str(p.id): (p.payload or {}).get(REVISION) for p in got}
+        got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION, PRIOR]))
+        stored = {str(p.id): ((p.payload or {}).get(REVISION), (p.payload or {}).get(PRIOR)) for p in got}
         return {old.node.memory_id for old, new in items
-                if stored.get(old.node.memory_id, "") == (token if new is not None else _dying(token))
+                if stored.get(old.node.memory_id, ("", ""))[0] == (token if new is not None else _dying(token))
+                or (new is not None and stored.get(old.node.memory_id, ("", ""))[1] == token)
                 or (replay and new is None and old.node.memory_id not in stored)}
 
     async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
