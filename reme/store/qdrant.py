@@ -20,7 +20,10 @@ holder renews it while it works and releases it when done. A holder that died lo
 under it (journal records name the lock they were written under), so nobody decides on them
 half-written and no late replay undoes what was written next. The lease alone does not fence a
 holder that froze beyond it: the write of a stored record is conditional in the engine too
-(`Swap`: see `_swap`), so such a holder's write loses when it comes back.
+(`Swap`: see `_swap`), so such a holder's write loses when it comes back. Writers that change
+stored records by id take no lock at all (the conditional write is their guard); the records a
+journaled write upserts name its intent record (`tags_batches`), which such a writer applies
+first, since no lock made it wait for a dead writer's records to be replayed.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
