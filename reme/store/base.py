@@ -558,6 +558,7 @@ class VectorStore(ABC):
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
             body = await off_loop(encode_steps, steps, size=size)
             if behind:  # looked up while the record is stored: no round trip of its own
+                self._unfinished = True  # should the look-up fail, the record may be stored all the same
                 key, found = await asyncio.gather(self._journal_put(body), self._journal_records(behind))
                 await self._replay(found)
             else:
