@@ -480,3 +480,43 @@ def test_a_change_by_id_first_finishes_the_dead_batch_that_wrote_the_memory(node
             reme.get_memory(gone.memory_id, user_name="alice")
         assert [v.node.content for v in reme.history(kept.memory_id, user_name="alice")] == ["kept v1", "kept v2"]
         assert [v.node.content for v in reme.history(gone.memory_id, user_name="alice")] == ["gone v1", "gone v2"]
+
+
+def test_a_summary_whose_write_loses_to_a_read_count_writes_again(node_store: dict[str, Any], server: OpenAITestServer,
+                                                                  tmp_path: Path) -> None:
+    """Read counts take no lock. A summary (under its locks) stopped right before its conditional
+    write, while another process counts a read of the memory it replaces: its write loses, and
+    since only access counts moved, it reads again and writes on the newer record, keeping the count."""
+    with _open(node_store, tmp_path) as reme:
+        paris = reme.add_memory("Alice lives in Paris", user_name="alice")
+    server.script("Read the conversation below", {"memories": [{"content": "Alice moved to Berlin", "kind": "fact",
+                                                                 "sources": [0], "importance": 0.5, "time": None}]})
+    server.script("long-term memory consistent", {"decisions": [{"candidate": 0, "action": "UPDATE", "id": 0,
+                                                                 "text": "Alice lives in Berlin", "reason": "moved"}]})
+    summarizing = _start(node_store, tmp_path, _worker("""
+        stop["at"] = "swap"
+        await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin"}], user_name="alice")
+        out["ok"] += 1
+    """, llm=server.base_url, prelude=STOP_AT), "summarizing")
+    try:
+        _go(summarizing)
+        assert summarizing.stdout is not None and summarizing.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(summarizing):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with ReMeSync(working_dir=tmp_path / "reader", embedding={"backend": "hash", "dimensions": DIM},
+                      vector_store=node_store, retrieval={"track_reads": True}) as reme:
+            found = reme.retrieve_memory("where does Alice live", user_name="alice", rewrite=False)
+            assert paris.memory_id in [m.node.memory_id for m in found.memories]
+            assert reme.flush_reads() == 1
+        os.kill(summarizing.pid, signal.SIGCONT)
+        assert _result(summarizing)["ok"] == 1  # no ConflictError
+    finally:
+        if summarizing.poll() is None:
+            os.kill(summarizing.pid, signal.SIGCONT)
+            summarizing.kill()
+    with _open(node_store, tmp_path) as reme:
+        stored = reme.get_memory(paris.memory_id, user_name="alice")
+        assert (stored.content, stored.version, stored.access_count) == ("Alice lives in Berlin", 2, 1)
+        assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
