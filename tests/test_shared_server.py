@@ -520,3 +520,60 @@ def test_a_summary_whose_write_loses_to_a_read_count_writes_again(node_store: di
         stored = reme.get_memory(paris.memory_id, user_name="alice")
         assert (stored.content, stored.version, stored.access_count) == ("Alice lives in Berlin", 2, 1)
         assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
+
+
+def test_usage_counts_of_several_memories_never_take_back_a_count_another_process_built_on(
+        node_store: dict[str, Any], tmp_path: Path) -> None:
+    """A usage count of two memories whose conditional write wins one and loses the other (changed
+    meanwhile) keeps the one it won and tries the other again: were it to put it back, a process
+    that counted on it in between would see its own count stand and the first count made twice."""
+    with _open(node_store, tmp_path) as reme:
+        a, b = (reme.add_memory(text, user_name="alice").memory_id for text in ("Alice likes tea", "Alice hikes"))
+    stops = """
+        from reme.store.qdrant import QdrantStore
+        _call = QdrantStore._call
+        swaps = {"n": 0}
+
+        async def _stopping_call(self, what, coro):
+            # Stopped before its first conditional write and before its third call of that kind
+            # (what follows the read-back of the first).
+            if what == "swap":
+                swaps["n"] += 1
+                if swaps["n"] in (1, 3):
+                    print("stopping", flush=True)
+                    os.kill(os.getpid(), signal.SIGSTOP)
+            return await _call(self, what, coro)
+
+        QdrantStore._call = _stopping_call
+    """
+    counting = _start(node_store, tmp_path, _worker(f"""
+        await reme.record_usage(["{a}", "{b}"], True, user_name="alice")
+        out["ok"] += 1
+    """, prelude=stops), "counting")
+
+    def stopped() -> None:
+        assert counting.stdout is not None and counting.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(counting):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    try:
+        _go(counting)
+        stopped()
+        with _open(node_store, tmp_path) as reme:
+            reme.record_usage([b], True, user_name="alice")  # its write of b will lose
+        os.kill(counting.pid, signal.SIGCONT)
+        stopped()
+        with _open(node_store, tmp_path) as reme:
+            reme.record_usage([a], True, user_name="alice")  # counts on its count of a
+        os.kill(counting.pid, signal.SIGCONT)
+        assert _result(counting)["ok"] == 1
+    finally:
+        if counting.poll() is None:
+            os.kill(counting.pid, signal.SIGCONT)
+            counting.kill()
+    with _open(node_store, tmp_path) as reme:
+        for memory_id in (a, b):  # two acknowledged counts each
+            stored = reme.get_memory(memory_id, user_name="alice")
+            assert (stored.access_count, stored.metadata["freq"]) == (2, 2)

@@ -24,7 +24,7 @@ from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, d
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
 from reme.store import CreateCollection, Swap, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
-from reme.store.base import line_node, line_vector, read_jsonl
+from reme.store.base import PartlyWritten, line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
 
 VERSIONS_SUFFIX = "-versions"
@@ -69,7 +69,12 @@ class Imported:
 
 
 class _Lost(ConflictError):
-    """A write's `Swap` lost: a stored record it replaces changed after it was read. Read again and retry."""
+    """A write's `Swap` lost: a stored record it replaces changed after it was read. Read again and
+    retry; `written`: the memories a partial swap (usage counts) wrote all the same, not to retry."""
+
+    def __init__(self, message: str, written: set[str] | None = None) -> None:
+        super().__init__(message)
+        self.written = written or set()
 
 
 async def _backoff(attempt: int) -> None:
@@ -229,18 +234,24 @@ class MemoryRepo:
         (`Swap`), and when another writer, of this process or another one, changed it meanwhile, it
         reads and revises again, up to `SWAP_ATTEMPTS` times."""
         vectors: dict[str, list[float]] = {}  # a retry does not embed the same text again
+        done: dict[str, MemoryNode] = {}  # written by an earlier try (usage counts of several memories)
+        todo = list(dict.fromkeys(memory_ids))
         for attempt in range(1, SWAP_ATTEMPTS + 1):
             # Read with the vectors: `_write` then needs no second read of what this one just read.
-            read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
-            missing = [m for m in memory_ids if m not in read]
+            read = await self._read(todo, scope, alive_at, with_vectors=True)
+            missing = [m for m in todo if m not in read]
             if missing:
                 raise MemoryNotFoundError(missing[0])
             changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
                        for r in read.values()]
             await self._embed(changes, vectors)
             try:
-                return [node for node, _ in await self._write(changes, read=read)]
-            except _Lost:
+                done.update((node.memory_id, node) for node, _ in await self._write(changes, read=read))
+                return [done[m] for m in dict.fromkeys(memory_ids)]
+            except _Lost as lost:
+                done.update((c.new.memory_id, c.new) for c in changes if c.new is not None
+                            and c.new.memory_id in lost.written)
+                todo = [m for m in todo if m not in lost.written]
                 if attempt == SWAP_ATTEMPTS:
                     raise
                 await _backoff(attempt)
@@ -410,9 +421,14 @@ class MemoryRepo:
         # One write: after a crash, reopening shows all of it (versions, new states, deletions) or none.
         # The stored memories it replaces or deletes are a swap, conditional on what was read here:
         # when another writer changed one since, nothing is written (`_Lost`: read again, retry).
+        # Usage counts alone: each memory's write stands on its own, so one lost does not take back
+        # the others (which a change by id may already have read and counted on).
+        partial = not versions and not writes and len(replacements) == len(swapped) > 1
         try:
-            await self.store.write([Swap(self.collection, swapped, replacements), Upsert(self.versions, versions),
-                                    Upsert(self.collection, writes)])
+            await self.store.write([Swap(self.collection, swapped, replacements, partial=partial),
+                                    Upsert(self.versions, versions), Upsert(self.collection, writes)])
+        except PartlyWritten as exc:
+            raise _Lost(str(exc), exc.won) from None
         except ConflictError as exc:
             raise _Lost(str(exc)) from None
         return out
@@ -423,15 +439,18 @@ class MemoryRepo:
         Lock-free, as `modify`."""
         if not reads:
             return 0
+        todo, written = list(reads), 0
         for attempt in range(1, SWAP_ATTEMPTS + 1):
-            read = await self._read(list(reads), with_vectors=True)
+            read = await self._read(todo, with_vectors=True)
             changes = [Change(new=r.node.model_copy(update={
                 "access_count": r.node.access_count + reads[mid][0],
                 "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
                 old=r.node, keep_version=False) for mid, r in read.items()]
             try:
-                return sum(wrote for _, wrote in await self._write(changes, read=read))
-            except _Lost:
+                return written + sum(wrote for _, wrote in await self._write(changes, read=read))
+            except _Lost as lost:
+                written += len(lost.written)
+                todo = [m for m in todo if m not in lost.written]
                 if attempt == SWAP_ATTEMPTS:
                     raise
                 await _backoff(attempt)

@@ -125,6 +125,18 @@ class Swap:
     old: Sequence[VectorRecord]
     new: Sequence[VectorRecord] = ()
     token: str = ""
+    partial: bool = False
+    """The records are independent (usage counts): a write of this swap alone that loses some of
+    them keeps the ones it won and raises `PartlyWritten` naming them, instead of putting them
+    back. It deletes nothing."""
+
+
+class PartlyWritten(ConflictError):
+    """A `partial` swap lost some of its records: the ones in `won` are written, the others not."""
+
+    def __init__(self, message: str, won: set[str]) -> None:
+        super().__init__(message)
+        self.won = won
 
 
 @dataclass(frozen=True)
@@ -550,7 +562,11 @@ class VectorStore(ABC):
                 if isinstance(steps[0], Swap):
                     if behind:
                         await self._replay(await self._journal_records(behind))
-                    await self._claim(steps[0], replay=False)
+                    won = await self._claim(steps[0], replay=False, keep=steps[0].partial)
+                    if len(won) < len(steps[0].old):
+                        await self._sync(touched)
+                        raise PartlyWritten(f"{len(steps[0].old) - len(won)} of {len(steps[0].old)} records changed "
+                                            "after they were read; the others were written", won)
                 else:
                     await self._apply(steps[0], replay=False)
                 await self._sync(touched)
@@ -788,8 +804,10 @@ class VectorStore(ABC):
                 if not old:
                     continue
                 token = uuid.uuid4().hex
-                swaps.append(Swap(op.collection, old, new, token))
                 gone = [i for i in ids if i not in {r.node.memory_id for r in new}]
+                if op.partial and gone:
+                    raise InvalidInputError("a partial swap deletes nothing")
+                swaps.append(Swap(op.collection, old, new, token, op.partial))
                 if gone:
                     finish.append(Delete(op.collection, gone, token))
             elif isinstance(op, Upsert):
