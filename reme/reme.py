@@ -349,7 +349,6 @@ class ReMe:
             else:
                 self._store = open_store(self.config.vector_store, working_dir)
         try:
-            await self._store.recover()  # finish or undo what a crash interrupted, before anything reads
             self._prompts = PromptLibrary(self.config.prompts.language, self.config.prompts.dir)
             if self.config.llm.configured and self._llm is None:
                 self._llm = ChatModel(self.config.llm)
@@ -361,6 +360,9 @@ class ReMe:
                 self._embedder = LazyEmbedder(lambda: create_embedder(embedding), embedding.backend,
                                               self._check_vector_size, self.progress)
             self._repo = MemoryRepo(self._store, self._embedder, self.collection)
+            # Finish or undo what a crash interrupted, before anything reads (the repo tells a
+            # replay whether a swap it finds replaced was won before: `VectorStore.replay_checks`).
+            await self._store.recover()
             if not isinstance(self._embedder, LazyEmbedder) or None in await self._stored_dims():
                 await self._repo.create()  # a new store needs the size now; an existing one has it on disk
         except BaseException:
@@ -513,7 +515,7 @@ class ReMe:
                             tool_name: str | None = None) -> None:
         """Delete one memory; `MemoryNotFoundError` if it is not there (in the named scope).
         The deleted state stays readable through `history(memory_id)` until its scope is wiped."""
-        # Read and deleted under the write lock: one read, and nothing can change it in between.
+        # One read, and a write conditional on it (retried on the newer state when another writer got there first).
         await self.repo.modify([_canonical_id(memory_id)], lambda old: None,
                                scope=scope_of(user_name, task_name, tool_name), reason="delete_memory",
                                alive_at=utcnow())

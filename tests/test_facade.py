@@ -77,6 +77,21 @@ async def test_concurrent_adds_of_the_same_content_yield_one_memory(reme: ReMe) 
     assert await reme.count_memory() == 3
 
 
+@every_store
+async def test_concurrent_changes_of_one_memory_lose_none(reme: ReMe) -> None:
+    """Updates and usage counts of one memory at once, from tasks of one process: none waits for a
+    lock and none is lost (each write is conditional on what it read, retried on the newer state)."""
+    node = await reme.add_memory("draft 0", user_name="alice")
+    done = await asyncio.gather(*(reme.update_memory(node.memory_id, content=f"draft {i}", user_name="alice")
+                                  for i in range(1, 9)),
+                                *(reme.record_usage([node.memory_id], i % 2 == 0, user_name="alice") for i in range(8)))
+    assert sorted(n.version for n in done[:8]) == list(range(2, 10))  # type: ignore[union-attr]
+    stored = await reme.get_memory(node.memory_id, user_name="alice")
+    assert (stored.version, stored.access_count, stored.metadata["freq"], stored.metadata["utility"]) == (9, 8, 8, 4)
+    history = await reme.history(node.memory_id, user_name="alice")
+    assert [v.node.version for v in history] == list(range(1, 9))
+
+
 async def test_one_batch_may_hold_more_memories_of_one_user_than_a_filter_may_name(reme: ReMe) -> None:
     # Deduplication looks the batch's content hashes up in the store: more than the filter limit
     # (1,000 values) used to make the whole add an InvalidFilterError.

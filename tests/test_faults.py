@@ -278,10 +278,11 @@ async def test_a_worker_killed_while_writing_a_summary_leaves_it_whole_and_undon
         seen = len(await other.list_memory(user_name="bob", limit=100))
         assert 0 < seen < FACTS + 1  # the kill landed mid-write
         one = next(n for n in await other.list_memory(user_name="bob", limit=100) if n.memory_type == "personal")
-        # The other worker's next write takes the collection's lock over from the dead one ...
+        # The other worker's update of one of its memories (which names the dead one's intent
+        # record: updates take no lock) ...
         revised = await other.update_memory(one.memory_id, content="Bob moved item 0", user_name="bob")
         assert revised.version == 2
-        # ... and first finishes what the dead one left: the summary is whole
+        # ... first finishes what the dead one left: the summary is whole
         assert await other.count_memory(user_name="bob") == FACTS + 1
     await asyncio.sleep(killed_at + STALE - time.monotonic())  # later: an open replays nothing of it over the update
     async with ReMe(working_dir=tmp_path / "later", embedding={"backend": "hash", "dimensions": DIM},

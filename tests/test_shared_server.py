@@ -332,3 +332,248 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         assert client.count(JOURNAL).count == 0  # the record is gone with its parts
     finally:
         client.close()
+
+
+def test_one_process_updating_while_another_deletes_resurrects_nothing(node_store: dict[str, Any],
+                                                                       tmp_path: Path) -> None:
+    """Update and delete take no lock: each is a write conditional on what it read. Every
+    acknowledged delete stays deleted (an update never brings back a memory being deleted), and
+    each memory's history holds every acknowledged update, then its deletion, one entry a version."""
+    with _open(node_store, tmp_path) as reme:
+        ids = [reme.add_memory(f"Alice fact {i}", user_name="alice").memory_id for i in range(12)]
+    results = _run_together(node_store, tmp_path, f"""
+        ids = {ids!r}
+        out["done"] = {{}}
+        if sys.argv[2].endswith("wd0"):  # the updater: round after round, until all are gone
+            from reme.errors import MemoryNotFoundError
+            live, turn = list(ids), 0
+            while live:
+                turn += 1
+                for mid in list(live):
+                    try:
+                        node = await reme.update_memory(mid, content=f"{{mid}} turn {{turn}}", user_name="alice")
+                        out["done"].setdefault(mid, []).append([node.version, node.content])
+                        out["ok"] += 1
+                    except MemoryNotFoundError:
+                        live.remove(mid)
+                    except ConflictError:
+                        out["conflicts"] += 1
+        else:  # the deleter
+            for mid in ids:
+                try:
+                    await reme.delete_memory(mid, user_name="alice")
+                    out["ok"] += 1
+                except ConflictError:
+                    out["conflicts"] += 1
+    """)
+    updater, deleter = results
+    assert (updater["conflicts"], deleter["conflicts"], deleter["ok"]) == (0, 0, len(ids))
+    with _open(node_store, tmp_path) as reme:
+        assert reme.list_memory(user_name="alice").nodes == []  # nothing came back
+        for mid in ids:
+            with pytest.raises(MemoryNotFoundError):
+                reme.get_memory(mid, user_name="alice")
+            history = reme.history(mid, user_name="alice")
+            updates = updater["done"].get(mid, [])  # type: ignore[attr-defined]
+            assert [v.node.version for v in history] == list(range(1, len(updates) + 2))
+            assert [v.event for v in history] == ["UPDATE"] * len(updates) + ["DELETE"]
+            assert [[v.node.version, v.node.content] for v in history[1:]] == updates
+
+
+def test_an_update_never_brings_back_a_memory_whose_deletion_has_begun(node_store: dict[str, Any],
+                                                                       tmp_path: Path) -> None:
+    """A delete claims the memory (a conditional write), writes its version, then deletes it where
+    the claim still holds. An update in between, from another process, finds the memory gone: were
+    it to write over the claim, the acknowledged delete would delete nothing."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    # Stopped after its claim, right before the deletion reaches the server.
+    deleting = _start(node_store, tmp_path, _worker(f"""
+        stop["at"] = "delete"
+        await reme.delete_memory("{memory_id}", user_name="alice")
+        out["ok"] += 1
+    """, prelude=STOP_AT), "deleting")
+    try:
+        _go(deleting)
+        assert deleting.stdout is not None and deleting.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(deleting):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with _open(node_store, tmp_path) as reme:
+            with pytest.raises(MemoryNotFoundError):
+                reme.update_memory(memory_id, content="draft 1", user_name="alice")
+            with pytest.raises(MemoryNotFoundError):
+                reme.record_usage([memory_id], True, user_name="alice")
+        os.kill(deleting.pid, signal.SIGCONT)
+        assert _result(deleting)["ok"] == 1
+    finally:
+        if deleting.poll() is None:
+            os.kill(deleting.pid, signal.SIGCONT)
+            deleting.kill()
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(memory_id, user_name="alice")
+        assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [("draft 0", "DELETE")]
+
+
+def test_a_late_replay_of_a_killed_update_never_undoes_a_later_one(node_store: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """An update killed after its conditional write, before the version it ends: another process
+    updates the memory again (no lock waits for the dead one). Replaying the dead one's record
+    later must not write over that acknowledged update, and must still keep the version it ended."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    killed = _start(node_store, tmp_path, _worker(f"""
+        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")
+    """, prelude=STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    with _open(node_store, tmp_path) as reme:
+        assert reme.update_memory(memory_id, content="draft 2", user_name="alice").version == 3
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays the record
+        stored = reme.get_memory(memory_id, user_name="alice")
+        assert (stored.version, stored.content) == (3, "draft 2")
+        history = reme.history(memory_id, user_name="alice")
+        assert [(v.node.version, v.node.content) for v in history] == [(1, "draft 0"), (2, "draft 1")]
+    client = QdrantClient(url=node_store["url"], check_compatibility=False)
+    try:
+        assert client.count(JOURNAL).count == 0
+    finally:
+        client.close()
+
+
+def test_a_change_by_id_first_finishes_the_dead_batch_that_wrote_the_memory(node_store: dict[str, Any],
+                                                                            tmp_path: Path) -> None:
+    """An import (one journaled write: the memories and their versions) whose process was killed
+    after its engine writes, before its intent record was dropped. Updates and deletes take no
+    lock, so nothing made them wait for the dead writer's record to be replayed: the memory names
+    that record (its revision) and the change applies it first. A later replay (an open once the
+    record is stale) then has nothing left to write over the update or to bring back."""
+    from reme.schema import MemoryNode
+
+    kept, gone = (MemoryNode(memory_type="personal", memory_target="alice", content=f"{name} v2", version=2)
+                  for name in ("kept", "gone"))
+    lines = [{**node.model_dump(mode="json"), "history": [{
+        "event": "UPDATE", "time": node.time_created.isoformat(), "reason": "imported",
+        "node": node.model_copy(update={"version": 1, "content": node.content[:-1] + "1"}).model_dump(mode="json")}]}
+        for node in (kept, gone)]
+    (tmp_path / "memories.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    killed = _start(node_store, tmp_path, _worker(f"""
+        stop["at"], stop["nth"], stop["signal"] = "journal", 2, signal.SIGKILL  # the intent record's drop
+        await reme.import_memory({str(tmp_path / "memories.jsonl")!r}, user_name="alice")
+    """, prelude=STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    with _open(node_store, tmp_path) as reme:
+        assert reme.update_memory(kept.memory_id, content="kept v3", user_name="alice").version == 3
+        reme.delete_memory(gone.memory_id, user_name="alice")
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays what is left
+        stored = reme.get_memory(kept.memory_id, user_name="alice")
+        assert (stored.version, stored.content) == (3, "kept v3")
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(gone.memory_id, user_name="alice")
+        assert [v.node.content for v in reme.history(kept.memory_id, user_name="alice")] == ["kept v1", "kept v2"]
+        assert [v.node.content for v in reme.history(gone.memory_id, user_name="alice")] == ["gone v1", "gone v2"]
+
+
+def test_a_summary_whose_write_loses_to_a_read_count_writes_again(node_store: dict[str, Any], server: OpenAITestServer,
+                                                                  tmp_path: Path) -> None:
+    """Read counts take no lock. A summary (under its locks) stopped right before its conditional
+    write, while another process counts a read of the memory it replaces: its write loses, and
+    since only access counts moved, it reads again and writes on the newer record, keeping the count."""
+    with _open(node_store, tmp_path) as reme:
+        paris = reme.add_memory("Alice lives in Paris", user_name="alice")
+    server.script("Read the conversation below", {"memories": [{"content": "Alice moved to Berlin", "kind": "fact",
+                                                                 "sources": [0], "importance": 0.5, "time": None}]})
+    server.script("long-term memory consistent", {"decisions": [{"candidate": 0, "action": "UPDATE", "id": 0,
+                                                                 "text": "Alice lives in Berlin", "reason": "moved"}]})
+    summarizing = _start(node_store, tmp_path, _worker("""
+        stop["at"] = "swap"
+        await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin"}], user_name="alice")
+        out["ok"] += 1
+    """, llm=server.base_url, prelude=STOP_AT), "summarizing")
+    try:
+        _go(summarizing)
+        assert summarizing.stdout is not None and summarizing.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(summarizing):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with ReMeSync(working_dir=tmp_path / "reader", embedding={"backend": "hash", "dimensions": DIM},
+                      vector_store=node_store, retrieval={"track_reads": True}) as reme:
+            found = reme.retrieve_memory("where does Alice live", user_name="alice", rewrite=False)
+            assert paris.memory_id in [m.node.memory_id for m in found.memories]
+            assert reme.flush_reads() == 1
+        os.kill(summarizing.pid, signal.SIGCONT)
+        assert _result(summarizing)["ok"] == 1  # no ConflictError
+    finally:
+        if summarizing.poll() is None:
+            os.kill(summarizing.pid, signal.SIGCONT)
+            summarizing.kill()
+    with _open(node_store, tmp_path) as reme:
+        stored = reme.get_memory(paris.memory_id, user_name="alice")
+        assert (stored.content, stored.version, stored.access_count) == ("Alice lives in Berlin", 2, 1)
+        assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
+
+
+def test_usage_counts_of_several_memories_never_take_back_a_count_another_process_built_on(
+        node_store: dict[str, Any], tmp_path: Path) -> None:
+    """A usage count of two memories whose conditional write wins one and loses the other (changed
+    meanwhile) keeps the one it won and tries the other again: were it to put it back, a process
+    that counted on it in between would see its own count stand and the first count made twice."""
+    with _open(node_store, tmp_path) as reme:
+        a, b = (reme.add_memory(text, user_name="alice").memory_id for text in ("Alice likes tea", "Alice hikes"))
+    stops = """
+        from reme.store.qdrant import QdrantStore
+        _call = QdrantStore._call
+        swaps = {"n": 0}
+
+        async def _stopping_call(self, what, coro):
+            # Stopped before its first conditional write and before its third call of that kind
+            # (what follows the read-back of the first).
+            if what == "swap":
+                swaps["n"] += 1
+                if swaps["n"] in (1, 3):
+                    print("stopping", flush=True)
+                    os.kill(os.getpid(), signal.SIGSTOP)
+            return await _call(self, what, coro)
+
+        QdrantStore._call = _stopping_call
+    """
+    counting = _start(node_store, tmp_path, _worker(f"""
+        await reme.record_usage(["{a}", "{b}"], True, user_name="alice")
+        out["ok"] += 1
+    """, prelude=stops), "counting")
+
+    def stopped() -> None:
+        assert counting.stdout is not None and counting.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(counting):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    try:
+        _go(counting)
+        stopped()
+        with _open(node_store, tmp_path) as reme:
+            reme.record_usage([b], True, user_name="alice")  # its write of b will lose
+        os.kill(counting.pid, signal.SIGCONT)
+        stopped()
+        with _open(node_store, tmp_path) as reme:
+            reme.record_usage([a], True, user_name="alice")  # counts on its count of a
+        os.kill(counting.pid, signal.SIGCONT)
+        assert _result(counting)["ok"] == 1
+    finally:
+        if counting.poll() is None:
+            os.kill(counting.pid, signal.SIGCONT)
+            counting.kill()
+    with _open(node_store, tmp_path) as reme:
+        for memory_id in (a, b):  # two acknowledged counts each
+            stored = reme.get_memory(memory_id, user_name="alice")
+            assert (stored.access_count, stored.metadata["freq"]) == (2, 2)

@@ -9,9 +9,10 @@ stored memory (which would replace it without a version, in whatever scope it li
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -23,14 +24,20 @@ from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, d
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
 from reme.store import CreateCollection, Swap, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
-from reme.store.base import line_node, line_vector, read_jsonl
+from reme.store.base import PartlyWritten, line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
 
 VERSIONS_SUFFIX = "-versions"
-SWAP_ATTEMPTS = 5
-"""How many times `modify` and `touch` read and write again when their conditional write lost to
-another process (one that took the write lock over after this one held it beyond its lease):
-the change is then made on the newer state. After that many, `ConflictError`."""
+SWAP_ATTEMPTS = 30
+"""How many times a read-modify-write reads and writes again when its conditional write (`Swap`)
+lost to another writer, in this process or another one sharing the store: the change is then made
+on the newer state, after a random pause (`_backoff`) that grows from try to try, so a writer that
+keeps losing to one that writes in a tight loop soon tries at another moment of its cycle (two
+processes updating one memory as fast as they can: 8 tries at most over 100 calls). After that
+many (about 3 s of pauses), `ConflictError`."""
+BACKOFF = 0.002
+"""Seconds: the first retry pauses about this long, each later one about twice as long (up to `BACKOFF_MAX`)."""
+BACKOFF_MAX = 0.1
 HASH_LOOKUP = 500
 """Content hashes looked up in one filter (well under `MAX_FILTER_SIZE`, with the scope's conditions)."""
 ADD_LOOKUP = 400
@@ -61,11 +68,28 @@ class Imported:
     history: list[tuple[MemoryVersion, list[float] | None]] = field(default_factory=list)
 
 
+class _Lost(ConflictError):
+    """A write's `Swap` lost: a stored record it replaces changed after it was read. Read again and
+    retry; `written`: the memories a partial swap (usage counts) wrote all the same, not to retry."""
+
+    def __init__(self, message: str, written: set[str] | None = None) -> None:
+        super().__init__(message)
+        self.written = written or set()
+
+
+async def _backoff(attempt: int) -> None:
+    """A random pause before retry `attempt + 1` (half of it fixed, half drawn): writers that
+    collided do not collide again in step."""
+    pause = min(BACKOFF_MAX, BACKOFF * 2 ** (attempt - 1))
+    await asyncio.sleep(pause / 2 + random.uniform(0, pause / 2))
+
+
 class WriteLock:
-    """The repo's write lock: one task of this process at a time, and one process at a time
-    among those sharing the store (`VectorStore.exclusive`: a lease in a server's engine). Every
-    read-modify-write of memories runs under it, so none of them decides on a state another one
-    is replacing: a usage count or an update is never lost, and never a `ConflictError`."""
+    """A write lock: one task of this process at a time, and one process at a time among those
+    sharing the store (`VectorStore.exclusive`: a lease in a server's engine). Writes that decide
+    on more than the records they replace take it: adds (deduplicated by content hash, which no
+    conditional write covers), summaries' batches, restores, wipes. A change of stored memories by
+    id (`modify`, `touch`) does not: its write is conditional on what it read, and retried."""
 
     def __init__(self, store: VectorStore, name: str) -> None:
         self._local = asyncio.Lock()
@@ -101,6 +125,26 @@ class MemoryRepo:
 
     def __post_init__(self) -> None:
         self.lock = WriteLock(self.store, self.collection)
+        self.store.replay_checks[self.collection] = self._replaced
+
+    async def _replaced(self, items: list[tuple[VectorRecord, VectorRecord | None]]) -> bool:
+        """Whether each new state of these memories (the records of a swap that a crash
+        interrupted, as read and as written, none of which holds its revision now) had been
+        stored and then replaced: the memory holds that state still (only its access counts
+        changed), or one of its versions keeps it. A changed state is new to its write
+        (`time_modified`, `version`), so no other write can have stored it; a deletion, or a
+        change of access counts alone, proves nothing. The store asks this when it replays the
+        swap's intent record."""
+        if any(new is None or new.node.same_state(old.node) for old, new in items):
+            return False
+        records = [new for _, new in items if new is not None]
+        stored = await self.get([r.node.memory_id for r in records])
+        todo = [r.node for r in records
+                if not (r.node.memory_id in stored and stored[r.node.memory_id].same_state(r.node))]
+        if not todo:
+            return True
+        kept = await self.versions_of([n.memory_id for n in todo])
+        return all(any(v.node.same_state(n) for v, _ in kept.get(n.memory_id, [])) for n in todo)
 
     @property
     def versions(self) -> str:
@@ -181,28 +225,36 @@ class MemoryRepo:
     async def modify(self, memory_ids: Sequence[str], revise: Callable[[MemoryNode], MemoryNode | None], *,
                      scope: Scope | None = None, reason: str = "", keep_version: bool = True,
                      alive_at: datetime | None = None) -> list[MemoryNode]:
-        """Read, change and write memories under the write lock, so concurrent changes of one
-        memory never lose each other. `revise` gets each stored node and returns its next state,
-        or None to delete it (or raises, and nothing is written). `MemoryNotFoundError` if any of
-        them is not stored (inside `scope`, when given): then nothing is written either. The write
-        is conditional on the stored state read here; when another process changed it meanwhile
-        (one that took the lock over after this one held it beyond its lease), it reads and revises
-        again, up to `SWAP_ATTEMPTS` times."""
+        """Read, change and write memories, so concurrent changes of one memory never lose each
+        other. `revise` gets each stored node and returns its next state, or None to delete it (or
+        raises, and nothing is written). `MemoryNotFoundError` if any of them is not stored (inside
+        `scope`, when given): then nothing is written either.
+
+        No lock is taken: the write is conditional in the engine on the stored state read here
+        (`Swap`), and when another writer, of this process or another one, changed it meanwhile, it
+        reads and revises again, up to `SWAP_ATTEMPTS` times."""
+        vectors: dict[str, list[float]] = {}  # a retry does not embed the same text again
+        done: dict[str, MemoryNode] = {}  # written by an earlier try (usage counts of several memories)
+        todo = list(dict.fromkeys(memory_ids))
         for attempt in range(1, SWAP_ATTEMPTS + 1):
+            # Read with the vectors: `_write` then needs no second read of what this one just read.
+            read = await self._read(todo, scope, alive_at, with_vectors=True)
+            missing = [m for m in todo if m not in read]
+            if missing:
+                raise MemoryNotFoundError(missing[0])
+            changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
+                       for r in read.values()]
+            await self._embed(changes, vectors)
             try:
-                async with self.lock:
-                    # Read with the vectors: `_write` then needs no second read of what this one just read.
-                    read = await self._read(memory_ids, scope, alive_at, with_vectors=True)
-                    missing = [m for m in memory_ids if m not in read]
-                    if missing:
-                        raise MemoryNotFoundError(missing[0])
-                    changes = [Change(new=revise(r.node), old=r.node, reason=reason, keep_version=keep_version)
-                               for r in read.values()]
-                    await self._embed(changes)
-                    return [node for node, _ in await self._write(changes, read=read)]
-            except ConflictError:
+                done.update((node.memory_id, node) for node, _ in await self._write(changes, read=read))
+                return [done[m] for m in dict.fromkeys(memory_ids)]
+            except _Lost as lost:
+                done.update((c.new.memory_id, c.new) for c in changes if c.new is not None
+                            and c.new.memory_id in lost.written)
+                todo = [m for m in todo if m not in lost.written]
                 if attempt == SWAP_ATTEMPTS:
                     raise
+                await _backoff(attempt)
         raise AssertionError("unreachable")
 
     async def restore(self, lines: Sequence[Imported], *, source: str, foreign: str = "error") -> int:
@@ -281,18 +333,35 @@ class MemoryRepo:
             versions.sort(key=lambda pair: (pair[0].node.version, pair[0].time))
         return out
 
-    async def _embed(self, changes: list[Change]) -> None:
-        """Fill in the vector of every new node whose retrieval text is new, in one batch."""
+    async def _embed(self, changes: list[Change], known: dict[str, list[float]] | None = None) -> None:
+        """Fill in the vector of every new node whose retrieval text is new, in one batch; texts
+        in `known` (then filled in) are not embedded again."""
+        known = {} if known is None else known
         todo = [(c, c.new) for c in changes if c.new is not None and c.vector is None
                 and (c.old is None or c.new.retrieval_text != c.old.retrieval_text)]
-        if todo:
-            vectors = await self.embedder.embed([new.retrieval_text for _, new in todo])
-            for (change, _), vector in zip(todo, vectors):
-                change.vector = vector
+        texts = list(dict.fromkeys(new.retrieval_text for _, new in todo if new.retrieval_text not in known))
+        if texts:
+            known.update(zip(texts, await self.embedder.embed(texts)))
+        for change, new in todo:
+            change.vector = known[new.retrieval_text]
 
     async def _write(self, changes: list[Change], extra_versions: Sequence[VectorRecord] = (),
                      read: Mapping[str, VectorRecord] | None = None) -> list[tuple[MemoryNode, bool]]:
-        """`read`: the olds as read, with their vectors, under the lock held now (they are not read again)."""
+        """Write `changes` (see `apply`). `read`: the olds as the caller just read them, with their
+        vectors (they are not read again); a lost swap is then the caller's to retry (`_Lost`).
+        Without it, the olds are read here, and a swap lost to a change that left their state as
+        it was (a usage count, made without the write lock) is written again on the newer record."""
+        for attempt in range(1, SWAP_ATTEMPTS + 1):
+            try:  # each try starts from the changes as given (`_write_once` fills in counts read)
+                return await self._write_once([replace(c) for c in changes], extra_versions, read)
+            except _Lost:
+                if read is not None or attempt == SWAP_ATTEMPTS:
+                    raise
+                await _backoff(attempt)
+        raise AssertionError("unreachable")
+
+    async def _write_once(self, changes: list[Change], extra_versions: Sequence[VectorRecord],
+                          read: Mapping[str, VectorRecord] | None) -> list[tuple[MemoryNode, bool]]:
         olds = [c.old for c in changes if c.old is not None]
         old_records: dict[str, VectorRecord] = {}
         if olds:
@@ -350,30 +419,41 @@ class MemoryRepo:
                 versions += change.history
                 out.append((change.new, True))
         # One write: after a crash, reopening shows all of it (versions, new states, deletions) or none.
-        # The stored memories it replaces or deletes are a swap, conditional on what was read here: a
-        # process that held the write lock too long (paused beyond its lease) cannot overwrite what
-        # another one wrote since; it gets a ConflictError and nothing is written.
-        await self.store.write([Swap(self.collection, swapped, replacements), Upsert(self.versions, versions),
-                                Upsert(self.collection, writes)])
+        # The stored memories it replaces or deletes are a swap, conditional on what was read here:
+        # when another writer changed one since, nothing is written (`_Lost`: read again, retry).
+        # Usage counts alone: each memory's write stands on its own, so one lost does not take back
+        # the others (which a change by id may already have read and counted on).
+        partial = not versions and not writes and len(replacements) == len(swapped) > 1
+        try:
+            await self.store.write([Swap(self.collection, swapped, replacements, partial=partial),
+                                    Upsert(self.versions, versions), Upsert(self.collection, writes)])
+        except PartlyWritten as exc:
+            raise _Lost(str(exc), exc.won) from None
+        except ConflictError as exc:
+            raise _Lost(str(exc)) from None
         return out
 
     async def touch(self, reads: dict[str, tuple[int, datetime]]) -> int:
         """Add counted reads (`{memory_id: (reads, last read)}`) to the stored memories in one
-        write, without a version; ids no longer stored are skipped. Returns how many were written."""
+        write, without a version; ids no longer stored are skipped. Returns how many were written.
+        Lock-free, as `modify`."""
         if not reads:
             return 0
+        todo, written = list(reads), 0
         for attempt in range(1, SWAP_ATTEMPTS + 1):
+            read = await self._read(todo, with_vectors=True)
+            changes = [Change(new=r.node.model_copy(update={
+                "access_count": r.node.access_count + reads[mid][0],
+                "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
+                old=r.node, keep_version=False) for mid, r in read.items()]
             try:
-                async with self.lock:
-                    read = await self._read(list(reads), with_vectors=True)
-                    changes = [Change(new=r.node.model_copy(update={
-                        "access_count": r.node.access_count + reads[mid][0],
-                        "last_accessed": max(reads[mid][1], r.node.last_accessed or reads[mid][1])}),
-                        old=r.node, keep_version=False) for mid, r in read.items()]
-                    return sum(wrote for _, wrote in await self._write(changes, read=read))
-            except ConflictError:
+                return written + sum(wrote for _, wrote in await self._write(changes, read=read))
+            except _Lost as lost:
+                written += len(lost.written)
+                todo = [m for m in todo if m not in lost.written]
                 if attempt == SWAP_ATTEMPTS:
                     raise
+                await _backoff(attempt)
         raise AssertionError("unreachable")
 
     async def history(self, memory_id: str, scope: Scope | None = None) -> list[MemoryVersion]:

@@ -125,6 +125,18 @@ class Swap:
     old: Sequence[VectorRecord]
     new: Sequence[VectorRecord] = ()
     token: str = ""
+    partial: bool = False
+    """The records are independent (usage counts): a write of this swap alone that loses some of
+    them keeps the ones it won and raises `PartlyWritten` naming them, instead of putting them
+    back. It deletes nothing."""
+
+
+class PartlyWritten(ConflictError):
+    """A `partial` swap lost some of its records: the ones in `won` are written, the others not."""
+
+    def __init__(self, message: str, won: set[str]) -> None:
+        super().__init__(message)
+        self.won = won
 
 
 @dataclass(frozen=True)
@@ -226,6 +238,22 @@ def decode_steps(body: bytes) -> list[WriteOp]:
         else:
             raise ValueError(f"unknown step {op!r}")
     return steps
+
+
+BATCH_TAG = "j"
+"""How a revision that names a journaled write's key begins (see `VectorStore.tags_batches`);
+other revisions are hexadecimal."""
+
+
+def _behind(steps: Sequence[WriteOp]) -> set[str]:
+    """The journal keys that the stored records a write swaps name (see `VectorStore.tags_batches`)."""
+    return {r.revision[len(BATCH_TAG):] for step in steps if isinstance(step, Swap) for r in step.old
+            if r.revision is not None and r.revision.startswith(BATCH_TAG)}
+
+
+def _tag(steps: list[WriteOp], revision: str) -> list[WriteOp]:
+    return [Upsert(step.collection, [VectorRecord.model_construct(node=r.node, vector=r.vector, revision=revision)
+                                     for r in step.records]) if isinstance(step, Upsert) else step for step in steps]
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
@@ -407,6 +435,7 @@ class VectorStore(ABC):
         self.sync: SyncMode = sync
         self._dims: dict[str, int] = {}
         self._write_lock = asyncio.Lock()
+        self.replay_checks = {}
         # Recover before the first write, and again after a batch failed half way in this process.
         self._unfinished = True
 
@@ -528,16 +557,31 @@ class VectorStore(ABC):
             if not steps:
                 return
             touched = {step.collection for step in steps}
+            behind = _behind(steps)
             if len(steps) == 1 and (not isinstance(steps[0], Swap) or len(steps[0].old) <= self.batch_size):
                 if isinstance(steps[0], Swap):
-                    await self._claim(steps[0], replay=False)
+                    if behind:
+                        await self._replay(await self._journal_records(behind))
+                    won = await self._claim(steps[0], replay=False, keep=steps[0].partial)
+                    if len(won) < len(steps[0].old):
+                        await self._sync(touched)
+                        raise PartlyWritten(f"{len(steps[0].old) - len(won)} of {len(steps[0].old)} records changed "
+                                            "after they were read; the others were written", won)
                 else:
                     await self._apply(steps[0], replay=False)
                 await self._sync(touched)
                 return
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
-            key = await self._journal_put(await off_loop(encode_steps, steps, size=size))
+            body = await off_loop(encode_steps, steps, size=size)
+            if behind:  # looked up while the record is stored: no round trip of its own
+                self._unfinished = True  # should the look-up fail, the record may be stored all the same
+                key, found = await asyncio.gather(self._journal_put(body), self._journal_records(behind))
+                await self._replay(found)
+            else:
+                key = await self._journal_put(body)
             self._unfinished = True
+            if self.tags_batches:
+                steps = await off_loop(_tag, steps, BATCH_TAG + key, size=size)
             for group in self._groups(steps):
                 if isinstance(group[0], Swap):  # a swap is never grouped
                     try:
@@ -555,6 +599,17 @@ class VectorStore(ABC):
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
+
+    tags_batches = False
+    """Whether the records a journaled write upserts carry its journal key as their revision
+    (`BATCH_TAG` + key), for a store that processes share: a change by id takes no lock, so it
+    may meet a record of a batch whose writer died half way; it then applies that batch's intent
+    record first (`_journal_records`), lest a later replay of the batch write over the change."""
+
+    async def _journal_records(self, keys: set[str]) -> list[tuple[str, bytes]]:
+        """The intent records among `keys` still stored (see `tags_batches`), oldest first. A
+        store that one process owns replays its own before any write: none."""
+        return []
 
     def _groups(self, steps: Sequence[WriteOp]) -> list[list[WriteOp]]:
         """The steps in order, consecutive data steps on different collections grouped (with
@@ -613,18 +668,44 @@ class VectorStore(ABC):
 
     async def _replay_steps(self, steps: list[WriteOp]) -> bool:
         """Apply an intent record's steps again; False when it is abandoned instead: its swaps had not
-        all been won before the crash, and another write changed one of their records since."""
+        all been won before the crash, and another write changed one of their records since.
+
+        A record whose swap was won and then replaced by a later write (where no lock makes later
+        writers wait for a dead one's record to be replayed: a change by id) is not abandoned: its
+        other steps (the versions it keeps) are applied. `replay_checks` tells the two apart."""
         swaps = [step for step in steps if isinstance(step, Swap)]
         if swaps and not await self._past_swaps(steps):
-            try:
-                for swap in swaps:
-                    await self._claim(swap, replay=True)
-            except ConflictError:
+            claimed: list[tuple[Swap, set[str]]] = []
+            applied = True
+            for swap in swaps:
+                if await self.collection_dim(swap.collection) is None:
+                    applied = False
+                    break
+                won = await self._claim(swap, replay=True, keep=True)
+                claimed.append((swap, won))
+                new = {r.node.memory_id: r for r in swap.new}
+                lost = [(old, new.get(old.node.memory_id)) for old in swap.old if old.node.memory_id not in won]
+                if lost and not await self._replaced(swap.collection, lost):
+                    applied = False
+                    break
+            if not applied:
+                for swap, won in claimed:
+                    await self._give_back(swap, won)
                 return False
         for step in steps:
             if not isinstance(step, Swap):
                 await self._apply(step, replay=True)
         return True
+
+    replay_checks: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]]], Awaitable[bool]]]
+    """Per collection, for replays: whether a swap's records (old as read, new as it wrote them;
+    None: deleted) were written and then replaced by later writes, though none holds the swap's
+    revision any longer. Set by whoever writes that collection and keeps what it replaces (the
+    memory repo: a later write kept each new state as a version, or changed only its access counts)."""
+
+    async def _replaced(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]]) -> bool:
+        check = self.replay_checks.get(name)
+        return check is not None and await check(items)
 
     async def _past_swaps(self, steps: list[WriteOp]) -> bool:
         """Whether the writer had won the swaps of this record: a later step of it (the first
@@ -637,23 +718,26 @@ class VectorStore(ABC):
                 return not (await self.get(step.collection, [step.records[0].node.memory_id])).missing
         return False
 
-    async def _claim(self, step: Swap, *, replay: bool) -> None:
-        """A swap's conditional write; where it lost any record, the ones it won are put back
-        (still only where they hold its token) and `ConflictError` names a lost one."""
+    async def _claim(self, step: Swap, *, replay: bool, keep: bool = False) -> set[str]:
+        """A swap's conditional write; returns the ids it won. Where it lost any record, the ones
+        it won are put back (still only where they hold its token) and `ConflictError` names a
+        lost one; with `keep`, that is the caller's to decide (`_give_back`)."""
         new = {r.node.memory_id: r for r in step.new}
         items = [(old, new.get(old.node.memory_id)) for old in step.old]
-        if replay and await self.collection_dim(step.collection) is None:
-            raise ConflictError(f"collection {step.collection!r} was dropped")
         won: set[str] = set()
         for i in range(0, len(items), self.batch_size):
             won |= await self._swap(step.collection, items[i:i + self.batch_size], step.token, replay=replay)
         lost = [old.node.memory_id for old, _ in items if old.node.memory_id not in won]
-        if lost:
-            back = [old for old in step.old if old.node.memory_id in won]
-            for i in range(0, len(back), self.batch_size):
-                await self._put_back(step.collection, back[i:i + self.batch_size], step.token)
-            raise ConflictError(f"memory {lost[0]} changed after it was read (another process shares the store); "
+        if lost and not keep:
+            await self._give_back(step, won)
+            raise ConflictError(f"memory {lost[0]} changed after it was read (another writer shares the store); "
                                 "nothing was written")
+        return won
+
+    async def _give_back(self, step: Swap, won: set[str]) -> None:
+        back = [old for old in step.old if old.node.memory_id in won]
+        for i in range(0, len(back), self.batch_size):
+            await self._put_back(step.collection, back[i:i + self.batch_size], step.token)
 
     async def _swap(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
                     replay: bool) -> set[str]:
@@ -720,8 +804,10 @@ class VectorStore(ABC):
                 if not old:
                     continue
                 token = uuid.uuid4().hex
-                swaps.append(Swap(op.collection, old, new, token))
                 gone = [i for i in ids if i not in {r.node.memory_id for r in new}]
+                if op.partial and gone:
+                    raise InvalidInputError("a partial swap deletes nothing")
+                swaps.append(Swap(op.collection, old, new, token, op.partial))
                 if gone:
                     finish.append(Delete(op.collection, gone, token))
             elif isinstance(op, Upsert):

@@ -20,7 +20,10 @@ holder renews it while it works and releases it when done. A holder that died lo
 under it (journal records name the lock they were written under), so nobody decides on them
 half-written and no late replay undoes what was written next. The lease alone does not fence a
 holder that froze beyond it: the write of a stored record is conditional in the engine too
-(`Swap`: see `_swap`), so such a holder's write loses when it comes back.
+(`Swap`: see `_swap`), so such a holder's write loses when it comes back. Writers that change
+stored records by id take no lock at all (the conditional write is their guard); the records a
+journaled write upserts name its intent record (`tags_batches`), which such a writer applies
+first, since no lock made it wait for a dead writer's records to be replayed.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
@@ -94,6 +97,20 @@ def _revision_is(revision: str | None) -> Any:
     if revision is None:
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=REVISION))
     return models.FieldCondition(key=REVISION, match=models.MatchValue(value=revision))
+
+
+def _dying(token: str) -> str:
+    """The revision a `Swap` gives a record it deletes, until the deletion (see `_swap`)."""
+    return token + _DYING
+
+
+def _is_dying(revision: Any) -> bool:
+    return isinstance(revision, str) and revision.endswith(_DYING)
+
+
+_DYING = "-dying"
+PRIOR = "prior"
+"""The payload field holding the revision a swap replaced (see `_swap`)."""
 
 
 def _sparse(terms: SparseTerms) -> models.SparseVector:
@@ -221,6 +238,7 @@ class QdrantStore(VectorStore):
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
         self.local = url is None
         self.url = url
+        self.tags_batches = not self.local
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
         self._known: set[str] = set()
@@ -405,6 +423,12 @@ class QdrantStore(VectorStore):
         out.sort(key=lambda r: r[1])
         return [(key, body) for key, _, body in out]
 
+    async def _journal_records(self, keys: set[str]) -> list[tuple[str, bytes]]:
+        journal = await self._journal()
+        got = await self._call("journal", self._client.retrieve(journal, sorted(k for k in keys if is_uuid(k)),
+                                                                with_payload=True))
+        return await self._bodies([p for p in got if (p.payload or {}).get("header")])
+
     async def _finish_for(self, holder: str) -> None:
         """Apply the records a lock's holder left when it died, once its lock is taken over: the
         writes it made under that lock, which nobody else could have changed since."""
@@ -556,9 +580,16 @@ class QdrantStore(VectorStore):
         for old, new in items:
             record = new if new is not None else old
             where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id])],
-                                  should=[_revision_is(old.revision), _revision_is(token)])
+                                  should=[_revision_is(old.revision), _revision_is(token),
+                                          _revision_is(_dying(token))])
+            # A record to delete is claimed with the dying form of the token: reads by id no longer
+            # see it (`get`), so no writer replaces it between this claim and its deletion.
+            # `prior`: what it replaced, so that a writer whose swap was replaced again before it read
+            # the revisions back knows it had won.
+            payload = to_payload(record.node, token if new is not None else _dying(token))
+            payload[PRIOR] = old.revision
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
-                payload=to_payload(record.node, token), filter=where)))
+                payload=payload, filter=where)))
             if new is not None:
                 operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
                     points=[self._point_vectors(new)], update_filter=models.Filter(must=[_revision_is(token)]))))
@@ -572,15 +603,18 @@ class QdrantStore(VectorStore):
             if not isinstance(cause, KeyError) and getattr(cause, "status_code", None) != 404:
                 raise
         ids = [old.node.memory_id for old, _ in items]
-        got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION]))
-        stored = {str(p.id): (p.payload or {}).get(REVISION) for p in got}
-        return {old.node.memory_id for old, new in items if stored.get(old.node.memory_id, "") == token
+        got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION, PRIOR]))
+        stored = {str(p.id): ((p.payload or {}).get(REVISION), (p.payload or {}).get(PRIOR)) for p in got}
+        return {old.node.memory_id for old, new in items
+                if stored.get(old.node.memory_id, ("", ""))[0] == (token if new is not None else _dying(token))
+                or (new is not None and stored.get(old.node.memory_id, ("", ""))[1] == token)
                 or (replay and new is None and old.node.memory_id not in stored)}
 
     async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
         operations: list[Any] = []
         for old in olds:
-            where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id]), _revision_is(token)])
+            where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id])],
+                                  should=[_revision_is(token), _revision_is(_dying(token))])
             back = to_payload(old.node, old.revision)
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
                 payload=back, filter=where)))
@@ -590,8 +624,8 @@ class QdrantStore(VectorStore):
                                                                   ordering=models.WriteOrdering.MEDIUM))
 
     async def _delete_swapped(self, name: str, ids: list[str], token: str) -> None:
-        selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=ids),  # type: ignore[arg-type]
-                                                                    _revision_is(token)]))
+        selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=ids)],  # type: ignore[arg-type]
+                                                              should=[_revision_is(_dying(token)), _revision_is(token)]))
         await self._call("delete", self._client.delete(name, selector, wait=True,
                                                        ordering=models.WriteOrdering.MEDIUM))
 
@@ -601,8 +635,9 @@ class QdrantStore(VectorStore):
         valid = [i for i in wanted if is_uuid(i)]
         found = await self._call("get", self._client.retrieve(name, valid, with_payload=True,
                                                               with_vectors=[DENSE] if with_vectors else False))
+        # A record claimed for deletion (see `_swap`) is deleted already, as far as a read by id goes.
         by_id = {str(r.id): record_of(r.payload or {}, dense_of(r.vector) if with_vectors else None)
-                 for r in found}
+                 for r in found if not _is_dying((r.payload or {}).get(REVISION))}
         return GetResult(found=[by_id[i] for i in wanted if i in by_id], missing=[i for i in wanted if i not in by_id])
 
     async def _delete_ids(self, name: str, ids: list[str]) -> None:
