@@ -324,7 +324,7 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     - a constraint of the previous summary the new one lost comes back, unless the user's new
       messages touch it or say something changed; so does the previous goal when the new one
       lost some of its names or numbers (or, when the user said something changed, most of it);
-    - in a conversation with an assistant: at the first compaction, a goal without the names,
+    - in a conversation with an assistant: at the first compaction, a goal without some names,
       numbers and people of the user's first sentence gets that sentence (the task as the user
       put it); a sentence of the user's stating a limit ("only", "never", "under",
       "allergic"...) that the goal, constraints and decisions do not cover (its numbers and
@@ -371,8 +371,8 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     # the user's own words, where the summary lost them
     if any(m.get("role") == "assistant" for m in messages):
         request = sentences(user[0])[0] if user and sentences(user[0]) and not before.get("goal") else ""
-        if request and not anchors(request) <= terms(goal):  # the first compaction's goal lost the task
-            goal = f'{goal} (the user\'s request: "{_clip_quote(request)}")' if goal else request
+        if goal and request and not anchors(request) <= terms(goal):  # the first goal lost the task
+            goal = f'{goal} (the user\'s request: "{_clip_quote(request)}")'
         pool = terms(" ".join([goal, *parts["constraints"], *parts["decisions"]]))
         quotes = 0
         for text in user:
