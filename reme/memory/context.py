@@ -193,7 +193,7 @@ async def compact(messages: Sequence[Mapping[str, Any]], previous_summary: str, 
 # -- 2b. what code checks of a summary ---------------------------------------------------------
 _STOP = frozenset(
     "the and but for with from into onto over about that this these those there here what which who whom whose will "
-    "would can could should shall may might must does did done has have had having are was were been being its it's "
+    "would can could should shall might must does did done has have had having are was were been being its it's "
     "you your yours our ours their theirs them they she her his him not only also just very too than then when "
     "where while some any all each every such own same other more most much many one two few lot lots let let's "
     "get got make made want wants need needs like please sure yes okay well".split())
@@ -327,7 +327,7 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     - in a conversation with an assistant: at the first compaction, a goal without some names,
       numbers and people of the user's first sentence gets that sentence (the task as the user
       put it); a sentence of the user's stating a limit ("only", "never", "under",
-      "allergic"...) that the goal, constraints and decisions do not cover (its numbers and
+      "allergic"...) or a change ("actually", "instead"...) that the goal, constraints and decisions do not cover (its numbers and
       names, two thirds of its words) is added to the constraints in the user's words (at most
       `MAX_QUOTES`).
     """
@@ -377,7 +377,8 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
         quotes = 0
         for text in user:
             for sentence in sentences(text):
-                cue = bool(_CUES & set(words(sentence))) and (len(terms(sentence)) >= 3 or bool(anchors(sentence)))
+                said = set(words(sentence))
+                cue = bool((_CUES | _CHANGE) & said) and (len(terms(sentence)) >= 3 or bool(anchors(sentence)))
                 if cue and quotes < MAX_QUOTES and not covered(sentence, pool):
                     parts["constraints"].append(f'The user said: "{_clip_quote(sentence)}"')
                     pool |= terms(sentence)
