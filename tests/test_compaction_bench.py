@@ -73,7 +73,10 @@ async def test_the_run_compacts_stage_by_stage_and_scores_the_last_summary(tmp_p
     assert "We're moving to Toronto" in json.dumps(server.chat_requests[1]["messages"])
     assert toronto["problems"] == ["move-toronto-change: false progress 'Looked at Etobicoke houses'",
                                    "move-toronto-change: stale 'Arrival on August 20'"]
-    assert "move-toronto-change#constraints4" in toronto["missed"]  # September 3 never made it
+    # the model's summary lost the new date: the check kept it in the user's words
+    assert toronto["summaries"][-1]["constraints"][-1] == ('The user said: "Change of plans: our arrival moves to '
+                                                          'September 3 because of my wife\'s visa."')
+    assert toronto["missed"] == ["move-toronto-change#constraints3", "move-toronto-change#decisions1"]
     assert laptop["calls"] == 1 and laptop["summaries"][0]["goal"].startswith("Help me pick a laptop")
     assert report["all"]["trajectories"] == 2 and report["heldout"]["stale"] == 1
     assert report["all"]["calls_per_compaction"] == 1.0 and report["all"]["tokens_per_compaction"] > 0

@@ -215,6 +215,10 @@ def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 and not any(c.isdigit() for c in word) else word
 
 
+_NOT_CONTENT = frozenset(_stem(w) for w in _CHANGE | {"plan", "plans", "said"})
+"""Words that say a change happened or who said it, not what: left out when comparing texts."""
+
+
 def terms(text: str) -> set[str]:
     """The words of `text` that carry meaning (stems; numbers of any length), for comparing texts."""
     return {_stem(w) for w in words(text) if any(c.isdigit() for c in w) or (len(w) >= 3 and w not in _STOP)}
@@ -251,7 +255,7 @@ def _supported(clause: str) -> set[str]:
 
 def covered(text: str, pool: set[str]) -> bool:
     """Whether `pool` (terms) holds every anchor of `text` and two thirds of its terms."""
-    own = terms(text)
+    own = terms(text) - _NOT_CONTENT
     return anchors(text) <= pool and (not own or 3 * len(own & pool) >= 2 * len(own))
 
 
@@ -323,7 +327,7 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
       `suggestions`;
     - a constraint of the previous summary the new one lost comes back, unless the user's new
       messages touch it or say something changed; so does the previous goal when the new one
-      lost some of its names or numbers (or, when the user said something changed, most of it);
+      lost some of its names or numbers, unless the user said something changed;
     - in a conversation with an assistant: at the first compaction, a goal without some names,
       numbers and people of the user's first sentence gets that sentence (the task as the user
       put it); a sentence of the user's stating a limit ("only", "never", "under",
@@ -356,8 +360,7 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     old_goal = before.get("goal", "")
     user_terms = terms(" ".join(user))
     changed = bool(_CHANGE & set(words(" ".join(user))))
-    if old_goal and not covered(old_goal, terms(goal)) and (
-            not changed or 2 * len(terms(old_goal) & terms(goal)) < len(terms(old_goal))):
+    if old_goal and not changed and not covered(old_goal, terms(goal)):
         if goal and not covered(goal, terms(old_goal)) and goal not in parts["next_steps"]:
             parts["next_steps"].insert(0, goal)  # the latest request, under the task it belongs to
         goal = old_goal
