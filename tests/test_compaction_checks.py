@@ -87,3 +87,22 @@ async def test_a_conversation_without_an_assistant_is_left_as_the_model_wrote_it
              {"role": "user", "name": "Melanie", "content": "That's great, I only paint on weekends."}]
     out = await llm_reme.compact_context(turns, threshold=1, reserve=0)
     assert out.structured is not None and out.structured.model_dump(exclude_defaults=True) == reply
+
+
+async def test_what_the_user_turned_down_or_took_up_stays_a_decision(llm_reme: ReMe,
+                                                                     server: OpenAITestServer) -> None:
+    server.script(COMPACT_PROMPT, {
+        "goal": "Apply to data analyst jobs", "progress": ["Converted the CV to the Europass format"],
+        "decisions": ["Skip Adyen because of the Dutch", "Risotto with vegetable stock and olive oil instead of butter",
+                      "Consider a LinkedIn alert for similar roles"]})
+    turns = [{"role": "user", "content": "Skip Adyen because of the Dutch. And no Europass, my CV stays as it is."},
+             {"role": "assistant", "content": "Adyen wants Dutch, true. I could convert your CV to the Europass "
+                                              "format, or set up a LinkedIn alert. For dinner, a risotto with olive "
+                                              "oil instead of butter?"},
+             {"role": "user", "content": "The risotto is good, with vegetable stock."}]
+    out = await llm_reme.compact_context(turns, threshold=1, reserve=0)
+    s = out.structured
+    assert s is not None and s.progress == []
+    assert s.decisions == ["Skip Adyen because of the Dutch",  # says what the user turned down
+                           "Risotto with vegetable stock and olive oil instead of butter"]  # taken up, with details
+    assert s.suggestions == ["Converted the CV to the Europass format", "Consider a LinkedIn alert for similar roles"]

@@ -25,8 +25,9 @@ from typing import Any, Sequence
 
 from benchmark.compaction.score import DATA, Score, Trajectory, load, score
 from reme import ReMe
+from reme.memory import context
 from reme.schema import Usage
-from reme.working import estimate_tokens
+from reme.working import ContextSummary, estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
@@ -49,15 +50,25 @@ def extractive_reply(body: dict[str, Any]) -> dict[str, Any]:
 
 async def run_one(reme: ReMe, t: Trajectory) -> dict[str, Any]:
     usage = Usage()
-    summary, stages = "", []
+    summary, stages, replies = "", [], []
+    original = context.checked
+
+    def recorded(reply: ContextSummary, *args: Any, **kwargs: Any) -> ContextSummary:
+        replies.append(reply.model_dump())  # the model's reply before the checks, to study them apart
+        return original(reply, *args, **kwargs)
+
     started = time.perf_counter()
-    for messages in t.stages:
-        out = await reme.compact_context(messages, previous_summary=summary, threshold=1, reserve=0)
-        usage.add(out.usage)
-        summary = out.summary
-        stages.append(out.structured.model_dump() if out.structured is not None else {})
+    context.checked = recorded  # type: ignore[assignment]
+    try:
+        for messages in t.stages:
+            out = await reme.compact_context(messages, previous_summary=summary, threshold=1, reserve=0)
+            usage.add(out.usage)
+            summary = out.summary
+            stages.append(out.structured.model_dump() if out.structured is not None else {})
+    finally:
+        context.checked = original  # type: ignore[assignment]
     seconds = time.perf_counter() - started
-    return {"id": t.id, "split": t.split, "summaries": stages, "summary_text": summary,
+    return {"id": t.id, "split": t.split, "summaries": stages, "replies": replies, "summary_text": summary,
             "summary_tokens": estimate_tokens(summary), "score": score(t, stages[-1]),
             "calls": usage.calls, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 

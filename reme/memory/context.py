@@ -204,6 +204,11 @@ _NEGATION = frozenset("no not never nope skip without cannot nothing".split())
 _CUES = frozenset("only never no not avoid without under below over max maximum least most budget limit must "
                   "allergic allergy allergies strictly hate hates dislike dislikes rather prefer cannot exclude "
                   "deadline latest".split())
+_LINE_NEGATION = _NEGATION | frozenset("don doesn isn won avoid avoids avoided refused declined rejected turned "
+                                        "dropped".split())
+_PROPOSING = frozenset("consider considering could might maybe perhaps suggest suggests suggested suggestion "
+                       "suggestions recommend recommends recommended propose proposes proposed option options".split())
+"""Words in which a model writes down a proposal: such a line is no progress and no decision."""
 _CHANGE = frozenset("actually change changed changes update updated instead anymore longer".split())
 _PLACEHOLDERS = frozenset(["", "none", "n a", "na", "nothing", "null", "tbd", "unknown", "empty"])
 MAX_QUOTES = 6
@@ -246,11 +251,12 @@ def _clauses(sentence: str) -> list[str]:
     return [c for c in re.split(r"[,:;()]|\band\b|\bbut\b", sentence) if c.strip()]
 
 
-def _supported(clause: str) -> set[str]:
-    """The terms of a user's clause the user asks for: those before a negation ("no pesto")."""
+def _split_at_negation(clause: str) -> tuple[set[str], set[str]]:
+    """A user's clause as the terms asked for and the terms turned down: those before a
+    negation ("no pesto", "skip Adyen") and those after it."""
     said = words(clause)
     cut = next((i for i, w in enumerate(said) if w in _NEGATION or w in ("don", "doesn", "isn", "won")), len(said))
-    return terms(" ".join(said[:cut]))
+    return terms(" ".join(said[:cut])), terms(" ".join(said[cut:]))
 
 
 def covered(text: str, pool: set[str]) -> bool:
@@ -277,11 +283,13 @@ def parse_summary(text: str) -> dict[str, Any]:
     return out
 
 
-def _roles(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], set[str], set[str]]:
-    """The user's texts, the terms of what happened or the user asked for (tool calls and their
-    results, the user's words not after a negation), and the terms only the assistant said."""
+def _roles(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], set[str], set[str], set[str]]:
+    """The user's texts; the terms of what happened or the user asked for (tool calls and their
+    results, the user's words before a negation); the terms the user turned down (after one);
+    and the terms only the assistant said."""
     user: list[str] = []
     support: set[str] = set()
+    refused: set[str] = set()
     said: set[str] = set()
     for m in messages:
         if _result_ids(m) is not None:
@@ -292,10 +300,13 @@ def _roles(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], set[str], 
         elif m.get("role") == "user":
             text = text_of(m)
             user.append(text)
-            support |= {t for s in sentences(text) for c in _clauses(s) for t in _supported(c)}
+            for clause in (c for s in sentences(text) for c in _clauses(s)):
+                asked, no = _split_at_negation(clause)
+                support |= asked
+                refused |= no
         else:
             support |= terms(text_of(m))
-    return user, support, said - support
+    return user, support, refused - support, said - support
 
 
 def _clean(items: list[str], template: set[str] | frozenset[str], source: set[str]) -> list[str]:
@@ -322,9 +333,10 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
 
     - placeholders ("none", "..."), lines copied from the prompt (`template`: its terms) and
       repeats are dropped;
-    - a progress or decision line whose words are mostly the assistant's alone (not the user's,
-      not a tool call's or result's, not the previous summary's) is a suggestion: it moves to
-      `suggestions`;
+    - in a conversation with an assistant, a progress or decision line that proposes ("could", "consider", "suggested"...), or whose
+      words are more than twice as much the assistant's alone (or what the user turned down,
+      unless the line says so) as the user's, a tool call's or result's or the previous
+      summary's, is a suggestion: it moves to `suggestions`;
     - a constraint of the previous summary the new one lost comes back, unless the user's new
       messages touch it or say something changed; so does the previous goal when the new one
       lost some of its names or numbers, unless the user said something changed;
@@ -336,20 +348,26 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
       `MAX_QUOTES`).
     """
     before = parse_summary(previous)
-    user, support, assistant_only = _roles(messages)
+    user, support, refused, assistant_only = _roles(messages)
     support |= terms(" ".join([before.get("goal", ""), *(line for name, lines in before.items()
                                                         if name not in ("goal", "suggestions") for line in lines)]))
-    source = support | assistant_only | terms(previous)
+    source = support | refused | assistant_only | terms(previous)
     parts: dict[str, Any] = {name: _clean(getattr(summary, name), template, source) for _, name in SUMMARY_SECTIONS}
     goal = (_clean([summary.goal], template, source) or [""])[0]
 
-    # suggestions written as what happened
-    for name in ("progress", "decisions"):
+    # suggestions written as what happened: a line in the model's own words of a proposal, or
+    # one whose words are more than twice as much the assistant's alone (or what the user turned
+    # down, unless the line says so) as the user's or the tools'
+    with_assistant = any(m.get("role") == "assistant" for m in messages)
+    for name in ("progress", "decisions") if with_assistant else ():
         kept = []
         for line in parts[name]:
+            said = set(words(line))
             own = terms(line)
-            against, backed = len(own & assistant_only), len(own & support)
-            if against and against > backed:
+            negated = bool(said & _LINE_NEGATION)
+            against = own & (assistant_only - refused if negated else assistant_only | refused)
+            backed = own & (support | refused if negated else support)
+            if said & _PROPOSING or (against and len(against) > 2 * len(backed)):
                 if line not in parts["suggestions"]:
                     parts["suggestions"].append(line)
             else:
@@ -372,7 +390,7 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
                 pool |= terms(line)
 
     # the user's own words, where the summary lost them
-    if any(m.get("role") == "assistant" for m in messages):
+    if with_assistant:
         request = sentences(user[0])[0] if user and sentences(user[0]) and not before.get("goal") else ""
         if goal and request and not anchors(request) <= terms(goal):  # the first goal lost the task
             goal = f'{goal} (the user\'s request: "{_clip_quote(request)}")'
