@@ -23,7 +23,7 @@ ISSUE_SUMMARY = {  # what qwen1.5b wrote of the README's loop, as issue 28 quote
     "constraints": ["requirements, preferences and limits stated by the user", "hotel under 150 euros a night"],
     "progress": ["Visited the Gulbenkian Museum and the National Tile Museum"],
     "decisions": ["Take tram 28 to see the city", "Stay in Alfama or Baixa near the river"],
-    "critical_context": ["none"]}
+    "suggestions": ["No suggestions"], "critical_context": ["none"]}
 
 
 async def test_suggestions_leave_progress_and_the_goal_keeps_the_task(llm_reme: ReMe,

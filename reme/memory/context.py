@@ -210,6 +210,9 @@ _PROPOSING = frozenset("consider considering could might maybe perhaps suggest s
                        "suggestions recommend recommends recommended propose proposes proposed option options".split())
 """Words in which a model writes down a proposal: such a line is no progress and no decision."""
 _CHANGE = frozenset("actually change changed changes update updated instead anymore longer".split())
+_EMPTY_WORDS = frozenset("no none nothing yet so far suggestions suggestion progress decisions decision constraints "
+                         "constraint next steps critical context".split())
+"""A line of only these words ("No suggestions", "Nothing yet") says nothing."""
 _PLACEHOLDERS = frozenset(["", "none", "n a", "na", "nothing", "null", "tbd", "unknown", "empty"])
 MAX_QUOTES = 6
 """The user's own sentences a check adds to a summary's constraints, at most, per compaction."""
@@ -315,7 +318,7 @@ def _clean(items: list[str], template: set[str] | frozenset[str], source: set[st
     for item in items:
         item = item.strip()
         said = terms(item)
-        placeholder = " ".join(words(item)) in _PLACEHOLDERS
+        placeholder = " ".join(words(item)) in _PLACEHOLDERS or set(words(item)) <= _EMPTY_WORDS
         copied = len(said) >= 3 and len(said & template) >= 0.9 * len(said) and 2 * len(said & source) < len(said)
         if not placeholder and not copied and item not in out:
             out.append(item)
@@ -363,7 +366,7 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
         kept = []
         for line in parts[name]:
             said = set(words(line))
-            own = terms(line)
+            own = {t for t in terms(line) if len(t) > 1}  # "1" of "1 TB" backs nothing
             negated = bool(said & _LINE_NEGATION)
             against = own & (assistant_only - refused if negated else assistant_only | refused)
             backed = own & (support | refused if negated else support)
