@@ -53,7 +53,8 @@ def test_scores_the_issue_s_summary_of_the_readme_loop() -> None:
 def test_a_changed_value_still_stated_is_stale() -> None:
     t = TRAJECTORIES["move-toronto-change"]
     assert score(t, {"goal": "Move to Toronto", "constraints": ["Arrive on August 20"]}).stale == 1
-    assert score(t, {"goal": "Move to Toronto", "constraints": ["Arrival moved from August 20 to September 3"]}).stale == 0
+    moved = {"goal": "Move to Toronto", "constraints": ["Arrival moved from August 20 to September 3"]}
+    assert score(t, moved).stale == 0
 
 
 async def test_the_run_compacts_stage_by_stage_and_scores_the_last_summary(tmp_path: Path,

@@ -48,7 +48,8 @@ async def test_a_constraint_the_next_summary_drops_comes_back_unless_the_user_ch
     server.script([COMPACT_PROMPT, "quiet day trip"], {"goal": "Find a quiet day trip along the coast",
                                                        "constraints": ["hotel under 150 euros a night"],
                                                        "progress": ["Booked Hotel Convento do Salvador"]})
-    turns = [{"role": "user", "content": "Book the Convento do Salvador. And a quiet day trip along the coast, please."},
+    turns = [{"role": "user",
+              "content": "Book the Convento do Salvador. And a quiet day trip along the coast, please."},
              {"role": "assistant", "content": "Booked. Cascais is an easy train ride."}]
     out = await llm_reme.compact_context(turns, previous_summary=previous, threshold=1, reserve=0)
     s = out.structured

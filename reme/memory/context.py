@@ -336,19 +336,19 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
 
     - placeholders ("none", "..."), lines copied from the prompt (`template`: its terms) and
       repeats are dropped;
-    - in a conversation with an assistant, a progress or decision line that proposes ("could", "consider", "suggested"...), or whose
-      words are more than twice as much the assistant's alone (or what the user turned down,
-      unless the line says so) as the user's, a tool call's or result's or the previous
-      summary's, is a suggestion: it moves to `suggestions`;
+    - in a conversation with an assistant, a progress or decision line that proposes ("could",
+      "consider", "suggested"...), or whose words are more than twice as much the assistant's
+      alone (or what the user turned down, unless the line says so) as the user's, a tool
+      call's or result's or the previous summary's, is a suggestion: it moves to `suggestions`;
     - a constraint of the previous summary the new one lost comes back, unless the user's new
       messages touch it or say something changed; so does the previous goal when the new one
       lost some of its names or numbers, unless the user said something changed;
     - in a conversation with an assistant: at the first compaction, a goal without some names,
       numbers and people of the user's first sentence gets that sentence (the task as the user
       put it); a sentence of the user's stating a limit ("only", "never", "under",
-      "allergic"...) or a change ("actually", "instead"...) that the goal, constraints and decisions do not cover (its numbers and
-      names, two thirds of its words) is added to the constraints in the user's words (at most
-      `MAX_QUOTES`).
+      "allergic"...) or a change ("actually", "instead"...) that the goal, constraints and
+      decisions do not cover (its numbers and names, two thirds of its words) is added to the
+      constraints in the user's words (at most `MAX_QUOTES`).
     """
     before = parse_summary(previous)
     user, support, refused, assistant_only = _roles(messages)
@@ -357,12 +357,21 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     source = support | refused | assistant_only | terms(previous)
     parts: dict[str, Any] = {name: _clean(getattr(summary, name), template, source) for _, name in SUMMARY_SECTIONS}
     goal = (_clean([summary.goal], template, source) or [""])[0]
-
-    # suggestions written as what happened: a line in the model's own words of a proposal, or
-    # one whose words are more than twice as much the assistant's alone (or what the user turned
-    # down, unless the line says so) as the user's or the tools'
     with_assistant = any(m.get("role") == "assistant" for m in messages)
-    for name in ("progress", "decisions") if with_assistant else ():
+    if with_assistant:
+        _move_suggestions(parts, support, refused, assistant_only)
+    goal = _keep_previous(goal, parts, before, user)
+    if with_assistant:
+        goal = _quote_user(goal, parts, user, first=not before.get("goal"))
+    out = summary.model_copy(update={"goal": goal, **parts})
+    return out if out.render() else summary
+
+
+def _move_suggestions(parts: dict[str, Any], support: set[str], refused: set[str], assistant_only: set[str]) -> None:
+    """Progress and decision lines in the words of a proposal, or whose words are more than
+    twice as much the assistant's alone (or what the user turned down, unless the line says so)
+    as the user's or the tools', moved to the suggestions."""
+    for name in ("progress", "decisions"):
         kept = []
         for line in parts[name]:
             said = set(words(line))
@@ -377,38 +386,42 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
                 kept.append(line)
         parts[name] = kept
 
-    # what the previous summary held
+
+def _keep_previous(goal: str, parts: dict[str, Any], before: dict[str, Any], user: list[str]) -> str:
+    """The goal, and `parts`' constraints, with what the previous summary (`before`) held and
+    the new one lost, unless the user said something changed; returns the goal."""
+    if _CHANGE & set(words(" ".join(user))):
+        return goal
     old_goal = before.get("goal", "")
-    user_terms = terms(" ".join(user))
-    changed = bool(_CHANGE & set(words(" ".join(user))))
-    if old_goal and not changed and not covered(old_goal, terms(goal)):
+    if old_goal and not covered(old_goal, terms(goal)):
         if goal and not covered(goal, terms(old_goal)) and goal not in parts["next_steps"]:
             parts["next_steps"].insert(0, goal)  # the latest request, under the task it belongs to
         goal = old_goal
-    if not changed:
-        pool = terms(" ".join([goal, *parts["constraints"]]))
-        for line in before.get("constraints", []):
-            if not covered(line, pool) and not terms(line) & user_terms:
-                parts["constraints"].append(line)
-                pool |= terms(line)
+    pool = terms(" ".join([goal, *parts["constraints"]]))
+    user_terms = terms(" ".join(user))
+    for line in before.get("constraints", []):
+        if not covered(line, pool) and not terms(line) & user_terms:
+            parts["constraints"].append(line)
+            pool |= terms(line)
+    return goal
 
-    # the user's own words, where the summary lost them
-    if with_assistant:
-        request = sentences(user[0])[0] if user and sentences(user[0]) and not before.get("goal") else ""
-        if goal and request and not anchors(request) <= terms(goal):  # the first goal lost the task
-            goal = f'{goal} (the user\'s request: "{_clip_quote(request)}")'
-        pool = terms(" ".join([goal, *parts["constraints"], *parts["decisions"]]))
-        quotes = 0
-        for text in user:
-            for sentence in sentences(text):
-                said = set(words(sentence))
-                cue = bool((_CUES | _CHANGE) & said) and (len(terms(sentence)) >= 3 or bool(anchors(sentence)))
-                if cue and quotes < MAX_QUOTES and not covered(sentence, pool):
-                    parts["constraints"].append(f'The user said: "{_clip_quote(sentence)}"')
-                    pool |= terms(sentence)
-                    quotes += 1
-    out = summary.model_copy(update={"goal": goal, **parts})
-    return out if out.render() else summary
+
+def _quote_user(goal: str, parts: dict[str, Any], user: list[str], *, first: bool) -> str:
+    """The goal with the user's first sentence when it lost its names and numbers (`first`
+    compaction only), and `parts`' constraints with the user's sentences of limits and changes
+    they do not cover; returns the goal."""
+    request = sentences(user[0])[0] if first and user and sentences(user[0]) else ""
+    if goal and request and not anchors(request) <= terms(goal):
+        goal = f'{goal} (the user\'s request: "{_clip_quote(request)}")'
+    pool = terms(" ".join([goal, *parts["constraints"], *parts["decisions"]]))
+    quotes = 0
+    for sentence in (s for text in user for s in sentences(text)):
+        cue = bool((_CUES | _CHANGE) & set(words(sentence))) and (len(terms(sentence)) >= 3 or bool(anchors(sentence)))
+        if cue and quotes < MAX_QUOTES and not covered(sentence, pool):
+            parts["constraints"].append(f'The user said: "{_clip_quote(sentence)}"')
+            pool |= terms(sentence)
+            quotes += 1
+    return goal
 
 
 # -- 3. tool results ---------------------------------------------------------------------------
