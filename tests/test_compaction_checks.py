@@ -107,3 +107,19 @@ async def test_what_the_user_turned_down_or_took_up_stays_a_decision(llm_reme: R
     assert s.decisions == ["Skip Adyen because of the Dutch",  # says what the user turned down
                            "Risotto with vegetable stock and olive oil instead of butter"]  # taken up, with details
     assert s.suggestions == ["Converted the CV to the Europass format", "Consider a LinkedIn alert for similar roles"]
+
+
+async def test_a_suggestion_of_the_previous_summary_stays_one_until_the_user_takes_it_up(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    """What the README's loop gave with qwen1.5b: the museums the first compaction kept as
+    suggestions came back as progress in the second, from the previous summary alone."""
+    previous = ("## Goal\nPlan a week in Lisbon in May with the user's sister\n\n## Suggested, not decided\n"
+                "- Visit the Museu do Prado and the Alchemist's Fountain")
+    server.script(COMPACT_PROMPT, {"goal": "Plan a week in Lisbon in May with the user's sister",
+                                   "progress": ["Visited the Museu do Prado and the Alchemist's Fountain",
+                                                "Booked the Convento do Salvador"]})
+    turns = [{"role": "user", "content": "Book the Convento do Salvador, please."},
+             {"role": "assistant", "content": "Done, it is booked."}]
+    out = await llm_reme.compact_context(turns, previous_summary=previous, threshold=1, reserve=0)
+    assert out.structured is not None and out.structured.progress == ["Booked the Convento do Salvador"]
+    assert out.structured.suggestions == ["Visited the Museu do Prado and the Alchemist's Fountain"]

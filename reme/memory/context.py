@@ -338,8 +338,9 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
       repeats are dropped;
     - in a conversation with an assistant, a progress or decision line that proposes ("could",
       "consider", "suggested"...), or whose words are more than twice as much the assistant's
-      alone (or what the user turned down, unless the line says so) as the user's, a tool
-      call's or result's or the previous summary's, is a suggestion: it moves to `suggestions`;
+      alone (or the previous summary's suggestions', or what the user turned down, unless the
+      line says so) as the user's, a tool call's or result's or the previous summary's, is a
+      suggestion: it moves to `suggestions`;
     - a constraint of the previous summary the new one lost comes back, unless the user's new
       messages touch it or say something changed; so does the previous goal when the new one
       lost some of its names or numbers, unless the user said something changed;
@@ -354,6 +355,8 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     user, support, refused, assistant_only = _roles(messages)
     support |= terms(" ".join([before.get("goal", ""), *(line for name, lines in before.items()
                                                         if name not in ("goal", "suggestions") for line in lines)]))
+    # what the previous summary held as suggestions stays the assistant's until the user or a tool backs it
+    assistant_only |= terms(" ".join(before.get("suggestions", []))) - support
     source = support | refused | assistant_only | terms(previous)
     parts: dict[str, Any] = {name: _clean(getattr(summary, name), template, source) for _, name in SUMMARY_SECTIONS}
     goal = (_clean([summary.goal], template, source) or [""])[0]
