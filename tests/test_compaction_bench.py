@@ -78,7 +78,11 @@ async def test_the_run_compacts_stage_by_stage_and_scores_the_last_summary(tmp_p
     # the model's summary lost the new date: the check kept it in the user's words
     assert toronto["summaries"][-1]["constraints"][-1] == ('The user said: "Change of plans: our arrival moves to '
                                                           'September 3 because of my wife\'s visa."')
-    assert toronto["missed"] == ["move-toronto-change#constraints3", "move-toronto-change#decisions1"]
+    # "Emailed Priya": only the assistant names Priya in the second stage (the extractive first
+    # summary has her in its critical context, which backs nothing), so it is a suggestion
+    assert toronto["summaries"][-1]["suggestions"] == ["Emailed Priya the relocation agent"]
+    assert toronto["missed"] == ["move-toronto-change#constraints3", "move-toronto-change#decisions0",
+                                 "move-toronto-change#decisions1"]
     assert laptop["calls"] == 1 and laptop["summaries"][0]["goal"].startswith("Help me pick a laptop")
     assert report["all"]["trajectories"] == 2 and report["heldout"]["stale"] == 1
     assert report["all"]["calls_per_compaction"] == 1.0 and report["all"]["tokens_per_compaction"] > 0

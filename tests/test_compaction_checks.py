@@ -114,7 +114,8 @@ async def test_a_suggestion_of_the_previous_summary_stays_one_until_the_user_tak
     """What the README's loop gave with qwen1.5b: the museums the first compaction kept as
     suggestions came back as progress in the second, from the previous summary alone."""
     previous = ("## Goal\nPlan a week in Lisbon in May with the user's sister\n\n## Suggested, not decided\n"
-                "- Visit the Museu do Prado and the Alchemist's Fountain")
+                "- Visit the Museu do Prado and the Alchemist's Fountain\n\n## Critical context\n"
+                "- The Alchemist's Fountain and the Museu do Prado are famous landmarks")
     server.script(COMPACT_PROMPT, {"goal": "Plan a week in Lisbon in May with the user's sister",
                                    "progress": ["Visited the Museu do Prado and the Alchemist's Fountain",
                                                 "Booked the Convento do Salvador"]})

@@ -353,8 +353,10 @@ def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[s
     """
     before = parse_summary(previous)
     user, support, refused, assistant_only = _roles(messages)
-    support |= terms(" ".join([before.get("goal", ""), *(line for name, lines in before.items()
-                                                        if name not in ("goal", "suggestions") for line in lines)]))
+    # the previous summary backs what it held as the task, its limits and what was done or chosen (its
+    # next steps and critical context are where a model puts anything, the assistant's ideas too)
+    support |= terms(" ".join([before.get("goal", ""), *(line for name in ("constraints", "progress", "decisions")
+                                                        for line in before.get(name, []))]))
     # what the previous summary held as suggestions stays the assistant's until the user or a tool backs it
     assistant_only |= terms(" ".join(before.get("suggestions", []))) - support
     source = support | refused | assistant_only | terms(previous)
