@@ -68,6 +68,9 @@ class ContextSummary(BaseModel):
     constraints: StrList = Field(default_factory=list)
     progress: StrList = Field(default_factory=list)
     decisions: StrList = Field(default_factory=list)
+    suggestions: StrList = Field(default_factory=list)
+    """What the assistant proposed that the user has not taken up: kept apart from progress and
+    decisions, which hold only what happened and what the user chose."""
     next_steps: StrList = Field(default_factory=list)
     critical_context: StrList = Field(default_factory=list)
 
@@ -75,19 +78,27 @@ class ContextSummary(BaseModel):
     def _says_something(self) -> "ContextSummary":
         if not self.render():
             raise ValueError("the summary is empty: fill in at least one of goal, constraints, progress, decisions, "
-                             "next_steps, critical_context")
+                             "suggestions, next_steps, critical_context")
         return self
 
     def render(self) -> str:
         """The summary as text for the model: one heading per non-empty part."""
         parts = [f"## Goal\n{self.goal.strip()}"] if self.goal.strip() else []
-        for title, items in (("Constraints", self.constraints), ("Progress", self.progress),
-                             ("Decisions", self.decisions), ("Next steps", self.next_steps),
-                             ("Critical context", self.critical_context)):
+        for title, items in self.sections():
             lines = [f"- {item.strip()}" for item in items if item.strip()]
             if lines:
                 parts.append(f"## {title}\n" + "\n".join(lines))
         return "\n\n".join(parts)
+
+    def sections(self) -> list[tuple[str, list[str]]]:
+        """The list parts under the headings `render` gives them, in order."""
+        return [(title, getattr(self, name)) for title, name in SUMMARY_SECTIONS]
+
+
+SUMMARY_SECTIONS = (("Constraints", "constraints"), ("Progress", "progress"), ("Decisions", "decisions"),
+                    ("Suggested, not decided", "suggestions"), ("Next steps", "next_steps"),
+                    ("Critical context", "critical_context"))
+"""`ContextSummary`'s list parts: the heading each has in the rendered summary, and its field."""
 
 
 class ContextSplit(BaseModel):

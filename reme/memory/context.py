@@ -11,13 +11,18 @@ model call:
    `reserve` tokens, less when a tool call and its result would otherwise be separated: the split
    never falls between them).
 3. `compact(messages, previous_summary)`: one LLM call (`prompts/context/compact`) per chunk of
-   the part to compact writes a structured summary (goal, constraints, progress, decisions, next
-   steps, critical context), building on the previous summary.
+   the part to compact writes a structured summary (goal, constraints, progress, decisions,
+   suggestions not taken up, next steps, critical context), building on the previous summary.
+   Code then checks it against the messages (`checked`), with no further call: what a small
+   model gets wrong there, code can see (a suggestion only the assistant made written as
+   progress, a constraint or the goal of the previous summary dropped, a limit the user stated
+   missing).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,9 +30,10 @@ from typing import Any
 from reme.errors import InvalidInputError
 from reme.llm import ChatModel
 from reme.memory.session import SessionLog, message_dict, summary_message
-from reme.working import (CompactedContext, ContextSplit, ContextSummary, OffloadedResult, SessionMessage, Tokenizer,
-                          message_tokens, text_of)
+from reme.working import (SUMMARY_SECTIONS, CompactedContext, ContextSplit, ContextSummary, OffloadedResult,
+                          SessionMessage, Tokenizer, message_tokens, text_of)
 from reme.prompts import PromptLibrary
+from reme.retrieval import words
 from reme.schema import MemoryNode, Scope, Usage, check_int, utcnow
 
 log = logging.getLogger("reme.context")
@@ -162,19 +168,265 @@ def chunks(lines: list[str], budget: int) -> list[list[str]]:
 async def compact(messages: Sequence[Mapping[str, Any]], previous_summary: str, llm: ChatModel,
                   prompts: PromptLibrary, *, usage: Usage | None = None) -> ContextSummary:
     """The structured summary of `previous_summary` and `messages`: one LLM call per chunk of
-    the transcript that fits in `llm.max_prompt_chars`, each building on the one before."""
+    the transcript that fits in `llm.max_prompt_chars`, each building on the one before, and
+    each reply checked against its chunk (`checked`)."""
     usage = usage if usage is not None else Usage()
     budget = max(2_000, llm.config.max_prompt_chars - PROMPT_OVERHEAD_CHARS - 2 * len(previous_summary))
     summary_text = previous_summary
     result: ContextSummary | None = None
-    for chunk in chunks(transcript_lines(messages), budget) or [[]]:
-        result = await llm.structured(
+    template = terms(" ".join(str(m.get("content", "")) for m in prompts.messages(
+        "context/compact", previous_summary="", conversation="")))
+    lines = transcript_lines(messages)
+    start = 0
+    for chunk in chunks(lines, budget) or [[]]:
+        reply = await llm.structured(
             prompts.messages("context/compact", previous_summary=summary_text,
                              conversation="\n".join(f"[{i}] {line}" for i, line in enumerate(chunk))),
             ContextSummary, usage=usage)
+        result = checked(reply, summary_text, messages[start:start + len(chunk)], template)
+        start += len(chunk)
         summary_text = result.render()
     assert result is not None  # there is always one chunk
     return result
+
+
+# -- 2b. what code checks of a summary ---------------------------------------------------------
+_STOP = frozenset(
+    "the and but for with from into onto over about that this these those there here what which who whom whose will "
+    "would can could should shall might must does did done has have had having are was were been being its it's "
+    "you your yours our ours their theirs them they she her his him not only also just very too than then when "
+    "where while some any all each every such own same other more most much many one two few lot lots let let's "
+    "get got make made want wants need needs like please sure yes okay well".split())
+_KIN = frozenset("sister brother mother mom mum father dad wife husband partner son daughter kids children child "
+                 "friend friends boss colleague family parents baby girlfriend boyfriend grandmother grandfather "
+                 "aunt uncle cousin week weeks weekend fortnight days nights months hours minutes".split())
+_NEGATION = frozenset("no not never nope skip without cannot nothing".split())
+_CUES = frozenset("only never no not avoid without under below over max maximum least most budget limit must "
+                  "allergic allergy allergies strictly hate hates dislike dislikes rather prefer cannot exclude "
+                  "deadline latest".split())
+_LINE_NEGATION = _NEGATION | frozenset("don doesn isn won avoid avoids avoided refused declined rejected turned "
+                                        "dropped".split())
+_PROPOSING = frozenset("consider considering could might maybe perhaps suggest suggests suggested suggestion "
+                       "suggestions recommend recommends recommended propose proposes proposed option options".split())
+"""Words in which a model writes down a proposal: such a line is no progress and no decision."""
+_CHANGE = frozenset("actually change changed changes update updated instead anymore longer".split())
+_EMPTY_WORDS = frozenset("no none nothing yet so far suggestions suggestion progress decisions decision constraints "
+                         "constraint next steps critical context".split())
+"""A line of only these words ("No suggestions", "Nothing yet") says nothing."""
+_PLACEHOLDERS = frozenset(["", "none", "n a", "na", "nothing", "null", "tbd", "unknown", "empty"])
+MAX_QUOTES = 6
+"""The user's own sentences a check adds to a summary's constraints, at most, per compaction."""
+QUOTE_CHARS = 200
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 and not any(c.isdigit() for c in word) else word
+
+
+_NOT_CONTENT = frozenset(_stem(w) for w in _CHANGE | {"plan", "plans", "said"})
+"""Words that say a change happened or who said it, not what: left out when comparing texts."""
+
+
+def terms(text: str) -> set[str]:
+    """The words of `text` that carry meaning (stems; numbers of any length), for comparing texts."""
+    return {_stem(w) for w in words(text) if any(c.isdigit() for c in w) or (len(w) >= 3 and w not in _STOP)}
+
+
+def anchors(text: str) -> set[str]:
+    """What a summary must not lose of `text`: numbers, names (a capitalized word inside a
+    sentence), the people and the durations it names."""
+    out: set[str] = set()
+    for m in re.finditer(r"\w+", text):
+        token = m.group()
+        before = text[:m.start()].rstrip()
+        inside = bool(before) and before[-1] not in ".!?:;\n\"'(["
+        if any(c.isdigit() for c in token) or token.casefold() in _KIN or (
+                inside and token[0].isupper() and token != "I"):
+            out.update(_stem(w) for w in words(token))
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?;])\s+|\n+", text) if s.strip()]
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in re.split(r"[,:;()]|\band\b|\bbut\b", sentence) if c.strip()]
+
+
+def _split_at_negation(clause: str) -> tuple[set[str], set[str]]:
+    """A user's clause as the terms asked for and the terms turned down: those before a
+    negation ("no pesto", "skip Adyen") and those after it."""
+    said = words(clause)
+    cut = next((i for i, w in enumerate(said) if w in _NEGATION or w in ("don", "doesn", "isn", "won")), len(said))
+    return terms(" ".join(said[:cut])), terms(" ".join(said[cut:]))
+
+
+def covered(text: str, pool: set[str]) -> bool:
+    """Whether `pool` (terms) holds every anchor of `text` and two thirds of its terms."""
+    own = terms(text) - _NOT_CONTENT
+    return anchors(text) <= pool and (not own or 3 * len(own & pool) >= 2 * len(own))
+
+
+def parse_summary(text: str) -> dict[str, Any]:
+    """A rendered summary's parts (`ContextSummary.render`): {"goal": str, field: [lines]}; {}
+    for a text without its headings (a summary a caller wrote)."""
+    fields = {title: name for title, name in (("Goal", "goal"), *SUMMARY_SECTIONS)}
+    out: dict[str, Any] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        head = re.match(r"^## (.+?)\s*$", line)
+        if head:
+            current = fields.get(head.group(1))
+            continue
+        if current == "goal" and line.strip():
+            out["goal"] = f"{out.get('goal', '')} {line.strip()}".strip()
+        elif current is not None and line.startswith("- "):
+            out.setdefault(current, []).append(line[2:].strip())
+    return out
+
+
+def _roles(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], set[str], set[str], set[str]]:
+    """The user's texts; the terms of what happened or the user asked for (tool calls and their
+    results, the user's words before a negation); the terms the user turned down (after one);
+    and the terms only the assistant said."""
+    user: list[str] = []
+    support: set[str] = set()
+    refused: set[str] = set()
+    said: set[str] = set()
+    for m in messages:
+        if _result_ids(m) is not None:
+            support |= terms(text_of(m))
+        elif m.get("role") == "assistant":
+            said |= terms(text_of({"content": m.get("content")}))
+            support |= terms(text_of({**m, "content": None}))  # its tool calls: done, not proposed
+        elif m.get("role") == "user":
+            text = text_of(m)
+            user.append(text)
+            for clause in (c for s in sentences(text) for c in _clauses(s)):
+                asked, no = _split_at_negation(clause)
+                support |= asked
+                refused |= no
+        else:
+            support |= terms(text_of(m))
+    return user, support, refused - support, said - support
+
+
+def _clean(items: list[str], template: set[str] | frozenset[str], source: set[str]) -> list[str]:
+    """`items` without placeholders, copies of the prompt's own words, and repeats."""
+    out: list[str] = []
+    for item in items:
+        item = item.strip()
+        said = terms(item)
+        placeholder = " ".join(words(item)) in _PLACEHOLDERS or set(words(item)) <= _EMPTY_WORDS
+        copied = len(said) >= 3 and len(said & template) >= 0.9 * len(said) and 2 * len(said & source) < len(said)
+        if not placeholder and not copied and item not in out:
+            out.append(item)
+    return out
+
+
+def _clip_quote(sentence: str) -> str:
+    return sentence if len(sentence) <= QUOTE_CHARS else sentence[:QUOTE_CHARS - 3] + "..."
+
+
+def checked(summary: ContextSummary, previous: str, messages: Sequence[Mapping[str, Any]],
+            template: set[str] | frozenset[str] = frozenset()) -> ContextSummary:
+    """`summary` of `messages` (building on `previous`) after the checks code can make, with no
+    further LLM call:
+
+    - placeholders ("none", "..."), lines copied from the prompt (`template`: its terms) and
+      repeats are dropped;
+    - in a conversation with an assistant, a progress or decision line that proposes ("could",
+      "consider", "suggested"...), or whose words are more than twice as much the assistant's
+      alone (or the previous summary's suggestions', or what the user turned down, unless the
+      line says so) as the user's, a tool call's or result's or the previous summary's, is a
+      suggestion: it moves to `suggestions`;
+    - a constraint of the previous summary the new one lost comes back, unless the user's new
+      messages touch it or say something changed; so does the previous goal when the new one
+      lost some of its names or numbers, unless the user said something changed;
+    - in a conversation with an assistant: at the first compaction, a goal without some names,
+      numbers and people of the user's first sentence gets that sentence (the task as the user
+      put it); a sentence of the user's stating a limit ("only", "never", "under",
+      "allergic"...) or a change ("actually", "instead"...) that the goal, constraints and
+      decisions do not cover (its numbers and names, two thirds of its words) is added to the
+      constraints in the user's words (at most `MAX_QUOTES`).
+    """
+    before = parse_summary(previous)
+    user, support, refused, assistant_only = _roles(messages)
+    # the previous summary backs what it held as the task, its limits and what was done or chosen (its
+    # next steps and critical context are where a model puts anything, the assistant's ideas too)
+    support |= terms(" ".join([before.get("goal", ""), *(line for name in ("constraints", "progress", "decisions")
+                                                        for line in before.get(name, []))]))
+    # what the previous summary held as suggestions stays the assistant's until the user or a tool backs it
+    assistant_only |= terms(" ".join(before.get("suggestions", []))) - support
+    source = support | refused | assistant_only | terms(previous)
+    parts: dict[str, Any] = {name: _clean(getattr(summary, name), template, source) for _, name in SUMMARY_SECTIONS}
+    goal = (_clean([summary.goal], template, source) or [""])[0]
+    with_assistant = any(m.get("role") == "assistant" for m in messages)
+    if with_assistant:
+        _move_suggestions(parts, support, refused, assistant_only)
+    goal = _keep_previous(goal, parts, before, user)
+    if with_assistant:
+        goal = _quote_user(goal, parts, user, first=not before.get("goal"))
+    out = summary.model_copy(update={"goal": goal, **parts})
+    return out if out.render() else summary
+
+
+def _move_suggestions(parts: dict[str, Any], support: set[str], refused: set[str], assistant_only: set[str]) -> None:
+    """Progress and decision lines in the words of a proposal, or whose words are more than
+    twice as much the assistant's alone (or what the user turned down, unless the line says so)
+    as the user's or the tools', moved to the suggestions."""
+    for name in ("progress", "decisions"):
+        kept = []
+        for line in parts[name]:
+            said = set(words(line))
+            own = {t for t in terms(line) if len(t) > 1}  # "1" of "1 TB" backs nothing
+            negated = bool(said & _LINE_NEGATION)
+            against = own & (assistant_only - refused if negated else assistant_only | refused)
+            backed = own & (support | refused if negated else support)
+            if said & _PROPOSING or (against and len(against) > 2 * len(backed)):
+                if line not in parts["suggestions"]:
+                    parts["suggestions"].append(line)
+            else:
+                kept.append(line)
+        parts[name] = kept
+
+
+def _keep_previous(goal: str, parts: dict[str, Any], before: dict[str, Any], user: list[str]) -> str:
+    """The goal, and `parts`' constraints, with what the previous summary (`before`) held and
+    the new one lost, unless the user said something changed; returns the goal."""
+    if _CHANGE & set(words(" ".join(user))):
+        return goal
+    old_goal = before.get("goal", "")
+    if old_goal and not covered(old_goal, terms(goal)):
+        if goal and not covered(goal, terms(old_goal)) and goal not in parts["next_steps"]:
+            parts["next_steps"].insert(0, goal)  # the latest request, under the task it belongs to
+        goal = old_goal
+    pool = terms(" ".join([goal, *parts["constraints"]]))
+    user_terms = terms(" ".join(user))
+    for line in before.get("constraints", []):
+        if not covered(line, pool) and not terms(line) & user_terms:
+            parts["constraints"].append(line)
+            pool |= terms(line)
+    return goal
+
+
+def _quote_user(goal: str, parts: dict[str, Any], user: list[str], *, first: bool) -> str:
+    """The goal with the user's first sentence when it lost its names and numbers (`first`
+    compaction only), and `parts`' constraints with the user's sentences of limits and changes
+    they do not cover; returns the goal."""
+    request = sentences(user[0])[0] if first and user and sentences(user[0]) else ""
+    if goal and request and not anchors(request) <= terms(goal):
+        goal = f'{goal} (the user\'s request: "{_clip_quote(request)}")'
+    pool = terms(" ".join([goal, *parts["constraints"], *parts["decisions"]]))
+    quotes = 0
+    for sentence in (s for text in user for s in sentences(text)):
+        cue = bool((_CUES | _CHANGE) & set(words(sentence))) and (len(terms(sentence)) >= 3 or bool(anchors(sentence)))
+        if cue and quotes < MAX_QUOTES and not covered(sentence, pool):
+            parts["constraints"].append(f'The user said: "{_clip_quote(sentence)}"')
+            pool |= terms(sentence)
+            quotes += 1
+    return goal
 
 
 # -- 3. tool results ---------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+import sys
+
+from benchmark.compaction.run import main
+
+sys.exit(main())
