@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmark.compaction.score import DATA, Score, Trajectory, load, score
+from benchmark.quality.score import pick
 from reme import ReMe
 from reme.memory import context
 from reme.schema import Usage
@@ -151,15 +152,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    trajectories = load(Path(args.data))
-    if args.ids:
-        wanted = args.ids.split(",")
-        unknown = set(wanted) - {t.id for t in trajectories}
-        if unknown:
-            parser().error(f"no trajectory {sorted(unknown)}")
-        trajectories = [t for t in trajectories if t.id in wanted]
-    if args.split:
-        trajectories = [t for t in trajectories if t.split == args.split]
+    trajectories = pick(load(Path(args.data)), args.ids, args.split, parser().error, "trajectory")
     output = Path(args.output) if args.output else None
     if args.rescore:
         report = rescore(json.loads(Path(args.rescore).read_text(encoding="utf-8")), trajectories)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmark.quality.peers import PEERS, run_peer
-from benchmark.quality.score import DATA, Dialogue, Score, load, score
+from benchmark.quality.score import DATA, Dialogue, Score, load, pick, score
 from reme import ReMe
 from reme.schema import Usage
 
@@ -127,15 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
     args = parser().parse_args(argv)
-    dialogues = load(Path(args.data))
-    if args.ids:
-        wanted = args.ids.split(",")
-        unknown = set(wanted) - {d.id for d in dialogues}
-        if unknown:
-            parser().error(f"no dialogue {sorted(unknown)}")
-        dialogues = [d for d in dialogues if d.id in wanted]
-    if args.split:
-        dialogues = [d for d in dialogues if d.split == args.split]
+    dialogues = pick(load(Path(args.data)), args.ids, args.split, parser().error)
     if args.rescore:
         report = rescore(json.loads(Path(args.rescore).read_text(encoding="utf-8")), dialogues)
         print(table(report))

@@ -129,6 +129,18 @@ def hygiene(text: str) -> list[str]:
     return problems
 
 
+def pick(items: list[Any], ids: str | None, split: str | None, error: Any, what: str = "dialogue") -> list[Any]:
+    """The items (with `id` and `split`) named by `--ids a,b` and in `--split`; `error` (argparse's)
+    names the ids that are not in the set."""
+    if ids:
+        wanted = ids.split(",")
+        unknown = set(wanted) - {item.id for item in items}
+        if unknown:
+            error(f"no {what} {sorted(unknown)}")
+        items = [item for item in items if item.id in wanted]
+    return [item for item in items if item.split == split] if split else items
+
+
 @dataclass
 class Score:
     """One dialogue's memories scored: counts, so that sets of dialogues add up."""
