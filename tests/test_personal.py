@@ -736,8 +736,8 @@ async def test_lines_no_memory_holds_get_one_second_look(reme: ReMe, server: Ope
     server.script(EXTRACT, memories({"content": "Robert is a high school chemistry teacher", "sources": [2]}))
     server.script(MISSED, memories(
         {"content": "Everyone calls Robert Bobby", "sources": [0]},
-        {"content": "Robert is allergic to latex", "sources": [2], "importance": 1.0},
-        {"content": "Robert is a chemistry teacher at a high school", "sources": [1]}))  # a line not marked
+        {"content": "Robert is allergic to latex", "sources": [3], "importance": 1.0},  # off by one: kept
+        {"content": "Robert is a chemistry teacher at a high school", "sources": [4]}))  # far from a marked line
     result = await reme.summarize_memory(ROBERT, user_name="robert")
 
     assert [n.content for n in result.added] == ["Robert is a high school chemistry teacher",

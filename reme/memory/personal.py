@@ -522,8 +522,9 @@ class PersonalSummarizer:
         kept: list[ExtractedMemory] = []
         for k, item in enumerate(reply.memories):
             why = None
-            if item.sources and not set(item.sources) & marked:  # what the extraction wrote, in other words
-                why = "cites no marked line"
+            # What the extraction wrote, in other words; a small model's sources are often off by one.
+            if item.sources and not {j for i in item.sources for j in (i - 1, i, i + 1)} & marked:
+                why = "cites no marked line, nor one beside it"
             elif not any(_stem(w) not in held for w in words(item.content) if len(w) >= 3 and w not in FILLER):
                 why = "has no word the memories so far do not have"
             if why:
