@@ -43,7 +43,7 @@ def conversation(user: str, session: int) -> list[dict[str, Any]]:
 
 def extract_reply(body: dict[str, Any]) -> dict[str, Any]:
     prompt = prompt_of(body)
-    user = re.search(r"long-term memory about (\S+)\.", prompt).group(1)  # type: ignore[union-attr]
+    user = re.search(r"long-term memory about (\S+?)[.,]", prompt).group(1)  # type: ignore[union-attr]
     said = re.findall(r"^\[(\d+)\] \[[^\]]+\] [^:]+: (.*)$", prompt, re.MULTILINE)
     if not said or "nothing" in said[0][1]:
         return {"memories": []}

@@ -176,7 +176,7 @@ def test_reme_bench_locomo_is_the_same_command(tmp_path: Path) -> None:
 def scripted(server: OpenAITestServer) -> None:
     def extract(body: dict[str, Any]) -> dict[str, Any]:
         prompt = prompt_of(body)
-        user = re.search(r"long-term memory about (\w+)\.", prompt).group(1)  # type: ignore[union-attr]
+        user = re.search(r"long-term memory about (\w+)", prompt).group(1)  # type: ignore[union-attr]
         said = re.findall(rf"^\[(\d+)\] \[[^\]]+\] {user}: (.*)$", prompt, re.MULTILINE)
         return {"memories": [{"content": f"{user} said: {text}", "kind": "fact", "time": None, "sources": [int(i)],
                               "importance": 0.5} for i, text in said[:3]]}
