@@ -249,7 +249,7 @@ ELLIPSIS_ENDINGS = frozenset("""will won't can can't could would should does doe
 was wasn't are am has have had too not so either""".split())
 """A short memory ending so ("Kenji will.", "Sam does too.") answers a line it does not hold."""
 FIRST_PERSON = frozenset("me my mine myself we us our ours ourselves".split())
-"""Words a memory left in the first person holds after `name_the_speaker` (which does not guess at "we")."""
+"""Words a memory still holds in the first person when `name_the_speaker` could not name them (two speakers cited)."""
 PRONOUNS = frozenset("he she they it him her his hers their them this that these those its".split())
 CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
@@ -316,7 +316,7 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
 
 
 def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> list[str]:
-    """The words of a memory that no message holds (compared by their first five letters), when
+    """The words of a memory that no message holds (compared as `_stem`s), when
     they are at least two and more than half of its words worth checking (four letters or more,
     no filler, name, month, weekday or number: code adds dates): a small model asked about small
     talk writes "Ivy is a friendly and outgoing person". Empty otherwise, so a memory that says
@@ -346,8 +346,7 @@ hey himself into isn itself just kind later lets lovely maybe might more most mu
 only other ours ourselves over perfect please pretty quite rather really same shall should since some something
 sort still such sure than thank thanks that thats their theirs them themselves then there these they thing things
 this those though through today together tomorrow tonight under until very well were what whatever when where
-which while whom whose with would yeah yeah yours yourself yourselves haha wow cool awesome great okay anything
-nothing""".split())
+which while whom whose with would yeah yours yourself yourselves haha wow cool awesome anything nothing""".split())
 """Words that tell nothing on their own (a greeting, a filler): a line of only these is small talk."""
 TIME_WORDS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
 thursdays fridays saturdays sundays january february march april may june july august september october
