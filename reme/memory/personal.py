@@ -30,7 +30,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Annotated, Any, Callable, Literal, Sequence
+from typing import Annotated, Any, Callable, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -325,7 +325,7 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
     if CJK_CHAR.search(text):
         return []
     names = {w for name in (user_name, *(m.name for m in messages if m.name)) for w in words(name)}
-    held = {_stem(w) for m in messages for w in words(m.content)}
+    held = stems(m.content for m in messages)
     said = [w for w in dict.fromkeys(words(text)) if len(w) >= 4 and not w.isdigit()
             and w not in FILLER and w not in COMMON_WORDS and w not in TIME_WORDS and w not in names]
     unsaid = [w for w in said if _stem(w) not in held]
@@ -370,6 +370,11 @@ def _stem(word: str) -> str:
     return word[:5]
 
 
+def stems(texts: Iterable[str]) -> set[str]:
+    """The `_stem`s of every word of `texts`."""
+    return {_stem(w) for text in texts for w in words(text)}
+
+
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     """The lines a person said (not the assistant) with a statement none of `written` (the
     memories so far) holds anything of: a sentence that is no question and has a number, a name
@@ -377,7 +382,7 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     memory. Small talk ("Thanks, have a good one!") has neither. Words are compared by their
     first five letters ("allergic", "allergy"). A Chinese line is not judged (its words are not
     split)."""
-    held = {_stem(w) for text in written for w in words(text)}
+    held = stems(written)
     out: list[int] = []
     for index, message in enumerate(transcript.messages):
         if message.role == "assistant" or CJK_CHAR.search(message.content):
@@ -428,10 +433,11 @@ class PersonalSummarizer:
             Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
-        missed = left_out(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        so_far = [c.content for c in candidates] + [d.text for d in flawed]
+        missed = left_out(transcript, so_far)
         if missed:
-            more, more_flawed = await self._second_look(missed, candidates, flawed, transcript, history, user_name,
-                                                        now, plan, written)
+            more, more_flawed = await self._second_look(missed, so_far, transcript, history, user_name, now, plan,
+                                                        written)
             candidates += more
             flawed += more_flawed
         if flawed:
@@ -496,8 +502,8 @@ class PersonalSummarizer:
                 out.append(node)
         return out, flawed
 
-    async def _second_look(self, missed: list[int], candidates: list[MemoryNode], flawed: list[Draft],
-                           transcript: Transcript, history: MemoryNode, user_name: str, now: datetime, plan: Plan,
+    async def _second_look(self, missed: list[int], so_far: list[str], transcript: Transcript, history: MemoryNode,
+                           user_name: str, now: datetime, plan: Plan,
                            written: set[str]) -> tuple[list[MemoryNode], list[Draft]]:
         """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
         anything of, marked, each after the line before it (the question it answers), and the
@@ -506,18 +512,17 @@ class PersonalSummarizer:
         marked = set(missed)
         shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
-        shown_memories = [c.content for c in candidates] + [d.text for d in flawed]
         try:
             reply = await self.llm.structured(
                 self.prompts.messages("personal/missed", user_name=user_name, conversation=lines,
-                                      memories=shown_memories),
+                                      memories=so_far),
                 Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/missed",
                 budget=96 + 160 * len(missed))
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
             log.warning("second look at the lines no memory holds skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/missed", action="dropped", reason=str(exc)[:300]))
             return [], []
-        held = {_stem(w) for text in shown_memories for w in words(text)}
+        held = stems(so_far)
         kept: list[ExtractedMemory] = []
         for k, item in enumerate(reply.memories):
             why = None
