@@ -832,3 +832,51 @@ async def test_an_update_that_keeps_the_stored_text_takes_the_candidates(reme: R
     assert updated.memory_id == veg.memory_id and updated.content == "Dan is not vegetarian any more"
     assert [v.node.content for v in await reme.history(veg.memory_id)] == [veg.content]
     assert [r.path for r in result.rejected] == ["decisions[0].text"]
+
+
+async def test_an_update_does_not_merge_away_a_health_fact_the_candidate_says_nothing_of(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b replaced "Victor takes atorvastatin ... He also has gout" with the new dose alone:
+    # the gout went with the old dose.
+    old = await reme.add_memory("Victor takes atorvastatin, 20 mg in the evening. He also has gout.",
+                                user_name="victor")
+    server.script(EXTRACT, memories({"content": "Victor's doctor doubled the atorvastatin to 40 mg", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Victor's doctor doubled the atorvastatin to 40 mg"}))
+    result = await reme.summarize_memory(
+        [{"role": "user", "name": "Victor", "content": "My doctor doubled the atorvastatin to 40 mg."}],
+        user_name="victor")
+
+    (updated,) = result.updated
+    assert updated.memory_id == old.memory_id
+    assert updated.content == "Victor's doctor doubled the atorvastatin to 40 mg. He also has gout."
+    (kept,) = [r for r in result.rejected if r.path == "decisions[0].text"]
+    assert kept.action == "defaulted" and "gout" in kept.reason
+
+
+async def test_an_update_that_drops_a_health_fact_it_shares_words_with_keeps_the_stored_memory(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # One sentence holds the dose the candidate changes and the condition it does not mention:
+    # no sentence can be put back without the old dose, so the candidate is added beside it.
+    old = await reme.add_memory("Victor takes atorvastatin for his cholesterol and has gout",
+                                user_name="victor")
+    server.script(EXTRACT, memories({"content": "Victor now takes 40 mg of atorvastatin", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Victor takes 40 mg of atorvastatin"}))
+    result = await reme.summarize_memory(
+        [{"role": "user", "name": "Victor", "content": "I now take 40 mg of atorvastatin."}], user_name="victor")
+
+    assert result.updated == [] and [n.content for n in result.added] == ["Victor now takes 40 mg of atorvastatin"]
+    assert (await reme.get_memory(old.memory_id)).content == old.content
+
+
+async def test_an_update_may_drop_a_health_fact_the_candidate_speaks_of(reme: ReMe, server: OpenAITestServer) -> None:
+    old = await reme.add_memory("Mia lives in Lyon. She is allergic to cats.", user_name="mia")
+    server.script(EXTRACT, memories({"content": "Mia outgrew her cat allergy", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Mia lives in Lyon and can be around cats now"}))
+    result = await reme.summarize_memory(
+        [{"role": "user", "name": "Mia", "content": "I outgrew my cat allergy, can you believe it?"}], user_name="mia")
+
+    (updated,) = result.updated
+    assert updated.memory_id == old.memory_id and updated.content == "Mia lives in Lyon and can be around cats now"

@@ -375,6 +375,32 @@ def stems(texts: Iterable[str]) -> set[str]:
     return {_stem(w) for text in texts for w in words(text)}
 
 
+SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
+
+
+def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[str], list[str]]:
+    """The sentences of a stored memory with a health word (`HEALTH_STEMS`) that an UPDATE's
+    merged text drops while neither it nor the candidate says anything of that word: those that
+    share no other word with the candidate (names aside), which can go back into the merged text
+    as they were, and those that do (the candidate changes something else in them, as a new dose
+    beside a condition), which cannot. A Chinese memory is not judged (its words are not split)."""
+    if CJK_CHAR.search(stored):
+        return [], []
+    said, proposed = stems([merged, candidate]), stems([candidate])
+    back: list[str] = []
+    tied: list[str] = []
+    for sentence in SENTENCE.split(stored):
+        sentence = sentence.strip()
+        names = {m.lower() for m in _CAPITAL.findall(sentence)}
+        kept = [w for w in words(sentence) if len(w) >= 3 and w not in FILLER and w not in COMMON_WORDS
+                and w not in names]
+        health = [w for w in kept if w.startswith(HEALTH_STEMS)]
+        if not health or any(_stem(w) in said for w in health):
+            continue
+        (tied if any(_stem(w) in proposed for w in kept) else back).append(sentence)
+    return back, tied
+
+
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     """The lines a person said (not the assistant) with a statement none of `written` (the
     memories so far) holds anything of: a sentence that is no question and has a number, a name
@@ -695,6 +721,26 @@ class PersonalSummarizer:
                     step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
                     reason=f"the merged text is stored memory {d.id}'s, unchanged; the candidate's text is used"))
                 text = cand.content
+            back, tied = health_left_behind(old.content, text, cand.content)
+            merged = " ".join([text if text.endswith(SENTENCE_ENDS) else text + ".", *back])
+            if tied or (back and len(merged) > MAX_CONTENT_CHARS):
+                # qwen1.5b merged Victor's gout away with his old dose: the stored memory stays and
+                # the candidate goes beside it (the old dose may stay stated; the gout is not lost).
+                rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"the UPDATE of memory id {d.id} would drop {(tied or back)[0][:80]!r}, which the "
+                           "candidate says nothing of; the candidate is added beside it"))
+                claimed.discard(d.id)
+                if normalize_text(cand.content) not in stored and d.candidate not in added:
+                    added.add(d.candidate)
+                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
+                continue
+            if back:
+                rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                    reason=f"the merged text drops {' '.join(back)[:80]!r} of stored memory {d.id}, which the "
+                           "candidate says nothing of; it is kept"))
+                text = merged
             if normalize_text(text) in stored:  # two stored memories would say the same
                 reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {stored[normalize_text(text)]}")
                 continue
