@@ -254,7 +254,8 @@ PRONOUNS = frozenset("he she they it him her his hers their them this that these
 CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 PROBLEMS = {"fragment": "a fragment, not a sentence", "pronoun": "starts with a pronoun",
-            "nobody": "does not name whom it is about", "first_person": "says \"I\", \"we\" or \"my\": name them"}
+            "nobody": "does not name whom it is about", "first_person": "says \"I\", \"we\" or \"my\": name them",
+            "dangling": "says \"it\" or \"that\" without saying what"}
 """How each flaw is described to the repair call."""
 
 
@@ -283,9 +284,29 @@ def flaw(text: str, people: set[str]) -> str | None:
         return "pronoun"
     if any(w == "I" or (w.lower() in FIRST_PERSON and w != "US") for w in LATIN_WORD.findall(text)):
         return "first_person"
+    if dangling(text, people):
+        return "dangling"
     if people and not people & set(said):
         return "nobody"
     return None
+
+
+DANGLING = frozenset("it this that them these those".split())
+
+
+def dangling(text: str, people: set[str]) -> list[str]:
+    """The sentences of a memory that say "it", "that" or "them" and hardly anything else (one
+    word worth keeping at most, names aside): "Alice loves it." (qwen1.5b, for "Love it.",
+    an answer about Berlin): what is "it"? Empty for a Chinese memory."""
+    if CJK_CHAR.search(text):
+        return []
+    out = []
+    for sentence in SENTENCE.split(text):
+        said = words(sentence)
+        if DANGLING & set(said) and len([w for w in said if len(w) >= 3 and w not in FILLER and w not in
+                                          COMMON_WORDS and w not in people and w not in DANGLING]) <= 1:
+            out.append(sentence.strip())
+    return out
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -346,7 +367,8 @@ hey himself into isn itself just kind later lets lovely maybe might more most mu
 only other ours ourselves over perfect please pretty quite rather really same shall should since some something
 sort still such sure than thank thanks that thats their theirs them themselves then there these they thing things
 this those though through today together tomorrow tonight under until very well were what whatever when where
-which while whom whose with would yeah yours yourself yourselves haha wow cool awesome anything nothing""".split())
+which while whom whose with would yeah yours yourself yourselves haha wow cool awesome anything nothing lot
+lots""".split())
 """Words that tell nothing on their own (a greeting, a filler): a line of only these is small talk."""
 TIME_WORDS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
 thursdays fridays saturdays sundays january february march april may june july august september october
@@ -593,11 +615,12 @@ class PersonalSummarizer:
             log.warning("memory repair skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
         out: list[MemoryNode] = []
+        people = transcript.people(user_name)
         for k, draft in enumerate(flawed):
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if not fragment(text):
+                if not fragment(text) and not dangling(text, people):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
             if draft.problem == "fragment":
@@ -605,6 +628,16 @@ class PersonalSummarizer:
                     step=draft.step, path=f"memories[{draft.index}]", action="dropped",
                     reason=f"{draft.item.content.strip()[:80]!r} is a fragment, not a memory, and was not repaired"))
                 continue
+            if draft.problem == "dangling":  # what stands without the vague sentences, if anything
+                vague = dangling(draft.text, people)
+                rest = " ".join(t.strip() for t in SENTENCE.split(draft.text) if t.strip() and t.strip() not in vague)
+                plan.rejected.append(Rejection(
+                    step=draft.step, path=f"memories[{draft.index}]", action="defaulted" if rest else "dropped",
+                    reason=f"{' '.join(vague)[:80]!r} says \"it\" or \"that\" without saying what and was not "
+                           "repaired" + ("; the rest is kept" if rest else "")))
+                if not rest:
+                    continue
+                draft.text = rest
             node = self._node(draft, transcript, history, user_name, now, plan.rejected, written)
             if node is not None:
                 out.append(node)
