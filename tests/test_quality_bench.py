@@ -49,6 +49,9 @@ def test_a_pattern_matches_whole_words_prefixes_and_phrases_case_folded() -> Non
     stale = Pattern.of({"k": ["vegetarian"], "none": ["not", "formerly", "stop*"]})
     assert stale.matches("Dan is vegetarian")
     assert not stale.matches("Dan is not vegetarian") and not stale.matches("Dan stopped being vegetarian")
+    dose = Pattern.of({"k": ["atorvastatin", "40"]})  # a number is a word even when a unit sticks to it
+    assert dose.matches("Victor takes atorvastatin 40mg daily") and dose.matches("Victor takes 40 mg of atorvastatin")
+    assert not dose.matches("Victor takes atorvastatin 400mg") and Pattern.of({"k": ["40mg"]}).matches("40 mg")
 
 
 def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times() -> None:

@@ -5,7 +5,8 @@ must be absent. A memory matches it when every group has an alternative in the m
 `none` word is in it. Alternatives are separated by `|`; an alternative is one word or several
 consecutive words ("window seat"); a trailing `*` matches any word starting so ("allerg*").
 Words are `reme.retrieval.words` (case-folded, split at anything not a letter or digit, so
-"I'm" is `i m`, "2024-04-26" is `2024 04 26`).
+"I'm" is `i m`, "2024-04-26" is `2024 04 26`), with a number apart from a unit stuck to it
+("40mg" is `40 mg`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reme.retrieval import words
+from reme.retrieval import words as _split
 
 DATA = Path(__file__).with_name("dialogues.json")
 
@@ -34,6 +35,15 @@ RELATIVE_TIME = re.compile(
 ABSOLUTE_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 """A memory with a relative time ("last week") and no year in it ("April 2024") cannot be placed
 in time once it is read later."""
+
+
+NUMBER_THEN_LETTER = re.compile(r"(\d)(?=[^\W\d_])")
+
+
+def words(text: str) -> list[str]:
+    """`reme.retrieval.words` of `text`, a number apart from a unit stuck to it: "40mg" is `40 mg`,
+    so a fact's "40" is found in "atorvastatin 40mg" as in "40 mg"."""
+    return _split(NUMBER_THEN_LETTER.sub(r"\1 ", text))
 
 
 @dataclass(frozen=True)
