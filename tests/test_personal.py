@@ -905,3 +905,17 @@ async def test_a_memory_saying_it_without_saying_what_is_repaired_or_loses_that_
     assert "Alice likes that a lot" in repair
     assert any(r.path == "memories[2]" and r.action == "dropped" and "without saying what" in r.reason
                for r in result.rejected)
+
+
+async def test_an_update_replacing_the_whole_stored_memory_is_trusted(reme: ReMe, server: OpenAITestServer) -> None:
+    # No sentence of the stored memory shares a word with the candidate: the model replaced all
+    # of it, and putting its health word back would state a value the user changed.
+    veg = await reme.add_memory("Dan has been vegetarian for ten years.", user_name="dan")
+    server.script(EXTRACT, memories({"content": "Dan started eating fish and chicken again", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Dan started eating fish and chicken again"}))
+    result = await reme.summarize_memory(
+        [{"role": "user", "name": "Dan", "content": "I started eating fish and chicken again."}], user_name="dan")
+
+    (updated,) = result.updated
+    assert updated.memory_id == veg.memory_id and updated.content == "Dan started eating fish and chicken again"

@@ -405,22 +405,28 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
     merged text drops while neither it nor the candidate says anything of that word: those that
     share no other word with the candidate (names aside), which can go back into the merged text
     as they were, and those that do (the candidate changes something else in them, as a new dose
-    beside a condition), which cannot. A Chinese memory is not judged (its words are not split)."""
+    beside a condition), which cannot. Nothing when no sentence of the stored memory shares a
+    word with the candidate: the UPDATE replaces all of it ("Dan started eating fish again" for
+    "Dan has been vegetarian"), and putting a sentence back would state a value the user changed.
+    A Chinese memory is not judged (its words are not split)."""
     if CJK_CHAR.search(stored):
         return [], []
     said, proposed = stems([merged, candidate]), stems([candidate])
     back: list[str] = []
     tied: list[str] = []
+    addressed = False
     for sentence in SENTENCE.split(stored):
         sentence = sentence.strip()
         names = {m.lower() for m in _CAPITAL.findall(sentence)}
         kept = [w for w in words(sentence) if len(w) >= 3 and w not in FILLER and w not in COMMON_WORDS
                 and w not in names]
+        shares = any(_stem(w) in proposed for w in kept)
+        addressed = addressed or shares
         health = [w for w in kept if w.startswith(HEALTH_STEMS)]
         if not health or any(_stem(w) in said for w in health):
             continue
-        (tied if any(_stem(w) in proposed for w in kept) else back).append(sentence)
-    return back, tied
+        (tied if shares else back).append(sentence)
+    return (back, tied) if addressed else ([], [])
 
 
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
