@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.wording import anchor_times, name_the_speaker
+from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
 from reme.schema import Message, TimeWindow
@@ -520,13 +520,13 @@ async def test_a_relative_time_gets_the_date_its_message_was_said(reme: ReMe, se
     server.script(EXTRACT, memories(
         {"content": "Alice moved to Berlin last week", "sources": [0]},
         {"content": "Alice has a job interview tomorrow", "sources": [3]},  # said a day later
-        {"content": "Alice starts her new job on Monday", "sources": [3]},  # last Monday or next? left alone
+        {"content": "Alice starts her new job on Monday", "sources": [3]},  # "I start on Monday": the next one
         {"content": "Alice moved to Berlin last week, in April 2024", "sources": [0]}))  # dated already
     result = await reme.summarize_memory(chat, user_name="alice")
 
     assert [n.content for n in result.added] == [
         "Alice moved to Berlin last week (22-28 April 2024)", "Alice has a job interview tomorrow (5 May 2024)",
-        "Alice starts her new job on Monday", "Alice moved to Berlin last week, in April 2024"]
+        "Alice starts her new job on Monday (6 May 2024)", "Alice moved to Berlin last week, in April 2024"]
     moved = result.added[0]
     assert (moved.event_start, moved.event_end) == (datetime(2024, 4, 22, tzinfo=timezone.utc),
                                                     datetime(2024, 4, 28, 23, 59, 59, 999999, tzinfo=timezone.utc))
@@ -608,6 +608,21 @@ def test_rewording_any_text_keeps_what_has_no_first_person_or_relative_time(text
 ])
 def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: str, expected: str) -> None:
     assert anchor_times(text, datetime.fromisoformat(said + "T12:00:00+00:00")) == expected
+
+
+@pytest.mark.parametrize(("text", "line", "expected"), [
+    # the cited line's tense decides, not the memory's (qwen1.5b wrote "started" for "I start")
+    ("Alice started her job on Monday.", "It's great, I start my new job on Monday.",
+     "Alice started her job on Monday (6 May 2024)."),
+    ("Kim saw the dentist on Friday", "I went to the dentist on Friday.", "Kim saw the dentist on Friday (26 April 2024)"),
+    ("Kim saw the dentist on Tuesday", "We finished the course. I saw the dentist on Tuesday.",
+     "Kim saw the dentist on Tuesday (30 April 2024)"),
+    ("Kim works from home on Fridays", "I work from home on Fridays.", "Kim works from home on Fridays"),
+    ("Kim saw the dentist on Tuesday", "I was at the dentist.", "Kim saw the dentist on Tuesday"),  # not said
+    ("Kim flies on Monday, 6 May 2024", "I fly on Monday", "Kim flies on Monday, 6 May 2024"),
+])
+def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
+    assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
 
 
 async def test_a_memory_of_what_only_the_assistant_said_is_not_stored(reme: ReMe, server: OpenAITestServer) -> None:

@@ -39,7 +39,7 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import anchor_times, name_the_speaker
+from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
@@ -677,7 +677,7 @@ class PersonalSummarizer:
     def _reworded(text: str, transcript: Transcript, sources: list[int], user_name: str, said: datetime) -> str:
         """The memory with its "I" named (when the messages it cites have one speaker (a user
         turn's name, else the user's); all of the conversation's when it cites none) and its relative times dated as of
-        when they were said (`reme.memory.wording`)."""
+        when they were said, "on Monday" as the cited line tells it (`reme.memory.wording`)."""
         cited = [transcript.messages[i] for i in sources] or transcript.messages
         speakers = {m.name or user_name for m in cited if m.role == "user"}
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
@@ -685,6 +685,7 @@ class PersonalSummarizer:
             speakers = {transcript.messages[j].name or user_name for j in near
                         if transcript.messages[j].role == "user"}
         reworded = anchor_times(name_the_speaker(text, speakers.pop(), we=True) if len(speakers) == 1 else text, said)
+        reworded = anchor_weekdays(reworded, said, [m.content for m in cited])
         return reworded if len(reworded) <= MAX_CONTENT_CHARS else text
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],

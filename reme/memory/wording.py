@@ -173,4 +173,34 @@ def anchor_times(text: str, said: datetime) -> str:
     out.append(text[pos:])
     return "".join(out)
 
-__all__ = ["anchor_times", "describe_span", "name_the_speaker"]
+ON_WEEKDAY = re.compile(r"\bon\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s*[(（])",
+                        re.IGNORECASE)
+PAST = re.compile(r"\b(?:was|were|did|had|went|came|got|saw|met|ran|took|made|left|bought|told|said|spent|"
+                  r"found|lost|gave|began|finished)\b|\b(?:I|we|he|she|they)\s+\w+ed\b", re.IGNORECASE)
+"""A sentence that tells of the past ("I went", "we finished"): its "on Monday" is the last one."""
+
+
+def anchor_weekdays(text: str, said: datetime, lines: list[str]) -> str:
+    """`text` with each "on Monday" followed by its date, when a sentence of `lines` (what the
+    memory cites, said at `said`) says "on Monday" too: the last Monday before that day when the
+    sentence tells of the past ("I went to the dentist on Monday"), else the next one ("I start
+    on Monday"). A memory's own tense does not decide: a small model writes "started" for "I
+    start". Unchanged when it names a year, or no cited sentence says that weekday."""
+    if YEAR.search(text) or CJK.search(text):
+        return text
+    sentences = [s for line in lines for s in re.split(r"(?<=[.!?;])\s+", line)]
+    out, pos = [], 0
+    for m in ON_WEEKDAY.finditer(text):
+        day = m[1].lower()
+        told = [s for s in sentences if re.search(rf"\bon\s+{day}\b", s, re.IGNORECASE)]
+        if not told:
+            continue
+        which = "last" if PAST.search(told[0]) else "next"
+        (span,) = [span for _, _, span in find_spans(f"{which} {day}", said.date())]
+        out.append(text[pos:m.end()] + f" ({describe_span(span)})")
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+__all__ = ["anchor_times", "anchor_weekdays", "describe_span", "name_the_speaker"]
