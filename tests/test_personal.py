@@ -766,6 +766,19 @@ async def test_lines_no_memory_holds_get_one_second_look(reme: ReMe, server: Ope
     assert "- Robert is a high school chemistry teacher" in look  # what is written already, not to repeat
 
 
+async def test_a_clause_no_memory_holds_gets_the_second_look(reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b kept "planning the hen party" of "I'm her maid of honour, so I'm planning the hen
+    # party too": a line one memory holds half of was never looked at again
+    chat = [{"role": "user", "name": "Priya", "content": "I run a bakery, and I coach the school chess team.",
+             "time": "2024-10-14T09:00:00Z"}]
+    server.script(EXTRACT, memories({"content": "Priya runs a bakery", "sources": [0]}))
+    server.script(MISSED, memories({"content": "Priya coaches the school chess team", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="priya")
+
+    assert [n.content for n in result.added] == ["Priya runs a bakery", "Priya coaches the school chess team"]
+    assert result.usage.calls == 2
+
+
 async def test_memories_that_hold_every_line_need_no_second_look(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Everyone calls Robert Bobby; Robert feels too formal", "sources": [0]},
                                     {"content": "Robert is a high school chemistry teacher", "sources": [2]},

@@ -432,8 +432,8 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     """The lines a person said (not the assistant) with a statement none of `written` (the
     memories so far) holds anything of: a sentence that is no question and has a number, a name
-    or a health word that no memory has, or two words worth remembering and none of them in a
-    memory. Small talk ("Thanks, have a good one!") has neither. Words are compared by their
+    or a health word that no memory has, or a clause of it (`CLAUSE`) with two words worth
+    remembering and none of them in a memory. Small talk ("Thanks, have a good one!") has neither. Words are compared by their
     first five letters ("allergic", "allergy"). A Chinese line is not judged (its words are not
     split)."""
     held = stems(written)
@@ -449,12 +449,18 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
             names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
                      if k or not sentence.startswith(m)} - TIME_WORDS
             salient = [w for w in said if w.isdigit() or w in names or w.startswith(HEALTH_STEMS)]
-            content = [w for w in said if w not in TIME_WORDS]
-            if any(_stem(w) not in held for w in salient) or (
-                    len(content) >= 2 and not any(_stem(w) in held for w in content)):
+            if any(_stem(w) not in held for w in salient) or any(
+                    len(content) >= 2 and not any(_stem(w) in held for w in content)
+                    for content in ([w for w in words(clause) if len(w) >= 3 and w not in FILLER
+                                     and w not in TIME_WORDS] for clause in CLAUSE.split(sentence))):
                 out.append(index)
                 break
     return out
+
+
+CLAUSE = re.compile(r",\s*|\s+(?:and|but|so|because)\s+", re.IGNORECASE)
+"""Where a sentence's clauses part: a memory may hold one clause of a line and nothing of the next
+("I'm her maid of honour, so I'm planning the hen party too")."""
 
 
 # -- summarizer ----------------------------------------------------------------------------------
