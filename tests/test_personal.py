@@ -810,7 +810,7 @@ async def test_what_no_one_said_and_talk_about_the_assistant_are_no_memories(
         {"content": "Ivy finds the weather nice today", "sources": [0]}))  # said, in other words: kept
     result = await reme.summarize_memory(chat, user_name="ivy")
 
-    assert [n.content for n in result.added] == ["Ivy's sister is visiting from Porto on Sunday",
+    assert [n.content for n in result.added] == ["Ivy's sister is visiting from Porto on Sunday (5 May 2024)",
                                                  "Ivy finds the weather nice today (3 May 2024)"]
     assert [r.path for r in result.rejected] == ["memories[0]", "memories[1]"]
     assert "no one said" in result.rejected[0].reason and "friendly" in result.rejected[0].reason
