@@ -863,18 +863,25 @@ async def test_an_update_that_keeps_the_stored_text_takes_the_candidates(reme: R
     assert [r.path for r in result.rejected] == ["decisions[0].text"]
 
 
+async def reconciled(reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str,
+                     merged: str) -> tuple[MemoryNode, Any]:
+    """`user` has the memory `stored` and says `said`; the model extracts `candidate` and merges it
+    into the stored memory as `merged`. The stored node and the summary's result."""
+    old = await reme.add_memory(stored, user_name=user.lower())
+    server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": merged}))
+    result = await reme.summarize_memory([{"role": "user", "name": user, "content": said}], user_name=user.lower())
+    return old, result
+
+
 async def test_an_update_does_not_merge_away_a_health_fact_the_candidate_says_nothing_of(
         reme: ReMe, server: OpenAITestServer) -> None:
     # qwen1.5b replaced "Victor takes atorvastatin ... He also has gout" with the new dose alone:
     # the gout went with the old dose.
-    old = await reme.add_memory("Victor takes atorvastatin, 20 mg in the evening. He also has gout.",
-                                user_name="victor")
-    server.script(EXTRACT, memories({"content": "Victor's doctor doubled the atorvastatin to 40 mg", "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
-                                        "text": "Victor's doctor doubled the atorvastatin to 40 mg"}))
-    result = await reme.summarize_memory(
-        [{"role": "user", "name": "Victor", "content": "My doctor doubled the atorvastatin to 40 mg."}],
-        user_name="victor")
+    old, result = await reconciled(
+        reme, server, "Victor", "Victor takes atorvastatin, 20 mg in the evening. He also has gout.",
+        "My doctor doubled the atorvastatin to 40 mg.", "Victor's doctor doubled the atorvastatin to 40 mg",
+        "Victor's doctor doubled the atorvastatin to 40 mg")
 
     (updated,) = result.updated
     assert updated.memory_id == old.memory_id
@@ -887,28 +894,29 @@ async def test_an_update_that_drops_a_health_fact_it_shares_words_with_keeps_the
         reme: ReMe, server: OpenAITestServer) -> None:
     # One sentence holds the dose the candidate changes and the condition it does not mention:
     # no sentence can be put back without the old dose, so the candidate is added beside it.
-    old = await reme.add_memory("Victor takes atorvastatin for his cholesterol and has gout",
-                                user_name="victor")
-    server.script(EXTRACT, memories({"content": "Victor now takes 40 mg of atorvastatin", "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
-                                        "text": "Victor takes 40 mg of atorvastatin"}))
-    result = await reme.summarize_memory(
-        [{"role": "user", "name": "Victor", "content": "I now take 40 mg of atorvastatin."}], user_name="victor")
+    old, result = await reconciled(
+        reme, server, "Victor", "Victor takes atorvastatin for his cholesterol and has gout",
+        "I now take 40 mg of atorvastatin.", "Victor now takes 40 mg of atorvastatin", "Victor takes 40 mg of atorvastatin")
 
     assert result.updated == [] and [n.content for n in result.added] == ["Victor now takes 40 mg of atorvastatin"]
     assert (await reme.get_memory(old.memory_id)).content == old.content
 
 
-async def test_an_update_may_drop_a_health_fact_the_candidate_speaks_of(reme: ReMe, server: OpenAITestServer) -> None:
-    old = await reme.add_memory("Mia lives in Lyon. She is allergic to cats.", user_name="mia")
-    server.script(EXTRACT, memories({"content": "Mia outgrew her cat allergy", "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
-                                        "text": "Mia lives in Lyon and can be around cats now"}))
-    result = await reme.summarize_memory(
-        [{"role": "user", "name": "Mia", "content": "I outgrew my cat allergy, can you believe it?"}], user_name="mia")
+@pytest.mark.parametrize(("user", "stored", "said", "candidate", "merged"), [
+    # the candidate speaks of the health fact it changes
+    ("Mia", "Mia lives in Lyon. She is allergic to cats.", "I outgrew my cat allergy, can you believe it?",
+     "Mia outgrew her cat allergy", "Mia lives in Lyon and can be around cats now"),
+    # no sentence of the stored memory shares a word with the candidate: the model replaced all of
+    # it, and putting its health word back would state a value the user changed
+    ("Dan", "Dan has been vegetarian for ten years.", "I started eating fish and chicken again.",
+     "Dan started eating fish and chicken again", "Dan started eating fish and chicken again"),
+])
+async def test_an_update_that_changes_a_health_fact_is_applied_as_merged(
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str, merged: str) -> None:
+    old, result = await reconciled(reme, server, user, stored, said, candidate, merged)
 
     (updated,) = result.updated
-    assert updated.memory_id == old.memory_id and updated.content == "Mia lives in Lyon and can be around cats now"
+    assert updated.memory_id == old.memory_id and updated.content == merged
 
 
 @pytest.mark.parametrize("repaired", [True, False])
@@ -933,17 +941,3 @@ async def test_a_memory_saying_it_without_saying_what_is_repaired_or_loses_that_
     assert "Alice likes that a lot" in repair
     assert any(r.path == "memories[2]" and r.action == "dropped" and "without saying what" in r.reason
                for r in result.rejected)
-
-
-async def test_an_update_replacing_the_whole_stored_memory_is_trusted(reme: ReMe, server: OpenAITestServer) -> None:
-    # No sentence of the stored memory shares a word with the candidate: the model replaced all
-    # of it, and putting its health word back would state a value the user changed.
-    veg = await reme.add_memory("Dan has been vegetarian for ten years.", user_name="dan")
-    server.script(EXTRACT, memories({"content": "Dan started eating fish and chicken again", "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
-                                        "text": "Dan started eating fish and chicken again"}))
-    result = await reme.summarize_memory(
-        [{"role": "user", "name": "Dan", "content": "I started eating fish and chicken again."}], user_name="dan")
-
-    (updated,) = result.updated
-    assert updated.memory_id == veg.memory_id and updated.content == "Dan started eating fish and chicken again"
