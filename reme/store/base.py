@@ -251,6 +251,11 @@ def _behind(steps: Sequence[WriteOp]) -> set[str]:
             if r.revision is not None and r.revision.startswith(BATCH_TAG)}
 
 
+def _finishing(step: WriteOp) -> bool:
+    """Whether `step` is a swap's deletion (planned after the write's other steps)."""
+    return isinstance(step, Delete) and step.revision is not None
+
+
 def _tag(steps: list[WriteOp], revision: str) -> list[WriteOp]:
     return [Upsert(step.collection, [VectorRecord.model_construct(node=r.node, vector=r.vector, revision=revision)
                                      for r in step.records]) if isinstance(step, Upsert) else step for step in steps]
@@ -436,6 +441,7 @@ class VectorStore(ABC):
         self._dims: dict[str, int] = {}
         self._write_lock = asyncio.Lock()
         self.replay_checks = {}
+        self.fences = {}
         # Recover before the first write, and again after a batch failed half way in this process.
         self._unfinished = True
 
@@ -582,7 +588,11 @@ class VectorStore(ABC):
             self._unfinished = True
             if self.tags_batches:
                 steps = await off_loop(_tag, steps, BATCH_TAG + key, size=size)
-            for group in self._groups(steps):
+            fence = self._fence(steps)
+            for group in self._groups(steps, fenced=fence is not None):
+                if fence is not None and _finishing(group[0]):
+                    await fence()
+                    fence = None
                 if isinstance(group[0], Swap):  # a swap is never grouped
                     try:
                         await self._claim(group[0], replay=False)
@@ -596,6 +606,8 @@ class VectorStore(ABC):
                     # The engine holds the GIL: let other tasks run between the calls of a long batch
                     # (they may then read part of it; a small batch stays unseen until it is whole).
                     await asyncio.sleep(0)
+            if fence is not None:
+                await fence()
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
@@ -611,16 +623,21 @@ class VectorStore(ABC):
         store that one process owns replays its own before any write: none."""
         return []
 
-    def _groups(self, steps: Sequence[WriteOp]) -> list[list[WriteOp]]:
+    def _groups(self, steps: Sequence[WriteOp], *, fenced: bool = False) -> list[list[WriteOp]]:
         """The steps in order, consecutive data steps on different collections grouped (with
         `concurrent_steps`): their order does not matter, since a crash leaves the journal to
-        replay all of them, and no two of them touch the same points."""
+        replay all of them, and no two of them touch the same points. But two deletions go one
+        after the other (a purge deletes the memories before their versions), and with a
+        `fence`, a swap's deletions go after the other steps (see `fences`)."""
         groups: list[list[WriteOp]] = []
+        deletions = (Delete, DeleteWhere)
         for step in steps:
             data = (Upsert, Delete, DeleteWhere)
             last = groups[-1] if groups else None
             if (self.concurrent_steps and isinstance(step, data) and last is not None and isinstance(last[0], data)
-                    and step.collection not in {s.collection for s in last}):
+                    and step.collection not in {s.collection for s in last}
+                    and not (isinstance(step, deletions) and any(isinstance(s, deletions) for s in last))
+                    and not (fenced and _finishing(step))):
                 last.append(step)
             else:
                 groups.append([step])
@@ -692,10 +709,45 @@ class VectorStore(ABC):
                 for swap, won in claimed:
                     await self._give_back(swap, won)
                 return False
+        fence = self._fence(steps)
         for step in steps:
-            if not isinstance(step, Swap):
-                await self._apply(step, replay=True)
+            if isinstance(step, Swap):
+                continue
+            if fence is not None and _finishing(step):
+                await fence()
+                fence = None
+            await self._apply(step, replay=True)
+        if fence is not None:
+            await fence()
         return True
+
+    fences: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]], list[Upsert]],
+                               Awaitable[list[WriteOp]]]]
+    """Per collection, for a store that processes share (`tags_batches`): what a write that swaps
+    records of it must take back of its upserts once they are written (before the swap's
+    deletions), given the swap's records (old as read, new as written; None: deleted) and the
+    write's upserts. Deletions that are no swap (a purge) do not wait for changes by id, which
+    take no lock: such a change may write what it keeps of a record (its version) after a purge
+    deleted the record and what was kept of it. Read after the write, the record tells: a purge
+    deletes the records before what was kept of them, so a record still there was there before the
+    purge's sweep, which then takes what was written too. Set by whoever writes that collection
+    and keeps what it replaces (the memory repo)."""
+
+    def _fence(self, steps: Sequence[WriteOp]) -> Callable[[], Awaitable[None]] | None:
+        """The write's `fences` as one call, or None when it needs none."""
+        upserts = [step for step in steps if isinstance(step, Upsert) and step.records]
+        checks = [(self.fences[step.collection], step) for step in steps
+                  if isinstance(step, Swap) and step.collection in self.fences]
+        if not (self.tags_batches and upserts and checks):
+            return None
+
+        async def fence() -> None:
+            for check, swap in checks:
+                new = {r.node.memory_id: r for r in swap.new}
+                for op in await check([(old, new.get(old.node.memory_id)) for old in swap.old], upserts):
+                    await self._apply(op, replay=True)
+
+        return fence
 
     replay_checks: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]]], Awaitable[bool]]]
     """Per collection, for replays: whether a swap's records (old as read, new as it wrote them;
