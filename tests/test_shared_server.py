@@ -639,3 +639,72 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
     with _open(node_store, tmp_path) as reme:
         with pytest.raises(MemoryNotFoundError):
             reme.history(memory_id, user_name="alice")
+
+
+def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
+        node_store: dict[str, Any], server: OpenAITestServer, tmp_path: Path) -> None:
+    """A summary's write of two memories wins the first and loses the second (changed meanwhile by
+    another process), so it puts the first back and raises `ConflictError`. An update of the first
+    from another process in between (no lock) must not build on the summary's state of it: the
+    memory's history keeps the state before the summary, and the summary's text is nowhere."""
+    with _open(node_store, tmp_path) as reme:
+        paris, tea = (reme.add_memory(text, user_name="alice") for text in ("Alice lives in Paris", "Alice drinks tea"))
+    server.script("Read the conversation below", {"memories": [
+        {"content": "Alice moved to Berlin", "kind": "fact", "sources": [0], "importance": 0.5, "time": None},
+        {"content": "Alice drinks coffee now", "kind": "fact", "sources": [0], "importance": 0.5, "time": None}]})
+    server.script("long-term memory consistent", {"decisions": [
+        {"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice moved to Berlin", "reason": "summary"},
+        {"candidate": 1, "action": "UPDATE", "id": 1, "text": "Alice drinks coffee now", "reason": "summary"}]})
+    stops = """
+        from reme.store.qdrant import QdrantStore
+        _call = QdrantStore._call
+        swaps = {"n": 0}
+
+        async def _stopping_call(self, what, coro):
+            # Stopped before its conditional write and before reading back what it won.
+            if what == "swap":
+                swaps["n"] += 1
+                if swaps["n"] in (1, 2):
+                    print("stopping", flush=True)
+                    os.kill(os.getpid(), signal.SIGSTOP)
+            return await _call(self, what, coro)
+
+        QdrantStore._call = _stopping_call
+    """
+    summarizing = _start(node_store, tmp_path, _worker("""
+        try:
+            await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin and I drink coffee now"}],
+                                        user_name="alice")
+            out["ok"] += 1
+        except ConflictError:
+            out["conflicts"] += 1
+    """, llm=server.base_url, prelude=stops), "summarizing")
+
+    def stopped() -> None:
+        assert summarizing.stdout is not None and summarizing.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(summarizing):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    try:
+        _go(summarizing)
+        stopped()
+        with _open(node_store, tmp_path) as reme:  # the summary's write of tea will lose
+            reme.update_memory(tea.memory_id, content="Alice drinks green tea", user_name="alice")
+        os.kill(summarizing.pid, signal.SIGCONT)
+        stopped()  # its write is in the engine: Paris won, tea lost
+        with _open(node_store, tmp_path) as reme:
+            reme.update_memory(paris.memory_id, tags=["home"], user_name="alice")
+        os.kill(summarizing.pid, signal.SIGCONT)
+        outcome = _result(summarizing)
+    finally:
+        if summarizing.poll() is None:
+            os.kill(summarizing.pid, signal.SIGCONT)
+            summarizing.kill()
+    assert (outcome["ok"], outcome["conflicts"]) == (0, 1)
+    with _open(node_store, tmp_path) as reme:
+        stored = reme.get_memory(paris.memory_id, user_name="alice")
+        assert (stored.content, stored.tags, stored.version) == ("Alice lives in Paris", ["home"], 2)
+        assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
+    assert [text for text in _texts_on(node_store["url"]) if "Berlin" in text or "coffee" in text] == []

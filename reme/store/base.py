@@ -27,7 +27,7 @@ import sys
 import uuid
 import warnings
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, AsyncContextManager, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
@@ -249,6 +249,14 @@ def _behind(steps: Sequence[WriteOp]) -> set[str]:
     """The journal keys that the stored records a write swaps name (see `VectorStore.tags_batches`)."""
     return {r.revision[len(BATCH_TAG):] for step in steps if isinstance(step, Swap) for r in step.old
             if r.revision is not None and r.revision.startswith(BATCH_TAG)}
+
+
+def _retoken(steps: list[WriteOp], token: str) -> list[WriteOp]:
+    """`steps` with `token` as the token of their swaps (and of the deletions that finish them)."""
+    renamed = {step.token for step in steps if isinstance(step, Swap)}
+    return [replace(step, token=token) if isinstance(step, Swap)
+            else replace(step, revision=token) if isinstance(step, Delete) and step.revision in renamed
+            else step for step in steps]
 
 
 def _finishing(step: WriteOp) -> bool:
@@ -503,9 +511,10 @@ class VectorStore(ABC):
 
     # -- journal (intent records of multi-step writes) ------------------------------------------
     @abstractmethod
-    async def _journal_put(self, body: bytes) -> str:
-        """Store an intent record (durably when `sync` is "os"); returns its key. A record is
-        there whole or not at all."""
+    async def _journal_put(self, body: bytes, key: str | None = None) -> str:
+        """Store an intent record (durably when `sync` is "os"); returns its key (`key`, a UUID,
+        when the caller chose it: a store that processes share, see `write`). A record is there
+        whole or not at all."""
 
     @abstractmethod
     async def _journal_drop(self, key: str) -> None:
@@ -578,13 +587,21 @@ class VectorStore(ABC):
                 await self._sync(touched)
                 return
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
+            chosen: str | None = None
+            if self.tags_batches and any(isinstance(step, Swap) and len(step.old) > 1 for step in steps):
+                # A swap of several records that wins some and loses others puts back what it won.
+                # Until then a change by id (no lock) may read what it won: the records carry the
+                # key of this write's intent record, so such a change settles the write first
+                # (`_journal_records`: a replay completes it, or abandons it and puts those back).
+                chosen = str(uuid.uuid4())
+                steps = _retoken(steps, BATCH_TAG + chosen)
             body = await off_loop(encode_steps, steps, size=size)
             if behind:  # looked up while the record is stored: no round trip of its own
                 self._unfinished = True  # should the look-up fail, the record may be stored all the same
-                key, found = await asyncio.gather(self._journal_put(body), self._journal_records(behind))
+                key, found = await asyncio.gather(self._journal_put(body, chosen), self._journal_records(behind))
                 await self._replay(found)
             else:
-                key = await self._journal_put(body)
+                key = await self._journal_put(body, chosen)
             self._unfinished = True
             if self.tags_batches:
                 steps = await off_loop(_tag, steps, BATCH_TAG + key, size=size)
