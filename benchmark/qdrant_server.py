@@ -119,9 +119,43 @@ def install(cache: str | os.PathLike[str] | None = None) -> Path:
 
 
 def free_port() -> int:
+    """A port no one listens on now. Another process may take it before the server binds it
+    (parallel test workers start servers together): whoever starts a server on it checks with
+    `listener` that the server it started is the one listening."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def listener(pid: int, port: int) -> str:
+    """Who listens on TCP `port` (any address): "ours" (process `pid` holds a listening socket on
+    it), "other" (someone else does), "none", or "unknown" (no Linux /proc to read)."""
+    listening: set[str] = set()
+    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
+    if not tables[0].exists():
+        return "unknown"
+    for table in tables:
+        try:
+            rows = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                listening.add(f"socket:[{fields[9]}]")
+    if not listening:
+        return "none"
+    fds = Path(f"/proc/{pid}/fd")
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(fds):
+            with contextlib.suppress(OSError):
+                if os.readlink(fds / fd) in listening:
+                    return "ours"
+    return "other"
+
+
+class PortTaken(QdrantServerError):
+    """Another process listens on a port the server was to listen on."""
 
 
 def _get(url: str, timeout: float = 2.0) -> Any:
@@ -148,6 +182,8 @@ class Node:
     bootstrap: str | None = None
     process: subprocess.Popen[bytes] | None = None
     pid: int | None = None
+    movable: bool = False
+    """Its ports came from `free_port` and it never ran: `start` may move it to others."""
 
     @property
     def url(self) -> str:
@@ -167,11 +203,30 @@ class Node:
             env.update(QDRANT__CLUSTER__ENABLED="true", QDRANT__CLUSTER__P2P__PORT=str(self.p2p_port))
         return env
 
+    def ports(self) -> list[int]:
+        return [p for p in (self.http_port, self.grpc_port, self.p2p_port) if p is not None]
+
     def start(self, cache: str | os.PathLike[str] | None = None, *, owned: bool = True,
               timeout: float = 60.0) -> Node:
         """Start the process (again, after `kill`: same ports, same storage) and wait until it
-        answers. `owned`: it also stops when this process dies (a test's child), else it outlives
-        it (the script's `serve`)."""
+        answers, on ports it listens on itself. A port someone else took since `free_port` found
+        it: a node that never ran moves to free ones (up to 5 tries), else `PortTaken`. `owned`:
+        it also stops when this process dies (a test's child), else it outlives it (the script's
+        `serve`)."""
+        for attempt in range(5):
+            try:
+                self._start(cache, owned, timeout)
+                self.movable = False  # it ran: a restart keeps its ports (a cluster's peers know them)
+                return self
+            except PortTaken:
+                if not self.movable or attempt == 4:
+                    raise
+                self.http_port, self.grpc_port = free_port(), free_port()
+                if self.p2p_port is not None:
+                    self.p2p_port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start(self, cache: str | os.PathLike[str] | None, owned: bool, timeout: float) -> None:
         binary = install(cache)
         self.dir.mkdir(parents=True, exist_ok=True)
         command = [str(binary)]
@@ -180,6 +235,7 @@ class Node:
             if self.bootstrap and not (self.dir / "storage" / "raft_state.json").exists():
                 command += ["--bootstrap", self.bootstrap]
         with open(self.dir / "qdrant.log", "ab") as log:
+            logged = log.tell()
             self.process = subprocess.Popen(command, cwd=self.dir, env=self.environment(), stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True,
                                             preexec_fn=_die_with_parent if owned else None)
@@ -188,16 +244,29 @@ class Node:
         (self.dir / "node.json").write_text(json.dumps({"http_port": self.http_port, "grpc_port": self.grpc_port,
                                                         "p2p_port": self.p2p_port, "bootstrap": self.bootstrap}))
         deadline = time.monotonic() + timeout
-        while not _ready(self.url):
+        while True:
+            # Ready: its own sockets listen on every port (a gRPC port taken by someone else is
+            # only logged, the node keeps running), and its HTTP port says so.
+            whose = {port: listener(self.pid, port) for port in self.ports()}
+            if all(w in ("ours", "unknown") for w in whose.values()) and _ready(self.url):
+                return
             if self.process.poll() is not None:
-                raise QdrantServerError(f"qdrant exited with {self.process.returncode} while starting; its log "
-                                        f"({self.dir / 'qdrant.log'}) ends:\n{_tail(self.dir / 'qdrant.log')}")
+                with open(self.dir / "qdrant.log", "rb") as log:
+                    log.seek(logged)
+                    said = log.read().decode(errors="replace")
+                error = PortTaken if "Address already in use" in said else QdrantServerError
+                raise error(f"qdrant exited with {self.process.returncode} while starting; its log "
+                            f"({self.dir / 'qdrant.log'}) ends:\n{_tail(self.dir / 'qdrant.log')}")
+            taken = [port for port, w in whose.items() if w == "other"]
+            if taken:
+                self.stop(timeout=5)
+                raise PortTaken(f"another process listens on port {taken[0]}, one of {self.ports()} qdrant "
+                                f"was started on")
             if time.monotonic() > deadline:
                 self.stop()
                 raise QdrantServerError(f"qdrant did not answer {self.url}/readyz within {timeout:g} s; its log "
                                         f"ends:\n{_tail(self.dir / 'qdrant.log')}")
             time.sleep(0.05)
-        return self
 
     def kill(self) -> None:
         """SIGKILL: a crash, nothing flushed or said goodbye."""
@@ -250,7 +319,7 @@ def node(folder: str | os.PathLike[str], *, port: int | None = None) -> Node:
     saved = _saved(Path(folder)) if port is None else None
     if saved:
         return Node(Path(folder), http_port=saved["http_port"], grpc_port=saved["grpc_port"])
-    return Node(Path(folder), http_port=port or free_port(), grpc_port=free_port())
+    return Node(Path(folder), http_port=port or free_port(), grpc_port=free_port(), movable=port is None)
 
 
 def cluster_nodes(n: int, folder: str | os.PathLike[str]) -> list[Node]:
@@ -262,8 +331,8 @@ def cluster_nodes(n: int, folder: str | os.PathLike[str]) -> list[Node]:
     saved = [_saved(Path(folder) / f"node{i}") for i in range(n)]
     if all(saved):
         return [Node(Path(folder) / f"node{i}", **s) for i, s in enumerate(saved)]  # type: ignore[arg-type]
-    nodes = [Node(Path(folder) / f"node{i}", http_port=free_port(), grpc_port=free_port(), p2p_port=free_port())
-             for i in range(n)]
+    nodes = [Node(Path(folder) / f"node{i}", http_port=free_port(), grpc_port=free_port(), p2p_port=free_port(),
+                  movable=True) for i in range(n)]
     for other in nodes[1:]:
         other.bootstrap = nodes[0].uri
     return nodes
@@ -288,6 +357,8 @@ def wait_for_peers(nodes: list[Node], timeout: float = 60.0) -> None:
 def start_cluster(nodes: list[Node], cache: str | os.PathLike[str] | None = None, *, owned: bool = True) -> None:
     nodes[0].start(cache, owned=owned)
     for other in nodes[1:]:
+        if other.bootstrap is not None:
+            other.bootstrap = nodes[0].uri  # the first node may have moved to other ports
         other.start(cache, owned=owned)
     wait_for_peers(nodes)
 

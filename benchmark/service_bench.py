@@ -30,7 +30,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from typing import Any, Callable
 
 import httpx
 
+from benchmark import qdrant_server
 from reme import MemoryNode, ReMe
 from reme.client import ReMeClient
 from reme.errors import MemoryNotFoundError, ReMeError, ServiceError
@@ -198,18 +198,21 @@ def summary(name: str, stats: Stats, seconds: float) -> dict[str, Any]:
 class Server:
     def __init__(self, working_dir: Path, embedding: str, *, workers: int = 1,
                  env: dict[str, str] | None = None) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("REME_")},
-                    "REME_EMBEDDING__BACKEND": embedding, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})}
+        self.full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("REME_")},
+                         "REME_EMBEDDING__BACKEND": embedding, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                         **(env or {})}
+        self.working_dir, self.workers = working_dir, workers
         working_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = working_dir.parent / f"serve-{self.port}.log"
+        self._launch()
+
+    def _launch(self) -> None:
+        self.port = qdrant_server.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = self.working_dir.parent / f"serve-{self.port}.log"
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "reme.cli", "serve", "-w", str(working_dir), "--port",
-                                      str(self.port), "--workers", str(workers)],
-                                     cwd=ROOT, env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([sys.executable, "-m", "reme.cli", "serve", "-w", str(self.working_dir), "--port",
+                                      str(self.port), "--workers", str(self.workers)],
+                                     cwd=ROOT, env=self.full_env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def lines(self) -> list[dict[str, Any]]:
         """The JSON lines logged so far."""
@@ -232,11 +235,21 @@ class Server:
     async def ready(self, timeout: float = 60) -> "Server":
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient() as http:
+            moves = 0
             while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
+                # Its own socket on the port: another process may have taken it since free_port.
+                whose = qdrant_server.listener(self.proc.pid, self.port)
+                if self.proc.poll() is not None or whose == "other":
+                    if moves < 5 and (whose == "other" or "address already in use" in
+                                      self.log_path.read_text(errors="replace").lower()):
+                        moves += 1
+                        self.stop()
+                        self._launch()
+                        continue
                     raise RuntimeError(f"reme serve exited with {self.proc.returncode}")
                 try:
-                    if (await http.get(f"{self.url}/v1/health", timeout=1)).status_code == 200:
+                    if whose in ("ours", "unknown") and (await http.get(f"{self.url}/v1/health",
+                                                                        timeout=1)).status_code == 200:
                         return self
                 except httpx.TransportError:
                     pass
@@ -342,8 +355,6 @@ async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers:
 
 
 async def scale_async(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmark import qdrant_server
-
     counts = [int(n) for n in args.workers.split(",")]
     targets = args.targets.split(",")
     results: dict[str, Any] = {"clients": args.clients, "duration_s": args.duration, "seed": args.seed,

@@ -540,7 +540,8 @@ class ReMe:
                                         *await repo.create_ops(dim)])
                 return n
             n = await self.store.count(self.collection, flt)
-            await self.store.write([DeleteWhere(repo.versions, flt), DeleteWhere(self.collection, flt)])
+            # The memories before their versions: see `VectorStore.fences`.
+            await self.store.write([DeleteWhere(self.collection, flt), DeleteWhere(repo.versions, flt)])
             return n
 
     # -- reading ---------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from typing import Any, Mapping
 
 import httpx
 
+from benchmark.qdrant_server import listener
+
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 64
 
@@ -42,29 +44,45 @@ class Served:
     def __init__(self, working_dir: Path, *, command: str = "serve", server_config: Mapping[str, Any] | None = None,
                  env: Mapping[str, str] | None = None, args: list[str] | None = None) -> None:
         self.working_dir = working_dir
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.movable = "--port" not in (args or [])
+        """Its port came from `free_port`: `wait_ready` moves it to another when someone took it."""
         working_dir.mkdir(parents=True, exist_ok=True)
-        self.log = working_dir.parent / f"{working_dir.name}-{self.port}.log"
-        cmd = [sys.executable, "-m", "reme.cli", command, "-w", str(working_dir), "--port", str(self.port)]
+        self._cmd = [sys.executable, "-m", "reme.cli", command, "-w", str(working_dir)]
         if server_config is not None:
             path = working_dir.parent / f"{working_dir.name}-server.json"
             path.write_text(json.dumps(server_config))
-            cmd += ["--server-config", str(path)]
-        cmd += args or []
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("REME_")}
-        full_env.update({"REME_EMBEDDING__BACKEND": "hash", "REME_EMBEDDING__DIMENSIONS": str(DIM),
-                         "HF_HUB_OFFLINE": "1", "PYTHONPATH": pythonpath(), **(env or {})})
+            self._cmd += ["--server-config", str(path)]
+        self._args = args or []
+        self._env = {k: v for k, v in os.environ.items() if not k.startswith("REME_")}
+        self._env.update({"REME_EMBEDDING__BACKEND": "hash", "REME_EMBEDDING__DIMENSIONS": str(DIM),
+                          "HF_HUB_OFFLINE": "1", "PYTHONPATH": pythonpath(), **(env or {})})
+        self._launch()
+
+    def _launch(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = self.working_dir.parent / f"{self.working_dir.name}-{self.port}.log"
         self._out = self.log.open("wb")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=self._out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([*self._cmd, "--port", str(self.port), *self._args], cwd=ROOT, env=self._env,
+                                     stdout=self._out, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float = 30.0) -> "Served":
+        """Until it answers on its port, itself: another process may have taken the port since
+        `free_port` found it free (parallel test workers), and its health answers too; then this
+        one starts again on another port (up to 5 times)."""
         deadline = time.monotonic() + timeout
+        moves = 0
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            whose = listener(self.proc.pid, self.port)
+            if self.proc.poll() is not None or whose == "other":
+                if self.movable and moves < 5 and (whose == "other" or "address already in use" in self.output().lower()):
+                    moves += 1
+                    self.stop()
+                    self._launch()
+                    continue
                 raise RuntimeError(f"reme serve exited with {self.proc.returncode}: {self.output()}")
             try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
+                if whose in ("ours", "unknown") and httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass

@@ -296,7 +296,7 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         alice = [reme.add_memory(f"Alice fact {i}", user_name="alice") for i in range(3)]
         reme.update_memory(alice[0].memory_id, content="Alice fact 0, revised", user_name="alice")
         bob = reme.add_memory("Bob fact", user_name="bob")
-    # Killed between two engine calls of one write: delete_all has not deleted alice's memories; update_memory has written the new state but not the version it ends.
+    # Killed between two engine calls of one write: delete_all has deleted alice's memories, not yet their versions; update_memory has written the new state but not the version it ends.
     body = {"delete_all": """
         stop["at"], stop["nth"], stop["signal"] = "delete", 2, signal.SIGKILL
         await reme.delete_all(user_name="alice")
@@ -310,9 +310,9 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
     assert proc.returncode == -signal.SIGKILL
     with _open(node_store, tmp_path) as reme:  # not replayed while its writer may still be at work
         if operation == "delete_all":
-            # Its memories are all there; its versions may be gone or not yet (a server sends the
-            # two deletions, on different collections, together: the kill can land before either).
-            assert len(reme.list_memory(user_name="alice")) == 3
+            # The memories go first, then their versions (see `VectorStore.fences`).
+            assert len(reme.list_memory(user_name="alice")) == 0
+            assert [v.node.content for v in reme.history(alice[0].memory_id, user_name="alice")] == ["Alice fact 0"]
         else:
             assert reme.get_memory(alice[1].memory_id, user_name="alice").version == 2
             assert reme.history(alice[1].memory_id, user_name="alice") == []
@@ -577,3 +577,134 @@ def test_usage_counts_of_several_memories_never_take_back_a_count_another_proces
         for memory_id in (a, b):  # two acknowledged counts each
             stored = reme.get_memory(memory_id, user_name="alice")
             assert (stored.access_count, stored.metadata["freq"]) == (2, 2)
+
+
+def _texts_on(url: str) -> list[str]:
+    """Every payload on the server, as JSON, whatever the collection."""
+    client = QdrantClient(url=url, check_compatibility=False)
+    try:
+        out = []
+        for collection in client.get_collections().collections:
+            offset = None
+            while True:
+                points, offset = client.scroll(collection.name, limit=1000, offset=offset, with_payload=True)
+                out += [json.dumps(p.payload) for p in points]
+                if offset is None:
+                    break
+        return out
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("wipe_call", ["forget", "delete_all"])
+@pytest.mark.parametrize("change", ["update_memory", "delete_memory"])
+def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str, Any], tmp_path: Path,
+                                                            change: str, wipe_call: str) -> None:
+    """A change by id in another process (no lock) has made its conditional write and is stopped
+    right before it writes the version it keeps of the memory; the user's memories are purged
+    (`forget(purge=True)`, `delete_all`: memories and versions) and the purge acknowledged. When
+    the change goes on, whatever it returns, the purged text must be nowhere on the server."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("Alice whispered the vault code 0", user_name="alice").memory_id
+    call = (f'update_memory("{memory_id}", content="Alice whispered the vault code 1", user_name="alice")'
+            if change == "update_memory" else f'delete_memory("{memory_id}", user_name="alice")')
+    changing = _start(node_store, tmp_path, _worker(f"""
+        from reme.errors import MemoryNotFoundError
+        stop["at"] = "upsert"  # the version: its conditional write is done
+        try:
+            await reme.{call}
+            out["ok"] += 1
+        except MemoryNotFoundError:
+            out["not found"] = 1
+    """, prelude=STOP_AT), "changing")
+    try:
+        _go(changing)
+        assert changing.stdout is not None and changing.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(changing):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with _open(node_store, tmp_path) as reme:
+            if wipe_call == "forget":
+                assert reme.forget(user_name="alice", purge=True) == 1
+            else:
+                assert reme.delete_all(user_name="alice") == 1
+        os.kill(changing.pid, signal.SIGCONT)
+        _result(changing)
+    finally:
+        if changing.poll() is None:
+            os.kill(changing.pid, signal.SIGCONT)
+            changing.kill()
+    assert [text for text in _texts_on(node_store["url"]) if "vault code" in text] == []
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.history(memory_id, user_name="alice")
+
+
+def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
+        node_store: dict[str, Any], server: OpenAITestServer, tmp_path: Path) -> None:
+    """A summary's write of two memories wins the first and loses the second (changed meanwhile by
+    another process), so it puts the first back and raises `ConflictError`. An update of the first
+    from another process in between (no lock) must not build on the summary's state of it: the
+    memory's history keeps the state before the summary, and the summary's text is nowhere."""
+    with _open(node_store, tmp_path) as reme:
+        paris, tea = (reme.add_memory(text, user_name="alice") for text in ("Alice lives in Paris", "Alice drinks tea"))
+    server.script("Read the conversation below", {"memories": [
+        {"content": "Alice moved to Berlin", "kind": "fact", "sources": [0], "importance": 0.5, "time": None},
+        {"content": "Alice drinks coffee now", "kind": "fact", "sources": [0], "importance": 0.5, "time": None}]})
+    server.script("long-term memory consistent", {"decisions": [
+        {"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice moved to Berlin", "reason": "summary"},
+        {"candidate": 1, "action": "UPDATE", "id": 1, "text": "Alice drinks coffee now", "reason": "summary"}]})
+    stops = """
+        from reme.store.qdrant import QdrantStore
+        _call = QdrantStore._call
+        swaps = {"n": 0}
+
+        async def _stopping_call(self, what, coro):
+            # Stopped before its conditional write and before reading back what it won.
+            if what == "swap":
+                swaps["n"] += 1
+                if swaps["n"] in (1, 2):
+                    print("stopping", flush=True)
+                    os.kill(os.getpid(), signal.SIGSTOP)
+            return await _call(self, what, coro)
+
+        QdrantStore._call = _stopping_call
+    """
+    summarizing = _start(node_store, tmp_path, _worker("""
+        try:
+            await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin and I drink coffee now"}],
+                                        user_name="alice")
+            out["ok"] += 1
+        except ConflictError:
+            out["conflicts"] += 1
+    """, llm=server.base_url, prelude=stops), "summarizing")
+
+    def stopped() -> None:
+        assert summarizing.stdout is not None and summarizing.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(summarizing):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    try:
+        _go(summarizing)
+        stopped()
+        with _open(node_store, tmp_path) as reme:  # the summary's write of tea will lose
+            reme.update_memory(tea.memory_id, content="Alice drinks green tea", user_name="alice")
+        os.kill(summarizing.pid, signal.SIGCONT)
+        stopped()  # its write is in the engine: Paris won, tea lost
+        with _open(node_store, tmp_path) as reme:
+            reme.update_memory(paris.memory_id, tags=["home"], user_name="alice")
+        os.kill(summarizing.pid, signal.SIGCONT)
+        outcome = _result(summarizing)
+    finally:
+        if summarizing.poll() is None:
+            os.kill(summarizing.pid, signal.SIGCONT)
+            summarizing.kill()
+    assert (outcome["ok"], outcome["conflicts"]) == (0, 1)
+    with _open(node_store, tmp_path) as reme:
+        stored = reme.get_memory(paris.memory_id, user_name="alice")
+        assert (stored.content, stored.tags, stored.version) == ("Alice lives in Paris", ["home"], 2)
+        assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
+    assert [text for text in _texts_on(node_store["url"]) if "Berlin" in text or "coffee" in text] == []

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
-from reme.store import CreateCollection, Swap, Upsert, VectorRecord, VectorStore, WriteOp
+from reme.store import CreateCollection, Delete, Swap, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import PartlyWritten, line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
@@ -126,6 +126,7 @@ class MemoryRepo:
     def __post_init__(self) -> None:
         self.lock = WriteLock(self.store, self.collection)
         self.store.replay_checks[self.collection] = self._replaced
+        self.store.fences[self.collection] = self._purged_meanwhile
 
     async def _replaced(self, items: list[tuple[VectorRecord, VectorRecord | None]]) -> bool:
         """Whether each new state of these memories (the records of a swap that a crash
@@ -145,6 +146,37 @@ class MemoryRepo:
             return True
         kept = await self.versions_of([n.memory_id for n in todo])
         return all(any(v.node.same_state(n) for v, _ in kept.get(n.memory_id, [])) for n in todo)
+
+    async def _purged_meanwhile(self, items: list[tuple[VectorRecord, VectorRecord | None]],
+                                upserts: list[Upsert]) -> list[WriteOp]:
+        """The versions a write by id has just kept of memories a purge (`forget(purge=True)`,
+        `delete_all`) deleted since its swap: deleted again, or the purged text would stay. The
+        write takes no lock, so a purge in another process may delete a memory and its versions
+        between this write's swap and its version. A memory still stored now (being deleted
+        included) was stored when the purge's sweep of versions began, if one did, and the sweep
+        takes the version. A memory gone was purged, unless a deletion that keeps a version of it
+        (an update then a `delete_memory` from another process) deleted it. See `VectorStore.fences`."""
+        kept: dict[str, list[str]] = {}  # memory id -> the version records this write upserted of it
+        for step in upserts:
+            if step.collection == self.versions:
+                for record in step.records:
+                    kept.setdefault(str(record.node.metadata.get("version_of")), []).append(record.node.memory_id)
+        ids: list[Any] = [old.node.memory_id for old, _ in items if old.node.memory_id in kept]
+        gone: list[Any] = []
+        for start in range(0, len(ids), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+            chunk = ids[start:start + HASH_LOOKUP]
+            stored = {r.node.memory_id async for r in self.store.iter_records(self.collection,
+                                                                               In(field="memory_id", values=chunk))}
+            gone += [m for m in chunk if m not in stored]
+        mine = {v for m in gone for v in kept[m]}
+        by_deletion: set[str] = set()
+        for start in range(0, len(gone), HASH_LOOKUP):
+            deleted = And(filters=[In(field="metadata.version_of", values=gone[start:start + HASH_LOOKUP]),
+                                   Eq(field="metadata.event", value="DELETE")])
+            by_deletion |= {r.node.metadata["version_of"] async for r in self.store.iter_records(self.versions, deleted)
+                            if r.node.memory_id not in mine}
+        drop = [v for m in gone if m not in by_deletion for v in kept[m]]
+        return [Delete(self.versions, drop)] if drop else []
 
     @property
     def versions(self) -> str:

@@ -27,7 +27,7 @@ import sys
 import uuid
 import warnings
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, AsyncContextManager, AsyncIterator, Awaitable, Callable, Literal, NamedTuple, Sequence, TypeVar
@@ -251,6 +251,19 @@ def _behind(steps: Sequence[WriteOp]) -> set[str]:
             if r.revision is not None and r.revision.startswith(BATCH_TAG)}
 
 
+def _retoken(steps: list[WriteOp], token: str) -> list[WriteOp]:
+    """`steps` with `token` as the token of their swaps (and of the deletions that finish them)."""
+    renamed = {step.token for step in steps if isinstance(step, Swap)}
+    return [replace(step, token=token) if isinstance(step, Swap)
+            else replace(step, revision=token) if isinstance(step, Delete) and step.revision in renamed
+            else step for step in steps]
+
+
+def _finishing(step: WriteOp) -> bool:
+    """Whether `step` is a swap's deletion (planned after the write's other steps)."""
+    return isinstance(step, Delete) and step.revision is not None
+
+
 def _tag(steps: list[WriteOp], revision: str) -> list[WriteOp]:
     return [Upsert(step.collection, [VectorRecord.model_construct(node=r.node, vector=r.vector, revision=revision)
                                      for r in step.records]) if isinstance(step, Upsert) else step for step in steps]
@@ -436,6 +449,7 @@ class VectorStore(ABC):
         self._dims: dict[str, int] = {}
         self._write_lock = asyncio.Lock()
         self.replay_checks = {}
+        self.fences = {}
         # Recover before the first write, and again after a batch failed half way in this process.
         self._unfinished = True
 
@@ -497,9 +511,10 @@ class VectorStore(ABC):
 
     # -- journal (intent records of multi-step writes) ------------------------------------------
     @abstractmethod
-    async def _journal_put(self, body: bytes) -> str:
-        """Store an intent record (durably when `sync` is "os"); returns its key. A record is
-        there whole or not at all."""
+    async def _journal_put(self, body: bytes, key: str | None = None) -> str:
+        """Store an intent record (durably when `sync` is "os"); returns its key (`key`, a UUID,
+        when the caller chose it: a store that processes share, see `write`). A record is there
+        whole or not at all."""
 
     @abstractmethod
     async def _journal_drop(self, key: str) -> None:
@@ -572,17 +587,29 @@ class VectorStore(ABC):
                 await self._sync(touched)
                 return
             size = sum(len(step.records) for step in steps if isinstance(step, Upsert))
+            chosen: str | None = None
+            if self.tags_batches and any(isinstance(step, Swap) and len(step.old) > 1 for step in steps):
+                # A swap of several records that wins some and loses others puts back what it won.
+                # Until then a change by id (no lock) may read what it won: the records carry the
+                # key of this write's intent record, so such a change settles the write first
+                # (`_journal_records`: a replay completes it, or abandons it and puts those back).
+                chosen = str(uuid.uuid4())
+                steps = _retoken(steps, BATCH_TAG + chosen)
             body = await off_loop(encode_steps, steps, size=size)
             if behind:  # looked up while the record is stored: no round trip of its own
                 self._unfinished = True  # should the look-up fail, the record may be stored all the same
-                key, found = await asyncio.gather(self._journal_put(body), self._journal_records(behind))
+                key, found = await asyncio.gather(self._journal_put(body, chosen), self._journal_records(behind))
                 await self._replay(found)
             else:
-                key = await self._journal_put(body)
+                key = await self._journal_put(body, chosen)
             self._unfinished = True
             if self.tags_batches:
                 steps = await off_loop(_tag, steps, BATCH_TAG + key, size=size)
-            for group in self._groups(steps):
+            fence = self._fence(steps)
+            for group in self._groups(steps, fenced=fence is not None):
+                if fence is not None and _finishing(group[0]):
+                    await fence()
+                    fence = None
                 if isinstance(group[0], Swap):  # a swap is never grouped
                     try:
                         await self._claim(group[0], replay=False)
@@ -596,6 +623,8 @@ class VectorStore(ABC):
                     # The engine holds the GIL: let other tasks run between the calls of a long batch
                     # (they may then read part of it; a small batch stays unseen until it is whole).
                     await asyncio.sleep(0)
+            if fence is not None:
+                await fence()
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
@@ -611,16 +640,21 @@ class VectorStore(ABC):
         store that one process owns replays its own before any write: none."""
         return []
 
-    def _groups(self, steps: Sequence[WriteOp]) -> list[list[WriteOp]]:
+    def _groups(self, steps: Sequence[WriteOp], *, fenced: bool = False) -> list[list[WriteOp]]:
         """The steps in order, consecutive data steps on different collections grouped (with
         `concurrent_steps`): their order does not matter, since a crash leaves the journal to
-        replay all of them, and no two of them touch the same points."""
+        replay all of them, and no two of them touch the same points. But two deletions go one
+        after the other (a purge deletes the memories before their versions), and with a
+        `fence`, a swap's deletions go after the other steps (see `fences`)."""
         groups: list[list[WriteOp]] = []
+        deletions = (Delete, DeleteWhere)
         for step in steps:
             data = (Upsert, Delete, DeleteWhere)
             last = groups[-1] if groups else None
             if (self.concurrent_steps and isinstance(step, data) and last is not None and isinstance(last[0], data)
-                    and step.collection not in {s.collection for s in last}):
+                    and step.collection not in {s.collection for s in last}
+                    and not (isinstance(step, deletions) and any(isinstance(s, deletions) for s in last))
+                    and not (fenced and _finishing(step))):
                 last.append(step)
             else:
                 groups.append([step])
@@ -692,10 +726,45 @@ class VectorStore(ABC):
                 for swap, won in claimed:
                     await self._give_back(swap, won)
                 return False
+        fence = self._fence(steps)
         for step in steps:
-            if not isinstance(step, Swap):
-                await self._apply(step, replay=True)
+            if isinstance(step, Swap):
+                continue
+            if fence is not None and _finishing(step):
+                await fence()
+                fence = None
+            await self._apply(step, replay=True)
+        if fence is not None:
+            await fence()
         return True
+
+    fences: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]], list[Upsert]],
+                               Awaitable[list[WriteOp]]]]
+    """Per collection, for a store that processes share (`tags_batches`): what a write that swaps
+    records of it must take back of its upserts once they are written (before the swap's
+    deletions), given the swap's records (old as read, new as written; None: deleted) and the
+    write's upserts. Deletions that are no swap (a purge) do not wait for changes by id, which
+    take no lock: such a change may write what it keeps of a record (its version) after a purge
+    deleted the record and what was kept of it. Read after the write, the record tells: a purge
+    deletes the records before what was kept of them, so a record still there was there before the
+    purge's sweep, which then takes what was written too. Set by whoever writes that collection
+    and keeps what it replaces (the memory repo)."""
+
+    def _fence(self, steps: Sequence[WriteOp]) -> Callable[[], Awaitable[None]] | None:
+        """The write's `fences` as one call, or None when it needs none."""
+        upserts = [step for step in steps if isinstance(step, Upsert) and step.records]
+        checks = [(self.fences[step.collection], step) for step in steps
+                  if isinstance(step, Swap) and step.collection in self.fences]
+        if not (self.tags_batches and upserts and checks):
+            return None
+
+        async def fence() -> None:
+            for check, swap in checks:
+                new = {r.node.memory_id: r for r in swap.new}
+                for op in await check([(old, new.get(old.node.memory_id)) for old in swap.old], upserts):
+                    await self._apply(op, replay=True)
+
+        return fence
 
     replay_checks: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]]], Awaitable[bool]]]
     """Per collection, for replays: whether a swap's records (old as read, new as it wrote them;

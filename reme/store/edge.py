@@ -249,7 +249,7 @@ class EdgeStore(VectorStore):
         if self.sync == "os":
             _fsync_dir(target.parent)
 
-    async def _journal_put(self, body: bytes) -> str:
+    async def _journal_put(self, body: bytes, key: str | None = None) -> str:  # one process's: its own keys
         journal = self.path / _JOURNAL
         if not journal.is_dir():
             self._call("journal", journal.mkdir, 0o777, False, True)

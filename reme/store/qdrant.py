@@ -356,9 +356,9 @@ class QdrantStore(VectorStore):
             self._known.add(JOURNAL)
         return JOURNAL
 
-    async def _journal_put(self, body: bytes) -> str:
+    async def _journal_put(self, body: bytes, key: str | None = None) -> str:
         journal = await self._journal()
-        key = str(uuid.uuid4())
+        key = key or str(uuid.uuid4())
         text = body.decode()
         parts = [text[i:i + _PART] for i in range(0, len(text), _PART)] or [""]
         now = time.time()
