@@ -817,6 +817,24 @@ async def test_what_no_one_said_and_talk_about_the_assistant_are_no_memories(
     assert "assistant" in result.rejected[1].reason
 
 
+async def test_a_memory_in_other_words_that_holds_a_health_word_or_a_name_said_is_kept(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b wrote "... has specific dietary restrictions" beside a pregnancy it was told of, and
+    # "asks to be called Lif": most of their words no one said, but what matters in them was said
+    chat = [{"role": "user", "name": "Aisha", "content": "I'm pregnant, so no raw fish for me.",
+             "time": "2024-05-03T10:00:00Z"},
+            {"role": "user", "name": "Elif", "content": "Everyone calls me Lif."}]
+    server.script(EXTRACT, memories(
+        {"content": "Aisha is pregnant and has specific dietary restrictions", "sources": [0]},
+        {"content": "Elif requests being addressed as Lif", "sources": [1]},
+        {"content": "Aisha is a friendly and outgoing person", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="aisha")
+
+    assert [n.content for n in result.added] == ["Aisha is pregnant and has specific dietary restrictions",
+                                                 "Elif requests being addressed as Lif"]
+    assert [r.path for r in result.rejected] == ["memories[2]"]
+
+
 async def test_a_memory_in_the_first_person_is_named_or_repaired(reme: ReMe, server: OpenAITestServer) -> None:
     chat = [{"role": "user", "name": "Dan", "content": "I'm not vegetarian any more.", "time": "2024-05-03T10:00:00Z"},
             {"role": "assistant", "content": "What changed?"},

@@ -341,8 +341,10 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
     they are at least two and more than half of its words worth checking (four letters or more,
     no filler, name, month, weekday or number: code adds dates): a small model asked about small
     talk writes "Ivy is a friendly and outgoing person". Empty otherwise, so a memory that says
-    what was said in other words ("Lena is sensitive to flashing lights") is kept. A Chinese
-    memory is not checked (its words are not split)."""
+    what was said in other words ("Lena is sensitive to flashing lights") is kept, and so is one
+    holding a number, a health word or a name (not a speaker's) that a message holds ("Aisha is
+    pregnant and has specific dietary restrictions"). A Chinese memory is not checked (its words
+    are not split)."""
     if CJK_CHAR.search(text):
         return []
     names = {w for name in (user_name, *(m.name for m in messages if m.name)) for w in words(name)}
@@ -350,7 +352,14 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
     said = [w for w in dict.fromkeys(words(text)) if len(w) >= 4 and not w.isdigit()
             and w not in FILLER and w not in COMMON_WORDS and w not in TIME_WORDS and w not in names]
     unsaid = [w for w in said if _stem(w) not in held]
-    return unsaid if len(unsaid) >= 2 and 2 * len(unsaid) > len(said) else []
+    if len(unsaid) < 2 or 2 * len(unsaid) <= len(said):
+        return []
+    named = {m.lower() for msg in messages for sentence in SENTENCE.split(msg.content)
+             for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.strip().startswith(m)}
+    if any((w.isdigit() or w.startswith(HEALTH_STEMS) or (w in named and w not in names)) and _stem(w) in held
+           for w in words(text)):
+        return []  # it holds what matters of a line, in its own words ("pregnant", "Lif")
+    return unsaid
 
 
 SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s*")
