@@ -356,18 +356,21 @@ class MemoryRepo:
         vectors (they are not read again); a lost swap is then the caller's to retry (`_Lost`).
         Without it, the olds are read here, and a swap lost to a change that left their state as
         it was (a usage count, made without the write lock) is written again on the newer record."""
-        async with self.store.claims(self._claim_names(changes)):
+        adds = [c.new for c in changes if c.old is None and c.new is not None]
+        names = self._claim_names(adds)
+        # The adds' look-up goes with the claims' read-back (valid for every try: the claims are held)
+        async with self.store.claims(names, (lambda: self._lookup(adds, ids=True)) if names else None) as early:
             for attempt in range(1, SWAP_ATTEMPTS + 1):
                 try:  # each try starts from the changes as given (`_write_once` fills in counts read)
-                    return await self._write_once([replace(c) for c in changes], extra_versions, read)
+                    return await self._write_once([replace(c) for c in changes], extra_versions, read, early)
                 except _Lost:
                     if read is not None or attempt == SWAP_ATTEMPTS:
                         raise
                     await _backoff(attempt)
         raise AssertionError("unreachable")
 
-    def _claim_names(self, changes: Sequence[Change]) -> list[str]:
-        """What the adds among `changes` claim while they look up and write, where processes
+    def _claim_names(self, adds: Sequence[MemoryNode]) -> list[str]:
+        """What adds (new nodes) claim while they look up and write, where processes
         share the store: each new node's content hash (which covers its type, scope and text:
         two adds of one text for one target take turns, and the second finds the first's memory)
         and its id (an add never reuses a stored id). Adds of other contents claim other names
@@ -375,12 +378,12 @@ class MemoryRepo:
         collection's lock)."""
         if not self.store.shared:
             return []
-        adds = [c.new for c in changes if c.old is None and c.new is not None]
         return [f"{self.collection}/hash/{n.content_hash}" for n in adds] + \
             [f"{self.collection}/id/{n.memory_id}" for n in adds]
 
     async def _write_once(self, changes: list[Change], extra_versions: Sequence[VectorRecord],
-                          read: Mapping[str, VectorRecord] | None) -> list[tuple[MemoryNode, bool]]:
+                          read: Mapping[str, VectorRecord] | None,
+                          looked: tuple[dict[str, MemoryNode], set[str]] | None = None) -> list[tuple[MemoryNode, bool]]:
         olds = [c.old for c in changes if c.old is not None]
         old_records: dict[str, VectorRecord] = {}
         if olds:
@@ -398,7 +401,10 @@ class MemoryRepo:
                         change.new = change.new.model_copy(
                             update={f: getattr(now_stored, f) for f in MemoryNode.ACCESS_FIELDS})
         adds = [c.new for c in changes if c.old is None and c.new is not None]
-        existing, stored_ids = await self._lookup(adds, ids=True) if adds else ({}, set())
+        if looked is not None:  # what the adds' look-up found (see `_write`)
+            existing, stored_ids = dict(looked[0]), looked[1]
+        else:
+            existing, stored_ids = await self._lookup(adds, ids=True) if adds else ({}, set())
         taken = [n.memory_id for n in adds if n.content_hash not in existing and n.memory_id in stored_ids]
         if taken:
             raise InvalidInputError(f"memory_id {taken[0]} is taken by a stored memory: an add never "

@@ -41,7 +41,7 @@ import random
 import time
 import uuid
 import warnings
-from typing import Any, AsyncIterator, Sequence, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar, cast
 
 import grpc
 import httpx
@@ -77,6 +77,7 @@ class _QdrantFilters(FilterTranslator[Any]):
 
 
 _FILTERS = _QdrantFilters()
+T = TypeVar("T")
 JOURNAL = "_reme_journal"
 LOCKS = "_reme_locks"
 MIN_SERVER = (1, 16)
@@ -544,7 +545,8 @@ class QdrantStore(VectorStore):
         await (asyncio.shield(write) if shielded else write)
 
     @contextlib.asynccontextmanager
-    async def claims(self, names: Sequence[str]) -> AsyncIterator[None]:
+    async def claims(self, names: Sequence[str],
+                     alongside: Callable[[], Awaitable[T]] | None = None) -> AsyncIterator[T | None]:
         """See `VectorStore.claims`. One point per name in `_reme_locks`, taken as `exclusive`
         takes its one (written with this holder's token where it was released or is not there
         yet: a conditional upsert, read back), but all of them in one request. They are taken in
@@ -555,18 +557,18 @@ class QdrantStore(VectorStore):
         by deleting the points, only where this holder still holds them: nothing is left behind
         per name."""
         if self.local or not names:
-            yield
+            yield None
             return
         await self._locks()
         points = sorted({str(uuid.uuid5(_LOCK_IDS, name)) for name in names})
         token = str(uuid.uuid4())
-        await self._take_all(points, token)
+        early = await self._take_all(points, token, alongside)
         holding = _HOLDING.get()
         if not holding:  # a journaled write under these alone names them; under a lock, that lock
             _HOLDING.set((token,))
         renewing = asyncio.create_task(self._renew_all(points, token))
         try:
-            yield
+            yield early
         finally:
             _HOLDING.set(holding)
             renewing.cancel()
@@ -575,12 +577,14 @@ class QdrantStore(VectorStore):
             with contextlib.suppress(StoreError):  # a failure here lets the leases run out
                 await self._release_all(points, token)
 
-    async def _take_all(self, points: list[str], token: str) -> None:
-        """Take every point of `points` (sorted) for `token`; see `claims`."""
+    async def _take_all(self, points: list[str], token: str, alongside: Callable[[], Awaitable[T]] | None) -> T | None:
+        """Take every point of `points` (sorted) for `token`; see `claims`. Returns what
+        `alongside` read when the first try took them all, else None."""
         deadline = time.monotonic() + self.lock_wait
         pause = 0.002
         held = 0  # points[:held] are this holder's
         ended: dict[str, str] = {}  # point -> its holder, whose lease was found ended
+        first = True
         try:
             while True:
                 todo = points[held:]
@@ -597,7 +601,15 @@ class QdrantStore(VectorStore):
                         LOCKS, [models.PointStruct(id=p, vector=[0.0], payload={"holder": token, "until": now + self.lease})
                                 for p in todo], wait=True, update_filter=models.Filter(should=free),
                         ordering=models.WriteOrdering.MEDIUM))
-                    got = await self._call("lock", self._client.retrieve(LOCKS, todo, with_payload=True))
+                    read = self._call("lock", self._client.retrieve(LOCKS, todo, with_payload=True))
+                    early: T | None = None
+                    if first and alongside is not None:
+                        # Sent once the claims are written: where they were taken, every earlier
+                        # holder had released them, so had written, before this read.
+                        got, early = await asyncio.gather(read, alongside())
+                    else:
+                        got = await read
+                    first = False
                     stored = {str(p.id): p.payload or {} for p in got}
                     mine = [p for p in todo if stored.get(p, {}).get("holder") == token]
                     # Taken over from a dead holder: its writes are finished before any under these.
@@ -615,7 +627,7 @@ class QdrantStore(VectorStore):
                     while held < len(points) and points[held] in mine:
                         held += 1
                     if held == len(points):
-                        return
+                        return early if not ended else None  # a dead holder's writes replayed since: read again
                     after = [p for p in mine if p > points[held]]
                     if after:  # not held while waiting for one before them
                         await self._release_all(after, token)
