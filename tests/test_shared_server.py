@@ -196,6 +196,26 @@ def test_two_processes_adding_the_same_text_store_it_once(shared: dict[str, Any]
     assert {i for r in results for i in r["versions"]} == {stored[0].memory_id}  # type: ignore[attr-defined]
 
 
+def test_two_processes_adding_overlapping_batches_never_wait_for_each_other_in_a_circle(node_store: dict[str, Any],
+                                                                                        tmp_path: Path) -> None:
+    """Each add claims all its memories' contents: two batches of the same two texts, one in each
+    order, claim the same two names. Taken in one order whatever the batch's, neither holds one
+    while waiting for the other's (with `lock_wait` 10 s, a circle would end in `StoreLockedError`)."""
+    results = _run_together({**node_store, "lock_wait": 10.0}, tmp_path, f"""
+        import os
+        from reme import MemoryNode
+        texts = ["Alice fact {{i}}", "Alice other fact {{i}}"]
+        for i in range({N // 2}):
+            batch = texts if os.getpid() % 2 else texts[::-1]
+            nodes = await reme.add_memories([MemoryNode(memory_type="personal", memory_target="alice",
+                                                        content=t.format(i=i)) for t in batch])
+            out["ok"] += len(nodes)
+    """)
+    assert sum(int(r["ok"]) for r in results) == 2 * N  # type: ignore[call-overload]
+    with _open(node_store, tmp_path) as reme:
+        assert len(reme.list_memory(user_name="alice", limit=200)) == N
+
+
 def _stopped_adder(store: dict[str, Any], tmp_path: Path, body: str) -> subprocess.Popen[str]:
     """A process stopped (SIGSTOP) right before the write of its add reaches the server, holding
     whatever an add holds then; a lease far longer than the test, so nobody takes it over."""

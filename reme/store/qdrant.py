@@ -627,7 +627,7 @@ class QdrantStore(VectorStore):
                     while held < len(points) and points[held] in mine:
                         held += 1
                     if held == len(points):
-                        return early if not ended else None  # a dead holder's writes replayed since: read again
+                        return early  # None unless the first try took them all (no dead holder's writes replayed)
                     after = [p for p in mine if p > points[held]]
                     if after:  # not held while waiting for one before them
                         await self._release_all(after, token)
@@ -647,10 +647,9 @@ class QdrantStore(VectorStore):
                 if not found_dead:
                     await asyncio.sleep(pause * (0.5 + random.random()))
                     pause = min(pause * 2, 0.1)
-        except BaseException:
-            if held:
-                with contextlib.suppress(StoreError):
-                    await self._release_all(points[:held], token)
+        except BaseException:  # whatever this holder holds is released (those handed back are not its own)
+            with contextlib.suppress(StoreError):
+                await self._release_all(points, token)
             raise
 
     async def _renew_all(self, points: list[str], token: str) -> None:
