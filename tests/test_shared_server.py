@@ -196,24 +196,34 @@ def test_two_processes_adding_the_same_text_store_it_once(shared: dict[str, Any]
     assert {i for r in results for i in r["versions"]} == {stored[0].memory_id}  # type: ignore[attr-defined]
 
 
-def test_two_processes_adding_overlapping_batches_never_wait_for_each_other_in_a_circle(node_store: dict[str, Any],
-                                                                                        tmp_path: Path) -> None:
-    """Each add claims all its memories' contents: two batches of the same two texts, one in each
-    order, claim the same two names. Taken in one order whatever the batch's, neither holds one
-    while waiting for the other's (with `lock_wait` 10 s, a circle would end in `StoreLockedError`)."""
-    results = _run_together({**node_store, "lock_wait": 10.0}, tmp_path, f"""
-        import os
-        from reme import MemoryNode
-        texts = ["Alice fact {{i}}", "Alice other fact {{i}}"]
-        for i in range({N // 2}):
-            batch = texts if os.getpid() % 2 else texts[::-1]
-            nodes = await reme.add_memories([MemoryNode(memory_type="personal", memory_target="alice",
-                                                        content=t.format(i=i)) for t in batch])
-            out["ok"] += len(nodes)
-    """)
-    assert sum(int(r["ok"]) for r in results) == 2 * N  # type: ignore[call-overload]
-    with _open(node_store, tmp_path) as reme:
-        assert len(reme.list_memory(user_name="alice", limit=200)) == N
+async def test_an_add_waiting_for_one_claim_holds_none_after_it(node_store: dict[str, Any]) -> None:
+    """An add claims its memories' contents and ids in one order whatever its batch's: one that
+    could not take a claim keeps those before it and holds none after it, so two adds of
+    overlapping batches never wait for each other in a circle. Here: `first` holds a name, an add
+    of that name and a later one waits, and a third add of the later name alone goes through."""
+    import asyncio
+    import uuid
+
+    from reme.store.qdrant import _LOCK_IDS, QdrantStore
+
+    names = sorted((f"test/{i}" for i in range(2)), key=lambda n: str(uuid.uuid5(_LOCK_IDS, n)))
+    stores = [QdrantStore(url=node_store["url"], lock_wait=lock_wait) for lock_wait in (30.0, 30.0, 3.0)]
+
+    async def add_both() -> None:
+        async with stores[1].claims([names[1], names[0]]):
+            pass
+
+    try:
+        async with stores[0].claims([names[0]]):
+            waiting = asyncio.create_task(add_both())
+            await asyncio.sleep(0.5)  # it has tried, and waits for names[0]
+            assert not waiting.done()
+            async with stores[2].claims([names[1]]):  # not held by the waiting one (else StoreLockedError)
+                pass
+        await asyncio.wait_for(waiting, 30)  # taken once released
+    finally:
+        for store in stores:
+            await store.close()
 
 
 def _stopped_adder(store: dict[str, Any], tmp_path: Path, body: str) -> subprocess.Popen[str]:
