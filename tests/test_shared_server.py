@@ -196,6 +196,34 @@ def test_two_processes_adding_the_same_text_store_it_once(shared: dict[str, Any]
     assert {i for r in results for i in r["versions"]} == {stored[0].memory_id}  # type: ignore[attr-defined]
 
 
+def test_an_add_first_finishes_a_dead_summary_that_was_adding_its_text(node_store: dict[str, Any],
+                                                                       server: OpenAITestServer, tmp_path: Path) -> None:
+    """A summary that only adds (5 memories and its history record, 3 engine calls with
+    `batch_size` 2: one journaled write under its user's lock) killed after its first call. An
+    add of one of its texts in another process, once the dead one's leases ended, first finishes
+    the summary (its record names every lock its writer held, the add's claims among them) and so
+    finds that memory: one of it, not a second one once the summary is replayed."""
+    facts = [f"Alice keeps item {k} in drawer {k * 7919}" for k in range(5)]
+    server.script("Read the conversation below", {"memories": [
+        {"content": fact, "kind": "fact", "sources": [0], "importance": 0.5, "time": None} for fact in facts]})
+    server.script("long-term memory consistent", {"decisions": []})
+    store = {**node_store, "batch_size": 2, "lease": 1.0}
+    killed = _start(store, tmp_path, _worker("""
+        stop["at"], stop["nth"], stop["signal"] = "upsert", 2, signal.SIGKILL
+        await reme.summarize_memory([{"role": "user", "content": "Here is where I keep my things: each item in its drawer"}],
+                                    user_name="alice")
+    """, llm=server.base_url, prelude=STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    time.sleep(1.5)
+    with _open(store, tmp_path) as reme:
+        again = reme.add_memory(facts[4], user_name="alice")
+        stored = [n for n in reme.list_memory(user_name="alice", limit=100) if n.memory_type == "personal"]
+    assert sorted(n.content for n in stored) == sorted(facts)
+    assert again.memory_id in {n.memory_id for n in stored}
+
+
 async def test_an_add_waiting_for_one_claim_holds_none_after_it(node_store: dict[str, Any]) -> None:
     """An add claims its memories' contents and ids in one order whatever its batch's: one that
     could not take a claim keeps those before it and holds none after it, so two adds of

@@ -17,7 +17,7 @@ Processes sharing a server take turns through `exclusive(name)`: a lease held in
 written only where it was released or its lease has ended), read back to see who holds it; the
 holder renews it while it works and releases it when done. A holder that died loses it after
 `lease` seconds, and whoever takes it over first applies the writes the dead one left unfinished
-under it (journal records name the lock they were written under), so nobody decides on them
+under it (journal records name every lock their writer held), so nobody decides on them
 half-written and no late replay undoes what was written next. The lease alone does not fence a
 holder that froze beyond it: the write of a stored record is conditional in the engine too
 (`Swap`: see `_swap`), so such a holder's write loses when it comes back. Writers that change
@@ -85,8 +85,9 @@ MIN_SERVER = (1, 16)
 _LOCK_IDS = uuid.UUID("6c1c0b9e-3f43-4d36-9a57-2f1d5c0e8a11")
 _PART = 4_000_000  # characters of a record a journal point holds
 _HOLDING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("reme_qdrant_holding", default=())
-"""The tokens of the `exclusive` locks the current task holds, innermost last: a journal record
-names the innermost one, the lock its write was made under."""
+"""The tokens of the locks (`exclusive`, `claims`) the current task holds, innermost last: a
+journal record names them all, so whoever takes over any of them from a dead writer finishes its
+write (a match on a list matches any of its values)."""
 _HEADER = models.FieldCondition(key="header", match=models.MatchValue(value=True))
 
 
@@ -371,7 +372,7 @@ class QdrantStore(VectorStore):
                                      payload={"record": key, "part": i, "body": part, "created": now})
                   for i, part in enumerate(parts)]
         header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
-                                                                "header": True, "holder": holding[-1] if holding else None})
+                                                                "header": True, "holder": list(holding) or None})
         # The parts first, a header last makes the record count; a record of one part goes in one
         # request with its header. Whatever a crash leaves of it is harmless: no step of the write
         # has run yet, and a header whose parts are missing is an unreadable record, skipped.
@@ -564,8 +565,7 @@ class QdrantStore(VectorStore):
         token = str(uuid.uuid4())
         early = await self._take_all(points, token, alongside)
         holding = _HOLDING.get()
-        if not holding:  # a journaled write under these alone names them; under a lock, that lock
-            _HOLDING.set((token,))
+        _HOLDING.set(holding + (token,))
         renewing = asyncio.create_task(self._renew_all(points, token))
         try:
             yield early
