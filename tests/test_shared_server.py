@@ -181,15 +181,162 @@ def test_two_processes_updating_one_memory_keep_every_version(shared: dict[str, 
     assert [v.node.version for v in history] == list(range(1, acknowledged + 1))  # one entry per version
 
 
-def test_two_processes_adding_the_same_text_store_it_once(node_store: dict[str, Any], tmp_path: Path) -> None:
-    results = _run_together(node_store, tmp_path, f"""
+def test_two_processes_adding_the_same_text_store_it_once(shared: dict[str, Any], tmp_path: Path) -> None:
+    results = _run_together(shared, tmp_path, f"""
         for _ in range({N}):
-            await reme.add_memory("Alice prefers window seats", user_name="alice")
+            node = await reme.add_memory("Alice prefers window seats", user_name="alice")
             out["ok"] += 1
+            out["versions"].append(node.memory_id)
     """)
     assert sum(int(r["ok"]) for r in results) == 2 * N  # type: ignore[call-overload]
-    with _open(node_store, tmp_path) as reme:
-        assert [n.content for n in reme.list_memory(user_name="alice")] == ["Alice prefers window seats"]
+    with _open(shared, tmp_path) as reme:
+        stored = reme.list_memory(user_name="alice")
+    assert [n.content for n in stored] == ["Alice prefers window seats"]
+    # Every call, in either process, returned that one memory (the one that created it, or it found)
+    assert {i for r in results for i in r["versions"]} == {stored[0].memory_id}  # type: ignore[attr-defined]
+
+
+def test_an_add_first_finishes_a_dead_summary_that_was_adding_its_text(node_store: dict[str, Any],
+                                                                       server: OpenAITestServer, tmp_path: Path) -> None:
+    """A summary that only adds (5 memories and its history record, 3 engine calls with
+    `batch_size` 2: one journaled write under its user's lock) killed after its first call. An
+    add of one of its texts in another process, once the dead one's leases ended, first finishes
+    the summary (its record names every lock its writer held, the add's claims among them) and so
+    finds that memory: one of it, not a second one once the summary is replayed."""
+    facts = [f"Alice keeps item {k} in drawer {k * 7919}" for k in range(5)]
+    server.script("Read the conversation below", {"memories": [
+        {"content": fact, "kind": "fact", "sources": [0], "importance": 0.5, "time": None} for fact in facts]})
+    server.script("long-term memory consistent", {"decisions": []})
+    store = {**node_store, "batch_size": 2, "lease": 1.0}
+    killed = _start(store, tmp_path, _worker("""
+        stop["at"], stop["nth"], stop["signal"] = "upsert", 2, signal.SIGKILL
+        await reme.summarize_memory([{"role": "user", "content": "Here is where I keep my things: each item in its drawer"}],
+                                    user_name="alice")
+    """, llm=server.base_url, prelude=STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    time.sleep(1.5)
+    with _open(store, tmp_path) as reme:
+        again = reme.add_memory(facts[4], user_name="alice")
+        stored = [n for n in reme.list_memory(user_name="alice", limit=100) if n.memory_type == "personal"]
+    assert sorted(n.content for n in stored) == sorted(facts)
+    assert again.memory_id in {n.memory_id for n in stored}
+
+
+async def test_an_add_waiting_for_one_claim_holds_none_after_it(node_store: dict[str, Any]) -> None:
+    """An add claims its memories' contents and ids in one order whatever its batch's: one that
+    could not take a claim keeps those before it and holds none after it, so two adds of
+    overlapping batches never wait for each other in a circle. Here: `first` holds a name, an add
+    of that name and a later one waits, and a third add of the later name alone goes through."""
+    import asyncio
+    import uuid
+
+    from reme.store.qdrant import _LOCK_IDS, QdrantStore
+
+    names = sorted((f"test/{i}" for i in range(2)), key=lambda n: str(uuid.uuid5(_LOCK_IDS, n)))
+    stores = [QdrantStore(url=node_store["url"], lock_wait=lock_wait) for lock_wait in (30.0, 30.0, 3.0)]
+
+    async def add_both() -> None:
+        async with stores[1].claims([names[1], names[0]]):
+            pass
+
+    try:
+        async with stores[0].claims([names[0]]):
+            waiting = asyncio.create_task(add_both())
+            await asyncio.sleep(0.5)  # it has tried, and waits for names[0]
+            assert not waiting.done()
+            async with stores[2].claims([names[1]]):  # not held by the waiting one (else StoreLockedError)
+                pass
+        await asyncio.wait_for(waiting, 30)  # taken once released
+    finally:
+        for store in stores:
+            await store.close()
+
+
+def _stopped_adder(store: dict[str, Any], tmp_path: Path, body: str) -> subprocess.Popen[str]:
+    """A process stopped (SIGSTOP) right before the write of its add reaches the server, holding
+    whatever an add holds then; a lease far longer than the test, so nobody takes it over."""
+    proc = _start({**store, "lease": 600.0}, tmp_path, _worker('stop["at"] = "upsert"\n' + textwrap.dedent(body),
+                                                              prelude=STOP_AT), "stopped")
+    _go(proc)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
+    deadline = time.monotonic() + 30
+    while not _stopped(proc):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return proc
+
+
+def test_an_add_for_one_user_does_not_wait_for_a_stopped_add_for_another(shared: dict[str, Any],
+                                                                         tmp_path: Path) -> None:
+    """Adds hold no collection-wide lock on a server: what an add holds covers its own content
+    (and ids), so an add of bob's memory goes through while an add of alice's is stopped mid-way
+    (with the collection's one lock it waited for that lease: `StoreLockedError` after
+    `lock_wait`). An add of the same text for alice waits for the stopped one, and gets its memory."""
+    stopped = _stopped_adder(shared, tmp_path, """
+        node = await reme.add_memory("Alice prefers window seats", user_name="alice")
+        out["versions"].append(node.memory_id)
+    """)
+    same = None
+    try:
+        bob = _start({**shared, "lock_wait": 3.0}, tmp_path, _worker("""
+            node = await reme.add_memory("Bob likes aisle seats", user_name="bob")
+            out["versions"].append(node.memory_id)
+            nodes = await reme.add_memories([MemoryNode(memory_type="personal", memory_target="carol",
+                                                        content=f"Carol fact {i}") for i in range(3)])
+            out["ok"] = len(nodes)
+        """, prelude="from reme import MemoryNode"), "bob")
+        _go(bob)
+        assert _result(bob)["ok"] == 3  # it did not wait for alice's add
+        same = _start(shared, tmp_path, _worker("""
+            node = await reme.add_memory("alice  prefers window SEATS", user_name="alice")
+            out["versions"].append(node.memory_id)
+        """), "same")
+        _go(same)
+        time.sleep(0.5)
+        os.kill(stopped.pid, signal.SIGCONT)
+        first, second = _result(stopped), _result(same)
+    finally:
+        for proc in (stopped, same):
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+    assert first["versions"] == second["versions"]  # one memory, the second add got it back
+    with _open(shared, tmp_path) as reme:
+        assert [n.memory_id for n in reme.list_memory(user_name="alice")] == first["versions"]
+        assert [n.content for n in reme.list_memory(user_name="bob")] == ["Bob likes aisle seats"]
+        assert len(reme.list_memory(user_name="carol")) == 3
+
+
+def test_an_add_killed_half_way_is_finished_by_the_next_add_of_its_content(node_store: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """An add of five memories written in three engine calls (`batch_size` 2: one journaled
+    write), killed after the first: the next process adding one of its texts, once the dead
+    adder's lease has passed, first finishes its write (all five are there, not two), and gets
+    that memory back rather than a second one."""
+    store = {**node_store, "batch_size": 2, "lease": 1.0}
+    killed = _start(store, tmp_path, _worker("""
+        stop["at"], stop["nth"], stop["signal"] = "upsert", 2, signal.SIGKILL
+        await reme.add_memories([MemoryNode(memory_type="personal", memory_target="alice", content=f"Alice fact {i}")
+                                 for i in range(5)])
+    """, prelude="from reme import MemoryNode\n" + STOP_AT), "killed")
+    _go(killed)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    with _open(node_store, tmp_path) as reme:  # half written: its writer may still be at work
+        assert len(reme.list_memory(user_name="alice")) == 2
+    time.sleep(1.5)
+    with _open(store, tmp_path) as reme:
+        again = reme.add_memory("Alice fact 4", user_name="alice")
+        stored = reme.list_memory(user_name="alice")
+    assert sorted(n.content for n in stored) == [f"Alice fact {i}" for i in range(5)]
+    assert again.memory_id in {n.memory_id for n in stored}
+    client = QdrantClient(url=node_store["url"], check_compatibility=False)
+    try:
+        assert client.count(JOURNAL).count == 0  # replayed and dropped
+    finally:
+        client.close()
 
 
 def test_two_processes_appending_to_one_session_keep_every_message_in_order(node_store: dict[str, Any],

@@ -87,9 +87,10 @@ async def _backoff(attempt: int) -> None:
 class WriteLock:
     """A write lock: one task of this process at a time, and one process at a time among those
     sharing the store (`VectorStore.exclusive`: a lease in a server's engine). Writes that decide
-    on more than the records they replace take it: adds (deduplicated by content hash, which no
-    conditional write covers), summaries' batches, restores, wipes. A change of stored memories by
-    id (`modify`, `touch`) does not: its write is conditional on what it read, and retried."""
+    on more than the records they replace take it: summaries' batches, restores, wipes, and adds
+    on a store of one process. A change of stored memories by id (`modify`, `touch`) does not: its
+    write is conditional on what it read, and retried. Nor do adds alone on a store processes
+    share: they claim their content hashes and ids instead (`MemoryRepo._claim_names`)."""
 
     def __init__(self, store: VectorStore, name: str) -> None:
         self._local = asyncio.Lock()
@@ -251,6 +252,10 @@ class MemoryRepo:
         """
         changes = list(changes)
         await self._embed(changes)
+        if self.store.shared and all(c.old is None for c in changes):
+            # Adds alone, on a store that processes share: no collection lock; what `_write` claims
+            # (their content hashes and ids) keeps them from adding a memory twice or reusing an id.
+            return await self._write(changes)
         async with self.lock:
             return await self._write(changes)
 
@@ -383,17 +388,34 @@ class MemoryRepo:
         vectors (they are not read again); a lost swap is then the caller's to retry (`_Lost`).
         Without it, the olds are read here, and a swap lost to a change that left their state as
         it was (a usage count, made without the write lock) is written again on the newer record."""
-        for attempt in range(1, SWAP_ATTEMPTS + 1):
-            try:  # each try starts from the changes as given (`_write_once` fills in counts read)
-                return await self._write_once([replace(c) for c in changes], extra_versions, read)
-            except _Lost:
-                if read is not None or attempt == SWAP_ATTEMPTS:
-                    raise
-                await _backoff(attempt)
+        adds = [c.new for c in changes if c.old is None and c.new is not None]
+        names = self._claim_names(adds)
+        # The adds' look-up goes with the claims' read-back (valid for every try: the claims are held)
+        async with self.store.claims(names, (lambda: self._lookup(adds, ids=True)) if names else None) as early:
+            for attempt in range(1, SWAP_ATTEMPTS + 1):
+                try:  # each try starts from the changes as given (`_write_once` fills in counts read)
+                    return await self._write_once([replace(c) for c in changes], extra_versions, read, early)
+                except _Lost:
+                    if read is not None or attempt == SWAP_ATTEMPTS:
+                        raise
+                    await _backoff(attempt)
         raise AssertionError("unreachable")
 
+    def _claim_names(self, adds: Sequence[MemoryNode]) -> list[str]:
+        """What adds (new nodes) claim while they look up and write, where processes
+        share the store: each new node's content hash (which covers its type, scope and text:
+        two adds of one text for one target take turns, and the second finds the first's memory)
+        and its id (an add never reuses a stored id). Adds of other contents claim other names
+        and go on beside them; a store of one process claims nothing (its writes take the
+        collection's lock)."""
+        if not self.store.shared:
+            return []
+        return [f"{self.collection}/hash/{n.content_hash}" for n in adds] + \
+            [f"{self.collection}/id/{n.memory_id}" for n in adds]
+
     async def _write_once(self, changes: list[Change], extra_versions: Sequence[VectorRecord],
-                          read: Mapping[str, VectorRecord] | None) -> list[tuple[MemoryNode, bool]]:
+                          read: Mapping[str, VectorRecord] | None,
+                          looked: tuple[dict[str, MemoryNode], set[str]] | None = None) -> list[tuple[MemoryNode, bool]]:
         olds = [c.old for c in changes if c.old is not None]
         old_records: dict[str, VectorRecord] = {}
         if olds:
@@ -411,7 +433,10 @@ class MemoryRepo:
                         change.new = change.new.model_copy(
                             update={f: getattr(now_stored, f) for f in MemoryNode.ACCESS_FIELDS})
         adds = [c.new for c in changes if c.old is None and c.new is not None]
-        existing, stored_ids = await self._lookup(adds, ids=True) if adds else ({}, set())
+        if looked is not None:  # what the adds' look-up found (see `_write`)
+            existing, stored_ids = dict(looked[0]), looked[1]
+        else:
+            existing, stored_ids = await self._lookup(adds, ids=True) if adds else ({}, set())
         taken = [n.memory_id for n in adds if n.content_hash not in existing and n.memory_id in stored_ids]
         if taken:
             raise InvalidInputError(f"memory_id {taken[0]} is taken by a stored memory: an add never "

@@ -540,6 +540,22 @@ class VectorStore(ABC):
         store is one process's, so there is nothing to hold."""
         return contextlib.nullcontext()
 
+    shared = False
+    """Whether processes share this store (a server): `exclusive` and `claims` then hold locks in
+    the engine. A store that one process owns holds nothing there."""
+
+    def claims(self, names: Sequence[str],
+               alongside: Callable[[], Awaitable[T]] | None = None) -> AsyncContextManager[T | None]:
+        """Hold the locks `names` together, each against the other processes that share this
+        store, and against the other tasks of this one (`async with store.claims(ns) as early:`):
+        finer locks than `exclusive`'s, taken in one round trip and read back (an add claims the
+        content hashes and ids of its memories, so adds of other contents go on beside it).
+        `alongside`, a read, is sent with that read-back, and `early` is what it returned when
+        the claims were taken at that first try (so it read what the earlier holders had written),
+        else None: read again under the claims. An embedded store is one process's: nothing to
+        hold (its callers serialize their tasks themselves), and `early` is None."""
+        return contextlib.nullcontext(None)
+
     async def optimize(self, name: str) -> bool:
         """Build search indexes now; True if anything was built. Backends that index by themselves no-op."""
         return False

@@ -17,13 +17,15 @@ Processes sharing a server take turns through `exclusive(name)`: a lease held in
 written only where it was released or its lease has ended), read back to see who holds it; the
 holder renews it while it works and releases it when done. A holder that died loses it after
 `lease` seconds, and whoever takes it over first applies the writes the dead one left unfinished
-under it (journal records name the lock they were written under), so nobody decides on them
+under it (journal records name every lock their writer held), so nobody decides on them
 half-written and no late replay undoes what was written next. The lease alone does not fence a
 holder that froze beyond it: the write of a stored record is conditional in the engine too
 (`Swap`: see `_swap`), so such a holder's write loses when it comes back. Writers that change
 stored records by id take no lock at all (the conditional write is their guard); the records a
 journaled write upserts name its intent record (`tags_batches`), which such a writer applies
-first, since no lock made it wait for a dead writer's records to be replayed.
+first, since no lock made it wait for a dead writer's records to be replayed. Adds take no
+collection-wide lock either: `claims(names)` holds a lease per name (the content hashes and ids
+of the memories an add writes), all taken in one request, so adds of other contents go on beside it.
 
 The server must be Qdrant 1.16 or newer (conditional upserts); the first write checks, so
 qdrant-client's own version check, which warns on any minor-version gap, is off.
@@ -39,7 +41,7 @@ import random
 import time
 import uuid
 import warnings
-from typing import Any, AsyncIterator, Sequence, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar, cast
 
 import grpc
 import httpx
@@ -75,6 +77,7 @@ class _QdrantFilters(FilterTranslator[Any]):
 
 
 _FILTERS = _QdrantFilters()
+T = TypeVar("T")
 JOURNAL = "_reme_journal"
 LOCKS = "_reme_locks"
 MIN_SERVER = (1, 16)
@@ -82,8 +85,9 @@ MIN_SERVER = (1, 16)
 _LOCK_IDS = uuid.UUID("6c1c0b9e-3f43-4d36-9a57-2f1d5c0e8a11")
 _PART = 4_000_000  # characters of a record a journal point holds
 _HOLDING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("reme_qdrant_holding", default=())
-"""The tokens of the `exclusive` locks the current task holds, innermost last: a journal record
-names the innermost one, the lock its write was made under."""
+"""The tokens of the locks (`exclusive`, `claims`) the current task holds, innermost last: a
+journal record names them all, so whoever takes over any of them from a dead writer finishes its
+write (a match on a list matches any of its values)."""
 _HEADER = models.FieldCondition(key="header", match=models.MatchValue(value=True))
 
 
@@ -239,6 +243,7 @@ class QdrantStore(VectorStore):
         self.local = url is None
         self.url = url
         self.tags_batches = not self.local
+        self.shared = not self.local
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
         self._known: set[str] = set()
@@ -367,7 +372,7 @@ class QdrantStore(VectorStore):
                                      payload={"record": key, "part": i, "body": part, "created": now})
                   for i, part in enumerate(parts)]
         header = models.PointStruct(id=key, vector=[0.0], payload={"record": key, "parts": len(parts), "created": now,
-                                                                "header": True, "holder": holding[-1] if holding else None})
+                                                                "header": True, "holder": list(holding) or None})
         # The parts first, a header last makes the record count; a record of one part goes in one
         # request with its header. Whatever a crash leaves of it is harmless: no step of the write
         # has run yet, and a header whose parts are missing is an unreadable record, skipped.
@@ -539,6 +544,129 @@ class QdrantStore(VectorStore):
             LOCKS, [models.PointStruct(id=point, vector=[0.0], payload={"holder": token, "until": until})],
             wait=True, update_filter=condition, ordering=models.WriteOrdering.MEDIUM))
         await (asyncio.shield(write) if shielded else write)
+
+    @contextlib.asynccontextmanager
+    async def claims(self, names: Sequence[str],
+                     alongside: Callable[[], Awaitable[T]] | None = None) -> AsyncIterator[T | None]:
+        """See `VectorStore.claims`. One point per name in `_reme_locks`, taken as `exclusive`
+        takes its one (written with this holder's token where it was released or is not there
+        yet: a conditional upsert, read back), but all of them in one request. They are taken in
+        the order of their ids: a holder that could not take one keeps those before it and gives
+        back those after it, so two holders of overlapping sets never wait for each other in a
+        circle. A point whose lease ended without a release is taken over from its holder, who
+        died holding it, and that holder's unfinished writes under it are applied first. Released
+        by deleting the points, only where this holder still holds them: nothing is left behind
+        per name."""
+        if self.local or not names:
+            yield None
+            return
+        await self._locks()
+        points = sorted({str(uuid.uuid5(_LOCK_IDS, name)) for name in names})
+        token = str(uuid.uuid4())
+        early = await self._take_all(points, token, alongside)
+        holding = _HOLDING.get()
+        _HOLDING.set(holding + (token,))
+        renewing = asyncio.create_task(self._renew_all(points, token))
+        try:
+            yield early
+        finally:
+            _HOLDING.set(holding)
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+            with contextlib.suppress(StoreError):  # a failure here lets the leases run out
+                await self._release_all(points, token)
+
+    async def _take_all(self, points: list[str], token: str, alongside: Callable[[], Awaitable[T]] | None) -> T | None:
+        """Take every point of `points` (sorted) for `token`; see `claims`. Returns what
+        `alongside` read when the first try took them all, else None."""
+        deadline = time.monotonic() + self.lock_wait
+        pause = 0.002
+        held = 0  # points[:held] are this holder's
+        ended: dict[str, str] = {}  # point -> its holder, whose lease was found ended
+        first = True
+        try:
+            while True:
+                todo = points[held:]
+                now = time.time()
+                free: list[Any] = [models.FieldCondition(key="until", range=models.Range(lt=1.0))]
+                if ended:
+                    free.append(models.Filter(must=[
+                        models.FieldCondition(key="until", range=models.Range(lt=now)),
+                        models.FieldCondition(key="holder", match=models.MatchAny(any=sorted(set(ended.values()))))]))
+                failure: StoreError | None = None
+                found_dead = False
+                try:
+                    await self._call("lock", self._client.upsert(
+                        LOCKS, [models.PointStruct(id=p, vector=[0.0], payload={"holder": token, "until": now + self.lease})
+                                for p in todo], wait=True, update_filter=models.Filter(should=free),
+                        ordering=models.WriteOrdering.MEDIUM))
+                    read = self._call("lock", self._client.retrieve(LOCKS, todo, with_payload=True))
+                    early: T | None = None
+                    if first and alongside is not None:
+                        # Sent once the claims are written: where they were taken, every earlier
+                        # holder had released them, so had written, before this read.
+                        got, early = await asyncio.gather(read, alongside())
+                    else:
+                        got = await read
+                    first = False
+                    stored = {str(p.id): p.payload or {} for p in got}
+                    mine = [p for p in todo if stored.get(p, {}).get("holder") == token]
+                    # Taken over from a dead holder: its writes are finished before any under these.
+                    for dead in sorted({ended[p] for p in mine if p in ended}):
+                        try:
+                            await self._finish_for(dead)
+                        except BaseException:
+                            # Handed back to the dead holder, ended: whoever takes them next finishes.
+                            with contextlib.suppress(StoreError):
+                                await self._call("lock", asyncio.shield(self._client.upsert(
+                                    LOCKS, [models.PointStruct(id=p, vector=[0.0], payload={"holder": dead, "until": 1.0})
+                                            for p in mine if ended.get(p) == dead],
+                                    wait=True, update_filter=_held_by(token), ordering=models.WriteOrdering.MEDIUM)))
+                            raise
+                    while held < len(points) and points[held] in mine:
+                        held += 1
+                    if held == len(points):
+                        return early  # None unless the first try took them all (no dead holder's writes replayed)
+                    after = [p for p in mine if p > points[held]]
+                    if after:  # not held while waiting for one before them
+                        await self._release_all(after, token)
+                    for p in todo:
+                        holder, until = stored.get(p, {}).get("holder"), float(stored.get(p, {}).get("until") or 0.0)
+                        if holder and holder != token and 0.0 < until < time.time():
+                            ended[p] = str(holder)
+                            found_dead = True
+                except StoreError as exc:  # as in `_take`: on a cluster, calls fail while a dead node is noticed
+                    failure = exc
+                    pause = max(pause, 0.05)
+                if time.monotonic() > deadline:
+                    if failure is not None:
+                        raise failure
+                    raise StoreLockedError(f"an add's claim on {self.url} stayed held by another process for "
+                                           f"{self.lock_wait:g} s (the same memory being added); try again later")
+                if not found_dead:
+                    await asyncio.sleep(pause * (0.5 + random.random()))
+                    pause = min(pause * 2, 0.1)
+        except BaseException:  # whatever this holder holds is released (those handed back are not its own)
+            with contextlib.suppress(StoreError):
+                await self._release_all(points, token)
+            raise
+
+    async def _renew_all(self, points: list[str], token: str) -> None:
+        held = models.Filter(must=[models.HasIdCondition(has_id=points), _held_by(token)])  # type: ignore[arg-type]
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            with contextlib.suppress(StoreError):  # the next try may get through before the lease ends
+                # Payload set where this holder still holds them: a point taken over meanwhile is not taken back.
+                await self._call("lock", self._client.set_payload(
+                    LOCKS, {"until": time.time() + self.lease}, points=held, wait=True,
+                    ordering=models.WriteOrdering.MEDIUM))
+
+    async def _release_all(self, points: list[str], token: str) -> None:
+        selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=points),  # type: ignore[arg-type]
+                                                                    _held_by(token)]))
+        await self._call("lock", asyncio.shield(self._client.delete(LOCKS, selector, wait=True,
+                                                                    ordering=models.WriteOrdering.MEDIUM)))
 
     async def _locks(self) -> None:
         if not self._locks_ready:
