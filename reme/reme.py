@@ -1304,7 +1304,9 @@ class ReMe:
 
         `purge=False`: each deleted memory's last state is kept as a version (`history` shows
         it), as `delete_memory` does. `purge=True`: the memories and every version of them are
-        removed from the store (privacy: nothing of them stays readable). The engine marks deleted
+        removed from the store (privacy: nothing of them stays readable); without `filters`,
+        so are the versions of the target's memories deleted before (a version keeps its
+        memory's target and type, not its other fields, so with `filters` those stay). The engine marks deleted
         points and reclaims their space later, so their bytes may stay in its files for a while;
         `scrub=True` (with `purge`) rewrites both collections without them at once (the whole
         store passes through memory; one crash-atomic write). Forgetting across all targets needs
@@ -1323,17 +1325,23 @@ class ReMe:
         repo = self.repo
         async with repo.lock:
             nodes = [r.node async for r in self.store.iter_records(self.collection, flt)]
-            if not nodes:
-                return 0
             ids = [n.memory_id for n in nodes]
+            gone: list[str] = []  # memories deleted before, whose versions the scope still holds
+            if purge and filters is None:  # a version keeps its memory's target and type, not its fields
+                where = self._where(user_name, task_name, tool_name, memory_type, None, alive=False)
+                gone = sorted({str(r.node.metadata.get("version_of")) async for r in
+                               self.store.iter_records(repo.versions, where)} - set(ids))
+            if not nodes and not gone:
+                return 0
             if not purge:
                 written = await repo._write([Change(old=n, reason="forget") for n in nodes])
                 return sum(wrote for _, wrote in written)
-            ops: list[WriteOp] = [Delete(self.collection, ids)]
-            for start in range(0, len(ids), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
-                ops.append(DeleteWhere(repo.versions, In(field="metadata.version_of", values=list(ids[start:start + HASH_LOOKUP]))))
+            ops: list[WriteOp] = [Delete(self.collection, ids)] if ids else []
+            for start in range(0, len(ids + gone), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+                ops.append(DeleteWhere(repo.versions, In(field="metadata.version_of",
+                                                         values=list((ids + gone)[start:start + HASH_LOOKUP]))))
             if scrub:  # the survivors, written into fresh collections: the old files go
-                ops = await self._rewrite_ops(set(ids))
+                ops = await self._rewrite_ops(set(ids + gone))
             await self.store.write(ops)  # one write: the memories and their versions, or nothing
             return len(ids)
 

@@ -222,6 +222,26 @@ async def test_forget_keeps_history_unless_purged_and_a_purge_leaves_no_version(
     assert await reme.count_memory() == 0
 
 
+@every_store
+async def test_a_purge_of_a_target_removes_the_versions_of_memories_deleted_before(reme: ReMe) -> None:
+    # a user's erasure: a memory deleted last month kept its text as a version; the purge of the
+    # user took only the memories still stored, and history() still showed the deleted one
+    old = await reme.add_memory("Alice's passport number is 1234", user_name="alice")
+    await reme.delete_memory(old.memory_id)
+    tea = await reme.add_memory("Alice likes tea", user_name="alice")
+    await reme.update_memory(tea.memory_id, content="Alice likes green tea")
+    bob = await reme.add_memory("Bob's passport number is 5678", user_name="bob")
+    await reme.delete_memory(bob.memory_id)
+
+    assert await reme.forget(user_name="alice", purge=True) == 1
+    for memory_id in (old.memory_id, tea.memory_id):
+        with pytest.raises(MemoryNotFoundError):
+            await reme.history(memory_id)
+    stored = [r.node async for r in reme.store.iter_records(reme.repo.versions)]
+    assert [n.content for n in stored] == ["Bob's passport number is 5678"]  # another user's: kept
+    assert await reme.forget(user_name="alice", purge=True) == 0  # nothing left to purge
+
+
 async def test_a_scrubbed_purge_leaves_the_text_nowhere_in_the_store_files(reme_factory: Callable[..., ReMe],
                                                                            tmp_path: Path) -> None:
     secret = "XK99SECRET7781"
