@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
@@ -623,6 +623,18 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80), st.text(max_size=80),
+       st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(timezone.utc)))
+@example("", "", datetime(1, 1, 1, tzinfo=timezone.utc))  # the last Monday would be before the first day
+@example("", "", datetime(9999, 12, 31, tzinfo=timezone.utc))  # the next Sunday after the last
+def test_dating_a_weekday_keeps_any_text_and_never_fails(text: str, line: str, said: datetime) -> None:
+    for memory, cited in ((text, line), (f"Kim flies on Monday {text}", f"I went on Monday {line}"),
+                          (f"Kim flies on Sunday {text}", f"I fly on Sunday {line}")):
+        dated = anchor_weekdays(memory, said, [cited])
+        assert dated.startswith(memory[:1]) and len(dated) >= len(memory)
 
 
 async def test_a_memory_of_what_only_the_assistant_said_is_not_stored(reme: ReMe, server: OpenAITestServer) -> None:

@@ -196,8 +196,10 @@ def anchor_weekdays(text: str, said: datetime, lines: list[str]) -> str:
         if not told:
             continue
         which = "last" if PAST.search(told[0]) else "next"
-        (span,) = [span for _, _, span in find_spans(f"{which} {day}", said.date())]
-        out.append(text[pos:m.end()] + f" ({describe_span(span)})")
+        spans = [span for _, _, span in find_spans(f"{which} {day}", said.date())]
+        if not spans:  # before 1 January 1 or after 9999
+            continue
+        out.append(text[pos:m.end()] + f" ({describe_span(spans[0])})")
         pos = m.end()
     out.append(text[pos:])
     return "".join(out)
