@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.quality.score import Pattern
+from benchmark.quality.score import Counts, Pattern, share
 
 DATA = Path(__file__).with_name("trajectories.json")
 PARTS = ("goal", "constraints", "progress", "decisions", "next_steps", "critical_context")
@@ -87,7 +87,7 @@ def lines(summary: dict[str, Any], *parts: str) -> list[str]:
 
 
 @dataclass
-class Score:
+class Score(Counts):
     """One trajectory's last summary scored: counts, so that sets of trajectories add up."""
 
     goal: int = 0
@@ -102,18 +102,7 @@ class Score:
     missed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
-    def add(self, other: "Score") -> "Score":
-        for name in ("goal", "goal_kept", "constraints", "constraints_kept", "constraints_anywhere", "decisions",
-                     "decisions_kept", "false_progress", "stale"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.missed += other.missed
-        self.problems += other.problems
-        return self
-
     def table_row(self) -> dict[str, Any]:
-        def share(a: int, b: int) -> float | None:
-            return round(a / b, 3) if b else None
-
         return {"constraints": self.constraints, "constraint_survival": share(self.constraints_kept, self.constraints),
                 "constraints_anywhere": share(self.constraints_anywhere, self.constraints),
                 "goal_recall": share(self.goal_kept, self.goal),

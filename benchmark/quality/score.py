@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from reme.retrieval import words as _split
 
@@ -151,8 +151,30 @@ def pick(items: list[Any], ids: str | None, split: str | None, error: Any, what:
     return [item for item in items if item.split == split] if split else items
 
 
+def share(a: int, b: int) -> float | None:
+    """`a` of `b` to three places; None when there is nothing to share."""
+    return round(a / b, 3) if b else None
+
+
+class Counts:
+    """A dataclass of counts that add up field by field: numbers summed, counts by name merged,
+    lists joined (a benchmark's scores of one item, summed over a set)."""
+
+    def add(self, other: Self) -> Self:
+        for f in fields(self):  # type: ignore[arg-type]
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, dict):
+                for k, v in theirs.items():
+                    mine[k] = mine.get(k, 0) + v
+            elif isinstance(mine, list):
+                mine += theirs
+            else:
+                setattr(self, f.name, mine + theirs)
+        return self
+
+
 @dataclass
-class Score:
+class Score(Counts):
     """One dialogue's memories scored: counts, so that sets of dialogues add up."""
 
     facts: int = 0
@@ -168,21 +190,7 @@ class Score:
     missed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
-    def add(self, other: "Score") -> "Score":
-        for name in ("facts", "recalled", "safety", "safety_recalled", "memories", "supported", "with_problem"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        for k, v in other.hygiene.items():
-            self.hygiene[k] = self.hygiene.get(k, 0) + v
-        for k, v in other.wrong.items():
-            self.wrong[k] = self.wrong.get(k, 0) + v
-        self.missed += other.missed
-        self.problems += other.problems
-        return self
-
     def table_row(self) -> dict[str, Any]:
-        def share(a: int, b: int) -> float | None:
-            return round(a / b, 3) if b else None
-
         return {"facts": self.facts, "recall": share(self.recalled, self.facts),
                 "safety_facts": self.safety, "safety_recall": share(self.safety_recalled, self.safety),
                 "memories": self.memories, "precision": share(self.supported, self.memories),
