@@ -58,6 +58,26 @@ long GC pause or a frozen VM would) right before its next call of that kind reac
 with `stop["signal"] = signal.SIGKILL` it dies there instead."""
 
 
+def _stop_at_swaps(*nth: int) -> str:
+    """Put in a worker's program: SIGSTOP it right before each of its `nth` conditional writes
+    ("swap" calls, counted from 1) reaches the server."""
+    return f"""
+from reme.store.qdrant import QdrantStore
+_call = QdrantStore._call
+swaps = {{"n": 0}}
+
+async def _stopping_call(self, what, coro):
+    if what == "swap":
+        swaps["n"] += 1
+        if swaps["n"] in {set(nth)!r}:
+            print("stopping", flush=True)
+            os.kill(os.getpid(), signal.SIGSTOP)
+    return await _call(self, what, coro)
+
+QdrantStore._call = _stopping_call
+"""
+
+
 def _worker(body: str, llm: str | None = None, prelude: str = "") -> str:
     """A program: open ReMe on the store argv[1] names (vector_store settings, JSON; working dir
     argv[2]; its LLM the scripted server at `llm`), say "ready", wait for a line on stdin, run
@@ -676,23 +696,8 @@ def test_usage_counts_of_several_memories_never_take_back_a_count_another_proces
     that counted on it in between would see its own count stand and the first count made twice."""
     with _open(node_store, tmp_path) as reme:
         a, b = (reme.add_memory(text, user_name="alice").memory_id for text in ("Alice likes tea", "Alice hikes"))
-    stops = """
-        from reme.store.qdrant import QdrantStore
-        _call = QdrantStore._call
-        swaps = {"n": 0}
-
-        async def _stopping_call(self, what, coro):
-            # Stopped before its first conditional write and before its third call of that kind
-            # (what follows the read-back of the first).
-            if what == "swap":
-                swaps["n"] += 1
-                if swaps["n"] in (1, 3):
-                    print("stopping", flush=True)
-                    os.kill(os.getpid(), signal.SIGSTOP)
-            return await _call(self, what, coro)
-
-        QdrantStore._call = _stopping_call
-    """
+    # stopped before its first conditional write and before its third (what follows the read-back of the first)
+    stops = _stop_at_swaps(1, 3)
     counting = _start(node_store, tmp_path, _worker(f"""
         await reme.record_usage(["{a}", "{b}"], True, user_name="alice")
         out["ok"] += 1
@@ -802,22 +807,7 @@ def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
     server.script("long-term memory consistent", {"decisions": [
         {"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice moved to Berlin", "reason": "summary"},
         {"candidate": 1, "action": "UPDATE", "id": 1, "text": "Alice drinks coffee now", "reason": "summary"}]})
-    stops = """
-        from reme.store.qdrant import QdrantStore
-        _call = QdrantStore._call
-        swaps = {"n": 0}
-
-        async def _stopping_call(self, what, coro):
-            # Stopped before its conditional write and before reading back what it won.
-            if what == "swap":
-                swaps["n"] += 1
-                if swaps["n"] in (1, 2):
-                    print("stopping", flush=True)
-                    os.kill(os.getpid(), signal.SIGSTOP)
-            return await _call(self, what, coro)
-
-        QdrantStore._call = _stopping_call
-    """
+    stops = _stop_at_swaps(1, 2)  # before its conditional write and before reading back what it won
     summarizing = _start(node_store, tmp_path, _worker("""
         try:
             await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin and I drink coffee now"}],
