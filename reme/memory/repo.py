@@ -639,6 +639,28 @@ def _version_key(memory_id: str, version: MemoryVersion) -> tuple[str, int, str,
     return memory_id, version.node.version, version.event, as_aware(version.time)
 
 
+VERSION_FIELDS = frozenset({"memory_type", "target_kind", "memory_target", "when_to_use", "content", "message_time",
+                            "content_hash"})
+"""The fields of a memory its version records hold at their own top level (every version ever
+written: see `_version_node`); the rest of the state is in `metadata.node`."""
+
+
+def version_filter(flt: Filter) -> Filter:
+    """`flt`, a filter on memories, as the same filter on their versions: each condition reads the
+    state a version keeps (`metadata.node`), or the copy of a field the record holds at its top
+    level (`VERSION_FIELDS`: indexed as in the memories collection, so `contains` means the same),
+    and `memory_id` the memory's id (`metadata.version_of`). A purge with filters removes the
+    versions it matches (`ReMe.forget`), versions written before there was such a filter included."""
+    if isinstance(flt, (And, Or)):
+        return flt.model_copy(update={"filters": [version_filter(f) for f in flt.filters]})
+    if isinstance(flt, Not):
+        return flt.model_copy(update={"filter": version_filter(flt.filter)})
+    if flt.field in VERSION_FIELDS:
+        return flt
+    return flt.model_copy(update={"field": "metadata.version_of" if flt.field == "memory_id"
+                                  else f"metadata.node.{flt.field}"})
+
+
 def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:
     """A copy of `old` for the versions collection: same type, target and text (so scope deletes
     and searches find it), with the whole node kept in metadata. The metadata is set after
