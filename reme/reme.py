@@ -1310,7 +1310,10 @@ class ReMe:
         matches (retagged, rewritten), the matching earlier states. The engine marks deleted
         points and reclaims their space later, so their bytes may stay in its files for a while;
         `scrub=True` (with `purge`) rewrites both collections without them at once (the whole
-        store passes through memory; one crash-atomic write). Forgetting across all targets needs
+        store passes through memory; one crash-atomic write; on a server, the purge first, then
+        the rewrite, once no change of those memories by another process is under way; it
+        rewrites even when nothing matches). It writes back what it read: a write by another
+        process meanwhile is lost (docs/scaling.md). Forgetting across all targets needs
         `everything=True`.
 
         >>> await reme.forget(user_name="alice", filters={"tags": {"any": ["health"]}}, purge=True)
@@ -1331,7 +1334,7 @@ class ReMe:
             drop: list[str] = []  # versions that match of stored memories that do not (an earlier state)
             if purge:
                 gone, drop = await self._matching_versions(flt, ids)
-            if not nodes and not gone and not drop:
+            if not nodes and not gone and not drop and not scrub:
                 return 0
             if not purge:
                 written = await repo._write([Change(old=n, reason="forget") for n in nodes])
@@ -1343,6 +1346,12 @@ class ReMe:
             if drop:
                 ops.append(Delete(repo.versions, drop))
             if scrub:  # the survivors, written into fresh collections: the old files go
+                if self.store.shared:
+                    # The purge first, then no change by id of these memories still under way in
+                    # another process: one that made its conditional write before the purge then
+                    # writes the version it keeps (and takes it back), into the files to drop.
+                    await self.store.write(ops)
+                    await self.store.settle(self.collection, ids + gone)
                 ops = await self._rewrite_ops(set(ids + gone + drop))
             await self.store.write(ops)  # one write: the memories and their versions, or nothing
             return len(ids)
