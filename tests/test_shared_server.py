@@ -921,3 +921,74 @@ def test_a_scrub_leaves_no_file_holding_the_text_of_an_update_racing_it(request:
     assert [text for text in _texts_on(store["url"]) if secret in text] == []
     assert _files_holding(nodes, collection, secret) == []
 
+
+
+def _stop_at(*calls: str) -> str:
+    """Put in a worker's program: SIGSTOP it right before its next call of the kind `calls[0]`
+    names reaches the server, then (once continued) before its next call of kind `calls[1]`,
+    and so on."""
+    return f"""
+from reme.store.qdrant import QdrantStore
+_call = QdrantStore._call
+stops = {list(calls)!r}
+
+async def _stopping_call(self, what, coro):
+    if stops and what == stops[0]:
+        stops.pop(0)
+        print("stopping", flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return await _call(self, what, coro)
+
+QdrantStore._call = _stopping_call
+"""
+
+
+def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node_store: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    """Three processes, one memory. An update has made its conditional write, then a delete (it
+    marked the memory dying); both are stopped before the version each keeps. The user is purged.
+    Then the delete writes its version (the update's text), the update writes its own (the text
+    before) and sees the delete's version (so the memory was deleted, not purged, as far as it can
+    tell), and last the delete finds its memory purged and takes its version back. Nothing of the
+    text may stay on the server."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("Alice whispered the vault code 0", user_name="alice").memory_id
+    body = """
+        from reme.errors import MemoryNotFoundError
+        try:
+            await reme.{call}
+            out["ok"] += 1
+        except MemoryNotFoundError:
+            out["not found"] = 1
+    """
+    update = f'update_memory("{memory_id}", content="Alice whispered the vault code 1", user_name="alice")'
+    updating = _start(node_store, tmp_path, _worker(body.format(call=update), prelude=_stop_at("upsert")),
+                      "updating")
+    deleting = None
+    try:
+        _stop_then(updating)  # its conditional write is done; its version is next
+        deleting = _start(node_store, tmp_path, _worker(
+            body.format(call=f'delete_memory("{memory_id}", user_name="alice")'),
+            prelude=_stop_at("upsert", "list")), "deleting")
+        _stop_then(deleting)  # it claimed the memory (dying); its version is next
+        with _open(node_store, tmp_path) as reme:
+            assert reme.forget(user_name="alice", purge=True) == 1
+        os.kill(deleting.pid, signal.SIGCONT)  # it writes its version, then stops before its check
+        assert deleting.stdout is not None and deleting.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(deleting):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(updating.pid, signal.SIGCONT)
+        assert _result(updating)["ok"] == 1
+        os.kill(deleting.pid, signal.SIGCONT)
+        assert _result(deleting)["ok"] == 1
+    finally:
+        for proc in (updating, deleting):
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+    assert [text for text in _texts_on(node_store["url"]) if "vault code" in text] == []
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.history(memory_id, user_name="alice")

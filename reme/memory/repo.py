@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
-from reme.store import CreateCollection, Delete, Swap, Upsert, VectorRecord, VectorStore, WriteOp
+from reme.store import CreateCollection, DeleteWhere, Swap, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import PartlyWritten, line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
@@ -156,7 +156,9 @@ class MemoryRepo:
         between this write's swap and its version. A memory still stored now (being deleted
         included) was stored when the purge's sweep of versions began, if one did, and the sweep
         takes the version. A memory gone was purged, unless a deletion that keeps a version of it
-        (an update then a `delete_memory` from another process) deleted it. See `VectorStore.fences`."""
+        (an update then a `delete_memory` from another process) deleted it; purged, every version
+        of it stored now goes (a deletion's version this write saw may be one that deletion takes
+        back, having found the memory purged). See `VectorStore.fences`."""
         kept: dict[str, list[str]] = {}  # memory id -> the version records this write upserted of it
         for step in upserts:
             if step.collection == self.versions:
@@ -176,8 +178,11 @@ class MemoryRepo:
                                    Eq(field="metadata.event", value="DELETE")])
             by_deletion |= {r.node.metadata["version_of"] async for r in self.store.iter_records(self.versions, deleted)
                             if r.node.memory_id not in mine}
-        drop = [v for m in gone if m not in by_deletion for v in kept[m]]
-        return [Delete(self.versions, drop)] if drop else []
+        # Purged, then: every version of it stored now goes, not only this write's. Another change
+        # may have kept one and stays, trusting this write's version as a deletion's, which goes now.
+        purged: list[Any] = [m for m in gone if m not in by_deletion]
+        return [DeleteWhere(self.versions, In(field="metadata.version_of", values=purged[start:start + HASH_LOOKUP]))
+                for start in range(0, len(purged), HASH_LOOKUP)]
 
     @property
     def versions(self) -> str:
