@@ -314,6 +314,22 @@ async def test_a_scrubbed_purge_leaves_the_text_nowhere_in_the_store_files(reme_
         assert files_holding(secret) == []
 
 
+async def test_a_scrub_that_finds_nothing_to_forget_still_rewrites_the_files(reme_factory: Callable[..., ReMe],
+                                                                            tmp_path: Path) -> None:
+    # a purge acknowledged without scrub (or a scrub whose rewrite a crash cut off after its purge,
+    # on a server): the engine keeps the bytes a while, and scrubbing again must take them out
+    secret = "QZ41SECRET0093"
+    async with reme_factory() as reme:
+        await reme.add_memory(f"Alice's passport number is {secret}", user_name="alice")
+        await reme.add_memory("Alice likes tea", user_name="alice")
+        assert await reme.forget(user_name="alice", filters={"content": {"contains": "passport"}}, purge=True) == 1
+        assert [p for p in (tmp_path / "wd").rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+        assert await reme.forget(user_name="alice", filters={"content": {"contains": "passport"}},
+                                 purge=True, scrub=True) == 0
+        assert [p for p in (tmp_path / "wd").rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
+        assert [n.content for n in await reme.list_memory(user_name="alice")] == ["Alice likes tea"]
+
+
 # -- part 2: reads and decay ---------------------------------------------------------------------
 async def test_reads_are_counted_in_batches_without_a_write_per_read(make_reme: Callable[..., ReMe]) -> None:
     async with make_reme(llm={}, retrieval={"track_reads": True, "read_flush": 3}) as reme:
