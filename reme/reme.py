@@ -1365,7 +1365,9 @@ class ReMe:
                                           self.store.iter_records(self.repo.versions,
                                                                   None if flt is None else version_filter(flt))]
         others = sorted({of for _, of in matched} - set(ids))
-        stored = set(await self.repo.get(others)) if others else set()
+        stored: set[str] = set()
+        for start in range(0, len(others), HASH_LOOKUP):
+            stored |= set(await self.repo.get(others[start:start + HASH_LOOKUP]))
         return [m for m in others if m not in stored], [v for v, of in matched if of in stored]
 
     async def _rewrite_ops(self, dropped: set[str]) -> list[WriteOp]:
