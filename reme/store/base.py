@@ -541,9 +541,9 @@ class VectorStore(ABC):
         return contextlib.nullcontext()
 
     async def settle(self, name: str, ids: Sequence[str]) -> None:
-        """Wait until no write of another process that replaces or deletes a record of `name`
-        among `ids` is under way: one that made its conditional write may still write what it keeps
-        of the record (its version). A scrub waits so, after its purge, before it rewrites the
+        """Wait until no write (of another process, or another task) that replaces or deletes a
+        record of `name` among `ids` is under way: one that made its conditional write may still
+        write what it keeps of the record (its version). A scrub waits so, after its purge, before it rewrites the
         collections: a version written later would bring the text back into their files. A
         store that one process owns applies one write at a time: nothing to wait for."""
         return None

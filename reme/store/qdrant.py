@@ -437,17 +437,17 @@ class QdrantStore(VectorStore):
         return await self._bodies([p for p in got if (p.payload or {}).get("header")])
 
     async def settle(self, name: str, ids: Sequence[str]) -> None:
-        """Wait while another writer's intent record swaps a record of `name` among `ids` (its
-        write is under way: see `VectorStore.settle`), for each record up to `lease` seconds
-        after it was written: a writer stopped longer than that is taken for dead (its record is
-        replayed by others later, and a replay of a swap whose records are gone writes nothing)."""
+        """Wait while an intent record (of another process, or of another task of this one)
+        swaps a record of `name` among `ids` (its write is under way: see `VectorStore.settle`),
+        for each record up to `lease` seconds after it was written: a writer stopped longer than
+        that is taken for dead (its record is replayed later, and a replay of a swap whose
+        records are gone writes nothing)."""
         wanted = set(ids)
         pause = 0.01
         while wanted and await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
             fresh = time.time() - self.lease
             headers = [h for h in await self._headers(models.Filter(must=[_HEADER]))
-                       if str((h.payload or {})["record"]) not in self._own
-                       and float((h.payload or {})["created"]) > fresh]
+                       if float((h.payload or {})["created"]) > fresh]
             busy = False
             for _, body in await self._bodies(headers):
                 try:
