@@ -29,7 +29,7 @@ from reme.memory.context import check_context, compact, compact_tool_results, co
 from reme.memory.session import (COMPRESSED, SUMMARIZED, SessionLog, as_message, check_marks, frontier_of,
                                  message_dict, session_scope, text_batches, to_plain_messages)
 from reme.memory.repo import (HASH_LOOKUP, VERSIONS_SUFFIX, Change, Imported, MemoryRepo, WriteLock, expired,
-                              read_export, scope_filter, version_record)
+                              read_export, scope_filter, version_filter, version_record)
 from reme.memory.repo import alive as live
 from reme.memory.tool import ToolSummarizer, retrieve_tools, to_records
 from reme.prompts import PromptLibrary
@@ -1304,12 +1304,16 @@ class ReMe:
 
         `purge=False`: each deleted memory's last state is kept as a version (`history` shows
         it), as `delete_memory` does. `purge=True`: the memories and every version of them are
-        removed from the store (privacy: nothing of them stays readable); without `filters`,
-        so are the versions of the target's memories deleted before (a version keeps its
-        memory's target and type, not its other fields, so with `filters` those stay). The engine marks deleted
+        removed from the store (privacy: nothing of them stays readable), and so is every
+        version of the target's memories that matches `filters` itself (the state it keeps): of
+        a memory deleted before, all its versions go; of one still stored that no longer
+        matches (retagged, rewritten), the matching earlier states. The engine marks deleted
         points and reclaims their space later, so their bytes may stay in its files for a while;
         `scrub=True` (with `purge`) rewrites both collections without them at once (the whole
-        store passes through memory; one crash-atomic write). Forgetting across all targets needs
+        store passes through memory; one crash-atomic write; on a server, the purge first, then
+        the rewrite, once no change of those memories by another process is under way; it
+        rewrites even when nothing matches). It writes back what it read: a write by another
+        process meanwhile is lost (docs/scaling.md). Forgetting across all targets needs
         `everything=True`.
 
         >>> await reme.forget(user_name="alice", filters={"tags": {"any": ["health"]}}, purge=True)
@@ -1326,12 +1330,11 @@ class ReMe:
         async with repo.lock:
             nodes = [r.node async for r in self.store.iter_records(self.collection, flt)]
             ids = [n.memory_id for n in nodes]
-            gone: list[str] = []  # memories deleted before, whose versions the scope still holds
-            if purge and filters is None:  # a version keeps its memory's target and type, not its fields
-                where = self._where(user_name, task_name, tool_name, memory_type, None, alive=False)
-                gone = sorted({str(r.node.metadata.get("version_of")) async for r in
-                               self.store.iter_records(repo.versions, where)} - set(ids))
-            if not nodes and not gone:
+            gone: list[str] = []  # memories deleted before whose versions match: all their versions go
+            drop: list[str] = []  # versions that match of stored memories that do not (an earlier state)
+            if purge:
+                gone, drop = await self._matching_versions(flt, ids)
+            if not nodes and not gone and not drop and not scrub:
                 return 0
             if not purge:
                 written = await repo._write([Change(old=n, reason="forget") for n in nodes])
@@ -1340,10 +1343,32 @@ class ReMe:
             for start in range(0, len(ids + gone), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
                 ops.append(DeleteWhere(repo.versions, In(field="metadata.version_of",
                                                          values=list((ids + gone)[start:start + HASH_LOOKUP]))))
+            if drop:
+                ops.append(Delete(repo.versions, drop))
             if scrub:  # the survivors, written into fresh collections: the old files go
-                ops = await self._rewrite_ops(set(ids + gone))
+                if self.store.shared:
+                    # The purge first, then no change by id of these memories still under way in
+                    # another process: one that made its conditional write before the purge then
+                    # writes the version it keeps (and takes it back), into the files to drop.
+                    await self.store.write(ops)
+                    await self.store.settle(self.collection, ids + gone)
+                ops = await self._rewrite_ops(set(ids + gone + drop))
             await self.store.write(ops)  # one write: the memories and their versions, or nothing
             return len(ids)
+
+    async def _matching_versions(self, flt: Filter | None, ids: list[str]) -> tuple[list[str], list[str]]:
+        """What a purge by `flt` (the caller's scope, type and filters) takes of the versions
+        besides those of the memories `ids` it deletes: the memories deleted before one of whose
+        versions matches (all their versions go), and the matching versions of memories still
+        stored that do not match (an earlier state: those versions alone go)."""
+        matched: list[tuple[str, str]] = [(r.node.memory_id, str(r.node.metadata.get("version_of"))) async for r in
+                                          self.store.iter_records(self.repo.versions,
+                                                                  None if flt is None else version_filter(flt))]
+        others = sorted({of for _, of in matched} - set(ids))
+        stored: set[str] = set()
+        for start in range(0, len(others), HASH_LOOKUP):
+            stored |= set(await self.repo.get(others[start:start + HASH_LOOKUP]))
+        return [m for m in others if m not in stored], [v for v, of in matched if of in stored]
 
     async def _rewrite_ops(self, dropped: set[str]) -> list[WriteOp]:
         """Both collections dropped and created again holding every record but the memories in

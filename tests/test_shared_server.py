@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -845,3 +846,149 @@ def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
         assert (stored.content, stored.tags, stored.version) == ("Alice lives in Paris", ["home"], 2)
         assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
     assert [text for text in _texts_on(node_store["url"]) if "Berlin" in text or "coffee" in text] == []
+
+
+def _files_holding(nodes: list[Node], collection: str, text: str) -> list[str]:
+    """The files of the memories and versions collections (`collection`, its `-versions`) on
+    `nodes` that hold `text`; the journal's log may hold it a while (docs/scaling.md)."""
+    out = []
+    for node in nodes:
+        folder = node.dir / "storage" / "collections"
+        out += [str(p) for name in (collection, f"{collection}-versions") if (folder / name).exists()
+                for p in (folder / name).rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+    return sorted(out)
+
+
+def _stop_then(proc: subprocess.Popen[str]) -> None:
+    """Let `proc` go and wait until it stopped itself (STOP_AT)."""
+    _go(proc)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
+    deadline = time.monotonic() + 30
+    while not _stopped(proc):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("where", ["node", "cluster"])
+def test_a_scrub_leaves_no_file_holding_the_text_of_an_update_racing_it(request: pytest.FixtureRequest,
+                                                                         tmp_path: Path, where: str) -> None:
+    """An update of a memory in another process (no lock) has made its conditional write and is
+    stopped right before it writes the version it keeps (the memory's text before it); the memory
+    is purged with `scrub=True`. The update goes on while the scrub runs, or once it returned:
+    either way the text must then be in no file of the memories and versions collections (a
+    scrub acknowledged is not undone)."""
+    if where == "node":
+        nodes: list[Node] = [request.getfixturevalue("empty_node")]
+        store: dict[str, Any] = {"backend": "qdrant", "url": nodes[0].url}
+    else:
+        nodes = request.getfixturevalue("qdrant_cluster")
+        wipe(nodes[0].url)
+        store = {"backend": "qdrant", "url": nodes[0].url, "collection": "spread", **SPREAD}
+    collection = store.get("collection", "reme")
+    secret = f"XQ{time.monotonic_ns()}"
+    with _open(store, tmp_path) as reme:
+        memory_id = reme.add_memory(f"Alice's passport is {secret}", user_name="alice").memory_id
+        reme.add_memory("Alice likes tea", user_name="alice")
+    updating = _start(store, tmp_path, _worker(f"""
+        from reme.errors import MemoryNotFoundError
+        stop["at"] = "upsert"  # the version: its conditional write is done
+        try:
+            await reme.update_memory("{memory_id}", content="Alice's passport is {secret}, renewed", user_name="alice")
+            out["ok"] += 1
+        except MemoryNotFoundError:
+            out["not found"] = 1
+    """, prelude=STOP_AT), "updating")
+    forgot: list[int] = []
+
+    def scrub() -> None:
+        with _open(store, tmp_path) as reme:
+            forgot.append(reme.forget(user_name="alice", filters={"content": {"contains": "passport"}},
+                                      purge=True, scrub=True))
+
+    try:
+        _stop_then(updating)
+        scrubbing = threading.Thread(target=scrub)
+        scrubbing.start()
+        scrubbing.join(timeout=2 if where == "node" else 6)  # it has run (as long on the cluster), or it waits
+        os.kill(updating.pid, signal.SIGCONT)
+        scrubbing.join(timeout=60)
+        _result(updating)
+        assert forgot == [1]
+    finally:
+        if updating.poll() is None:
+            os.kill(updating.pid, signal.SIGCONT)
+            updating.kill()
+    assert [text for text in _texts_on(store["url"]) if secret in text] == []
+    assert _files_holding(nodes, collection, secret) == []
+
+
+
+def _stop_at(*calls: str) -> str:
+    """Put in a worker's program: SIGSTOP it right before its next call of the kind `calls[0]`
+    names reaches the server, then (once continued) before its next call of kind `calls[1]`,
+    and so on."""
+    return f"""
+from reme.store.qdrant import QdrantStore
+_call = QdrantStore._call
+stops = {list(calls)!r}
+
+async def _stopping_call(self, what, coro):
+    if stops and what == stops[0]:
+        stops.pop(0)
+        print("stopping", flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return await _call(self, what, coro)
+
+QdrantStore._call = _stopping_call
+"""
+
+
+def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node_store: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    """Three processes, one memory. An update has made its conditional write, then a delete (it
+    marked the memory dying); both are stopped before the version each keeps. The user is purged.
+    Then the delete writes its version (the update's text), the update writes its own (the text
+    before) and sees the delete's version (so the memory was deleted, not purged, as far as it can
+    tell), and last the delete finds its memory purged and takes its version back. Nothing of the
+    text may stay on the server."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("Alice whispered the vault code 0", user_name="alice").memory_id
+    body = """
+        from reme.errors import MemoryNotFoundError
+        try:
+            await reme.{call}
+            out["ok"] += 1
+        except MemoryNotFoundError:
+            out["not found"] = 1
+    """
+    update = f'update_memory("{memory_id}", content="Alice whispered the vault code 1", user_name="alice")'
+    updating = _start(node_store, tmp_path, _worker(body.format(call=update), prelude=_stop_at("upsert")),
+                      "updating")
+    deleting = None
+    try:
+        _stop_then(updating)  # its conditional write is done; its version is next
+        deleting = _start(node_store, tmp_path, _worker(
+            body.format(call=f'delete_memory("{memory_id}", user_name="alice")'),
+            prelude=_stop_at("upsert", "list")), "deleting")
+        _stop_then(deleting)  # it claimed the memory (dying); its version is next
+        with _open(node_store, tmp_path) as reme:
+            assert reme.forget(user_name="alice", purge=True) == 1
+        os.kill(deleting.pid, signal.SIGCONT)  # it writes its version, then stops before its check
+        assert deleting.stdout is not None and deleting.stdout.readline().strip() == "stopping"
+        deadline = time.monotonic() + 30
+        while not _stopped(deleting):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(updating.pid, signal.SIGCONT)
+        assert _result(updating)["ok"] == 1
+        os.kill(deleting.pid, signal.SIGCONT)
+        assert _result(deleting)["ok"] == 1
+    finally:
+        for proc in (updating, deleting):
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+    assert [text for text in _texts_on(node_store["url"]) if "vault code" in text] == []
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.history(memory_id, user_name="alice")

@@ -242,6 +242,50 @@ async def test_a_purge_of_a_target_removes_the_versions_of_memories_deleted_befo
     assert await reme.forget(user_name="alice", purge=True) == 0  # nothing left to purge
 
 
+@every_store
+async def test_a_purge_with_filters_removes_every_version_that_matches_them(reme: ReMe) -> None:
+    # a purge of Alice's health memories took those still stored; the versions of one deleted
+    # last month (and the health state of one retagged since) kept their text, for history() to show
+    gone = await reme.add_memory("Alice's HIV test was negative", user_name="alice", tags=["health"],
+                                 metadata={"source": "clinic"})
+    await reme.update_memory(gone.memory_id, content="Alice's HIV test in May was negative")
+    await reme.delete_memory(gone.memory_id)
+    retagged = await reme.add_memory("Alice sees Dr Ng on Fridays", user_name="alice", tags=["health"])
+    await reme.update_memory(retagged.memory_id, content="Alice has a meeting on Fridays", tags=["calendar"])
+    stored = await reme.add_memory("Alice has asthma", user_name="alice", tags=["health"])
+    flat = await reme.add_memory("Alice's flat is in Leeds", user_name="alice", tags=["home"])
+    await reme.delete_memory(flat.memory_id)
+    tea = await reme.add_memory("Alice likes tea", user_name="alice", tags=["food"])
+    await reme.update_memory(tea.memory_id, content="Alice likes green tea")
+    bob = await reme.add_memory("Bob's HIV test was negative", user_name="bob", tags=["health"])
+    await reme.delete_memory(bob.memory_id)
+
+    assert await reme.forget(user_name="alice", filters={"tags": {"any": ["health"]}}, purge=True) == 1
+    for memory_id in (gone.memory_id, stored.memory_id):
+        with pytest.raises(MemoryNotFoundError):
+            await reme.history(memory_id)
+    assert await reme.history(retagged.memory_id) == []  # the state that matched is gone; the memory stays
+    assert (await reme.get_memory(retagged.memory_id)).content == "Alice has a meeting on Fridays"
+    assert [v.node.content for v in await reme.history(flat.memory_id)] == ["Alice's flat is in Leeds"]
+    assert [v.node.content for v in await reme.history(tea.memory_id)] == ["Alice likes tea"]
+    texts = [r.node.content async for r in reme.store.iter_records(reme.repo.versions)]
+    assert sorted(t for t in texts if "HIV" in t or "Dr Ng" in t) == ["Bob's HIV test was negative"]
+
+    # fields a version record holds only inside the state it keeps: the memory's id, metadata, times
+    await reme.delete_memory(tea.memory_id)
+    assert await reme.forget(user_name="alice", filters={"memory_id": tea.memory_id}, purge=True) == 0
+    with pytest.raises(MemoryNotFoundError):
+        await reme.history(tea.memory_id)
+    note = await reme.add_memory("Alice's GP is Dr Ng", user_name="alice", metadata={"source": "clinic"})
+    await reme.delete_memory(note.memory_id)
+    assert await reme.forget(user_name="alice", filters={"metadata.source": "clinic",
+                                                         "time_created": {"lte": note.time_created}},
+                             purge=True) == 0
+    with pytest.raises(MemoryNotFoundError):
+        await reme.history(note.memory_id)
+    assert [v.node.content for v in await reme.history(flat.memory_id)] == ["Alice's flat is in Leeds"]
+
+
 async def test_a_scrubbed_purge_leaves_the_text_nowhere_in_the_store_files(reme_factory: Callable[..., ReMe],
                                                                            tmp_path: Path) -> None:
     secret = "XK99SECRET7781"
@@ -268,6 +312,22 @@ async def test_a_scrubbed_purge_leaves_the_text_nowhere_in_the_store_files(reme_
     async with reme_factory() as reme:  # reopened: still gone, still searchable
         assert await reme.count_memory(user_name="alice") == 1
         assert files_holding(secret) == []
+
+
+async def test_a_scrub_that_finds_nothing_to_forget_still_rewrites_the_files(reme_factory: Callable[..., ReMe],
+                                                                            tmp_path: Path) -> None:
+    # a purge acknowledged without scrub (or a scrub whose rewrite a crash cut off after its purge,
+    # on a server): the engine keeps the bytes a while, and scrubbing again must take them out
+    secret = "QZ41SECRET0093"
+    async with reme_factory() as reme:
+        await reme.add_memory(f"Alice's passport number is {secret}", user_name="alice")
+        await reme.add_memory("Alice likes tea", user_name="alice")
+        assert await reme.forget(user_name="alice", filters={"content": {"contains": "passport"}}, purge=True) == 1
+        assert [p for p in (tmp_path / "wd").rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+        assert await reme.forget(user_name="alice", filters={"content": {"contains": "passport"}},
+                                 purge=True, scrub=True) == 0
+        assert [p for p in (tmp_path / "wd").rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
+        assert [n.content for n in await reme.list_memory(user_name="alice")] == ["Alice likes tea"]
 
 
 # -- part 2: reads and decay ---------------------------------------------------------------------

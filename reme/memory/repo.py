@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from reme.errors import ConflictError, InvalidInputError, MemoryNotFoundError, describe
 from reme.schema import MAX_IMPORT_LINES, TYPE_KIND, MemoryNode, MemoryType, MemoryVersion, Scope, as_aware, utcnow
-from reme.store import CreateCollection, Delete, Swap, Upsert, VectorRecord, VectorStore, WriteOp
+from reme.store import CreateCollection, DeleteWhere, Swap, Upsert, VectorRecord, VectorStore, WriteOp
 from reme.store.backup import FORMAT as BACKUP_FORMAT
 from reme.store.base import PartlyWritten, line_node, line_vector, read_jsonl
 from reme.store.filters import And, Eq, Filter, In, Not, Or, Range
@@ -156,7 +156,9 @@ class MemoryRepo:
         between this write's swap and its version. A memory still stored now (being deleted
         included) was stored when the purge's sweep of versions began, if one did, and the sweep
         takes the version. A memory gone was purged, unless a deletion that keeps a version of it
-        (an update then a `delete_memory` from another process) deleted it. See `VectorStore.fences`."""
+        (an update then a `delete_memory` from another process) deleted it; purged, every version
+        of it stored now goes (a deletion's version this write saw may be one that deletion takes
+        back, having found the memory purged). See `VectorStore.fences`."""
         kept: dict[str, list[str]] = {}  # memory id -> the version records this write upserted of it
         for step in upserts:
             if step.collection == self.versions:
@@ -176,8 +178,11 @@ class MemoryRepo:
                                    Eq(field="metadata.event", value="DELETE")])
             by_deletion |= {r.node.metadata["version_of"] async for r in self.store.iter_records(self.versions, deleted)
                             if r.node.memory_id not in mine}
-        drop = [v for m in gone if m not in by_deletion for v in kept[m]]
-        return [Delete(self.versions, drop)] if drop else []
+        # Purged, then: every version of it stored now goes, not only this write's. Another change
+        # may have kept one and stays, trusting this write's version as a deletion's, which goes now.
+        purged: list[Any] = [m for m in gone if m not in by_deletion]
+        return [DeleteWhere(self.versions, In(field="metadata.version_of", values=purged[start:start + HASH_LOOKUP]))
+                for start in range(0, len(purged), HASH_LOOKUP)]
 
     @property
     def versions(self) -> str:
@@ -637,6 +642,28 @@ def version_of(record: MemoryNode) -> MemoryVersion:
 def _version_key(memory_id: str, version: MemoryVersion) -> tuple[str, int, str, datetime]:
     """Two versions of a memory are the same when they keep the same state, ended by the same event at the same time."""
     return memory_id, version.node.version, version.event, as_aware(version.time)
+
+
+VERSION_FIELDS = frozenset({"memory_type", "target_kind", "memory_target", "when_to_use", "content", "message_time",
+                            "content_hash"})
+"""The fields of a memory its version records hold at their own top level (every version ever
+written: see `_version_node`); the rest of the state is in `metadata.node`."""
+
+
+def version_filter(flt: Filter) -> Filter:
+    """`flt`, a filter on memories, as the same filter on their versions: each condition reads the
+    state a version keeps (`metadata.node`), or the copy of a field the record holds at its top
+    level (`VERSION_FIELDS`: indexed as in the memories collection, so `contains` means the same),
+    and `memory_id` the memory's id (`metadata.version_of`). A purge with filters removes the
+    versions it matches (`ReMe.forget`), versions written before there was such a filter included."""
+    if isinstance(flt, (And, Or)):
+        return flt.model_copy(update={"filters": [version_filter(f) for f in flt.filters]})
+    if isinstance(flt, Not):
+        return flt.model_copy(update={"filter": version_filter(flt.filter)})
+    if flt.field in VERSION_FIELDS:
+        return flt
+    return flt.model_copy(update={"field": "metadata.version_of" if flt.field == "memory_id"
+                                  else f"metadata.node.{flt.field}"})
 
 
 def _version_node(old: MemoryNode, event: str, when: datetime, reason: str) -> MemoryNode:

@@ -540,6 +540,14 @@ class VectorStore(ABC):
         store is one process's, so there is nothing to hold."""
         return contextlib.nullcontext()
 
+    async def settle(self, name: str, ids: Sequence[str]) -> None:
+        """Wait until no write (of another process, or another task) that replaces or deletes a
+        record of `name` among `ids` is under way: one that made its conditional write may still
+        write what it keeps of the record (its version). A scrub waits so, after its purge, before it rewrites the
+        collections: a version written later would bring the text back into their files. A
+        store that one process owns applies one write at a time: nothing to wait for."""
+        return None
+
     shared = False
     """Whether processes share this store (a server): `exclusive` and `claims` then hold locks in
     the engine. A store that one process owns holds nothing there."""

@@ -47,11 +47,13 @@ import grpc
 import httpx
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException
+from pydantic import ValidationError
 
 from reme.errors import ConfigError, StoreError, StoreLockedError
 from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult, Hit,
                              REVISION, SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
                              dense_of, is_uuid, record_of, to_payload)
+from reme.store.base import Swap, decode_steps
 from reme.store.filters import Filter, FilterTranslator
 
 
@@ -433,6 +435,33 @@ class QdrantStore(VectorStore):
         got = await self._call("journal", self._client.retrieve(journal, sorted(k for k in keys if is_uuid(k)),
                                                                 with_payload=True))
         return await self._bodies([p for p in got if (p.payload or {}).get("header")])
+
+    async def settle(self, name: str, ids: Sequence[str]) -> None:
+        """Wait while an intent record (of another process, or of another task of this one)
+        swaps a record of `name` among `ids` (its write is under way: see `VectorStore.settle`),
+        for each record up to `lease` seconds after it was written: a writer stopped longer than
+        that is taken for dead (its record is replayed later, and a replay of a swap whose
+        records are gone writes nothing)."""
+        wanted = set(ids)
+        pause = 0.01
+        while wanted and await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
+            fresh = time.time() - self.lease
+            headers = [h for h in await self._headers(models.Filter(must=[_HEADER]))
+                       if float((h.payload or {})["created"]) > fresh]
+            busy = False
+            for _, body in await self._bodies(headers):
+                try:
+                    steps = await asyncio.to_thread(decode_steps, body)
+                except (ValueError, KeyError, TypeError, StopIteration, ValidationError):
+                    continue  # unreadable: a part is missing, so no step of it has run
+                if any(isinstance(step, Swap) and step.collection == name
+                       and any(r.node.memory_id in wanted for r in step.old) for step in steps):
+                    busy = True
+                    break
+            if not busy:
+                return
+            await asyncio.sleep(pause)
+            pause = min(0.25, pause * 2)
 
     async def _finish_for(self, holder: str) -> None:
         """Apply the records a lock's holder left when it died, once its lock is taken over: the
