@@ -38,24 +38,33 @@ N = 50
 STOP_AT = """
 from reme.store.qdrant import QdrantStore
 _call = QdrantStore._call
-stop = {"at": None, "nth": 1, "signal": signal.SIGSTOP}
+stop = {"at": None, "nth": 1, "signal": signal.SIGSTOP, "after": None}
+answered = set()
 
 async def _stopping_call(self, what, coro):
     # A test's instrument: send this process stop["signal"] right before the nth call of the kind
-    # stop["at"] names reaches the server.
+    # stop["at"] names reaches the server (once a call of the kind stop["after"] names, sent
+    # beside it, has been answered).
     if what == stop["at"]:
         stop["nth"] -= 1
         if stop["nth"] == 0:
             stop["at"] = None
+            while stop["after"] is not None and stop["after"] not in answered:
+                await asyncio.sleep(0.001)
             print("stopping", flush=True)
             os.kill(os.getpid(), stop["signal"])
-    return await _call(self, what, coro)
+    try:
+        return await _call(self, what, coro)
+    finally:
+        answered.add(what)
 
 QdrantStore._call = _stopping_call
 """
 """Put in a worker's program: `stop["at"] = "journal"` stops it with SIGSTOP (as a debugger, a
 long GC pause or a frozen VM would) right before its next call of that kind reaches the server;
-with `stop["signal"] = signal.SIGKILL` it dies there instead."""
+with `stop["signal"] = signal.SIGKILL` it dies there instead. An update or a delete sends the
+version it keeps beside its conditional write: `stop["after"] = "swap"` stops it at the version
+once the conditional write is done."""
 
 
 def _stop_at_swaps(*nth: int) -> str:
@@ -468,7 +477,7 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         stop["at"], stop["nth"], stop["signal"] = "delete", 2, signal.SIGKILL
         await reme.delete_all(user_name="alice")
     """, "update_memory": f"""
-        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        stop["at"], stop["signal"], stop["after"] = "upsert", signal.SIGKILL, "swap"
         await reme.update_memory("{alice[1].memory_id}", content="Alice fact 1, revised", user_name="alice")
     """}[operation]
     proc = _start(node_store, tmp_path, _worker(body, prelude=STOP_AT), "killed")
@@ -592,7 +601,7 @@ def test_a_late_replay_of_a_killed_update_never_undoes_a_later_one(node_store: d
     with _open(node_store, tmp_path) as reme:
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
     killed = _start(node_store, tmp_path, _worker(f"""
-        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        stop["at"], stop["signal"], stop["after"] = "upsert", signal.SIGKILL, "swap"
         await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")
     """, prelude=STOP_AT), "killed")
     _go(killed)
@@ -762,7 +771,7 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
             if change == "update_memory" else f'delete_memory("{memory_id}", user_name="alice")')
     changing = _start(node_store, tmp_path, _worker(f"""
         from reme.errors import MemoryNotFoundError
-        stop["at"] = "upsert"  # the version: its conditional write is done
+        stop["at"], stop["after"] = "upsert", "swap"  # the version, its conditional write done
         try:
             await reme.{call}
             out["ok"] += 1
