@@ -947,8 +947,8 @@ class VectorStore(ABC):
         dims: dict[str, int | None] = {}
 
         async def dim_of(name: str) -> int | None:
-            if name not in dims:
-                dims[name] = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+            if name not in dims:  # remembered, as reads remember it: asked of a server once, not at every write
+                dims[name] = await self.known_dim(name)
             return dims[name]
 
         async def require(name: str) -> int:
