@@ -854,3 +854,102 @@ def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
         assert (stored.content, stored.tags, stored.version) == ("Alice lives in Paris", ["home"], 2)
         assert [v.node.content for v in reme.history(paris.memory_id, user_name="alice")] == ["Alice lives in Paris"]
     assert [text for text in _texts_on(node_store["url"]) if "Berlin" in text or "coffee" in text] == []
+
+
+def _at_read_back(first: str | None, second: str) -> str:
+    """Put in a worker's program: send it signal `first` (a name; None: none) right before its
+    first conditional write reaches the server, and `second` right before the read-back of that
+    write, once the version sent beside the write has been answered too."""
+    return f"""
+from reme.store.qdrant import QdrantStore
+_call = QdrantStore._call
+swaps = {{"n": 0}}
+answered = set()
+
+async def _stopping_call(self, what, coro):
+    if what == "swap":
+        swaps["n"] += 1
+        sent = {{1: {first!r}, 2: {second!r}}}.get(swaps["n"])
+        while swaps["n"] == 2 and "upsert" not in answered:
+            await asyncio.sleep(0.001)
+        if sent is not None:
+            print("stopping", flush=True)
+            os.kill(os.getpid(), getattr(signal, sent))
+    try:
+        return await _call(self, what, coro)
+    finally:
+        answered.add(what)
+
+QdrantStore._call = _stopping_call
+"""
+
+
+def _wait_stopped(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
+    deadline = time.monotonic() + 30
+    while not _stopped(proc):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_the_version_of_an_update_that_lost_and_died_is_taken_back_by_the_replay(node_store: dict[str, Any],
+                                                                                  tmp_path: Path) -> None:
+    """An update sends the version it keeps beside its conditional write, before it knows it won.
+    One whose write lost (another process updated the memory first) and that was killed before
+    it took its version back leaves one version too many, until its intent record is replayed:
+    the replay finds the write lost and deletes that version."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    losing = _start(node_store, tmp_path, _worker(f"""
+        await reme.update_memory("{memory_id}", content="draft A", user_name="alice")
+    """, prelude=_at_read_back("SIGSTOP", "SIGKILL")), "losing")
+    try:
+        _go(losing)
+        _wait_stopped(losing)  # it read draft 0; its conditional write is not sent yet
+        with _open(node_store, tmp_path) as reme:
+            assert reme.update_memory(memory_id, content="draft B", user_name="alice").version == 2
+        os.kill(losing.pid, signal.SIGCONT)
+        losing.communicate(timeout=120)
+        assert losing.returncode == -signal.SIGKILL
+    finally:
+        if losing.poll() is None:
+            os.kill(losing.pid, signal.SIGCONT)
+            losing.kill()
+    with _open(node_store, tmp_path) as reme:  # the dead writer's version is there until the replay
+        assert [v.node.content for v in reme.history(memory_id, user_name="alice")] == ["draft 0", "draft 0"]
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays the record
+        stored = reme.get_memory(memory_id, user_name="alice")
+        assert (stored.version, stored.content) == (2, "draft B")
+        assert [(v.node.version, v.node.content) for v in reme.history(memory_id, user_name="alice")] == [(1, "draft 0")]
+    assert [text for text in _texts_on(node_store["url"]) if "draft A" in text] == []
+
+
+def test_an_update_whose_memory_was_deleted_after_its_write_keeps_its_version(node_store: dict[str, Any],
+                                                                              tmp_path: Path) -> None:
+    """An update stopped after its conditional write and its version, before the read that says
+    whether it won: another process deletes the memory meanwhile (a deletion of the state the
+    update wrote). The update won, so it is acknowledged and its version stays: the history holds
+    the state it ended, then the one the deletion ended."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    updating = _start(node_store, tmp_path, _worker(f"""
+        out["version"] = (await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")).version
+    """, prelude=_at_read_back(None, "SIGSTOP")), "updating")
+    try:
+        _go(updating)
+        _wait_stopped(updating)
+        with _open(node_store, tmp_path) as reme:
+            assert reme.get_memory(memory_id, user_name="alice").content == "draft 1"
+            reme.delete_memory(memory_id, user_name="alice")
+        os.kill(updating.pid, signal.SIGCONT)
+        assert _result(updating)["version"] == 2
+    finally:
+        if updating.poll() is None:
+            os.kill(updating.pid, signal.SIGCONT)
+            updating.kill()
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(memory_id, user_name="alice")
+        assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [
+            ("draft 0", "UPDATE"), ("draft 1", "DELETE")]
