@@ -77,7 +77,7 @@ async def test_changes_by_id_send_few_requests_from_a_process_that_opened_an_exi
             def answers() -> int:
                 return len(re.findall(rb"HTTP/1\.1 \d+ ", bytes(answered)))
 
-            await reme.add_memory("Alice keeps hens", user_name="alice")  # its first write asks what a process asks once
+            await reme.add_memory("Alice keeps hens", user_name="alice")  # the first write asks what is asked once
             sent = []
             before = answers()
             memory = await reme.add_memory("Alice keeps goats", user_name="alice")

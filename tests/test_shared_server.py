@@ -921,7 +921,8 @@ def test_the_version_of_an_update_that_lost_and_died_is_taken_back_by_the_replay
     with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays the record
         stored = reme.get_memory(memory_id, user_name="alice")
         assert (stored.version, stored.content) == (2, "draft B")
-        assert [(v.node.version, v.node.content) for v in reme.history(memory_id, user_name="alice")] == [(1, "draft 0")]
+        history = reme.history(memory_id, user_name="alice")
+        assert [(v.node.version, v.node.content) for v in history] == [(1, "draft 0")]
     assert [text for text in _texts_on(node_store["url"]) if "draft A" in text] == []
 
 

@@ -674,11 +674,11 @@ class VectorStore(ABC):
                         for step in steps))
 
     async def _swap_beside(self, steps: list[WriteOp]) -> None:
-        """A write of one swap, what it keeps of the records it replaces and their deletions, in
-        three round trips where one step after the other takes five (the swap, its read-back, the
-        kept records, the `fences`' read, the deletions): the swap and the kept records are sent
-        together; one read then says which records the swap won and which are still stored, after
-        the kept records are written, as the fences need; the deletions go last. A record gone by
+        """A write of one swap, what it keeps of the records it replaces and their deletions: the
+        swap and the kept records sent together, then one read, then the deletions, where one step
+        after the other takes two round trips more (the swap, its read-back, the kept records, the
+        `fences`' read, the deletions). The read says which records the swap won and, after the
+        kept records are written, as the fences need, which are still stored. A record gone by
         then was deleted after the swap won it (a version keeps the state it wrote: the
         `replay_checks`) or before. Where the swap lost a record, the ones it won are put back,
         the kept records deleted, and `ConflictError` raised. A crash in between leaves the intent
@@ -831,9 +831,10 @@ class VectorStore(ABC):
     records of it must take back of its upserts once they are written (before the swap's
     deletions), given the swap's records (old as read, new as written; None: deleted) and the
     write's upserts, and which of the swap's records are stored now when the write read that
-    already after its upserts (None: the check reads it). Deletions that are no swap (a purge) do not wait for changes by id, which
-    take no lock: such a change may write what it keeps of a record (its version) after a purge
-    deleted the record and what was kept of it. Read after the write, the record tells: a purge
+    already after its upserts (None: the check reads it). Deletions that are no swap (a purge) do
+    not wait for changes by id, which take no lock: such a change may write what it keeps of a
+    record (its version) after a purge deleted the record and what was kept of it. Read after the
+    write, the record tells: a purge
     deletes the records before what was kept of them, so a record still there was there before the
     purge's sweep, which then takes what was written too. Set by whoever writes that collection
     and keeps what it replaces (the memory repo)."""
