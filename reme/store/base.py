@@ -699,13 +699,15 @@ class VectorStore(ABC):
                     and await self._replaced(swap.collection, [(old, record)])):
                 won.add(old.node.memory_id)
         lost = [old.node.memory_id for old in swap.old if old.node.memory_id not in won]
+        fence = self._fence(steps)
         if lost:
             await self._give_back(swap, won)
+            if fence is not None and any(m not in stored for m in lost):  # purged meanwhile: what a purge takes
+                await fence(stored)
             await self._apply_together([Delete(step.collection, [r.node.memory_id for r in step.records])
                                         for step in kept])
             raise ConflictError(f"memory {lost[0]} changed after it was read (another writer shares the store); "
                                 "nothing was written")
-        fence = self._fence(steps)
         if fence is not None:
             await fence(stored)
         for step in steps:
@@ -808,6 +810,9 @@ class VectorStore(ABC):
             if not applied:
                 for swap, won in claimed:
                     await self._give_back(swap, won)
+                fence = self._fence(steps)
+                if fence is not None:  # as `_swap_beside` does for a write that lost
+                    await fence()
                 for step in steps:  # sent beside the swaps, maybe (`_swap_beside`): taken back
                     if isinstance(step, Upsert) and step.kept and step.records:
                         await self._apply(Delete(step.collection, [r.node.memory_id for r in step.records]),
