@@ -58,3 +58,37 @@ async def test_rest_answers_come_uncompressed(empty_node: Node, tmp_path: Path) 
     assert not [head for head in heads if b"content-encoding" in head.lower()]
     sizes = [int(size) for size in re.findall(rb"(?i)content-length: (\d+)", b"\n".join(heads))]
     assert max(sizes) > 1024  # the read of the memory with its vector, the answer that stalled
+
+
+async def test_changes_by_id_send_few_requests_from_a_process_that_opened_an_existing_store(
+        empty_node: Node, tmp_path: Path) -> None:
+    """Counted on the wire, in a process that opened collections another one made: an add sends 5
+    requests (4 round trips), an update 6 (5: the version goes beside the conditional write, and
+    the read-back after both also says whether the memory is still stored), a usage count 3, a
+    delete 7 (6). Before, such a process asked the size of the versions collection (2 requests)
+    before every write, and the version and the check for a purge took 2 round trips of their own."""
+    settings = {"embedding": {"backend": "hash", "dimensions": DIM}}
+    async with ReMe(working_dir=tmp_path / "first", vector_store={"backend": "qdrant", "url": empty_node.url},
+                    **settings) as reme:
+        await reme.add_memory("Alice keeps bees", user_name="alice")
+    async with relay(empty_node.http_port) as (port, answered):
+        async with ReMe(working_dir=tmp_path / "second", **settings,
+                        vector_store={"backend": "qdrant", "url": f"http://127.0.0.1:{port}"}) as reme:
+            def answers() -> int:
+                return len(re.findall(rb"HTTP/1\.1 \d+ ", bytes(answered)))
+
+            await reme.add_memory("Alice keeps hens", user_name="alice")  # the first write asks what is asked once
+            sent = []
+            before = answers()
+            memory = await reme.add_memory("Alice keeps goats", user_name="alice")
+            sent.append(answers() - before)
+            before = answers()
+            await reme.update_memory(memory.memory_id, content="Alice keeps goats and bees", user_name="alice")
+            sent.append(answers() - before)
+            before = answers()
+            await reme.record_usage([memory.memory_id], True, user_name="alice")
+            sent.append(answers() - before)
+            before = answers()
+            await reme.delete_memory(memory.memory_id, user_name="alice")
+            sent.append(answers() - before)
+    assert sent == [5, 6, 3, 7]

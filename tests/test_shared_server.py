@@ -39,24 +39,33 @@ N = 50
 STOP_AT = """
 from reme.store.qdrant import QdrantStore
 _call = QdrantStore._call
-stop = {"at": None, "nth": 1, "signal": signal.SIGSTOP}
+stop = {"at": None, "nth": 1, "signal": signal.SIGSTOP, "after": None}
+answered = set()
 
 async def _stopping_call(self, what, coro):
     # A test's instrument: send this process stop["signal"] right before the nth call of the kind
-    # stop["at"] names reaches the server.
+    # stop["at"] names reaches the server (once a call of the kind stop["after"] names, sent
+    # beside it, has been answered).
     if what == stop["at"]:
         stop["nth"] -= 1
         if stop["nth"] == 0:
             stop["at"] = None
+            while stop["after"] is not None and stop["after"] not in answered:
+                await asyncio.sleep(0.001)
             print("stopping", flush=True)
             os.kill(os.getpid(), stop["signal"])
-    return await _call(self, what, coro)
+    try:
+        return await _call(self, what, coro)
+    finally:
+        answered.add(what)
 
 QdrantStore._call = _stopping_call
 """
 """Put in a worker's program: `stop["at"] = "journal"` stops it with SIGSTOP (as a debugger, a
 long GC pause or a frozen VM would) right before its next call of that kind reaches the server;
-with `stop["signal"] = signal.SIGKILL` it dies there instead."""
+with `stop["signal"] = signal.SIGKILL` it dies there instead. An update or a delete sends the
+version it keeps beside its conditional write: `stop["after"] = "swap"` stops it at the version
+once the conditional write is done."""
 
 
 def _stop_at_swaps(*nth: int) -> str:
@@ -469,7 +478,7 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         stop["at"], stop["nth"], stop["signal"] = "delete", 2, signal.SIGKILL
         await reme.delete_all(user_name="alice")
     """, "update_memory": f"""
-        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        stop["at"], stop["signal"], stop["after"] = "upsert", signal.SIGKILL, "swap"
         await reme.update_memory("{alice[1].memory_id}", content="Alice fact 1, revised", user_name="alice")
     """}[operation]
     proc = _start(node_store, tmp_path, _worker(body, prelude=STOP_AT), "killed")
@@ -593,7 +602,7 @@ def test_a_late_replay_of_a_killed_update_never_undoes_a_later_one(node_store: d
     with _open(node_store, tmp_path) as reme:
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
     killed = _start(node_store, tmp_path, _worker(f"""
-        stop["at"], stop["signal"] = "upsert", signal.SIGKILL
+        stop["at"], stop["signal"], stop["after"] = "upsert", signal.SIGKILL, "swap"
         await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")
     """, prelude=STOP_AT), "killed")
     _go(killed)
@@ -763,7 +772,7 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
             if change == "update_memory" else f'delete_memory("{memory_id}", user_name="alice")')
     changing = _start(node_store, tmp_path, _worker(f"""
         from reme.errors import MemoryNotFoundError
-        stop["at"] = "upsert"  # the version: its conditional write is done
+        stop["at"], stop["after"] = "upsert", "swap"  # the version, its conditional write done
         try:
             await reme.{call}
             out["ok"] += 1
@@ -859,14 +868,46 @@ def _files_holding(nodes: list[Node], collection: str, text: str) -> list[str]:
     return sorted(out)
 
 
-def _stop_then(proc: subprocess.Popen[str]) -> None:
-    """Let `proc` go and wait until it stopped itself (STOP_AT)."""
-    _go(proc)
+def _at_read_back(first: str | None, second: str) -> str:
+    """Put in a worker's program: send it signal `first` (a name; None: none) right before its
+    first conditional write reaches the server, and `second` right before the read-back of that
+    write, once the version sent beside the write has been answered too."""
+    return f"""
+from reme.store.qdrant import QdrantStore
+_call = QdrantStore._call
+swaps = {{"n": 0}}
+answered = set()
+
+async def _stopping_call(self, what, coro):
+    if what == "swap":
+        swaps["n"] += 1
+        sent = {{1: {first!r}, 2: {second!r}}}.get(swaps["n"])
+        while swaps["n"] == 2 and "upsert" not in answered:
+            await asyncio.sleep(0.001)
+        if sent is not None:
+            print("stopping", flush=True)
+            os.kill(os.getpid(), getattr(signal, sent))
+    try:
+        return await _call(self, what, coro)
+    finally:
+        answered.add(what)
+
+QdrantStore._call = _stopping_call
+"""
+
+
+def _wait_stopped(proc: subprocess.Popen[str]) -> None:
     assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
     deadline = time.monotonic() + 30
     while not _stopped(proc):
         assert time.monotonic() < deadline
         time.sleep(0.01)
+
+
+def _stop_then(proc: subprocess.Popen[str]) -> None:
+    """Let `proc` go and wait until it stopped itself (STOP_AT)."""
+    _go(proc)
+    _wait_stopped(proc)
 
 
 @pytest.mark.parametrize("where", ["node", "cluster"])
@@ -891,7 +932,7 @@ def test_a_scrub_leaves_no_file_holding_the_text_of_an_update_racing_it(request:
         reme.add_memory("Alice likes tea", user_name="alice")
     updating = _start(store, tmp_path, _worker(f"""
         from reme.errors import MemoryNotFoundError
-        stop["at"] = "upsert"  # the version: its conditional write is done
+        stop["at"], stop["after"] = "upsert", "swap"  # the version, once its conditional write is done
         try:
             await reme.update_memory("{memory_id}", content="Alice's passport is {secret}, renewed", user_name="alice")
             out["ok"] += 1
@@ -922,22 +963,92 @@ def test_a_scrub_leaves_no_file_holding_the_text_of_an_update_racing_it(request:
     assert _files_holding(nodes, collection, secret) == []
 
 
+def test_the_version_of_an_update_that_lost_and_died_is_taken_back_by_the_replay(node_store: dict[str, Any],
+                                                                                  tmp_path: Path) -> None:
+    """An update sends the version it keeps beside its conditional write, before it knows it won.
+    One whose write lost (another process updated the memory first) and that was killed before
+    it took its version back leaves one version too many, until its intent record is replayed:
+    the replay finds the write lost and deletes that version."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    losing = _start(node_store, tmp_path, _worker(f"""
+        await reme.update_memory("{memory_id}", content="draft A", user_name="alice")
+    """, prelude=_at_read_back("SIGSTOP", "SIGKILL")), "losing")
+    try:
+        _go(losing)
+        _wait_stopped(losing)  # it read draft 0; its conditional write is not sent yet
+        with _open(node_store, tmp_path) as reme:
+            assert reme.update_memory(memory_id, content="draft B", user_name="alice").version == 2
+        os.kill(losing.pid, signal.SIGCONT)
+        losing.communicate(timeout=120)
+        assert losing.returncode == -signal.SIGKILL
+    finally:
+        if losing.poll() is None:
+            os.kill(losing.pid, signal.SIGCONT)
+            losing.kill()
+    with _open(node_store, tmp_path) as reme:  # the dead writer's version is there until the replay
+        assert [v.node.content for v in reme.history(memory_id, user_name="alice")] == ["draft 0", "draft 0"]
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays the record
+        stored = reme.get_memory(memory_id, user_name="alice")
+        assert (stored.version, stored.content) == (2, "draft B")
+        history = reme.history(memory_id, user_name="alice")
+        assert [(v.node.version, v.node.content) for v in history] == [(1, "draft 0")]
+    assert [text for text in _texts_on(node_store["url"]) if "draft A" in text] == []
+
+
+def test_an_update_whose_memory_was_deleted_after_its_write_keeps_its_version(node_store: dict[str, Any],
+                                                                              tmp_path: Path) -> None:
+    """An update stopped after its conditional write and its version, before the read that says
+    whether it won: another process deletes the memory meanwhile (a deletion of the state the
+    update wrote). The update won, so it is acknowledged and its version stays: the history holds
+    the state it ended, then the one the deletion ended."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+    updating = _start(node_store, tmp_path, _worker(f"""
+        out["version"] = (await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")).version
+    """, prelude=_at_read_back(None, "SIGSTOP")), "updating")
+    try:
+        _go(updating)
+        _wait_stopped(updating)
+        with _open(node_store, tmp_path) as reme:
+            assert reme.get_memory(memory_id, user_name="alice").content == "draft 1"
+            reme.delete_memory(memory_id, user_name="alice")
+        os.kill(updating.pid, signal.SIGCONT)
+        assert _result(updating)["version"] == 2
+    finally:
+        if updating.poll() is None:
+            os.kill(updating.pid, signal.SIGCONT)
+            updating.kill()
+    with _open(node_store, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(memory_id, user_name="alice")
+        assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [
+            ("draft 0", "UPDATE"), ("draft 1", "DELETE")]
+
 
 def _stop_at(*calls: str) -> str:
     """Put in a worker's program: SIGSTOP it right before its next call of the kind `calls[0]`
     names reaches the server, then (once continued) before its next call of kind `calls[1]`,
-    and so on."""
+    and so on. A version ("upsert") is sent beside its conditional write: it stops there once
+    that write ("swap") has been answered."""
     return f"""
 from reme.store.qdrant import QdrantStore
 _call = QdrantStore._call
 stops = {list(calls)!r}
+answered = set()
 
 async def _stopping_call(self, what, coro):
     if stops and what == stops[0]:
         stops.pop(0)
+        while what == "upsert" and "swap" not in answered:
+            await asyncio.sleep(0.001)
         print("stopping", flush=True)
         os.kill(os.getpid(), signal.SIGSTOP)
-    return await _call(self, what, coro)
+    try:
+        return await _call(self, what, coro)
+    finally:
+        answered.add(what)
 
 QdrantStore._call = _stopping_call
 """
@@ -982,7 +1093,8 @@ def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node
         os.kill(updating.pid, signal.SIGCONT)
         assert _result(updating)["ok"] == 1
         os.kill(deleting.pid, signal.SIGCONT)
-        assert _result(deleting)["ok"] == 1
+        done = _result(deleting)  # deleted, or found purged at its read-back (the purge deleted it): both true
+        assert done["ok"] + done.get("not found", 0) == 1
     finally:
         for proc in (updating, deleting):
             if proc is not None and proc.poll() is None:

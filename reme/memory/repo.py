@@ -149,7 +149,7 @@ class MemoryRepo:
         return all(any(v.node.same_state(n) for v, _ in kept.get(n.memory_id, [])) for n in todo)
 
     async def _purged_meanwhile(self, items: list[tuple[VectorRecord, VectorRecord | None]],
-                                upserts: list[Upsert]) -> list[WriteOp]:
+                                upserts: list[Upsert], stored_now: set[str] | None = None) -> list[WriteOp]:
         """The versions a write by id has just kept of memories a purge (`forget(purge=True)`,
         `delete_all`) deleted since its swap: deleted again, or the purged text would stay. The
         write takes no lock, so a purge in another process may delete a memory and its versions
@@ -158,7 +158,8 @@ class MemoryRepo:
         takes the version. A memory gone was purged, unless a deletion that keeps a version of it
         (an update then a `delete_memory` from another process) deleted it; purged, every version
         of it stored now goes (a deletion's version this write saw may be one that deletion takes
-        back, having found the memory purged). See `VectorStore.fences`."""
+        back, having found the memory purged). `stored_now`: which of the memories the write found
+        stored, read after its versions (not read again). See `VectorStore.fences`."""
         kept: dict[str, list[str]] = {}  # memory id -> the version records this write upserted of it
         for step in upserts:
             if step.collection == self.versions:
@@ -166,11 +167,13 @@ class MemoryRepo:
                     kept.setdefault(str(record.node.metadata.get("version_of")), []).append(record.node.memory_id)
         ids: list[Any] = [old.node.memory_id for old, _ in items if old.node.memory_id in kept]
         gone: list[Any] = []
-        for start in range(0, len(ids), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
+        for start in range(0, len(ids) if stored_now is None else 0, HASH_LOOKUP):  # MAX_FILTER_SIZE values a filter
             chunk = ids[start:start + HASH_LOOKUP]
             stored = {r.node.memory_id async for r in self.store.iter_records(self.collection,
                                                                                In(field="memory_id", values=chunk))}
             gone += [m for m in chunk if m not in stored]
+        if stored_now is not None:
+            gone = [m for m in ids if m not in stored_now]
         mine = {v for m in gone for v in kept[m]}
         by_deletion: set[str] = set()
         for start in range(0, len(gone), HASH_LOOKUP):
@@ -488,7 +491,7 @@ class MemoryRepo:
         partial = not versions and not writes and len(replacements) == len(swapped) > 1
         try:
             await self.store.write([Swap(self.collection, swapped, replacements, partial=partial),
-                                    Upsert(self.versions, versions), Upsert(self.collection, writes)])
+                                    Upsert(self.versions, versions, kept=True), Upsert(self.collection, writes)])
         except PartlyWritten as exc:
             raise _Lost(str(exc), exc.won) from None
         except ConflictError as exc:

@@ -99,6 +99,10 @@ class Upsert:
 
     collection: str
     records: Sequence[VectorRecord]
+    kept: bool = False
+    """The records keep what the write's swap replaces (versions), under ids no other write uses:
+    a store that processes share may send them beside the swap, before it knows the swap won, and
+    deletes them again where it lost (see `VectorStore.write`)."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,8 @@ def encode_steps(steps: Sequence[WriteOp]) -> bytes:
     lines = [json.dumps({"format": JOURNAL_FORMAT, "steps": len(steps)})]
     for step in steps:
         if isinstance(step, Upsert):
-            lines.append(json.dumps({"op": "upsert", "collection": step.collection, "records": len(step.records)}))
+            lines.append(json.dumps({"op": "upsert", "collection": step.collection, "records": len(step.records),
+                                     **({"kept": True} if step.kept else {})}))
             lines += [_record_line(r) for r in step.records]
         elif isinstance(step, Swap):
             lines.append(json.dumps({"op": "swap", "collection": step.collection, "token": step.token,
@@ -222,7 +227,8 @@ def decode_steps(body: bytes) -> list[WriteOp]:
         raw = json.loads(next(lines))
         op, name = raw["op"], raw["collection"]
         if op == "upsert":
-            steps.append(Upsert(name, [_read_record(next(lines)) for _ in range(int(raw["records"]))]))
+            steps.append(Upsert(name, [_read_record(next(lines)) for _ in range(int(raw["records"]))],
+                                bool(raw.get("kept", False))))
         elif op == "swap":
             old = [_read_record(next(lines)) for _ in range(int(raw["old"]))]
             steps.append(Swap(name, old, [_read_record(next(lines)) for _ in range(int(raw["new"]))],
@@ -266,7 +272,8 @@ def _finishing(step: WriteOp) -> bool:
 
 def _tag(steps: list[WriteOp], revision: str) -> list[WriteOp]:
     return [Upsert(step.collection, [VectorRecord.model_construct(node=r.node, vector=r.vector, revision=revision)
-                                     for r in step.records]) if isinstance(step, Upsert) else step for step in steps]
+                                     for r in step.records], step.kept) if isinstance(step, Upsert) else step
+            for step in steps]
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, size: int) -> T:
@@ -629,6 +636,17 @@ class VectorStore(ABC):
             self._unfinished = True
             if self.tags_batches:
                 steps = await off_loop(_tag, steps, BATCH_TAG + key, size=size)
+            if self._beside(steps):
+                try:
+                    await self._swap_beside(steps)
+                except ConflictError:
+                    await self._journal_drop(key)  # what it wrote is taken back
+                    self._unfinished = False
+                    raise
+                await self._sync(touched)
+                await self._journal_drop(key)
+                self._unfinished = False
+                return
             fence = self._fence(steps)
             for group in self._groups(steps, fenced=fence is not None):
                 if fence is not None and _finishing(group[0]):
@@ -652,6 +670,57 @@ class VectorStore(ABC):
             await self._sync(touched)
             await self._journal_drop(key)
             self._unfinished = False
+
+    def _beside(self, steps: Sequence[WriteOp]) -> bool:
+        """Whether a journaled write sends what it keeps beside its swap (`_swap_beside`): on a
+        store that processes share, a write of one swap in one engine call, whose upserts are all
+        kept (`Upsert.kept`), and the swap's deletions."""
+        swaps = [step for step in steps if isinstance(step, Swap)]
+        return (self.tags_batches and len(swaps) == 1 and not swaps[0].partial
+                and len(swaps[0].old) <= self.batch_size
+                and all(isinstance(step, Swap) or _finishing(step) or (isinstance(step, Upsert) and step.kept)
+                        for step in steps))
+
+    async def _swap_beside(self, steps: list[WriteOp]) -> None:
+        """A write of one swap, what it keeps of the records it replaces and their deletions: the
+        swap and the kept records sent together, then one read, then the deletions, where one step
+        after the other takes two round trips more (the swap, its read-back, the kept records, the
+        `fences`' read, the deletions). The read says which records the swap won and, after the
+        kept records are written, as the fences need, which are still stored. A record gone by
+        then was deleted after the swap won it (a version keeps the state it wrote: the
+        `replay_checks`) or before. Where the swap lost a record, the ones it won are put back,
+        the kept records deleted, and `ConflictError` raised. A crash in between leaves the intent
+        record, whose replay tells the same apart (`_replay_steps`)."""
+        swap = steps[0]
+        assert isinstance(swap, Swap)
+        kept = [step for step in steps if isinstance(step, Upsert)]
+        new = {r.node.memory_id: r for r in swap.new}
+        items = [(old, new.get(old.node.memory_id)) for old in swap.old]
+        sent = await asyncio.gather(self._swap_send(swap.collection, items, swap.token),
+                                    *(self._apply(step, replay=False) for step in kept), return_exceptions=True)
+        for outcome in sent:  # every call has ended: the first failure is the write's
+            if isinstance(outcome, BaseException):
+                raise outcome
+        won, stored = await self._swap_read(swap.collection, items, swap.token, replay=False)
+        for old, record in items:
+            if (record is not None and old.node.memory_id not in stored
+                    and await self._replaced(swap.collection, [(old, record)])):
+                won.add(old.node.memory_id)
+        lost = [old.node.memory_id for old in swap.old if old.node.memory_id not in won]
+        fence = self._fence(steps)
+        if lost:
+            await self._give_back(swap, won)
+            if fence is not None and any(m not in stored for m in lost):  # purged meanwhile: what a purge takes
+                await fence(stored)
+            await self._apply_together([Delete(step.collection, [r.node.memory_id for r in step.records])
+                                        for step in kept])
+            raise ConflictError(f"memory {lost[0]} changed after it was read (another writer shares the store); "
+                                "nothing was written")
+        if fence is not None:
+            await fence(stored)
+        for step in steps:
+            if _finishing(step):
+                await self._apply(step, replay=False)
 
     tags_batches = False
     """Whether the records a journaled write upserts carry its journal key as their revision
@@ -749,6 +818,13 @@ class VectorStore(ABC):
             if not applied:
                 for swap, won in claimed:
                     await self._give_back(swap, won)
+                fence = self._fence(steps)
+                if fence is not None:  # as `_swap_beside` does for a write that lost
+                    await fence()
+                for step in steps:  # sent beside the swaps, maybe (`_swap_beside`): taken back
+                    if isinstance(step, Upsert) and step.kept and step.records:
+                        await self._apply(Delete(step.collection, [r.node.memory_id for r in step.records]),
+                                          replay=True)
                 return False
         fence = self._fence(steps)
         for step in steps:
@@ -762,19 +838,21 @@ class VectorStore(ABC):
             await fence()
         return True
 
-    fences: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]], list[Upsert]],
+    fences: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]], list[Upsert], set[str] | None],
                                Awaitable[list[WriteOp]]]]
     """Per collection, for a store that processes share (`tags_batches`): what a write that swaps
     records of it must take back of its upserts once they are written (before the swap's
     deletions), given the swap's records (old as read, new as written; None: deleted) and the
-    write's upserts. Deletions that are no swap (a purge) do not wait for changes by id, which
-    take no lock: such a change may write what it keeps of a record (its version) after a purge
-    deleted the record and what was kept of it. Read after the write, the record tells: a purge
+    write's upserts, and which of the swap's records are stored now when the write read that
+    already after its upserts (None: the check reads it). Deletions that are no swap (a purge) do
+    not wait for changes by id, which take no lock: such a change may write what it keeps of a
+    record (its version) after a purge deleted the record and what was kept of it. Read after the
+    write, the record tells: a purge
     deletes the records before what was kept of them, so a record still there was there before the
     purge's sweep, which then takes what was written too. Set by whoever writes that collection
     and keeps what it replaces (the memory repo)."""
 
-    def _fence(self, steps: Sequence[WriteOp]) -> Callable[[], Awaitable[None]] | None:
+    def _fence(self, steps: Sequence[WriteOp]) -> Callable[..., Awaitable[None]] | None:
         """The write's `fences` as one call, or None when it needs none."""
         upserts = [step for step in steps if isinstance(step, Upsert) and step.records]
         checks = [(self.fences[step.collection], step) for step in steps
@@ -782,10 +860,10 @@ class VectorStore(ABC):
         if not (self.tags_batches and upserts and checks):
             return None
 
-        async def fence() -> None:
+        async def fence(stored: set[str] | None = None) -> None:
             for check, swap in checks:
                 new = {r.node.memory_id: r for r in swap.new}
-                for op in await check([(old, new.get(old.node.memory_id)) for old in swap.old], upserts):
+                for op in await check([(old, new.get(old.node.memory_id)) for old in swap.old], upserts, stored):
                     await self._apply(op, replay=True)
 
         return fence
@@ -802,10 +880,10 @@ class VectorStore(ABC):
 
     async def _past_swaps(self, steps: list[WriteOp]) -> bool:
         """Whether the writer had won the swaps of this record: a later step of it (the first
-        record of its first upsert after them, a new id) is stored. A record with no such step
-        claims again."""
+        record of its first upsert after them that is not kept, a new id) is stored. A record with
+        no such step claims again."""
         for step in steps:
-            if isinstance(step, Upsert) and step.records:
+            if isinstance(step, Upsert) and step.records and not step.kept:  # kept: maybe sent beside the swaps
                 if await self.collection_dim(step.collection) is None:
                     return False
                 return not (await self.get(step.collection, [step.records[0].node.memory_id])).missing
@@ -853,6 +931,17 @@ class VectorStore(ABC):
             await self._upsert(name, writes)
         return won
 
+    async def _swap_send(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str) -> None:
+        """The conditional write of `_swap` without its read-back (`_swap_read`), for a store that
+        processes share (`tags_batches`), whose engine compares."""
+        raise NotImplementedError
+
+    async def _swap_read(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
+                         replay: bool) -> tuple[set[str], set[str]]:
+        """After `_swap_send`: the ids that hold `token` now (as `_swap` returns them), and the ids
+        of the items still stored, whatever their revision."""
+        raise NotImplementedError
+
     async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
         """Write `olds` back (their own revisions) where the store holds `token` (see `_swap`)."""
         got = await self.get(name, [old.node.memory_id for old in olds])
@@ -872,8 +961,8 @@ class VectorStore(ABC):
         dims: dict[str, int | None] = {}
 
         async def dim_of(name: str) -> int | None:
-            if name not in dims:
-                dims[name] = self._dims.get(name) or await self.collection_dim(check_collection_name(name))
+            if name not in dims:  # remembered, as reads remember it: asked of a server once, not at every write
+                dims[name] = await self.known_dim(name)
             return dims[name]
 
         async def require(name: str) -> int:
@@ -910,7 +999,7 @@ class VectorStore(ABC):
                 ids = [r.node.memory_id for r in checked]
                 if len(set(ids)) != len(ids):
                     raise InvalidInputError("the same memory_id appears twice in one upsert")
-                steps += [Upsert(op.collection, checked[i:i + self.batch_size])
+                steps += [Upsert(op.collection, checked[i:i + self.batch_size], op.kept)
                           for i in range(0, len(checked), self.batch_size)]
             elif isinstance(op, Delete):
                 await require(op.collection)

@@ -733,6 +733,10 @@ class QdrantStore(VectorStore):
 
     async def _swap(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
                     replay: bool) -> set[str]:
+        await self._swap_send(name, items, token)
+        return (await self._swap_read(name, items, token, replay=replay))[0]
+
+    async def _swap_send(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str) -> None:
         operations: list[Any] = []
         for old, new in items:
             record = new if new is not None else old
@@ -759,13 +763,17 @@ class QdrantStore(VectorStore):
             cause = exc.__cause__ if isinstance(exc, StoreError) else exc
             if not isinstance(cause, KeyError) and getattr(cause, "status_code", None) != 404:
                 raise
+
+    async def _swap_read(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
+                         replay: bool) -> tuple[set[str], set[str]]:
         ids = [old.node.memory_id for old, _ in items]
         got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION, PRIOR]))
         stored = {str(p.id): ((p.payload or {}).get(REVISION), (p.payload or {}).get(PRIOR)) for p in got}
-        return {old.node.memory_id for old, new in items
-                if stored.get(old.node.memory_id, ("", ""))[0] == (token if new is not None else _dying(token))
-                or (new is not None and stored.get(old.node.memory_id, ("", ""))[1] == token)
-                or (replay and new is None and old.node.memory_id not in stored)}
+        won = {old.node.memory_id for old, new in items
+               if stored.get(old.node.memory_id, ("", ""))[0] == (token if new is not None else _dying(token))
+               or (new is not None and stored.get(old.node.memory_id, ("", ""))[1] == token)
+               or (replay and new is None and old.node.memory_id not in stored)}
+        return won, set(stored)
 
     async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
         operations: list[Any] = []
