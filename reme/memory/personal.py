@@ -255,7 +255,8 @@ CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 PROBLEMS = {"fragment": "a fragment, not a sentence", "pronoun": "starts with a pronoun",
             "nobody": "does not name whom it is about", "first_person": "says \"I\", \"we\" or \"my\": name them",
-            "dangling": "says \"it\" or \"that\" without saying what"}
+            "dangling": "says \"it\" or \"that\" without saying what",
+            "misnamed": "says of the speaker what the line says of someone else (\"she\", \"he\"): name them"}
 """How each flaw is described to the repair call."""
 
 
@@ -307,6 +308,33 @@ def dangling(text: str, people: set[str]) -> list[str]:
                                           COMMON_WORDS and w not in people and w not in DANGLING]) <= 1:
             out.append(sentence.strip())
     return out
+
+
+SUBJECT_PRONOUNS = frozenset("she he they".split())
+
+
+def misnamed(text: str, cited: Sequence[Message]) -> str | None:
+    """The pronoun ("she") of the cited line's sentence that a memory says its words of, when the
+    memory says them of the line's own speaker instead: "Wei is 91 and still gardens every day."
+    (qwen1.5b) for Wei's "She's 91 and still gardens every day." (his grandmother). None when the
+    memory starts with someone else or a possessive ("Wei's grandmother..."), when the sentence
+    sharing the most words with it also says "I", "my" or "we", or for a Chinese memory."""
+    speakers = {m.name for m in cited if m.role == "user" and m.name}
+    if len(speakers) != 1 or CJK_CHAR.search(text):
+        return None
+    name = speakers.pop()
+    if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
+        return None
+    named = set(words(name))
+    own = {_stem(w) for w in words(text) if len(w) >= 3 and w not in FILLER and w not in COMMON_WORDS
+           and w not in named}
+    shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
+    most = max((n for n, _ in shared), default=0)
+    best = [words(sentence) for n, sentence in shared if n == most and n]
+    if not best or any({"i", *FIRST_PERSON} & set(said) or not said or said[0] not in SUBJECT_PRONOUNS
+                       for said in best):
+        return None
+    return best[0][0]
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -562,7 +590,8 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
-            draft.problem = flaw(draft.text, people)
+            draft.problem = flaw(draft.text, people) or (
+                "misnamed" if misnamed(draft.text, [transcript.messages[i] for i in sources]) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
@@ -575,16 +604,15 @@ class PersonalSummarizer:
                            user_name: str, now: datetime, plan: Plan,
                            written: set[str]) -> tuple[list[MemoryNode], list[Draft]]:
         """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
-        anything of, marked, each after the line before it (the question it answers), and the
-        memories so far, not to be written again. Its memories are checked as the extraction's
-        are. A failed call adds nothing (and is listed in `plan.rejected`)."""
+        anything of, marked, each after the line before it (the question it answers); not the
+        memories so far (qwen1.5b copied those back): one of its memories with no word they lack
+        is dropped here. Its memories are checked as the extraction's are. A failed call adds nothing (and is listed in `plan.rejected`)."""
         marked = set(missed)
         shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
         try:
             reply = await self.llm.structured(
-                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines,
-                                      memories=so_far),
+                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines),
                 Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/missed",
                 budget=96 + 160 * len(missed))
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
@@ -615,7 +643,8 @@ class PersonalSummarizer:
         lines they cite and the lines around them (an answer and its question). A rewrite that is
         still a fragment, a question or the assistant's, or a failed call, drops a fragment; a
         memory that only names no one, or starts with a pronoun, is kept as it was."""
-        near = sorted({j for d in flawed for i in d.sources for j in (i - 1, i, i + 1)
+        # an answer and its question; for "she" said of someone, the line before that question too
+        near = sorted({j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
                        if 0 <= j < len(transcript.lines)})
         lines = "\n".join(f"[{j}] {transcript.lines[j]}" for j in near) if near else transcript.numbered
         shown = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
@@ -641,13 +670,16 @@ class PersonalSummarizer:
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if not fragment(text) and not dangling(text, people):
+                if not fragment(text) and not dangling(text, people) and not misnamed(
+                        text, [transcript.messages[i] for i in draft.sources]):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
-            if draft.problem == "fragment":
+            if draft.problem in ("fragment", "misnamed"):
+                why = ("is a fragment, not a memory" if draft.problem == "fragment" else
+                       "says of the speaker what the line says of someone else (she, he, they)")
                 plan.rejected.append(Rejection(
                     step=draft.step, path=f"memories[{draft.index}]", action="dropped",
-                    reason=f"{draft.item.content.strip()[:80]!r} is a fragment, not a memory, and was not repaired"))
+                    reason=f"{draft.item.content.strip()[:80]!r} {why}, and was not repaired"))
                 continue
             if draft.problem == "dangling":  # what stands without the vague sentences, if anything
                 vague = dangling(draft.text, people)
