@@ -1,7 +1,8 @@
-"""The gold of the memory-quality set's `fresh` part, checked without a model: memories written by
-hand (tests/quality_fresh_ideal.json) show that every fact can be recalled by a clean memory, that
-fair rewordings are accepted, and that each `wrong` pattern and hygiene rule catches the mistake
-it is there for. (The fixture describes the fresh dialogues: it is not read while tuning.)"""
+"""The gold of the memory-quality set's never-tuned parts, `fresh` and `fresh2`, checked without a
+model: memories written by hand (tests/quality_<split>_ideal.json) show that every fact can be
+recalled by a clean memory, that fair rewordings are accepted, and that each `wrong` pattern and
+hygiene rule catches the mistake it is there for. (The fixtures describe the dialogues of their
+part: they are not read while tuning.)"""
 
 from __future__ import annotations
 
@@ -13,8 +14,16 @@ import pytest
 from benchmark.quality.run import main, parser
 from benchmark.quality.score import Dialogue, hygiene, load, score
 
-FRESH = {d.id: d for d in load() if d.split == "fresh"}
-MEMORIES = json.loads(Path(__file__).with_name("quality_fresh_ideal.json").read_text(encoding="utf-8"))["dialogues"]
+SPLITS = ("fresh", "fresh2")
+PARTS = {split: {d.id: d for d in load() if d.split == split} for split in SPLITS}
+MEMORIES = {split: json.loads(Path(__file__).with_name(f"quality_{split}_ideal.json").read_text(encoding="utf-8"))
+            ["dialogues"] for split in SPLITS}
+PROMISES = {  # dialogues, long ones, then at least: facts, safety facts, dated facts, wrong patterns, each topic
+    "fresh": {"dialogues": 15, "long": 2, "facts": 50, "safety": 12, "time": 4, "wrong": 0, "topic": 2},
+    "fresh2": {"dialogues": 20, "long": 5, "facts": 100, "safety": 20, "time": 10, "wrong": 20, "topic": 2},
+}
+"""What each part promises (docs/memory-quality.md gives the counts)."""
+TOPICS = ("safety", "people", "names", "time", "update", "assistant", "speakers", "smalltalk")
 
 
 def problems_of(dialogue: Dialogue, memory: str) -> list[str]:
@@ -25,33 +34,50 @@ def problems_of(dialogue: Dialogue, memory: str) -> list[str]:
     return hygiene(memory) + claims + ([] if supported else ["unsupported"])
 
 
-def test_the_fresh_part_holds_what_it_promises() -> None:
-    facts = [f for d in FRESH.values() for f in d.facts if not f.optional]
-    assert len(FRESH) == 15 and sum("long" in d.topics for d in FRESH.values()) == 2
-    assert len(facts) >= 50 and sum(f.safety for f in facts) >= 12 and sum(f.time for f in facts) >= 4
-    topics = Counter(t for d in FRESH.values() for t in d.topics)
-    assert all(topics[t] >= 2 for t in ("safety", "people", "names", "time", "update", "assistant", "speakers",
-                                        "smalltalk"))
-    assert {w.why for d in FRESH.values() for w in d.wrong} == {"assistant", "speaker", "stale"}
-    assert all(d.id.startswith("fresh-") for d in FRESH.values()) and set(MEMORIES) == set(FRESH)
+@pytest.mark.parametrize("split", SPLITS)
+def test_the_part_holds_what_it_promises(split: str) -> None:
+    part, promise = PARTS[split], PROMISES[split]
+    facts = [f for d in part.values() for f in d.facts if not f.optional]
+    assert len(part) == promise["dialogues"] and sum("long" in d.topics for d in part.values()) == promise["long"]
+    assert len(facts) >= promise["facts"] and sum(f.safety for f in facts) >= promise["safety"]
+    assert sum(f.time for f in facts) >= promise["time"]
+    assert sum(len(d.wrong) for d in part.values()) >= promise["wrong"]
+    topics = Counter(t for d in part.values() for t in d.topics)
+    assert all(topics[t] >= promise["topic"] for t in TOPICS)
+    assert {w.why for d in part.values() for w in d.wrong} == {"assistant", "speaker", "stale"}
+    assert all(d.id.startswith(f"{split}-") for d in part.values()) and set(MEMORIES[split]) == set(part)
 
 
-def test_an_ideal_note_taker_scores_full_marks_on_every_fresh_dialogue() -> None:
-    for id_, dialogue in FRESH.items():
-        s = score(dialogue, MEMORIES[id_]["ideal"])
+def test_the_long_dialogues_of_fresh2_are_long_and_say_their_facts_all_along() -> None:
+    for dialogue in PARTS["fresh2"].values():
+        if "long" in dialogue.topics:
+            lines = [m["content"] for session in dialogue.sessions for m in session]
+            facts = [f for f in dialogue.facts if not f.optional]
+            assert 30 <= len(lines) <= 60 and 7 <= len(facts) <= 12, dialogue.id
+            said = [next((i for i in range(len(lines)) if f.pattern.matches("\n".join(lines[:i + 1]))), None)
+                    for f in facts]  # the line by which a fact's words have all been said (a date in code: never)
+            assert sum(i is not None and i >= len(lines) // 2 for i in said) >= 3, (dialogue.id, said)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_an_ideal_note_taker_scores_full_marks_on_every_dialogue(split: str) -> None:
+    for id_, dialogue in PARTS[split].items():
+        s = score(dialogue, MEMORIES[split][id_]["ideal"])
         assert (s.recalled, s.safety_recalled, s.missed) == (s.facts, s.safety, []), id_
         assert s.supported == s.memories and s.with_problem == 0 and s.problems == [], id_
 
 
-def test_fair_rewordings_are_accepted() -> None:
-    for id_, dialogue in FRESH.items():
-        for memory in MEMORIES[id_]["variants"]:
+@pytest.mark.parametrize("split", SPLITS)
+def test_fair_rewordings_are_accepted(split: str) -> None:
+    for id_, dialogue in PARTS[split].items():
+        for memory in MEMORIES[split][id_]["variants"]:
             assert problems_of(dialogue, memory) == [], (id_, memory)
 
 
-def test_plausible_mistakes_are_caught_and_every_wrong_pattern_bites() -> None:
-    for id_, dialogue in FRESH.items():
-        bad = MEMORIES[id_]["bad"]
+@pytest.mark.parametrize("split", SPLITS)
+def test_plausible_mistakes_are_caught_and_every_wrong_pattern_bites(split: str) -> None:
+    for id_, dialogue in PARTS[split].items():
+        bad = MEMORIES[split][id_]["bad"]
         for row in bad:
             assert problems_of(dialogue, row["memory"]) == row["problems"], (id_, row["memory"])
             assert row["problems"]
@@ -63,18 +89,21 @@ def test_plausible_mistakes_are_caught_and_every_wrong_pattern_bites() -> None:
             assert any(wrong.pattern.matches(row["memory"]) for row in bad), (id_, wrong.why)
 
 
-def test_rescoring_a_report_on_the_fresh_split_gives_it_its_own_row(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    ideal = {"safety-peanuts": ["Carol is allergic to peanuts"], **{id_: MEMORIES[id_]["ideal"] for id_ in FRESH}}
+@pytest.mark.parametrize("split", SPLITS)
+def test_rescoring_a_report_on_the_part_gives_it_its_own_row(split: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    part = PARTS[split]
+    ideal = {"safety-peanuts": ["Carol is allergic to peanuts"],
+             **{id_: MEMORIES[split][id_]["ideal"] for id_ in part}}
     rows = [{"id": id_, "memories": memories, "calls": 1, "tokens": 10, "seconds": 0.5}
             for id_, memories in ideal.items()]
     report = tmp_path / "mem0.json"
     report.write_text(json.dumps({"lib": "mem0", "dialogues": rows}), encoding="utf-8")
-    assert parser().parse_args(["--lib", "mem0", "--split", "fresh"]).split == "fresh"
+    assert parser().parse_args(["--lib", "mem0", "--split", split]).split == split
 
-    assert main(["--rescore", str(report), "--split", "fresh", "--output", str(tmp_path / "out.json")]) == 0
+    assert main(["--rescore", str(report), "--split", split, "--output", str(tmp_path / "out.json")]) == 0
     out = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
-    assert out["lib"] == "mem0" and set(out) == {"lib", "all", "fresh", "dialogues"}  # peanuts is not fresh
-    assert out["fresh"]["dialogues"] == 15 and out["fresh"]["recall"] == out["fresh"]["precision"] == 1.0
-    assert out["fresh"]["safety_recall"] == 1.0 and out["fresh"]["hygiene_share"] == 0.0
-    assert "| fresh | 15 |" in capsys.readouterr().out
+    assert out["lib"] == "mem0" and set(out) == {"lib", "all", split, "dialogues"}  # peanuts is in neither part
+    assert out[split]["dialogues"] == len(part) and out[split]["recall"] == out[split]["precision"] == 1.0
+    assert out[split]["safety_recall"] == 1.0 and out[split]["hygiene_share"] == 0.0
+    assert f"| {split} | {len(part)} |" in capsys.readouterr().out
