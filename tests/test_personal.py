@@ -815,6 +815,24 @@ async def test_a_clause_no_memory_holds_gets_the_second_look(reme: ReMe, server:
     assert result.usage.calls == 2
 
 
+async def test_the_second_look_does_not_store_what_only_the_assistant_suggested(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b, shown "Roast chicken, yes." after the assistant's menu, wrote the menu as a memory
+    chat = [{"role": "user", "name": "Nora", "content": "My mum is diabetic.", "time": "2024-04-10T18:00:00Z"},
+            {"role": "assistant", "content": "Then maybe a roast chicken with vegetables, and a sugar-free lemon tart."},
+            {"role": "user", "name": "Nora", "content": "Roast chicken, yes. I'll ask my brother Pete to bring the wine."}]
+    server.script(EXTRACT, memories({"content": "Nora's mum is diabetic", "sources": [0]}))
+    server.script(MISSED, memories(
+        {"content": "Roast chicken with vegetables and a sugar-free lemon tart are popular options.", "sources": [2]},
+        {"content": "Nora will serve roast chicken with vegetables", "sources": [2]},
+        {"content": "Nora's brother Pete will bring the wine", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name="nora")
+
+    assert [n.content for n in result.added] == ["Nora's mum is diabetic", "Nora will serve roast chicken with vegetables",
+                                                 "Nora's brother Pete will bring the wine"]
+    assert any("lemon tart" in r.reason and "assistant" in r.reason for r in result.rejected)
+
+
 async def test_memories_that_hold_every_line_need_no_second_look(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Everyone calls Robert Bobby; Robert feels too formal", "sources": [0]},
                                     {"content": "Robert is a high school chemistry teacher", "sources": [2]},

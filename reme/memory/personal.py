@@ -628,6 +628,9 @@ class PersonalSummarizer:
                 why = "cites no marked line, nor one beside it"
             elif not any(_stem(w) not in held for w in words(item.content) if len(w) >= 3 and w not in FILLER):
                 why = "has no word the memories so far do not have"
+            elif borrowed := assistant_words(item.content, transcript.messages, None):
+                # the line before a marked one is shown to explain it: often the assistant's suggestion
+                why = f"says what only the assistant said ({', '.join(borrowed[:5])})"
             if why:
                 plan.rejected.append(Rejection(step="personal/missed", path=f"memories[{k}]", action="dropped",
                                                reason=f"{item.content[:80]!r} {why}"))
@@ -889,13 +892,14 @@ only over such each""".split())
 """Words too common to say whose idea a memory is."""
 
 
-def assistant_words(text: str, messages: list[Message], sources: list[int]) -> list[str]:
+def assistant_words(text: str, messages: list[Message], sources: list[int] | None) -> list[str]:
     """The words of a memory that only the assistant's turns hold, when every message it cites is
     the assistant's and they are at least half of its words (of four letters or more, not a
     speaker's name nor a common word): a suggestion the user did not take up ("Olivia will visit
     the Gulbenkian Museum"). Empty otherwise: a small model's sources are often off by one, so a
-    memory that cites the assistant but says what a user said is kept."""
-    if not sources or any(messages[i].role != "assistant" for i in sources):
+    memory that cites the assistant but says what a user said is kept. `sources` None: whatever
+    it cites (for a memory written of one person's line, which says nothing of the assistant's)."""
+    if sources is not None and (not sources or any(messages[i].role != "assistant" for i in sources)):
         return []
     names = {w for m in messages if m.name for w in words(m.name)}
     by_assistant = {w for m in messages if m.role == "assistant" for w in words(m.content)}
