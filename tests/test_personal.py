@@ -669,13 +669,17 @@ async def test_a_memory_of_what_only_the_assistant_said_is_not_stored(reme: ReMe
         {"content": "Olivia will visit the Gulbenkian Museum", "sources": [1]},  # the assistant's idea
         {"content": "Olivia will ride tram 28 for sure", "sources": [1]},  # cites the assistant; Olivia said it too
         {"content": "Olivia starts a new job soon", "sources": [1]},  # a small model's sources are often off by one
-        {"content": "Olivia is going to Lisbon in May", "sources": [0]}))
+        {"content": "Olivia is going to Lisbon in May", "sources": [0]},
+        # qwen1.5b described the assistant's museum from what it knows: words no person said
+        {"content": "The Gulbenkian Museum is a renowned art museum with a vast collection of European art.",
+         "sources": [1]}))
     result = await reme.summarize_memory(chat, user_name="olivia")
 
     assert [n.content for n in result.added] == ["Olivia will ride tram 28 for sure", "Olivia starts a new job soon",
                                                  "Olivia is going to Lisbon in May"]
-    (rejected,) = result.rejected
-    assert rejected.step == "personal/extract" and rejected.path == "memories[0]" and "gulbenkian" in rejected.reason
+    assert [(r.step, r.path) for r in result.rejected] == [("personal/extract", "memories[0]"),
+                                                           ("personal/extract", "memories[4]")]
+    assert "gulbenkian" in result.rejected[0].reason and "collection" in result.rejected[1].reason
 
 
 async def test_memories_the_rewording_makes_the_same_are_one_and_a_question_is_none(
@@ -936,12 +940,13 @@ async def test_an_update_that_keeps_the_stored_text_takes_the_candidates(reme: R
 
 
 async def reconciled(reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str,
-                     merged: str) -> tuple[MemoryNode, Any]:
+                     merged: str | None, action: str = "UPDATE") -> tuple[MemoryNode, Any]:
     """`user` has the memory `stored` and says `said`; the model extracts `candidate` and merges it
-    into the stored memory as `merged`. The stored node and the summary's result."""
+    into the stored memory as `merged` (or decides `action` on it). The stored node and the summary's result."""
     old = await reme.add_memory(stored, user_name=user.lower())
     server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": merged}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": action, "id": 0 if action == "UPDATE" else None,
+                                        "text": merged}))
     result = await reme.summarize_memory([{"role": "user", "name": user, "content": said}], user_name=user.lower())
     return old, result
 
@@ -1019,6 +1024,32 @@ async def test_a_memory_saying_of_the_speaker_what_the_line_says_of_she_is_repai
     assert "my grandmother in Utrecht" in repair  # the line that says who "she" is
     if not repaired:
         assert any(r.path == "memories[1]" and r.action == "dropped" and "she" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
+    ("Irene", "Irene works as an accountant at Deloitte", "Big news: I quit Deloitte and now I'm a pastry chef.",
+     "Irene is a pastry chef now"),
+    ("Dan", "Dan has been vegetarian for ten years", "I'm not vegetarian any more, I started eating fish again.",
+     "Dan started eating fish again"),
+])
+async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
+    # qwen1.5b added "Irene quit Deloitte and now she's a pastry chef" beside "Irene works as an
+    # accountant at Deloitte": the old job stayed stated as current
+    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="ADD")
+
+    (updated,) = result.updated
+    assert result.added == [] and updated.memory_id == old.memory_id and updated.content == candidate
+    assert any(r.action == "defaulted" and "ended" in r.reason for r in result.rejected)
+
+
+async def test_an_ending_in_another_clause_leaves_a_memory_as_it_is(reme: ReMe, server: OpenAITestServer) -> None:
+    old, result = await reconciled(reme, server, "Bob", "Bob works at Google",
+                                   "I stopped drinking coffee, but I still love my job at Google.",
+                                   "Bob stopped drinking coffee", None, action="ADD")
+
+    assert result.updated == [] and [n.content for n in result.added] == ["Bob stopped drinking coffee"]
+    assert (await reme.get_memory(old.memory_id)).content == old.content
 
 
 @pytest.mark.parametrize("repaired", [True, False])

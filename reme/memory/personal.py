@@ -555,9 +555,10 @@ class PersonalSummarizer:
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
             Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
             budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
+        cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
         plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
                                     lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                                      user_name, cand.message_time))
+                                                                      user_name, cand.message_time), cited, user_name)
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -754,9 +755,11 @@ class PersonalSummarizer:
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
                 existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection],
-                reword: Callable[[str, MemoryNode], str]) -> list[Change]:
+                reword: Callable[[str, MemoryNode], str], cited: list[str], user_name: str) -> list[Change]:
         """The writes the model's decisions call for; decisions naming what was not shown are
-        dropped (and listed in `rejected`). A merged text is reworded as its candidate was."""
+        dropped (and listed in `rejected`). A merged text is reworded as its candidate was.
+        `cited`: each candidate's cited lines; a candidate added beside a memory its line says has
+        ended (`ended`) updates that memory instead."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
@@ -834,21 +837,33 @@ class PersonalSummarizer:
             if normalize_text(text) in stored:  # two stored memories would say the same
                 reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {stored[normalize_text(text)]}")
                 continue
-            meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
-            try:  # the newest tags and sources are kept when the lists would pass their limits
-                new = old.revised(content=text, message_time=cand.message_time, event_start=cand.event_start,
-                                  event_end=cand.event_end, score=max(old.score, cand.score),
-                                  tags=list(dict.fromkeys(old.tags + cand.tags))[-MAX_TAGS:],
-                                  ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:],
-                                  metadata=meta)
+            try:
+                changes.append(Change(new=revised(old, cand, text, history), old=old,
+                                      reason=d.reason or f"updated by: {cand.content}"))
             except ValidationError as exc:
                 reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
-                continue
-            changes.append(Change(new=new, old=old, reason=d.reason or f"updated by: {cand.content}"))
         for i, cand in enumerate(candidates):
             if i not in decided and normalize_text(cand.content) not in stored:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
                 changes.append(Change(new=cand, vector=vectors[i]))
+        # qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an accountant at Deloitte"
+        for k, change in enumerate(changes):
+            i = next((i for i, c in enumerate(candidates) if change.old is None and change.new is c), None)
+            if i is None:
+                continue
+            old = next((n for j, n in enumerate(existing) if j not in claimed and ended(cited[i], n.content, user_name)),
+                       None)
+            if old is None:
+                continue
+            try:
+                changes[k] = Change(new=revised(old, candidates[i], candidates[i].content, history), old=old,
+                                    reason=f"ended by: {candidates[i].content}")
+            except ValidationError:
+                continue
+            claimed.add(existing.index(old))
+            rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{i}]", action="defaulted",
+                                      reason=f"its line says {old.content[:80]!r} has ended: that memory is updated "
+                                             "instead of the candidate being added beside it"))
         return changes
 
     async def commit(self, plan: Plan) -> SummaryResult:
@@ -866,6 +881,40 @@ class PersonalSummarizer:
             else:
                 result.updated.append(node)
         return result
+
+
+def revised(old: MemoryNode, cand: MemoryNode, text: str, history: MemoryNode) -> MemoryNode:
+    """`old` updated by the summary's candidate `cand` to `text`: the candidate's times and sources,
+    the tags and sources of both (the newest kept when the lists would pass their limits)."""
+    meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
+    return old.revised(content=text, message_time=cand.message_time, event_start=cand.event_start,
+                       event_end=cand.event_end, score=max(old.score, cand.score),
+                       tags=list(dict.fromkeys(old.tags + cand.tags))[-MAX_TAGS:],
+                       ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:], metadata=meta)
+
+
+def _content_stems(text: str, user_name: str) -> set[str]:
+    """The `_stem`s of a text's words worth comparing (four letters or more, no filler or common
+    word, not the user's name)."""
+    name = set(words(user_name))
+    return {_stem(w) for w in words(text) if len(w) >= 4 and w not in FILLER and w not in COMMON_WORDS
+            and w not in name}
+
+
+ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to)\b", re.IGNORECASE)
+
+
+def ended(lines: str, stored: str, user_name: str) -> bool:
+    """Whether a clause of `lines` says that what a stored memory states has ended: a clause with
+    "quit", "stopped", "no longer", "not ... any more", "no more" or "used to" and a word of the
+    memory ("I quit Deloitte" for "Irene works as an accountant at Deloitte"; "I stopped drinking
+    coffee, but I love my job at Google" does not end "Bob works at Google"). False for a memory
+    that says so itself, or Chinese."""
+    if ENDED.search(stored) or CJK_CHAR.search(stored + lines):
+        return False
+    held = _content_stems(stored, user_name)
+    return any(ENDED.search(clause) and held & _content_stems(clause, user_name)
+               for sentence in SENTENCE.split(lines) for clause in CLAUSE.split(sentence))
 
 
 def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
@@ -893,19 +942,21 @@ only over such each""".split())
 
 
 def assistant_words(text: str, messages: list[Message], sources: list[int] | None) -> list[str]:
-    """The words of a memory that only the assistant's turns hold, when every message it cites is
-    the assistant's and they are at least half of its words (of four letters or more, not a
-    speaker's name nor a common word): a suggestion the user did not take up ("Olivia will visit
-    the Gulbenkian Museum"). Empty otherwise: a small model's sources are often off by one, so a
-    memory that cites the assistant but says what a user said is kept. `sources` None: whatever
-    it cites (for a memory written of one person's line, which says nothing of the assistant's)."""
+    """The words of a memory that no person said, when every message it cites is the assistant's
+    and they are at least half of its words (of four letters or more, not a speaker's name nor a
+    common word): a suggestion the user did not take up ("Olivia will visit the Gulbenkian
+    Museum"), or the assistant's suggestion described from what the model knows ("The Gulbenkian
+    Museum is a renowned art museum with a vast collection"). Empty otherwise: a small model's
+    sources are often off by one, so a memory that cites the assistant but says what a user said
+    is kept. `sources` None: whatever it cites, the words only the assistant said (for a memory
+    written of one person's line, which says nothing of the assistant's)."""
     if sources is not None and (not sources or any(messages[i].role != "assistant" for i in sources)):
         return []
     names = {w for m in messages if m.name for w in words(m.name)}
-    by_assistant = {w for m in messages if m.role == "assistant" for w in words(m.content)}
-    by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
+    by_assistant = stems(m.content for m in messages if m.role == "assistant")
+    by_others = stems(m.content for m in messages if m.role != "assistant")
     said = list(dict.fromkeys(w for w in words(text) if len(w) >= 4 and w not in names and w not in COMMON_WORDS))
-    borrowed = [w for w in said if w in by_assistant and w not in by_others]
+    borrowed = [w for w in said if _stem(w) not in by_others and (sources is not None or _stem(w) in by_assistant)]
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
