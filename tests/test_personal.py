@@ -1026,6 +1026,41 @@ async def test_a_memory_saying_of_the_speaker_what_the_line_says_of_she_is_repai
         assert any(r.path == "memories[1]" and r.action == "dropped" and "she" in r.reason for r in result.rejected)
 
 
+def topic_vectors(texts: list[str]) -> list[list[float]]:
+    """Vectors of meaning for a few topics (an embedder that, unlike the hashing one, embeds
+    meaning): where someone lives, what they eat, their health; one text per topic."""
+    topics = (("paris", "berlin", "lives", "moved"), ("risotto", "dish", "vegetarian", "fish"), ("iron", "doctor"))
+    out = []
+    for text in texts:
+        v = [float(any(w in text.lower() for w in topic)) for topic in topics] + [0.1]
+        out.append(v)
+    return out
+
+
+@pytest.mark.parametrize(("stored", "said", "candidate", "kept"), [
+    # qwen1.5b "updated" Dan's favourite risotto to his doctor's iron advice: the risotto was lost
+    ("Dan enjoys mushroom risotto as his favourite dish", "My doctor said I was low on iron.",
+     "Dan's doctor said Dan was low on iron", True),
+    # the same kind of fact, changed: the update stands though no word is shared
+    ("Dan lives in Paris", "I moved to Berlin.", "Dan moved to Berlin", False),
+])
+async def test_an_update_of_a_memory_about_something_else_adds_the_candidate_instead(
+        make_reme: Callable[..., ReMe], server: OpenAITestServer, stored: str, said: str, candidate: str,
+        kept: bool) -> None:
+    server.vectors = topic_vectors
+    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
+    async with make_reme(embedding=embedding) as reme:
+        old, result = await reconciled(reme, server, "Dan", stored, said, candidate, candidate)
+        now = await reme.get_memory(old.memory_id)
+
+    if kept:
+        assert result.updated == [] and [n.content for n in result.added] == [candidate] and now.content == stored
+        assert any(r.path == "decisions[0]" and r.action == "defaulted" and "something else" in r.reason
+                   for r in result.rejected)
+    else:
+        assert result.added == [] and [n.content for n in result.updated] == [candidate] and now.content == candidate
+
+
 @pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
     ("Irene", "Irene works as an accountant at Deloitte", "Big news: I quit Deloitte and now I'm a pastry chef.",
      "Irene is a pastry chef now"),

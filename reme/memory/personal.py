@@ -60,6 +60,14 @@ similar (cosine), their event times (`event_start`, `event_end`) are the same, a
 word of the other: a small model that loops writes "... discussed the project again", "... one more
 time". The first is kept. The words matter: MiniLM puts "Melanie has two kids" and "Melanie has
 three kids" at 0.976."""
+SAME_SUBJECT = 0.5
+"""The reconcile's UPDATE or DELETE of a stored memory stands only when the memory is at least
+this similar (cosine) to the candidate, or the candidate's line says it has ended (`ended`);
+otherwise the candidate is added and the memory stays. Measured with all-MiniLM-L6-v2: a home, a
+job, a diet or a drink changed 0.59-0.86 ("Alice lives in Paris" / "Alice moved to Berlin"
+0.67); qwen1.5b's UPDATEs of a memory about something else 0.11-0.37 ("Dan enjoys mushroom
+risotto" / "Dan's doctor said Dan was low on iron" 0.35; a flat hunt / a latex allergy 0.11).
+Not checked with an embedder that does not embed meaning (`hash`)."""
 MAX_SOURCES = 32
 """Messages one extracted memory may cite: also the bound its reply schema gives a model, which
 stops a small one counting `"sources": [0, 1, 2, ...` until its token budget runs out."""
@@ -556,9 +564,11 @@ class PersonalSummarizer:
             Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
             budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
         cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
+        apart = await self._apart(decisions, candidates, vectors, existing, cited, user_name)
         plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
                                     lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                                      user_name, cand.message_time), cited, user_name)
+                                                                      user_name, cand.message_time), cited, user_name,
+                                    apart)
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -752,14 +762,31 @@ class PersonalSummarizer:
                 found.setdefault(result.node.memory_id, result.node)
         return list(found.values())[:MAX_SHOWN]
 
+    async def _apart(self, decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
+                     existing: list[MemoryNode], cited: list[str], user_name: str) -> set[tuple[int, int]]:
+        """The (memory id, candidate) pairs of the UPDATE and DELETE decisions whose stored memory
+        is about something else than the candidate (`SAME_SUBJECT`): one embedding request for
+        those memories, none when there are no such decisions or the embedder embeds no meaning."""
+        pairs = {(d.id, d.candidate) for d in decisions.decisions
+                 if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(existing)
+                 and 0 <= d.candidate < len(candidates)
+                 and not ended(cited[d.candidate], existing[d.id].content, user_name)}
+        if not pairs or not getattr(self.repo.embedder, "semantic", True):
+            return set()
+        ids = sorted({i for i, _ in pairs})
+        stored = dict(zip(ids, await self.repo.embedder.embed([existing[i].retrieval_text for i in ids])))
+        return {(i, k) for i, k in pairs if cosine(stored[i], vectors[k]) < SAME_SUBJECT}
+
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
                 existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection],
-                reword: Callable[[str, MemoryNode], str], cited: list[str], user_name: str) -> list[Change]:
+                reword: Callable[[str, MemoryNode], str], cited: list[str], user_name: str,
+                apart: set[tuple[int, int]]) -> list[Change]:
         """The writes the model's decisions call for; decisions naming what was not shown are
         dropped (and listed in `rejected`). A merged text is reworded as its candidate was.
         `cited`: each candidate's cited lines; a candidate added beside a memory its line says has
-        ended (`ended`) updates that memory instead."""
+        ended (`ended`) updates that memory instead. `apart` (`_apart`): an UPDATE or DELETE of a
+        memory about something else adds the candidate instead."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
@@ -793,8 +820,17 @@ class PersonalSummarizer:
                 decided.add(d.candidate)
                 continue
             old = existing[d.id]
-            claimed.add(d.id)
             decided.add(d.candidate)
+            if (d.id, d.candidate) in apart:
+                rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"the {d.action} of memory id {d.id}, which is about something else than the candidate; "
+                           "the memory stays and the candidate is added"))
+                if normalize_text(cand.content) not in stored and d.candidate not in added:
+                    added.add(d.candidate)
+                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
+                continue
+            claimed.add(d.id)
             if d.action == "DELETE":
                 changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
                 continue
