@@ -14,7 +14,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import misnamed
+from reme.memory.personal import OVERLAP, WINDOW, Transcript, misnamed
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -835,6 +835,36 @@ async def test_the_second_look_does_not_store_what_only_the_assistant_suggested(
     assert [n.content for n in result.added] == ["Nora's mum is diabetic", "Nora will serve roast chicken with vegetables",
                                                  "Nora's brother Pete will bring the wine"]
     assert any("lemon tart" in r.reason and "assistant" in r.reason for r in result.rejected)
+
+
+async def test_a_long_conversation_is_read_in_overlapping_windows(reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b wrote one memory, of the last line, for a 20-line session: a small model reads the
+    # end of a long prompt; each window of at most 12 lines gets its own extraction call
+    topics = ["sailing", "chess", "pottery", "tango", "climbing", "baking", "cycling", "knitting", "rowing", "judo"]
+    chat = []
+    for i, topic in enumerate(topics):
+        chat += [{"role": "user", "name": "Ines", "content": f"I took up {topic} in {2010 + i}.",
+                  "time": "2024-06-03T19:00:00Z"}, {"role": "assistant", "content": "Nice!"}]
+    server.script(EXTRACT, lambda body: memories(*(
+        {"content": f"Ines took up {t} in {2010 + i}", "sources": [2 * i]}
+        for i, t in enumerate(topics) if f"] Ines: I took up {t} " in prompt_of(body))))
+    result = await reme.summarize_memory(chat, user_name="ines")
+
+    windows = [prompt_of(r["body"]).split("Conversation:")[1] for r in server.requests
+               if EXTRACT in prompt_of(r["body"])]
+    assert len(windows) == 2 and result.usage.calls == 2  # no line left out: no second look
+    assert "[0]" in windows[0] and "[9]" in windows[0] and "[10]" not in windows[0]  # numbered as in the whole
+    assert "[8]" in windows[1] and "[19]" in windows[1] and "[7]" not in windows[1]  # two lines of the one before
+    assert sorted(n.content for n in result.added) == sorted(f"Ines took up {t} in {2010 + i}"
+                                                             for i, t in enumerate(topics))
+
+
+@given(st.integers(min_value=1, max_value=300))
+def test_the_windows_of_a_conversation_cover_every_line_and_are_small(count: int) -> None:
+    messages = [Message(role="user", name="Ines", content=f"line {i}") for i in range(count)]
+    windows = Transcript.of(messages, T0).windows()
+    assert sorted({i for w in windows for i in w}) == list(range(count))
+    assert all(len(w) <= WINDOW + OVERLAP for w in windows) and (len(windows) == 1) == (count <= WINDOW)
 
 
 async def test_memories_that_hold_every_line_need_no_second_look(reme: ReMe, server: OpenAITestServer) -> None:

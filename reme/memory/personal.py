@@ -60,6 +60,12 @@ similar (cosine), their event times (`event_start`, `event_end`) are the same, a
 word of the other: a small model that loops writes "... discussed the project again", "... one more
 time". The first is kept. The words matter: MiniLM puts "Melanie has two kids" and "Melanie has
 three kids" at 0.976."""
+WINDOW = 12
+"""A conversation of more lines is read by several extraction calls, one per part of at most
+this many lines (`Transcript.windows`): qwen1.5b wrote one memory, of the last line, for a
+20-line session."""
+OVERLAP = 2
+"""Lines of the part before that each later part shows again (a question and what it refers to)."""
 SAME_SUBJECT = 0.5
 """The reconcile's UPDATE or DELETE of a stored memory stands only when the memory is at least
 this similar (cosine) to the candidate, or the candidate's line says it has ended (`ended`);
@@ -164,7 +170,21 @@ class Transcript:
 
     @property
     def numbered(self) -> str:
-        return "\n".join(f"[{i}] {line}" for i, line in enumerate(self.lines))
+        return self.numbered_in(range(len(self.lines)))
+
+    def numbered_in(self, window: range) -> str:
+        """The lines of `window`, each with its index in the whole conversation."""
+        return "\n".join(f"[{i}] {self.lines[i]}" for i in window)
+
+    def windows(self) -> list[range]:
+        """The parts read by one extraction call each: the whole when it has at most `WINDOW`
+        lines, else as many even parts as that needs, each after the last `OVERLAP` lines of
+        the one before (what "she" or "yes" there answers)."""
+        if len(self.lines) <= WINDOW:
+            return [range(len(self.lines))]
+        size = -(-len(self.lines) // -(-len(self.lines) // WINDOW))  # even parts, each at most WINDOW
+        return [range(max(0, start - OVERLAP), min(start + size, len(self.lines)))
+                for start in range(0, len(self.lines), size)]
 
     def history_node(self, user_name: str) -> MemoryNode:
         content = "\n".join(self.lines)
@@ -532,10 +552,12 @@ class PersonalSummarizer:
         # The same conversation summarized again cites the history node already stored.
         history = (await self.repo.existing_by_hash([history])).get(history.content_hash, history)
         plan = Plan(user_name=user_name, history=history)
-        extraction = await self.llm.structured(
-            self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
-                                  today=transcript.times[-1].date().isoformat()),
+        parts = await asyncio.gather(*(self.llm.structured(
+            self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered_in(window),
+                                  today=transcript.times[window[-1]].date().isoformat()),
             Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
+            for window in transcript.windows()))
+        extraction = Extraction(memories=[m for part in parts for m in part.memories])
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
         so_far = [c.content for c in candidates] + [d.text for d in flawed]
