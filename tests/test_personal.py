@@ -646,6 +646,8 @@ def test_dating_a_weekday_keeps_any_text_and_never_fails(text: str, line: str, s
     ("Wei is a data engineer", "She asked. I'm a data engineer.", None),  # the sentence says "I"
     ("Wei gardens every day", "I garden every day. She does too, and she is 91.", None),  # more words from "I"
     ("Maya is 91", "She's 91.", None),  # not said of the speaker
+    # what she did to the speaker, not what she is (qwen1.5b, rightly)
+    ("Wei is prescribed azithromycin", "Yes, I told her. She prescribed azithromycin instead.", None),
 ])
 def test_a_memory_is_misnamed_when_it_says_of_the_speaker_what_the_line_says_of_she(
         memory: str, line: str, pronoun: str | None) -> None:
@@ -653,7 +655,7 @@ def test_a_memory_is_misnamed_when_it_says_of_the_speaker_what_the_line_says_of_
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=60), st.text(st.characters(exclude_characters="\x00"), max_size=60),
+@given(st.text(max_size=60), st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=60),
        st.text(st.characters(categories=("L", "Nd")), max_size=12))
 def test_misnamed_answers_for_any_text(memory: str, line: str, name: str) -> None:
     cited = [Message(role="user", name=name or None, content=line), Message(role="assistant", content=line)]

@@ -339,12 +339,16 @@ def dangling(text: str, people: set[str]) -> list[str]:
 
 
 SUBJECT_PRONOUNS = frozenset("she he they".split())
+PASSIVE = ("is", "was", "were", "been", "be", "got", "gets", "being")
+"""Before the verb of "she ..." in a memory, the speaker is who it was done to ("She prescribed
+azithromycin": "Omar is prescribed azithromycin" is right)."""
 
 
 def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     """The pronoun ("she") of the cited line's sentence that a memory says its words of, when the
     memory says them of the line's own speaker instead: "Wei is 91 and still gardens every day."
-    (qwen1.5b) for Wei's "She's 91 and still gardens every day." (his grandmother). None when the
+    (qwen1.5b) for Wei's "She's 91 and still gardens every day." (his grandmother); not when the
+    memory says it was done to the speaker (`PASSIVE`). None when the
     memory starts with someone else or a possessive ("Wei's grandmother..."), when the sentence
     sharing the most words with it also says "I", "my" or "we", or for a Chinese memory."""
     speakers = {m.name for m in cited if m.role == "user" and m.name}
@@ -359,8 +363,9 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
     most = max((n for n, _ in shared), default=0)
     best = [words(sentence) for n, sentence in shared if n == most and n]
-    if not best or any({"i", *FIRST_PERSON} & set(said) or not said or said[0] not in SUBJECT_PRONOUNS
-                       for said in best):
+    memory = " ".join(words(text))
+    if not best or any({"i", *FIRST_PERSON} & set(said) or len(said) < 2 or said[0] not in SUBJECT_PRONOUNS
+                       or any(f"{aux} {said[1]}" in memory for aux in PASSIVE) for said in best):
         return None
     return best[0][0]
 
