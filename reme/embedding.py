@@ -37,6 +37,8 @@ class BaseEmbedder(ABC):
     """Batching, input checks and size discovery; subclasses embed one batch."""
 
     name = "base"
+    semantic = True
+    """Whether its vectors embed meaning (the hashing embedder's match words and spellings only)."""
 
     def __init__(self, batch_size: int = 64) -> None:
         self.batch_size = batch_size
@@ -97,6 +99,7 @@ class HashEmbedder(BaseEmbedder):
     demos: it matches shared words and spellings, not meaning."""
 
     name = "hash"
+    semantic = False
 
     def __init__(self, dim: int = 256, batch_size: int = 256) -> None:
         super().__init__(batch_size)
@@ -294,6 +297,12 @@ class LazyEmbedder:
     def loaded(self) -> bool:
         """Whether the model has been made (reading commands never make it)."""
         return self._inner is not None
+
+    @property
+    def semantic(self) -> bool:
+        """Whether the embedder's vectors embed meaning (`BaseEmbedder.semantic`; an embedder
+        that does not say is taken to); asked once it is loaded."""
+        return bool(getattr(self._inner, "semantic", True))
 
     async def get(self) -> Embedder:
         """The embedder itself, made now if it was not yet."""

@@ -39,7 +39,6 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "user_name": "str: whose memories these are",
         "conversation": "str: the lines no memory covers, marked `> `, and the line before each, "
                         "`[index] [time] speaker: text`",
-        "memories": "list of str: the memories written so far",
     },
     "personal/rewrite": {
         "query": "str: the question to answer",

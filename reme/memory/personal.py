@@ -60,6 +60,20 @@ similar (cosine), their event times (`event_start`, `event_end`) are the same, a
 word of the other: a small model that loops writes "... discussed the project again", "... one more
 time". The first is kept. The words matter: MiniLM puts "Melanie has two kids" and "Melanie has
 three kids" at 0.976."""
+WINDOW = 12
+"""A conversation of more lines is read by several extraction calls, one per part of at most
+this many lines (`Transcript.windows`): qwen1.5b wrote one memory, of the last line, for a
+20-line session."""
+OVERLAP = 2
+"""Lines of the part before that each later part shows again (a question and what it refers to)."""
+SAME_SUBJECT = 0.5
+"""The reconcile's UPDATE or DELETE of a stored memory stands only when the memory is at least
+this similar (cosine) to the candidate, or the candidate's line says it has ended (`ended`);
+otherwise the candidate is added and the memory stays. Measured with all-MiniLM-L6-v2: a home, a
+job, a diet or a drink changed 0.59-0.86 ("Alice lives in Paris" / "Alice moved to Berlin"
+0.67); qwen1.5b's UPDATEs of a memory about something else 0.11-0.37 ("Dan enjoys mushroom
+risotto" / "Dan's doctor said Dan was low on iron" 0.35; a flat hunt / a latex allergy 0.11).
+Not checked with an embedder that does not embed meaning (`hash`)."""
 MAX_SOURCES = 32
 """Messages one extracted memory may cite: also the bound its reply schema gives a model, which
 stops a small one counting `"sources": [0, 1, 2, ...` until its token budget runs out."""
@@ -156,7 +170,21 @@ class Transcript:
 
     @property
     def numbered(self) -> str:
-        return "\n".join(f"[{i}] {line}" for i, line in enumerate(self.lines))
+        return self.numbered_in(range(len(self.lines)))
+
+    def numbered_in(self, window: range) -> str:
+        """The lines of `window`, each with its index in the whole conversation."""
+        return "\n".join(f"[{i}] {self.lines[i]}" for i in window)
+
+    def windows(self) -> list[range]:
+        """The parts read by one extraction call each: the whole when it has at most `WINDOW`
+        lines, else as many even parts as that needs, each after the last `OVERLAP` lines of
+        the one before (what "she" or "yes" there answers)."""
+        if len(self.lines) <= WINDOW:
+            return [range(len(self.lines))]
+        size = -(-len(self.lines) // -(-len(self.lines) // WINDOW))  # even parts, each at most WINDOW
+        return [range(max(0, start - OVERLAP), min(start + size, len(self.lines)))
+                for start in range(0, len(self.lines), size)]
 
     def history_node(self, user_name: str) -> MemoryNode:
         content = "\n".join(self.lines)
@@ -255,7 +283,8 @@ CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 PROBLEMS = {"fragment": "a fragment, not a sentence", "pronoun": "starts with a pronoun",
             "nobody": "does not name whom it is about", "first_person": "says \"I\", \"we\" or \"my\": name them",
-            "dangling": "says \"it\" or \"that\" without saying what"}
+            "dangling": "says \"it\" or \"that\" without saying what",
+            "misnamed": "says of the speaker what the line says of someone else (\"she\", \"he\"): name them"}
 """How each flaw is described to the repair call."""
 
 
@@ -307,6 +336,38 @@ def dangling(text: str, people: set[str]) -> list[str]:
                                           COMMON_WORDS and w not in people and w not in DANGLING]) <= 1:
             out.append(sentence.strip())
     return out
+
+
+SUBJECT_PRONOUNS = frozenset("she he they".split())
+PASSIVE = ("is", "was", "were", "been", "be", "got", "gets", "being")
+"""Before the verb of "she ..." in a memory, the speaker is who it was done to ("She prescribed
+azithromycin": "Omar is prescribed azithromycin" is right)."""
+
+
+def misnamed(text: str, cited: Sequence[Message]) -> str | None:
+    """The pronoun ("she") of the cited line's sentence that a memory says its words of, when the
+    memory says them of the line's own speaker instead: "Wei is 91 and still gardens every day."
+    (qwen1.5b) for Wei's "She's 91 and still gardens every day." (his grandmother); not when the
+    memory says it was done to the speaker (`PASSIVE`). None when the
+    memory starts with someone else or a possessive ("Wei's grandmother..."), when the sentence
+    sharing the most words with it also says "I", "my" or "we", or for a Chinese memory."""
+    speakers = {m.name for m in cited if m.role == "user" and m.name}
+    if len(speakers) != 1 or CJK_CHAR.search(text):
+        return None
+    name = speakers.pop()
+    if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
+        return None
+    named = set(words(name))
+    own = {_stem(w) for w in words(text) if len(w) >= 3 and w not in FILLER and w not in COMMON_WORDS
+           and w not in named}
+    shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
+    most = max((n for n, _ in shared), default=0)
+    best = [words(sentence) for n, sentence in shared if n == most and n]
+    memory = " ".join(words(text))
+    if not best or any({"i", *FIRST_PERSON} & set(said) or len(said) < 2 or said[0] not in SUBJECT_PRONOUNS
+                       or any(f"{aux} {said[1]}" in memory for aux in PASSIVE) for said in best):
+        return None
+    return best[0][0]
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -496,10 +557,12 @@ class PersonalSummarizer:
         # The same conversation summarized again cites the history node already stored.
         history = (await self.repo.existing_by_hash([history])).get(history.content_hash, history)
         plan = Plan(user_name=user_name, history=history)
-        extraction = await self.llm.structured(
-            self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered,
-                                  today=transcript.times[-1].date().isoformat()),
+        parts = await asyncio.gather(*(self.llm.structured(
+            self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered_in(window),
+                                  today=transcript.times[window[-1]].date().isoformat()),
             Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
+            for window in transcript.windows()))
+        extraction = Extraction(memories=[m for part in parts for m in part.memories])
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
         so_far = [c.content for c in candidates] + [d.text for d in flawed]
@@ -527,9 +590,12 @@ class PersonalSummarizer:
             self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
             Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
             budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
+        cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
+        apart = await self._apart(decisions, candidates, vectors, existing, cited, user_name)
         plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
                                     lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                                      user_name, cand.message_time))
+                                                                      user_name, cand.message_time), cited, user_name,
+                                    apart)
         return plan
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -562,7 +628,8 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
-            draft.problem = flaw(draft.text, people)
+            draft.problem = flaw(draft.text, people) or (
+                "misnamed" if misnamed(draft.text, [transcript.messages[i] for i in sources]) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
@@ -575,16 +642,15 @@ class PersonalSummarizer:
                            user_name: str, now: datetime, plan: Plan,
                            written: set[str]) -> tuple[list[MemoryNode], list[Draft]]:
         """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
-        anything of, marked, each after the line before it (the question it answers), and the
-        memories so far, not to be written again. Its memories are checked as the extraction's
-        are. A failed call adds nothing (and is listed in `plan.rejected`)."""
+        anything of, marked, each after the line before it (the question it answers); not the
+        memories so far (qwen1.5b copied those back): one of its memories with no word they lack
+        is dropped here. Its memories are checked as the extraction's are. A failed call adds nothing (and is listed in `plan.rejected`)."""
         marked = set(missed)
         shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
         try:
             reply = await self.llm.structured(
-                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines,
-                                      memories=so_far),
+                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines),
                 Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/missed",
                 budget=96 + 160 * len(missed))
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
@@ -600,6 +666,9 @@ class PersonalSummarizer:
                 why = "cites no marked line, nor one beside it"
             elif not any(_stem(w) not in held for w in words(item.content) if len(w) >= 3 and w not in FILLER):
                 why = "has no word the memories so far do not have"
+            elif borrowed := assistant_words(item.content, transcript.messages, None):
+                # the line before a marked one is shown to explain it: often the assistant's suggestion
+                why = f"says what only the assistant said ({', '.join(borrowed[:5])})"
             if why:
                 plan.rejected.append(Rejection(step="personal/missed", path=f"memories[{k}]", action="dropped",
                                                reason=f"{item.content[:80]!r} {why}"))
@@ -615,7 +684,8 @@ class PersonalSummarizer:
         lines they cite and the lines around them (an answer and its question). A rewrite that is
         still a fragment, a question or the assistant's, or a failed call, drops a fragment; a
         memory that only names no one, or starts with a pronoun, is kept as it was."""
-        near = sorted({j for d in flawed for i in d.sources for j in (i - 1, i, i + 1)
+        # an answer and its question; for "she" said of someone, the line before that question too
+        near = sorted({j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
                        if 0 <= j < len(transcript.lines)})
         lines = "\n".join(f"[{j}] {transcript.lines[j]}" for j in near) if near else transcript.numbered
         shown = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
@@ -641,13 +711,16 @@ class PersonalSummarizer:
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if not fragment(text) and not dangling(text, people):
+                if not fragment(text) and not dangling(text, people) and not misnamed(
+                        text, [transcript.messages[i] for i in draft.sources]):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
-            if draft.problem == "fragment":
+            if draft.problem in ("fragment", "misnamed"):
+                why = ("is a fragment, not a memory" if draft.problem == "fragment" else
+                       "says of the speaker what the line says of someone else (she, he, they)")
                 plan.rejected.append(Rejection(
                     step=draft.step, path=f"memories[{draft.index}]", action="dropped",
-                    reason=f"{draft.item.content.strip()[:80]!r} is a fragment, not a memory, and was not repaired"))
+                    reason=f"{draft.item.content.strip()[:80]!r} {why}, and was not repaired"))
                 continue
             if draft.problem == "dangling":  # what stands without the vague sentences, if anything
                 vague = dangling(draft.text, people)
@@ -716,12 +789,31 @@ class PersonalSummarizer:
                 found.setdefault(result.node.memory_id, result.node)
         return list(found.values())[:MAX_SHOWN]
 
+    async def _apart(self, decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
+                     existing: list[MemoryNode], cited: list[str], user_name: str) -> set[tuple[int, int]]:
+        """The (memory id, candidate) pairs of the UPDATE and DELETE decisions whose stored memory
+        is about something else than the candidate (`SAME_SUBJECT`): one embedding request for
+        those memories, none when there are no such decisions or the embedder embeds no meaning."""
+        pairs = {(d.id, d.candidate) for d in decisions.decisions
+                 if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(existing)
+                 and 0 <= d.candidate < len(candidates)
+                 and not ended(cited[d.candidate], existing[d.id].content, user_name)}
+        if not pairs or not getattr(self.repo.embedder, "semantic", True):
+            return set()
+        ids = sorted({i for i, _ in pairs})
+        stored = dict(zip(ids, await self.repo.embedder.embed([existing[i].retrieval_text for i in ids])))
+        return {(i, k) for i, k in pairs if cosine(stored[i], vectors[k]) < SAME_SUBJECT}
+
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
                 existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection],
-                reword: Callable[[str, MemoryNode], str]) -> list[Change]:
+                reword: Callable[[str, MemoryNode], str], cited: list[str], user_name: str,
+                apart: set[tuple[int, int]]) -> list[Change]:
         """The writes the model's decisions call for; decisions naming what was not shown are
-        dropped (and listed in `rejected`). A merged text is reworded as its candidate was."""
+        dropped (and listed in `rejected`). A merged text is reworded as its candidate was.
+        `cited`: each candidate's cited lines; a candidate added beside a memory its line says has
+        ended (`ended`) updates that memory instead. `apart` (`_apart`): an UPDATE or DELETE of a
+        memory about something else adds the candidate instead."""
         changes: list[Change] = []
         decided: set[int] = set()
         claimed: set[int] = set()
@@ -755,8 +847,17 @@ class PersonalSummarizer:
                 decided.add(d.candidate)
                 continue
             old = existing[d.id]
-            claimed.add(d.id)
             decided.add(d.candidate)
+            if (d.id, d.candidate) in apart:
+                rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"the {d.action} of memory id {d.id}, which is about something else than the candidate; "
+                           "the memory stays and the candidate is added"))
+                if normalize_text(cand.content) not in stored and d.candidate not in added:
+                    added.add(d.candidate)
+                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
+                continue
+            claimed.add(d.id)
             if d.action == "DELETE":
                 changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
                 continue
@@ -799,21 +900,33 @@ class PersonalSummarizer:
             if normalize_text(text) in stored:  # two stored memories would say the same
                 reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {stored[normalize_text(text)]}")
                 continue
-            meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
-            try:  # the newest tags and sources are kept when the lists would pass their limits
-                new = old.revised(content=text, message_time=cand.message_time, event_start=cand.event_start,
-                                  event_end=cand.event_end, score=max(old.score, cand.score),
-                                  tags=list(dict.fromkeys(old.tags + cand.tags))[-MAX_TAGS:],
-                                  ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:],
-                                  metadata=meta)
+            try:
+                changes.append(Change(new=revised(old, cand, text, history), old=old,
+                                      reason=d.reason or f"updated by: {cand.content}"))
             except ValidationError as exc:
                 reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
-                continue
-            changes.append(Change(new=new, old=old, reason=d.reason or f"updated by: {cand.content}"))
         for i, cand in enumerate(candidates):
             if i not in decided and normalize_text(cand.content) not in stored:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
                 changes.append(Change(new=cand, vector=vectors[i]))
+        # qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an accountant at Deloitte"
+        for k, change in enumerate(changes):
+            i = next((i for i, c in enumerate(candidates) if change.old is None and change.new is c), None)
+            if i is None:
+                continue
+            old = next((n for j, n in enumerate(existing) if j not in claimed and ended(cited[i], n.content, user_name)),
+                       None)
+            if old is None:
+                continue
+            try:
+                changes[k] = Change(new=revised(old, candidates[i], candidates[i].content, history), old=old,
+                                    reason=f"ended by: {candidates[i].content}")
+            except ValidationError:
+                continue
+            claimed.add(existing.index(old))
+            rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{i}]", action="defaulted",
+                                      reason=f"its line says {old.content[:80]!r} has ended: that memory is updated "
+                                             "instead of the candidate being added beside it"))
         return changes
 
     async def commit(self, plan: Plan) -> SummaryResult:
@@ -831,6 +944,40 @@ class PersonalSummarizer:
             else:
                 result.updated.append(node)
         return result
+
+
+def revised(old: MemoryNode, cand: MemoryNode, text: str, history: MemoryNode) -> MemoryNode:
+    """`old` updated by the summary's candidate `cand` to `text`: the candidate's times and sources,
+    the tags and sources of both (the newest kept when the lists would pass their limits)."""
+    meta = {**old.metadata, "source_turns": cand.metadata["source_turns"], "said_at": cand.metadata["said_at"]}
+    return old.revised(content=text, message_time=cand.message_time, event_start=cand.event_start,
+                       event_end=cand.event_end, score=max(old.score, cand.score),
+                       tags=list(dict.fromkeys(old.tags + cand.tags))[-MAX_TAGS:],
+                       ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:], metadata=meta)
+
+
+def _content_stems(text: str, user_name: str) -> set[str]:
+    """The `_stem`s of a text's words worth comparing (four letters or more, no filler or common
+    word, not the user's name)."""
+    name = set(words(user_name))
+    return {_stem(w) for w in words(text) if len(w) >= 4 and w not in FILLER and w not in COMMON_WORDS
+            and w not in name}
+
+
+ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to)\b", re.IGNORECASE)
+
+
+def ended(lines: str, stored: str, user_name: str) -> bool:
+    """Whether a clause of `lines` says that what a stored memory states has ended: a clause with
+    "quit", "stopped", "no longer", "not ... any more", "no more" or "used to" and a word of the
+    memory ("I quit Deloitte" for "Irene works as an accountant at Deloitte"; "I stopped drinking
+    coffee, but I love my job at Google" does not end "Bob works at Google"). False for a memory
+    that says so itself, or Chinese."""
+    if ENDED.search(stored) or CJK_CHAR.search(stored + lines):
+        return False
+    held = _content_stems(stored, user_name)
+    return any(ENDED.search(clause) and held & _content_stems(clause, user_name)
+               for sentence in SENTENCE.split(lines) for clause in CLAUSE.split(sentence))
 
 
 def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
@@ -857,19 +1004,22 @@ only over such each""".split())
 """Words too common to say whose idea a memory is."""
 
 
-def assistant_words(text: str, messages: list[Message], sources: list[int]) -> list[str]:
-    """The words of a memory that only the assistant's turns hold, when every message it cites is
-    the assistant's and they are at least half of its words (of four letters or more, not a
-    speaker's name nor a common word): a suggestion the user did not take up ("Olivia will visit
-    the Gulbenkian Museum"). Empty otherwise: a small model's sources are often off by one, so a
-    memory that cites the assistant but says what a user said is kept."""
-    if not sources or any(messages[i].role != "assistant" for i in sources):
+def assistant_words(text: str, messages: list[Message], sources: list[int] | None) -> list[str]:
+    """The words of a memory that no person said, when every message it cites is the assistant's
+    and they are at least half of its words (of four letters or more, not a speaker's name nor a
+    common word): a suggestion the user did not take up ("Olivia will visit the Gulbenkian
+    Museum"), or the assistant's suggestion described from what the model knows ("The Gulbenkian
+    Museum is a renowned art museum with a vast collection"). Empty otherwise: a small model's
+    sources are often off by one, so a memory that cites the assistant but says what a user said
+    is kept. `sources` None: whatever it cites, the words only the assistant said (for a memory
+    written of one person's line, which says nothing of the assistant's)."""
+    if sources is not None and (not sources or any(messages[i].role != "assistant" for i in sources)):
         return []
     names = {w for m in messages if m.name for w in words(m.name)}
-    by_assistant = {w for m in messages if m.role == "assistant" for w in words(m.content)}
-    by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
+    by_assistant = stems(m.content for m in messages if m.role == "assistant")
+    by_others = stems(m.content for m in messages if m.role != "assistant")
     said = list(dict.fromkeys(w for w in words(text) if len(w) >= 4 and w not in names and w not in COMMON_WORDS))
-    borrowed = [w for w in said if w in by_assistant and w not in by_others]
+    borrowed = [w for w in said if _stem(w) not in by_others and (sources is not None or _stem(w) in by_assistant)]
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
