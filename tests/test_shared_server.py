@@ -68,6 +68,15 @@ version it keeps beside its conditional write: `stop["after"] = "swap"` stops it
 once the conditional write is done."""
 
 
+def _reap(*procs: subprocess.Popen[str] | None) -> None:
+    """Kill the test's worker processes still running (continued first: a stopped one would not
+    die before it is)."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+
+
 def _stop_at_swaps(*nth: int) -> str:
     """Put in a worker's program: SIGSTOP it right before each of its `nth` conditional writes
     ("swap" calls, counted from 1) reaches the server."""
@@ -328,10 +337,7 @@ def test_an_add_for_one_user_does_not_wait_for_a_stopped_add_for_another(shared:
         os.kill(stopped.pid, signal.SIGCONT)
         first, second = _result(stopped), _result(same)
     finally:
-        for proc in (stopped, same):
-            if proc is not None and proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                proc.kill()
+        _reap(stopped, same)
     assert first["versions"] == second["versions"]  # one memory, the second add got it back
     with _open(shared, tmp_path) as reme:
         assert [n.memory_id for n in reme.list_memory(user_name="alice")] == first["versions"]
@@ -453,10 +459,7 @@ def test_a_holder_paused_beyond_its_lease_cannot_overwrite_a_newer_version(share
         os.kill(paused.pid, signal.SIGCONT)
         came_back = _result(paused)
     finally:
-        for proc in (paused, other):
-            if proc is not None and proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                proc.kill()
+        _reap(paused, other)
     assert took_over["versions"] == [2]
     assert came_back["versions"] == [3]  # it wrote again on the newer state, not over it
     with _open(shared, tmp_path) as reme:
@@ -585,9 +588,7 @@ def test_an_update_never_brings_back_a_memory_whose_deletion_has_begun(node_stor
         os.kill(deleting.pid, signal.SIGCONT)
         assert _result(deleting)["ok"] == 1
     finally:
-        if deleting.poll() is None:
-            os.kill(deleting.pid, signal.SIGCONT)
-            deleting.kill()
+        _reap(deleting)
     with _open(node_store, tmp_path) as reme:
         with pytest.raises(MemoryNotFoundError):
             reme.get_memory(memory_id, user_name="alice")
@@ -690,9 +691,7 @@ def test_a_summary_whose_write_loses_to_a_read_count_writes_again(node_store: di
         os.kill(summarizing.pid, signal.SIGCONT)
         assert _result(summarizing)["ok"] == 1  # no ConflictError
     finally:
-        if summarizing.poll() is None:
-            os.kill(summarizing.pid, signal.SIGCONT)
-            summarizing.kill()
+        _reap(summarizing)
     with _open(node_store, tmp_path) as reme:
         stored = reme.get_memory(paris.memory_id, user_name="alice")
         assert (stored.content, stored.version, stored.access_count) == ("Alice lives in Berlin", 2, 1)
@@ -732,9 +731,7 @@ def test_usage_counts_of_several_memories_never_take_back_a_count_another_proces
         os.kill(counting.pid, signal.SIGCONT)
         assert _result(counting)["ok"] == 1
     finally:
-        if counting.poll() is None:
-            os.kill(counting.pid, signal.SIGCONT)
-            counting.kill()
+        _reap(counting)
     with _open(node_store, tmp_path) as reme:
         for memory_id in (a, b):  # two acknowledged counts each
             stored = reme.get_memory(memory_id, user_name="alice")
@@ -794,9 +791,7 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
         os.kill(changing.pid, signal.SIGCONT)
         _result(changing)
     finally:
-        if changing.poll() is None:
-            os.kill(changing.pid, signal.SIGCONT)
-            changing.kill()
+        _reap(changing)
     assert [text for text in _texts_on(node_store["url"]) if "vault code" in text] == []
     with _open(node_store, tmp_path) as reme:
         with pytest.raises(MemoryNotFoundError):
@@ -846,9 +841,7 @@ def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
         os.kill(summarizing.pid, signal.SIGCONT)
         outcome = _result(summarizing)
     finally:
-        if summarizing.poll() is None:
-            os.kill(summarizing.pid, signal.SIGCONT)
-            summarizing.kill()
+        _reap(summarizing)
     assert (outcome["ok"], outcome["conflicts"]) == (0, 1)
     with _open(node_store, tmp_path) as reme:
         stored = reme.get_memory(paris.memory_id, user_name="alice")
@@ -956,9 +949,7 @@ def test_a_scrub_leaves_no_file_holding_the_text_of_an_update_racing_it(request:
         _result(updating)
         assert forgot == [1]
     finally:
-        if updating.poll() is None:
-            os.kill(updating.pid, signal.SIGCONT)
-            updating.kill()
+        _reap(updating)
     assert [text for text in _texts_on(store["url"]) if secret in text] == []
     assert _files_holding(nodes, collection, secret) == []
 
@@ -983,9 +974,7 @@ def test_the_version_of_an_update_that_lost_and_died_is_taken_back_by_the_replay
         losing.communicate(timeout=120)
         assert losing.returncode == -signal.SIGKILL
     finally:
-        if losing.poll() is None:
-            os.kill(losing.pid, signal.SIGCONT)
-            losing.kill()
+        _reap(losing)
     with _open(node_store, tmp_path) as reme:  # the dead writer's version is there until the replay
         assert [v.node.content for v in reme.history(memory_id, user_name="alice")] == ["draft 0", "draft 0"]
     time.sleep(1.5)
@@ -1017,9 +1006,7 @@ def test_an_update_whose_memory_was_deleted_after_its_write_keeps_its_version(no
         os.kill(updating.pid, signal.SIGCONT)
         assert _result(updating)["version"] == 2
     finally:
-        if updating.poll() is None:
-            os.kill(updating.pid, signal.SIGCONT)
-            updating.kill()
+        _reap(updating)
     with _open(node_store, tmp_path) as reme:
         with pytest.raises(MemoryNotFoundError):
             reme.get_memory(memory_id, user_name="alice")
@@ -1096,10 +1083,7 @@ def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node
         done = _result(deleting)  # deleted, or found purged at its read-back (the purge deleted it): both true
         assert done["ok"] + done.get("not found", 0) == 1
     finally:
-        for proc in (updating, deleting):
-            if proc is not None and proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                proc.kill()
+        _reap(updating, deleting)
     assert [text for text in _texts_on(node_store["url"]) if "vault code" in text] == []
     with _open(node_store, tmp_path) as reme:
         with pytest.raises(MemoryNotFoundError):
