@@ -910,22 +910,23 @@ class PersonalSummarizer:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
                 changes.append(Change(new=cand, vector=vectors[i]))
         # qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an accountant at Deloitte"
-        for k, change in enumerate(changes):
-            i = next((i for i, c in enumerate(candidates) if change.old is None and change.new is c), None)
-            if i is None:
+        for at, change in enumerate(changes):
+            added_as = next((i for i, c in enumerate(candidates) if change.old is None and change.new is c), None)
+            if added_as is None:
                 continue
-            old = next((n for j, n in enumerate(existing) if j not in claimed and ended(cited[i], n.content, user_name)),
-                       None)
-            if old is None:
+            over = next((n for j, n in enumerate(existing)
+                         if j not in claimed and ended(cited[added_as], n.content, user_name)), None)
+            if over is None:
                 continue
+            cand = candidates[added_as]
             try:
-                changes[k] = Change(new=revised(old, candidates[i], candidates[i].content, history), old=old,
-                                    reason=f"ended by: {candidates[i].content}")
+                changes[at] = Change(new=revised(over, cand, cand.content, history), old=over,
+                                     reason=f"ended by: {cand.content}")
             except ValidationError:
                 continue
-            claimed.add(existing.index(old))
-            rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{i}]", action="defaulted",
-                                      reason=f"its line says {old.content[:80]!r} has ended: that memory is updated "
+            claimed.add(existing.index(over))
+            rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{added_as}]", action="defaulted",
+                                      reason=f"its line says {over.content[:80]!r} has ended: that memory is updated "
                                              "instead of the candidate being added beside it"))
         return changes
 
