@@ -27,6 +27,7 @@ from qdrant_client import QdrantClient
 from benchmark.qdrant_server import Node
 from reme import ReMeSync
 from reme.errors import MemoryNotFoundError
+from reme.store.base import LINEAGE
 from reme.store.qdrant import JOURNAL
 
 from conftest import DIM, wipe
@@ -193,6 +194,43 @@ def test_two_processes_recording_usage_lose_no_count(shared: dict[str, Any], tmp
     assert acknowledged == 2 * N
     assert stored.access_count == acknowledged
     assert stored.metadata["freq"] == acknowledged and stored.metadata["utility"] == acknowledged
+
+
+@pytest.mark.parametrize("others", [2, LINEAGE + 1])
+def test_a_count_replaced_before_its_read_back_is_counted_once(shared: dict[str, Any], tmp_path: Path,
+                                                               others: int) -> None:
+    """A usage count whose conditional write went through, stopped before it reads the revision
+    back: meanwhile another process counts `others` times, so the revision read back is that
+    many writes past the one it wrote. It must still know it won, and not count again (a count
+    acknowledged once is stored once: a retry of it was CI's 101 counts for 100 calls). Past
+    what a record remembers of the revisions it replaced (`LINEAGE`), that is no longer known:
+    `StoreError` says so, and it still does not count again."""
+    with _open(shared, tmp_path) as reme:
+        memory_id = reme.add_memory("Alice prefers window seats", user_name="alice").memory_id
+    proc = _start(shared, tmp_path, _worker(f"""
+        from reme.errors import StoreError
+        stop["at"], stop["nth"] = "swap", 2  # its conditional write answered, its read-back not sent
+        try:
+            await reme.record_usage(["{memory_id}"], True, user_name="alice")
+            out["ok"] += 1
+        except StoreError as exc:
+            out["unknown"] = str(exc)
+    """, prelude=STOP_AT), "counting")
+    try:
+        _stop_then(proc)
+        with _open(shared, tmp_path) as reme:
+            for _ in range(others):
+                reme.record_usage([memory_id], True, user_name="alice")
+        os.kill(proc.pid, signal.SIGCONT)
+        result = _result(proc)
+    finally:
+        _reap(proc)
+    if others <= LINEAGE:
+        assert result["ok"] == 1
+    else:
+        assert result["ok"] == 0 and "whether this write took effect is not known" in result["unknown"]
+    with _open(shared, tmp_path) as reme:
+        assert reme.get_memory(memory_id, user_name="alice").access_count == others + 1
 
 
 def test_two_processes_updating_one_memory_keep_every_version(shared: dict[str, Any], tmp_path: Path) -> None:

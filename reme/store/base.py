@@ -67,6 +67,9 @@ class VectorRecord(BaseModel):
     """The stored record's revision, as a read found it: a token every write of the record
     replaces, which a conditional write (`Swap`) compares. None for a record written before
     revisions existed. Not part of a record's exported form."""
+    lineage: tuple[str, ...] = Field(default=(), exclude=True)
+    """The revisions this one replaced, newest first, as many as `LINEAGE` (a store that
+    processes share keeps them: see `QdrantStore._swap_read`); empty where none are kept."""
 
 
 class GetResult(BaseModel):
@@ -205,6 +208,8 @@ def encode_steps(steps: Sequence[WriteOp]) -> bytes:
 
 def _record_line(record: VectorRecord) -> str:
     revision = f', "revision": {json.dumps(record.revision)}' if record.revision else ""
+    if record.lineage:
+        revision += f', "lineage": {json.dumps(list(record.lineage))}'
     return '{"node": %s, "vector": "%s"%s}' % (record.node.model_dump_json(), base64.b64encode(
         np.asarray(record.vector, dtype="<f4").tobytes()).decode(), revision)
 
@@ -213,7 +218,7 @@ def _read_record(line: str) -> VectorRecord:
     r = json.loads(line)
     vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(float).tolist()
     return VectorRecord.model_construct(node=MemoryNode.model_validate(r["node"]), vector=vector,
-                                        revision=r.get("revision"))
+                                        revision=r.get("revision"), lineage=tuple(r.get("lineage", ())))
 
 
 def decode_steps(body: bytes) -> list[WriteOp]:
@@ -292,6 +297,19 @@ MAX_TIE_FETCH = 4096
 
 REVISION = "revision"
 """The payload field holding a record's revision (see `VectorRecord.revision`)."""
+PRIOR = "prior"
+"""The payload field holding the revisions a record's revision replaced (`VectorRecord.lineage`)."""
+LINEAGE = 16
+"""How many replaced revisions a record keeps (`VectorRecord.lineage`)."""
+
+
+def lineage_of(payload: dict[str, Any]) -> tuple[str, ...]:
+    """A stored payload's `VectorRecord.lineage` (one revision, as written before lineages were
+    kept, or a list)."""
+    prior = payload.get(PRIOR)
+    if prior is None:
+        return ()
+    return (prior,) if isinstance(prior, str) else tuple(prior)
 
 
 def to_payload(node: MemoryNode, revision: str | None = None) -> dict[str, Any]:
@@ -336,7 +354,7 @@ def from_payload(payload: dict[str, Any]) -> MemoryNode:
 def record_of(payload: dict[str, Any], vector: list[float] | None) -> VectorRecord:
     """A stored point as a record (see `from_payload`)."""
     return _construct(VectorRecord, {"node": from_payload(payload), "vector": vector,
-                                     "revision": payload.get(REVISION)})
+                                     "revision": payload.get(REVISION), "lineage": lineage_of(payload)})
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -1059,7 +1077,8 @@ class VectorStore(ABC):
         # model_construct: the node is already validated and the vector was just checked. A plain
         # upsert gives every record a fresh revision: a swap that read the one before then loses.
         return [VectorRecord.model_construct(node=r.node, vector=self._check_vector(name, dim, r.vector),
-                                             revision=r.revision if keep_revision else None) for r in records]
+                                             revision=r.revision if keep_revision else None,
+                                             lineage=r.lineage if keep_revision else ()) for r in records]
 
     # -- shared ------------------------------------------------------------------------------
     async def _require_dim(self, name: str) -> int:

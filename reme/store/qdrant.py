@@ -50,8 +50,8 @@ from qdrant_client.http.exceptions import ApiException
 from pydantic import ValidationError
 
 from reme.errors import ConfigError, StoreError, StoreLockedError
-from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, RRF_K, SPARSE, Direction, GetResult, Hit,
-                             REVISION, SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
+from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, LINEAGE, PRIOR, RRF_K, SPARSE, Direction,
+                             GetResult, Hit, REVISION, lineage_of, SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
                              dense_of, is_uuid, record_of, to_payload)
 from reme.store.base import Swap, decode_steps
 from reme.store.filters import Filter, FilterTranslator
@@ -115,8 +115,6 @@ def _is_dying(revision: Any) -> bool:
 
 
 _DYING = "-dying"
-PRIOR = "prior"
-"""The payload field holding the revision a swap replaced (see `_swap`)."""
 
 
 def _sparse(terms: SparseTerms) -> models.SparseVector:
@@ -745,10 +743,11 @@ class QdrantStore(VectorStore):
                                           _revision_is(_dying(token))])
             # A record to delete is claimed with the dying form of the token: reads by id no longer
             # see it (`get`), so no writer replaces it between this claim and its deletion.
-            # `prior`: what it replaced, so that a writer whose swap was replaced again before it read
-            # the revisions back knows it had won.
+            # `prior`: the revisions it replaced, newest first (`VectorRecord.lineage`), so that a
+            # writer whose swap was replaced again, and again, before it read the revisions back
+            # knows it had won (see `_swap_read`).
             payload = to_payload(record.node, token if new is not None else _dying(token))
-            payload[PRIOR] = old.revision
+            payload[PRIOR] = [r for r in (old.revision, *old.lineage) if r is not None][:LINEAGE]
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
                 payload=payload, filter=where)))
             if new is not None:
@@ -766,13 +765,27 @@ class QdrantStore(VectorStore):
 
     async def _swap_read(self, name: str, items: list[tuple[VectorRecord, VectorRecord | None]], token: str, *,
                          replay: bool) -> tuple[set[str], set[str]]:
+        # A record holding `token`, or a revision whose lineage holds it, took this write. Where the
+        # lineage reaches back neither to `token` nor to the revision the write replaces, so many
+        # writes came after it that it is no longer known whether it took it: that is no
+        # `ConflictError` (a retry could apply it twice) but a `StoreError`.
         ids = [old.node.memory_id for old, _ in items]
         got = await self._call("swap", self._client.retrieve(name, ids, with_payload=[REVISION, PRIOR]))
-        stored = {str(p.id): ((p.payload or {}).get(REVISION), (p.payload or {}).get(PRIOR)) for p in got}
-        won = {old.node.memory_id for old, new in items
-               if stored.get(old.node.memory_id, ("", ""))[0] == (token if new is not None else _dying(token))
-               or (new is not None and stored.get(old.node.memory_id, ("", ""))[1] == token)
-               or (replay and new is None and old.node.memory_id not in stored)}
+        stored = {str(p.id): ((p.payload or {}).get(REVISION), lineage_of(p.payload or {})) for p in got}
+        won: set[str] = set()
+        for old, new in items:
+            mid = old.node.memory_id
+            if mid not in stored:
+                if replay and new is None:
+                    won.add(mid)
+                continue
+            revision, lineage = stored[mid]
+            if revision == (token if new is not None else _dying(token)) or (new is not None and token in lineage):
+                won.add(mid)
+            elif (new is not None and len(lineage) >= LINEAGE and old.revision is not None
+                  and old.revision != revision and old.revision not in lineage):
+                raise StoreError(f"memory {mid} was written {LINEAGE} times by others before this write could read "
+                                 "it back: whether this write took effect is not known")
         return won, set(stored)
 
     async def _put_back(self, name: str, olds: list[VectorRecord], token: str) -> None:
@@ -781,6 +794,7 @@ class QdrantStore(VectorStore):
             where = models.Filter(must=[models.HasIdCondition(has_id=[old.node.memory_id])],
                                   should=[_revision_is(token), _revision_is(_dying(token))])
             back = to_payload(old.node, old.revision)
+            back[PRIOR] = list(old.lineage)
             operations.append(models.OverwritePayloadOperation(overwrite_payload=models.SetPayload(
                 payload=back, filter=where)))
             operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
