@@ -1098,6 +1098,13 @@ async def test_an_update_of_a_memory_about_something_else_adds_the_candidate_ins
      "Irene is a pastry chef now"),
     ("Dan", "Dan has been vegetarian for ten years", "I'm not vegetarian any more, I started eating fish again.",
      "Dan started eating fish again"),
+    # fresh's two stale values no rule saw (qwen1.5b added the candidate beside the memory)
+    ("Mia", "Mia is allergic to amoxicillin", "Turns out I'm not allergic to amoxicillin after all, the test was clear.",
+     "Mia's allergy test for amoxicillin was clear"),
+    ("Leo", "Leo is presenting at the Vienna conference in May", "I've pulled out of Vienna, too much on at work.",
+     "Leo has too much on at work"),
+    ("Sam", "Sam's wedding is planned for June", "We called off the wedding last week.",
+     "Sam called off the wedding"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1110,12 +1117,16 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
     assert any(r.action == "defaulted" and "ended" in r.reason for r in result.rejected)
 
 
-async def test_an_ending_in_another_clause_leaves_a_memory_as_it_is(reme: ReMe, server: OpenAITestServer) -> None:
-    old, result = await reconciled(reme, server, "Bob", "Bob works at Google",
-                                   "I stopped drinking coffee, but I still love my job at Google.",
-                                   "Bob stopped drinking coffee", None, action="ADD")
+@pytest.mark.parametrize(("said", "candidate"), [
+    ("I stopped drinking coffee, but I still love my job at Google.", "Bob stopped drinking coffee"),
+    ("The offsite got cancelled, but I still love my job at Google.", "Bob's offsite got cancelled"),
+    ("I went to the Google offsite after all, and I love my job.", "Bob went to the Google offsite"),
+])
+async def test_an_ending_in_another_clause_leaves_a_memory_as_it_is(reme: ReMe, server: OpenAITestServer,
+                                                                     said: str, candidate: str) -> None:
+    old, result = await reconciled(reme, server, "Bob", "Bob works at Google", said, candidate, None, action="ADD")
 
-    assert result.updated == [] and [n.content for n in result.added] == ["Bob stopped drinking coffee"]
+    assert result.updated == [] and [n.content for n in result.added] == [candidate]
     assert (await reme.get_memory(old.memory_id)).content == old.content
 
 

@@ -965,15 +965,20 @@ def _content_stems(text: str, user_name: str) -> set[str]:
             and w not in name}
 
 
-ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to)\b", re.IGNORECASE)
+ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
+                   r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out)\b"
+                   r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 
 
 def ended(lines: str, stored: str, user_name: str) -> bool:
     """Whether a clause of `lines` says that what a stored memory states has ended: a clause with
-    "quit", "stopped", "no longer", "not ... any more", "no more" or "used to" and a word of the
-    memory ("I quit Deloitte" for "Irene works as an accountant at Deloitte"; "I stopped drinking
-    coffee, but I love my job at Google" does not end "Bob works at Google"). False for a memory
-    that says so itself, or Chinese."""
+    "quit", "stopped", "no longer", "not ... any more", "no more", "used to", "pulled out",
+    "called off", "cancelled", "dropped out", "broke up", "moved out" or "not ... after all" and a
+    word of the memory ("I quit Deloitte" for "Irene works as an accountant at Deloitte"; "I
+    stopped drinking coffee, but I love my job at Google" does not end "Bob works at Google").
+    The shared word may belong to something else in the same clause: "The Google offsite got
+    cancelled" would end "Bob works at Google" (a known false positive of a word rule). False for
+    a memory that says so itself, or Chinese."""
     if ENDED.search(stored) or CJK_CHAR.search(stored + lines):
         return False
     held = _content_stems(stored, user_name)
