@@ -30,7 +30,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Annotated, Any, Callable, Iterable, Literal, Sequence
+from typing import Annotated, Any, Callable, Collection, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -357,9 +357,7 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     name = speakers.pop()
     if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
         return None
-    named = set(words(name))
-    own = {_stem(w) for w in words(text) if len(w) >= 3 and w not in FILLER and w not in COMMON_WORDS
-           and w not in named}
+    own = {_stem(w) for w in content_words(text, set(words(name)), shortest=3)}
     shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
     most = max((n for n, _ in shared), default=0)
     best = [words(sentence) for n, sentence in shared if n == most and n]
@@ -410,8 +408,7 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
         return []
     names = {w for name in (user_name, *(m.name for m in messages if m.name)) for w in words(name)}
     held = stems(m.content for m in messages)
-    said = [w for w in dict.fromkeys(words(text)) if len(w) >= 4 and not w.isdigit()
-            and w not in FILLER and w not in COMMON_WORDS and w not in TIME_WORDS and w not in names]
+    said = [w for w in content_words(text, names | TIME_WORDS) if not w.isdigit()]
     unsaid = [w for w in said if _stem(w) not in held]
     if len(unsaid) < 2 or 2 * len(unsaid) <= len(said):
         return []
@@ -465,6 +462,14 @@ def _stem(word: str) -> str:
 def stems(texts: Iterable[str]) -> set[str]:
     """The `_stem`s of every word of `texts`."""
     return {_stem(w) for text in texts for w in words(text)}
+
+
+def content_words(text: str, skip: Collection[str] = (), *, shortest: int = 4, filler: bool = True) -> list[str]:
+    """The distinct words of a text worth comparing, in order: `shortest` letters or more, not a
+    common word (`COMMON_WORDS`), nor a filler word (`FILLER`, unless `filler` is False), nor one
+    of `skip` (names)."""
+    return [w for w in dict.fromkeys(words(text)) if len(w) >= shortest and w not in COMMON_WORDS
+            and not (filler and w in FILLER) and w not in skip]
 
 
 SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
@@ -960,9 +965,7 @@ def revised(old: MemoryNode, cand: MemoryNode, text: str, history: MemoryNode) -
 def _content_stems(text: str, user_name: str) -> set[str]:
     """The `_stem`s of a text's words worth comparing (four letters or more, no filler or common
     word, not the user's name)."""
-    name = set(words(user_name))
-    return {_stem(w) for w in words(text) if len(w) >= 4 and w not in FILLER and w not in COMMON_WORDS
-            and w not in name}
+    return {_stem(w) for w in content_words(text, set(words(user_name)))}
 
 
 ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
@@ -1024,7 +1027,7 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     names = {w for m in messages if m.name for w in words(m.name)}
     by_assistant = stems(m.content for m in messages if m.role == "assistant")
     by_others = stems(m.content for m in messages if m.role != "assistant")
-    said = list(dict.fromkeys(w for w in words(text) if len(w) >= 4 and w not in names and w not in COMMON_WORDS))
+    said = content_words(text, names, filler=False)
     borrowed = [w for w in said if _stem(w) not in by_others and (sources is not None or _stem(w) in by_assistant)]
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
