@@ -144,6 +144,11 @@ async def locomo(args: argparse.Namespace, conv: Conversation, llm: dict[str, An
             compact_calls += ready.usage.calls
             sent.append(ready.tokens_after)
             unsent.append(tokens(full))
+            if args.summaries and ready.compacted:
+                with open(args.summaries, "a", encoding="utf-8") as out:
+                    out.write(json.dumps({"conversation": conv.sample_id, "turn": len(full), "compacted": ready.compacted,
+                                          "calls": ready.usage.calls, "summary": ready.summary},
+                                         ensure_ascii=False) + "\n")
         await reme.wait_background()
         kept = {m.message.get("id") for m in await reme.get_messages(session_name=session, exclude_mark=COMPRESSED)}
         context = ready.messages
@@ -392,6 +397,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-url", help="a real OpenAI-compatible endpoint instead of the scripted server")
     p.add_argument("--model", default="local")
     p.add_argument("--api-key")
+    p.add_argument("--summaries", help="append each compaction's summary (LoCoMo) to this JSON-lines file")
     p.add_argument("--overhead", action="store_true",
                    help="measure ReMe's own cost per turn (add_messages + prepare_context) in long sessions")
     p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000],
