@@ -40,21 +40,24 @@ N = 50
 STOP_AT = """
 from reme.store.qdrant import QdrantStore
 _call = QdrantStore._call
-stop = {"at": None, "nth": 1, "signal": signal.SIGSTOP, "after": None}
+stops = []  # [kind, nth, signal, after]: the first is armed
 answered = set()
 
+def stop_at(kind, nth=1, sig=signal.SIGSTOP, after=None):
+    stops.append([kind, nth, sig, after])
+
 async def _stopping_call(self, what, coro):
-    # A test's instrument: send this process stop["signal"] right before the nth call of the kind
-    # stop["at"] names reaches the server (once a call of the kind stop["after"] names, sent
-    # beside it, has been answered).
-    if what == stop["at"]:
-        stop["nth"] -= 1
-        if stop["nth"] == 0:
-            stop["at"] = None
-            while stop["after"] is not None and stop["after"] not in answered:
+    # A test's instrument: send this process the first stop's signal right before the nth call of
+    # its kind (counted from the stop before it) reaches the server, once a call of the kind its
+    # `after` names, sent beside it, has been answered.
+    if stops and what == stops[0][0]:
+        stops[0][1] -= 1
+        if stops[0][1] == 0:
+            _, _, sig, after = stops.pop(0)
+            while after is not None and after not in answered:
                 await asyncio.sleep(0.001)
             print("stopping", flush=True)
-            os.kill(os.getpid(), stop["signal"])
+            os.kill(os.getpid(), sig)
     try:
         return await _call(self, what, coro)
     finally:
@@ -62,11 +65,17 @@ async def _stopping_call(self, what, coro):
 
 QdrantStore._call = _stopping_call
 """
-"""Put in a worker's program: `stop["at"] = "journal"` stops it with SIGSTOP (as a debugger, a
-long GC pause or a frozen VM would) right before its next call of that kind reaches the server;
-with `stop["signal"] = signal.SIGKILL` it dies there instead. An update or a delete sends the
-version it keeps beside its conditional write: `stop["after"] = "swap"` stops it at the version
-once the conditional write is done."""
+"""Put in a worker's program (the one instrument of these tests): `stop_at("journal")` stops it
+with SIGSTOP (as a debugger, a long GC pause or a frozen VM would) right before its next call of
+that kind reaches the server; `stop_at("upsert", 2, signal.SIGKILL)` kills it before its second
+upsert instead. Several `stop_at` calls stop it one after the other (each counting from the one
+before). An update or a delete sends the version it keeps beside its conditional write:
+`after="swap"` stops it at the version once the conditional write is done."""
+
+
+def _stops(*calls: str) -> str:
+    """STOP_AT with stops armed before the worker runs: each of `calls` the arguments of one `stop_at`."""
+    return STOP_AT + "".join(f"stop_at({c})\n" for c in calls)
 
 
 def _reap(*procs: subprocess.Popen[str] | None) -> None:
@@ -76,26 +85,6 @@ def _reap(*procs: subprocess.Popen[str] | None) -> None:
         if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)
             proc.kill()
-
-
-def _stop_at_swaps(*nth: int) -> str:
-    """Put in a worker's program: SIGSTOP it right before each of its `nth` conditional writes
-    ("swap" calls, counted from 1) reaches the server."""
-    return f"""
-from reme.store.qdrant import QdrantStore
-_call = QdrantStore._call
-swaps = {{"n": 0}}
-
-async def _stopping_call(self, what, coro):
-    if what == "swap":
-        swaps["n"] += 1
-        if swaps["n"] in {set(nth)!r}:
-            print("stopping", flush=True)
-            os.kill(os.getpid(), signal.SIGSTOP)
-    return await _call(self, what, coro)
-
-QdrantStore._call = _stopping_call
-"""
 
 
 def _worker(body: str, llm: str | None = None, prelude: str = "") -> str:
@@ -209,7 +198,7 @@ def test_a_count_replaced_before_its_read_back_is_counted_once(shared: dict[str,
         memory_id = reme.add_memory("Alice prefers window seats", user_name="alice").memory_id
     proc = _start(shared, tmp_path, _worker(f"""
         from reme.errors import StoreError
-        stop["at"], stop["nth"] = "swap", 2  # its conditional write answered, its read-back not sent
+        stop_at("swap", 2)  # its conditional write answered, its read-back not sent
         try:
             await reme.record_usage(["{memory_id}"], True, user_name="alice")
             out["ok"] += 1
@@ -286,7 +275,7 @@ def test_an_add_first_finishes_a_dead_summary_that_was_adding_its_text(node_stor
     server.script("long-term memory consistent", {"decisions": []})
     store = {**node_store, "batch_size": 2, "lease": 1.0}
     killed = _start(store, tmp_path, _worker("""
-        stop["at"], stop["nth"], stop["signal"] = "upsert", 2, signal.SIGKILL
+        stop_at("upsert", 2, signal.SIGKILL)
         await reme.summarize_memory([{"role": "user", "content": "Here is where I keep my things: each item in its drawer"}],
                                     user_name="alice")
     """, llm=server.base_url, prelude=STOP_AT), "killed")
@@ -334,14 +323,9 @@ async def test_an_add_waiting_for_one_claim_holds_none_after_it(node_store: dict
 def _stopped_adder(store: dict[str, Any], tmp_path: Path, body: str) -> subprocess.Popen[str]:
     """A process stopped (SIGSTOP) right before the write of its add reaches the server, holding
     whatever an add holds then; a lease far longer than the test, so nobody takes it over."""
-    proc = _start({**store, "lease": 600.0}, tmp_path, _worker('stop["at"] = "upsert"\n' + textwrap.dedent(body),
+    proc = _start({**store, "lease": 600.0}, tmp_path, _worker('stop_at("upsert")\n' + textwrap.dedent(body),
                                                               prelude=STOP_AT), "stopped")
-    _go(proc)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
-    deadline = time.monotonic() + 30
-    while not _stopped(proc):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    _stop_then(proc)
     return proc
 
 
@@ -391,7 +375,7 @@ def test_an_add_killed_half_way_is_finished_by_the_next_add_of_its_content(node_
     that memory back rather than a second one."""
     store = {**node_store, "batch_size": 2, "lease": 1.0}
     killed = _start(store, tmp_path, _worker("""
-        stop["at"], stop["nth"], stop["signal"] = "upsert", 2, signal.SIGKILL
+        stop_at("upsert", 2, signal.SIGKILL)
         await reme.add_memories([MemoryNode(memory_type="personal", memory_target="alice", content=f"Alice fact {i}")
                                  for i in range(5)])
     """, prelude="from reme import MemoryNode\n" + STOP_AT), "killed")
@@ -462,6 +446,15 @@ def _stopped(proc: subprocess.Popen[str]) -> bool:
     return Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
 
 
+def _wait_stopped(proc: subprocess.Popen[str]) -> None:
+    """Wait until `proc` said it stops itself (STOP_AT) and is stopped."""
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
+    deadline = time.monotonic() + 30
+    while not _stopped(proc):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def test_a_holder_paused_beyond_its_lease_cannot_overwrite_a_newer_version(shared: dict[str, Any],
                                                                            tmp_path: Path) -> None:
     lease = 1.0
@@ -474,7 +467,7 @@ def test_a_holder_paused_beyond_its_lease_cannot_overwrite_a_newer_version(share
     """
     # The first process holds the lock with a short lease and is stopped once it has read the
     # memory, right before its write reaches the server (its first intent-record call).
-    paused = subprocess.Popen([sys.executable, "-c", _worker('stop["at"] = "journal"\n' + textwrap.dedent(update),
+    paused = subprocess.Popen([sys.executable, "-c", _worker('stop_at("journal")\n' + textwrap.dedent(update),
                                                                      prelude=STOP_AT),
                                json.dumps({**shared, "lease": lease}), str(tmp_path / "paused"), "from the paused one"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -485,12 +478,7 @@ def test_a_holder_paused_beyond_its_lease_cannot_overwrite_a_newer_version(share
                                   "from the one that took over"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  text=True)
         assert other.stdout is not None and other.stdout.readline().strip() == "ready"
-        _go(paused)
-        assert paused.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(paused):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _stop_then(paused)
         time.sleep(2 * lease)  # its lease runs out: it renews no more
         _go(other)
         took_over = _result(other)
@@ -516,10 +504,10 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
         bob = reme.add_memory("Bob fact", user_name="bob")
     # Killed between two engine calls of one write: delete_all has deleted alice's memories, not yet their versions; update_memory has written the new state but not the version it ends.
     body = {"delete_all": """
-        stop["at"], stop["nth"], stop["signal"] = "delete", 2, signal.SIGKILL
+        stop_at("delete", 2, signal.SIGKILL)
         await reme.delete_all(user_name="alice")
     """, "update_memory": f"""
-        stop["at"], stop["signal"], stop["after"] = "upsert", signal.SIGKILL, "swap"
+        stop_at("upsert", sig=signal.SIGKILL, after="swap")
         await reme.update_memory("{alice[1].memory_id}", content="Alice fact 1, revised", user_name="alice")
     """}[operation]
     proc = _start(node_store, tmp_path, _worker(body, prelude=STOP_AT), "killed")
@@ -607,17 +595,12 @@ def test_an_update_never_brings_back_a_memory_whose_deletion_has_begun(node_stor
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
     # Stopped after its claim, right before the deletion reaches the server.
     deleting = _start(node_store, tmp_path, _worker(f"""
-        stop["at"] = "delete"
+        stop_at("delete")
         await reme.delete_memory("{memory_id}", user_name="alice")
         out["ok"] += 1
     """, prelude=STOP_AT), "deleting")
     try:
-        _go(deleting)
-        assert deleting.stdout is not None and deleting.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(deleting):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _stop_then(deleting)
         with _open(node_store, tmp_path) as reme:
             with pytest.raises(MemoryNotFoundError):
                 reme.update_memory(memory_id, content="draft 1", user_name="alice")
@@ -641,7 +624,7 @@ def test_a_late_replay_of_a_killed_update_never_undoes_a_later_one(node_store: d
     with _open(node_store, tmp_path) as reme:
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
     killed = _start(node_store, tmp_path, _worker(f"""
-        stop["at"], stop["signal"], stop["after"] = "upsert", signal.SIGKILL, "swap"
+        stop_at("upsert", sig=signal.SIGKILL, after="swap")
         await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")
     """, prelude=STOP_AT), "killed")
     _go(killed)
@@ -679,7 +662,7 @@ def test_a_change_by_id_first_finishes_the_dead_batch_that_wrote_the_memory(node
         for node in (kept, gone)]
     (tmp_path / "memories.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     killed = _start(node_store, tmp_path, _worker(f"""
-        stop["at"], stop["nth"], stop["signal"] = "journal", 2, signal.SIGKILL  # the intent record's drop
+        stop_at("journal", 2, signal.SIGKILL)  # the intent record's drop
         await reme.import_memory({str(tmp_path / "memories.jsonl")!r}, user_name="alice")
     """, prelude=STOP_AT), "killed")
     _go(killed)
@@ -710,17 +693,12 @@ def test_a_summary_whose_write_loses_to_a_read_count_writes_again(node_store: di
     server.script("long-term memory consistent", {"decisions": [{"candidate": 0, "action": "UPDATE", "id": 0,
                                                                  "text": "Alice lives in Berlin", "reason": "moved"}]})
     summarizing = _start(node_store, tmp_path, _worker("""
-        stop["at"] = "swap"
+        stop_at("swap")
         await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin"}], user_name="alice")
         out["ok"] += 1
     """, llm=server.base_url, prelude=STOP_AT), "summarizing")
     try:
-        _go(summarizing)
-        assert summarizing.stdout is not None and summarizing.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(summarizing):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _stop_then(summarizing)
         with ReMeSync(working_dir=tmp_path / "reader", embedding={"backend": "hash", "dimensions": DIM},
                       vector_store=node_store, retrieval={"track_reads": True}) as reme:
             found = reme.retrieve_memory("where does Alice live", user_name="alice", rewrite=False)
@@ -744,26 +722,18 @@ def test_usage_counts_of_several_memories_never_take_back_a_count_another_proces
     with _open(node_store, tmp_path) as reme:
         a, b = (reme.add_memory(text, user_name="alice").memory_id for text in ("Alice likes tea", "Alice hikes"))
     # stopped before its first conditional write and before its third (what follows the read-back of the first)
-    stops = _stop_at_swaps(1, 3)
+    stops = _stops('"swap"', '"swap", 2')
     counting = _start(node_store, tmp_path, _worker(f"""
         await reme.record_usage(["{a}", "{b}"], True, user_name="alice")
         out["ok"] += 1
     """, prelude=stops), "counting")
 
-    def stopped() -> None:
-        assert counting.stdout is not None and counting.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(counting):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-
     try:
-        _go(counting)
-        stopped()
+        _stop_then(counting)
         with _open(node_store, tmp_path) as reme:
             reme.record_usage([b], True, user_name="alice")  # its write of b will lose
         os.kill(counting.pid, signal.SIGCONT)
-        stopped()
+        _wait_stopped(counting)
         with _open(node_store, tmp_path) as reme:
             reme.record_usage([a], True, user_name="alice")  # counts on its count of a
         os.kill(counting.pid, signal.SIGCONT)
@@ -807,7 +777,7 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
             if change == "update_memory" else f'delete_memory("{memory_id}", user_name="alice")')
     changing = _start(node_store, tmp_path, _worker(f"""
         from reme.errors import MemoryNotFoundError
-        stop["at"], stop["after"] = "upsert", "swap"  # the version, its conditional write done
+        stop_at("upsert", after="swap")  # the version, its conditional write done
         try:
             await reme.{call}
             out["ok"] += 1
@@ -815,12 +785,7 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
             out["not found"] = 1
     """, prelude=STOP_AT), "changing")
     try:
-        _go(changing)
-        assert changing.stdout is not None and changing.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(changing):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _stop_then(changing)
         with _open(node_store, tmp_path) as reme:
             if wipe_call == "forget":
                 assert reme.forget(user_name="alice", purge=True) == 1
@@ -850,7 +815,7 @@ def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
     server.script("long-term memory consistent", {"decisions": [
         {"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice moved to Berlin", "reason": "summary"},
         {"candidate": 1, "action": "UPDATE", "id": 1, "text": "Alice drinks coffee now", "reason": "summary"}]})
-    stops = _stop_at_swaps(1, 2)  # before its conditional write and before reading back what it won
+    stops = _stops('"swap"', '"swap"')  # before its conditional write and before reading back what it won
     summarizing = _start(node_store, tmp_path, _worker("""
         try:
             await reme.summarize_memory([{"role": "user", "content": "I moved to Berlin and I drink coffee now"}],
@@ -860,20 +825,12 @@ def test_a_change_by_id_never_builds_on_a_summary_write_that_is_then_taken_back(
             out["conflicts"] += 1
     """, llm=server.base_url, prelude=stops), "summarizing")
 
-    def stopped() -> None:
-        assert summarizing.stdout is not None and summarizing.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(summarizing):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-
     try:
-        _go(summarizing)
-        stopped()
+        _stop_then(summarizing)
         with _open(node_store, tmp_path) as reme:  # the summary's write of tea will lose
             reme.update_memory(tea.memory_id, content="Alice drinks green tea", user_name="alice")
         os.kill(summarizing.pid, signal.SIGCONT)
-        stopped()  # its write is in the engine: Paris won, tea lost
+        _wait_stopped(summarizing)  # its write is in the engine: Paris won, tea lost
         with _open(node_store, tmp_path) as reme:
             reme.update_memory(paris.memory_id, tags=["home"], user_name="alice")
         os.kill(summarizing.pid, signal.SIGCONT)
@@ -897,42 +854,6 @@ def _files_holding(nodes: list[Node], collection: str, text: str) -> list[str]:
         out += [str(p) for name in (collection, f"{collection}-versions") if (folder / name).exists()
                 for p in (folder / name).rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
     return sorted(out)
-
-
-def _at_read_back(first: str | None, second: str) -> str:
-    """Put in a worker's program: send it signal `first` (a name; None: none) right before its
-    first conditional write reaches the server, and `second` right before the read-back of that
-    write, once the version sent beside the write has been answered too."""
-    return f"""
-from reme.store.qdrant import QdrantStore
-_call = QdrantStore._call
-swaps = {{"n": 0}}
-answered = set()
-
-async def _stopping_call(self, what, coro):
-    if what == "swap":
-        swaps["n"] += 1
-        sent = {{1: {first!r}, 2: {second!r}}}.get(swaps["n"])
-        while swaps["n"] == 2 and "upsert" not in answered:
-            await asyncio.sleep(0.001)
-        if sent is not None:
-            print("stopping", flush=True)
-            os.kill(os.getpid(), getattr(signal, sent))
-    try:
-        return await _call(self, what, coro)
-    finally:
-        answered.add(what)
-
-QdrantStore._call = _stopping_call
-"""
-
-
-def _wait_stopped(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
-    deadline = time.monotonic() + 30
-    while not _stopped(proc):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
 
 
 def _stop_then(proc: subprocess.Popen[str]) -> None:
@@ -963,7 +884,7 @@ def test_a_scrub_leaves_no_file_holding_the_text_of_an_update_racing_it(request:
         reme.add_memory("Alice likes tea", user_name="alice")
     updating = _start(store, tmp_path, _worker(f"""
         from reme.errors import MemoryNotFoundError
-        stop["at"], stop["after"] = "upsert", "swap"  # the version, once its conditional write is done
+        stop_at("upsert", after="swap")  # the version, once its conditional write is done
         try:
             await reme.update_memory("{memory_id}", content="Alice's passport is {secret}, renewed", user_name="alice")
             out["ok"] += 1
@@ -1002,10 +923,9 @@ def test_the_version_of_an_update_that_lost_and_died_is_taken_back_by_the_replay
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
     losing = _start(node_store, tmp_path, _worker(f"""
         await reme.update_memory("{memory_id}", content="draft A", user_name="alice")
-    """, prelude=_at_read_back("SIGSTOP", "SIGKILL")), "losing")
+    """, prelude=_stops('"swap"', '"swap", sig=signal.SIGKILL, after="upsert"')), "losing")
     try:
-        _go(losing)
-        _wait_stopped(losing)  # it read draft 0; its conditional write is not sent yet
+        _stop_then(losing)  # it read draft 0; its conditional write is not sent yet
         with _open(node_store, tmp_path) as reme:
             assert reme.update_memory(memory_id, content="draft B", user_name="alice").version == 2
         os.kill(losing.pid, signal.SIGCONT)
@@ -1034,10 +954,9 @@ def test_an_update_whose_memory_was_deleted_after_its_write_keeps_its_version(no
         memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
     updating = _start(node_store, tmp_path, _worker(f"""
         out["version"] = (await reme.update_memory("{memory_id}", content="draft 1", user_name="alice")).version
-    """, prelude=_at_read_back(None, "SIGSTOP")), "updating")
+    """, prelude=_stops('"swap", 2, after="upsert"')), "updating")
     try:
-        _go(updating)
-        _wait_stopped(updating)
+        _stop_then(updating)
         with _open(node_store, tmp_path) as reme:
             assert reme.get_memory(memory_id, user_name="alice").content == "draft 1"
             reme.delete_memory(memory_id, user_name="alice")
@@ -1050,33 +969,6 @@ def test_an_update_whose_memory_was_deleted_after_its_write_keeps_its_version(no
             reme.get_memory(memory_id, user_name="alice")
         assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [
             ("draft 0", "UPDATE"), ("draft 1", "DELETE")]
-
-
-def _stop_at(*calls: str) -> str:
-    """Put in a worker's program: SIGSTOP it right before its next call of the kind `calls[0]`
-    names reaches the server, then (once continued) before its next call of kind `calls[1]`,
-    and so on. A version ("upsert") is sent beside its conditional write: it stops there once
-    that write ("swap") has been answered."""
-    return f"""
-from reme.store.qdrant import QdrantStore
-_call = QdrantStore._call
-stops = {list(calls)!r}
-answered = set()
-
-async def _stopping_call(self, what, coro):
-    if stops and what == stops[0]:
-        stops.pop(0)
-        while what == "upsert" and "swap" not in answered:
-            await asyncio.sleep(0.001)
-        print("stopping", flush=True)
-        os.kill(os.getpid(), signal.SIGSTOP)
-    try:
-        return await _call(self, what, coro)
-    finally:
-        answered.add(what)
-
-QdrantStore._call = _stopping_call
-"""
 
 
 def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node_store: dict[str, Any],
@@ -1098,23 +990,19 @@ def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node
             out["not found"] = 1
     """
     update = f'update_memory("{memory_id}", content="Alice whispered the vault code 1", user_name="alice")'
-    updating = _start(node_store, tmp_path, _worker(body.format(call=update), prelude=_stop_at("upsert")),
+    updating = _start(node_store, tmp_path, _worker(body.format(call=update), prelude=_stops('"upsert", after="swap"')),
                       "updating")
     deleting = None
     try:
         _stop_then(updating)  # its conditional write is done; its version is next
         deleting = _start(node_store, tmp_path, _worker(
             body.format(call=f'delete_memory("{memory_id}", user_name="alice")'),
-            prelude=_stop_at("upsert", "list")), "deleting")
+            prelude=_stops('"upsert", after="swap"', '"list"')), "deleting")
         _stop_then(deleting)  # it claimed the memory (dying); its version is next
         with _open(node_store, tmp_path) as reme:
             assert reme.forget(user_name="alice", purge=True) == 1
         os.kill(deleting.pid, signal.SIGCONT)  # it writes its version, then stops before its check
-        assert deleting.stdout is not None and deleting.stdout.readline().strip() == "stopping"
-        deadline = time.monotonic() + 30
-        while not _stopped(deleting):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        _wait_stopped(deleting)
         os.kill(updating.pid, signal.SIGCONT)
         assert _result(updating)["ok"] == 1
         os.kill(deleting.pid, signal.SIGCONT)
