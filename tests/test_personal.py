@@ -1071,6 +1071,7 @@ def topic_vectors(texts: list[str]) -> list[list[float]]:
 
 @pytest.mark.parametrize(("stored", "said", "candidate", "kept"), [
     # qwen1.5b "updated" Dan's favourite risotto to his doctor's iron advice: the risotto was lost
+    # (shown beside a memory about his doctor, so that the reconcile is asked at all)
     ("Dan enjoys mushroom risotto as his favourite dish", "My doctor said I was low on iron.",
      "Dan's doctor said Dan was low on iron", True),
     # the same kind of fact, changed: the update stands though no word is shared
@@ -1082,7 +1083,17 @@ async def test_an_update_of_a_memory_about_something_else_adds_the_candidate_ins
     server.vectors = topic_vectors
     embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
     async with make_reme(embedding=embedding) as reme:
-        old, result = await reconciled(reme, server, "Dan", stored, said, candidate, candidate)
+        await reme.add_memory("Dan sees his doctor in Lyon", user_name="dan")  # about iron's doctor, not risotto
+        old = await reme.add_memory(stored, user_name="dan")
+        server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+
+        def update_stored(body: dict[str, Any]) -> dict[str, Any]:
+            shown = re.search(rf"^(\d+)\. \[[^]]*\] {re.escape(stored)}$", prompt_of(body), re.MULTILINE)
+            assert shown is not None
+            return decisions({"candidate": 0, "action": "UPDATE", "id": int(shown[1]), "text": candidate})
+
+        server.script(RECONCILE, update_stored)
+        result = await reme.summarize_memory([{"role": "user", "name": "Dan", "content": said}], user_name="dan")
         now = await reme.get_memory(old.memory_id)
 
     if kept:
@@ -1091,6 +1102,39 @@ async def test_an_update_of_a_memory_about_something_else_adds_the_candidate_ins
                    for r in result.rejected)
     else:
         assert result.added == [] and [n.content for n in result.updated] == [candidate] and now.content == candidate
+
+
+@pytest.mark.parametrize(("said", "candidate", "reconciled_too"), [
+    # every candidate about something else than every memory shown: the reconcile could only add
+    ("My doctor said I was low on iron.", "Dan's doctor said Dan was low on iron", False),
+    # one about a memory shown: it is asked
+    ("I moved to Berlin.", "Dan moved to Berlin", True),
+    # about something else, but its line says a memory shown has ended: it is asked
+    ("I'm not vegetarian any more and my doctor said I was low on iron.", "Dan's doctor said Dan was low on iron",
+     True),
+])
+async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
+        make_reme: Callable[..., ReMe], server: OpenAITestServer, said: str, candidate: str,
+        reconciled_too: bool) -> None:
+    server.vectors = topic_vectors
+    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
+    async with make_reme(embedding=embedding) as reme:
+        stored = [await reme.add_memory(text, user_name="dan")
+                  for text in ("Dan lives in Paris", "Dan has been vegetarian for ten years")]
+        server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+        server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+        result = await reme.summarize_memory([{"role": "user", "name": "Dan", "content": said}], user_name="dan")
+        kept = [(await reme.get_memory(n.memory_id)).content for n in stored]
+
+    asked = [r for r in server.requests if RECONCILE in prompt_of(r["body"])]
+    assert len(asked) == int(reconciled_too)
+    if not reconciled_too:
+        assert result.usage.calls == 1  # the extraction alone
+    if "vegetarian" in said:  # the ending rule updates the memory the line ends
+        assert [n.content for n in result.updated] == [candidate] and kept[0] == "Dan lives in Paris"
+    else:
+        assert [n.content for n in result.added] == [candidate] and result.updated == []
+        assert kept == ["Dan lives in Paris", "Dan has been vegetarian for ten years"]
 
 
 @pytest.mark.parametrize(("user", "stored", "said", "candidate"), [

@@ -587,16 +587,24 @@ class PersonalSummarizer:
         if not existing:
             plan.changes = [Change(new=c, vector=v) for c, v in zip(candidates, vectors)]
             return plan
-        shown = [{"id": i, "content": n.content, "time": n.message_time.strftime("%Y-%m-%d")}
-                 for i, n in enumerate(existing)]
-        listed = [{"index": i, "content": c.content, "time": c.message_time.strftime("%Y-%m-%d")}
-                  for i, c in enumerate(candidates)]
-        decisions = await self.llm.structured(
-            self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
-            Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
-            budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
         cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
-        apart = await self._apart(decisions, candidates, vectors, existing, cited, user_name)
+        stored = await self._vectors_of(existing)
+        if stored is not None and not any(cosine(v, vectors[k]) >= SAME_SUBJECT or ended(cited[k], n.content, user_name)
+                                          for n, v in zip(existing, stored) for k in range(len(candidates))):
+            # Every candidate is about something else than every memory shown: the reconcile could
+            # only add them (an UPDATE or DELETE of such a memory is not followed: `_apart`).
+            log.info("no candidate is about a memory shown; no reconcile call, they are added")
+            decisions = Decisions(decisions=[])
+        else:
+            shown = [{"id": i, "content": n.content, "time": n.message_time.strftime("%Y-%m-%d")}
+                     for i, n in enumerate(existing)]
+            listed = [{"index": i, "content": c.content, "time": c.message_time.strftime("%Y-%m-%d")}
+                      for i, c in enumerate(candidates)]
+            decisions = await self.llm.structured(
+                self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
+                Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
+                budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
+        apart = self._apart(decisions, vectors, existing, stored, cited, user_name)
         plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
                                     lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
                                                                       user_name, cand.message_time), cited, user_name,
@@ -794,20 +802,30 @@ class PersonalSummarizer:
                 found.setdefault(result.node.memory_id, result.node)
         return list(found.values())[:MAX_SHOWN]
 
-    async def _apart(self, decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
-                     existing: list[MemoryNode], cited: list[str], user_name: str) -> set[tuple[int, int]]:
+    async def _vectors_of(self, existing: list[MemoryNode]) -> list[list[float]] | None:
+        """The stored vectors of the memories shown (read with them; one embedded again only if it
+        went meanwhile); None where the embedder embeds no meaning."""
+        if not getattr(self.repo.embedder, "semantic", True):
+            return None
+        got = await self.repo.store.get(self.repo.collection, [n.memory_id for n in existing], with_vectors=True)
+        read = {r.node.memory_id: r.vector for r in got.found if r.vector is not None}
+        gone = [n.retrieval_text for n in existing if n.memory_id not in read]
+        made = iter(await self.repo.embedder.embed(gone) if gone else [])
+        return [read[n.memory_id] if n.memory_id in read else next(made) for n in existing]
+
+    @staticmethod
+    def _apart(decisions: Decisions, vectors: list[list[float]], existing: list[MemoryNode],
+               stored: list[list[float]] | None, cited: list[str], user_name: str) -> set[tuple[int, int]]:
         """The (memory id, candidate) pairs of the UPDATE and DELETE decisions whose stored memory
-        is about something else than the candidate (`SAME_SUBJECT`): one embedding request for
-        those memories, none when there are no such decisions or the embedder embeds no meaning."""
-        pairs = {(d.id, d.candidate) for d in decisions.decisions
-                 if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(existing)
-                 and 0 <= d.candidate < len(candidates)
-                 and not ended(cited[d.candidate], existing[d.id].content, user_name)}
-        if not pairs or not getattr(self.repo.embedder, "semantic", True):
+        is about something else than the candidate (`SAME_SUBJECT`), given the vectors of the
+        memories shown (`stored`; None: the embedder embeds no meaning, and none is)."""
+        if stored is None:
             return set()
-        ids = sorted({i for i, _ in pairs})
-        stored = dict(zip(ids, await self.repo.embedder.embed([existing[i].retrieval_text for i in ids])))
-        return {(i, k) for i, k in pairs if cosine(stored[i], vectors[k]) < SAME_SUBJECT}
+        return {(d.id, d.candidate) for d in decisions.decisions
+                if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(existing)
+                and 0 <= d.candidate < len(vectors)
+                and not ended(cited[d.candidate], existing[d.id].content, user_name)
+                and cosine(stored[d.id], vectors[d.candidate]) < SAME_SUBJECT}
 
     @staticmethod
     def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
