@@ -1196,3 +1196,23 @@ async def test_a_memory_saying_it_without_saying_what_is_repaired_or_loses_that_
     assert "Alice likes that a lot" in repair
     assert any(r.path == "memories[2]" and r.action == "dropped" and "without saying what" in r.reason
                for r in result.rejected)
+
+
+async def test_a_line_copied_with_its_speaker_names_that_speaker(reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen0.5b copied transcript lines whole, speaker first: "Annika: And I'm allergic to mustard,
+    # ..." (first person, and whose "I" when it cites two speakers' lines?)
+    server.script(EXTRACT, memories(
+        {"content": "Bjorn: Before anything else: I'm vegan, so I'll need a proper main, not just the sides.",
+         "sources": [0, 1]},
+        {"content": "[2024-05-03 10:00] Annika: And I'm allergic to mustard.", "sources": [1]},
+        {"content": "Note: Annika books the table.", "sources": [1]}))
+    conversation = [
+        {"role": "user", "name": "Bjorn", "content": "Before anything else: I'm vegan, so I'll need a proper main, "
+                                                     "not just the sides."},
+        {"role": "user", "name": "Annika", "content": "And I'm allergic to mustard. Note: Annika books the table."}]
+    result = await reme.summarize_memory(conversation, user_name="annika")
+
+    assert [n.content for n in result.added] == [
+        "Before anything else: Bjorn is vegan, so Bjorn will need a proper main, not just the sides.",
+        "And Annika is allergic to mustard.",
+        "Note: Annika books the table."]  # "Note" is no speaker: kept as written

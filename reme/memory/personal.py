@@ -276,6 +276,8 @@ class Draft:
 ELLIPSIS_ENDINGS = frozenset("""will won't can can't could would should does doesn't did didn't do don't is isn't
 was wasn't are am has have had too not so either""".split())
 """A short memory ending so ("Kenji will.", "Sam does too.") answers a line it does not hold."""
+SPEAKER_PREFIX = re.compile(r"\s*(?:\[[^\]\n]{0,40}\]\s*)?([^:\n\[\]]{1,40}):\s+(?=\S)")
+"""A transcript line's speaker (and time) as a memory copied it: "Annika: ...", "[2024-05-03 10:00] Alice: ..."."""
 FIRST_PERSON = frozenset("me my mine myself we us our ours ourselves".split())
 """Words a memory still holds in the first person when `name_the_speaker` could not name them (two speakers cited)."""
 PRONOUNS = frozenset("he she they it him her his hers their them this that these those its".split())
@@ -777,10 +779,18 @@ class PersonalSummarizer:
     @staticmethod
     def _reworded(text: str, transcript: Transcript, sources: list[int], user_name: str, said: datetime) -> str:
         """The memory with its "I" named (when the messages it cites have one speaker (a user
-        turn's name, else the user's); all of the conversation's when it cites none) and its relative times dated as of
-        when they were said, "on Monday" as the cited line tells it (`reme.memory.wording`)."""
+        turn's name, else the user's); all of the conversation's when it cites none; the speaker
+        a memory copied a line with, "Name: ...", whom the prefix names, and the prefix goes) and
+        its relative times dated as of when they were said, "on Monday" as the cited line tells
+        it (`reme.memory.wording`)."""
         cited = [transcript.messages[i] for i in sources] or transcript.messages
         speakers = {m.name or user_name for m in cited if m.role == "user"}
+        prefix = SPEAKER_PREFIX.match(text)
+        named = {m.name or user_name for m in transcript.messages if m.role == "user"}
+        if prefix and prefix[1].strip().casefold() in {n.casefold() for n in named}:
+            # a line copied with its speaker ("Annika: And I'm allergic to mustard": qwen0.5b): they said it
+            speakers = {next(n for n in named if n.casefold() == prefix[1].strip().casefold())}
+            text = text[prefix.end():]
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
             near = {j for i in sources for j in (i - 1, i + 1) if 0 <= j < len(transcript.messages)}
             speakers = {transcript.messages[j].name or user_name for j in near
