@@ -142,6 +142,41 @@ async def test_a_long_history_is_compacted_in_chunks_each_building_on_the_last(
         f"chunk {len(seen)} done"]
 
 
+async def test_a_summary_repeating_the_previous_one_is_completed_from_the_new_messages_alone(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b returned the previous summary unchanged, all six parts, for 48 and 51 new LoCoMo
+    # turns (a museum trip, a wedding, a pride parade): none of them reached the summary
+    previous = "## Goal\nPlan a trip to Oslo\n\n## Constraints\n- budget 500 EUR"
+    prompts: list[str] = []
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        prompts.append(body["messages"][0]["content"])
+        if "Previous summary:\n(none)" in prompts[-1]:  # the new messages alone
+            return {"goal": "Book the ferry", "constraints": ["budget 500 EUR", "no night ferry"],
+                    "decisions": ["the 9:00 ferry to Kiel"]}
+        return {"goal": "Plan a trip to Oslo", "constraints": ["budget 500 EUR"]}  # the previous one, copied
+
+    server.script(COMPACT_PROMPT, reply)
+    messages = [{"role": "user", "content": "No night ferry for me, I'll take the 9:00 ferry to Kiel."},
+                {"role": "assistant", "content": "Noted: the 9:00 ferry to Kiel."}, *[turn(i) for i in range(6)]]
+    out = await llm_reme.compact_context(messages, previous_summary=previous, threshold=300, reserve=150)
+
+    assert out.usage.calls == 2 and "Previous summary:\n(none)" in prompts[1] and "Kiel" in prompts[1]
+    assert out.structured is not None and out.structured.goal == "Plan a trip to Oslo"
+    assert out.structured.constraints == ["budget 500 EUR", "no night ferry"]
+    assert out.structured.decisions == ["the 9:00 ferry to Kiel"]
+
+
+async def test_a_summary_repeating_the_previous_one_for_messages_that_say_nothing_new_is_kept(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    previous = "## Goal\nPlan a trip to Oslo\n\n## Constraints\n- budget 500 EUR"
+    server.script(COMPACT_PROMPT, {"goal": "Plan a trip to Oslo", "constraints": ["budget 500 EUR"]})
+    messages = [{"role": "user", "content": "Oslo trip, budget 500 EUR."} for _ in range(8)]
+    out = await llm_reme.compact_context(messages, previous_summary=previous, threshold=40, reserve=20)
+
+    assert out.compacted and out.usage.calls == 1 and out.summary == previous
+
+
 async def test_an_invalid_summary_reply_is_an_llm_error_and_stores_nothing(llm_reme: ReMe,
                                                                           server: OpenAITestServer) -> None:
     server.script(COMPACT_PROMPT, "this is not json")
@@ -204,9 +239,10 @@ async def test_prepare_context_offloads_compacts_marks_and_builds_on_the_summary
         assert again.messages == first.messages and again.usage.calls == 0
 
         await reme.add_messages([turn(i) for i in range(6, 12)], session_name="s1")
+        before = len(server.requests)
         second = await reme.prepare_context(session_name="s1", threshold=400, reserve=120)
         assert second.compacted > 0
-        prompt = server.requests[-1]["body"]["messages"][0]["content"]
+        prompt = server.requests[before]["body"]["messages"][0]["content"]
         assert "book the hotel" in prompt  # the previous summary is built on
         kept = await reme.get_messages(session_name="s1", exclude_mark=COMPRESSED, prepend_summary=True)
         assert [m.message for m in kept] == second.messages

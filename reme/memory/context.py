@@ -179,15 +179,35 @@ async def compact(messages: Sequence[Mapping[str, Any]], previous_summary: str, 
     lines = transcript_lines(messages)
     start = 0
     for chunk in chunks(lines, budget) or [[]]:
+        conversation = "\n".join(f"[{i}] {line}" for i, line in enumerate(chunk))
         reply = await llm.structured(
-            prompts.messages("context/compact", previous_summary=summary_text,
-                             conversation="\n".join(f"[{i}] {line}" for i, line in enumerate(chunk))),
+            prompts.messages("context/compact", previous_summary=summary_text, conversation=conversation),
             ContextSummary, usage=usage)
+        if summary_text and terms(reply.render()) <= terms(summary_text) \
+                and terms(" ".join(chunk)) - terms(summary_text) - template:
+            # qwen1.5b returned the previous summary unchanged for turns that said new things (the
+            # LoCoMo replay, docs/working-memory.md): the new turns are summarized alone, and what
+            # that adds is appended to the previous summary's parts
+            log.info("the compaction repeated the previous summary; summarizing the new messages alone")
+            alone = await llm.structured(prompts.messages("context/compact", previous_summary="",
+                                                          conversation=conversation), ContextSummary, usage=usage)
+            reply = _with_new(reply, alone)
         result = checked(reply, summary_text, messages[start:start + len(chunk)], template)
         start += len(chunk)
         summary_text = result.render()
     assert result is not None  # there is always one chunk
     return result
+
+
+def _with_new(summary: ContextSummary, new: ContextSummary) -> ContextSummary:
+    """`summary` with the lines of `new` it lacks appended to each part (its goal kept, or
+    `new`'s where it has none)."""
+    update: dict[str, Any] = {"goal": summary.goal or new.goal}
+    for _, name in SUMMARY_SECTIONS:
+        have: list[str] = getattr(summary, name)
+        known = {" ".join(words(line)) for line in have}
+        update[name] = have + [line for line in getattr(new, name) if " ".join(words(line)) not in known]
+    return summary.model_copy(update=update)
 
 
 # -- 2b. what code checks of a summary ---------------------------------------------------------
