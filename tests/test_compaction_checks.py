@@ -124,3 +124,17 @@ async def test_a_suggestion_of_the_previous_summary_stays_one_until_the_user_tak
     out = await llm_reme.compact_context(turns, previous_summary=previous, threshold=1, reserve=0)
     assert out.structured is not None and out.structured.progress == ["Booked the Convento do Salvador"]
     assert out.structured.suggestions == ["Visited the Museu do Prado and the Alchemist's Fountain"]
+
+
+async def test_a_looping_reply_keeps_each_line_once(llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b's constraints for LoCoMo conv-26: "... attended by the trans community's advocates'
+    # supporters.", then "... supporters' supporters.", and so on, thirteen lines
+    loop = [f"The event is attended by the trans community's advocates'{' supporters' * n}." for n in range(1, 6)]
+    server.script(COMPACT_PROMPT, {"goal": "continue the conversation",
+                                   "constraints": ["The event is scheduled for next week.", *loop]})
+    turns = [{"role": "user", "name": "Caroline", "content": "The school event is next week, the trans community "
+                                                           "and its advocates and supporters will come."},
+             {"role": "user", "name": "Melanie", "content": "Wonderful!"}]
+    out = await llm_reme.compact_context(turns, threshold=1, reserve=0)
+    assert out.structured is not None and out.structured.constraints == ["The event is scheduled for next week.",
+                                                                         loop[0]]

@@ -333,15 +333,22 @@ def _roles(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], set[str], 
 
 
 def _clean(items: list[str], template: set[str] | frozenset[str], source: set[str]) -> list[str]:
-    """`items` without placeholders, copies of the prompt's own words, and repeats."""
+    """`items` without placeholders, copies of the prompt's own words, and repeats: a line with
+    the words of an earlier one in the same order, a word said again and again counted once
+    ("... advocates' supporters' supporters' supporters.", a reply looping, after "... advocates'
+    supporters.")."""
     out: list[str] = []
+    seen: set[tuple[str, ...]] = set()
     for item in items:
         item = item.strip()
         said = terms(item)
         placeholder = " ".join(words(item)) in _PLACEHOLDERS or set(words(item)) <= _EMPTY_WORDS
         copied = len(said) >= 3 and len(said & template) >= 0.9 * len(said) and 2 * len(said & source) < len(said)
-        if not placeholder and not copied and item not in out:
+        said_words = words(item)
+        key = tuple(w for i, w in enumerate(said_words) if i == 0 or w != said_words[i - 1])
+        if not placeholder and not copied and key not in seen:
             out.append(item)
+            seen.add(key)
     return out
 
 
