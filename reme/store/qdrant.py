@@ -50,9 +50,9 @@ from qdrant_client.http.exceptions import ApiException
 from pydantic import ValidationError
 
 from reme.errors import ConfigError, StoreError, StoreLockedError
-from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, LINEAGE, PRIOR, RRF_K, SPARSE, Direction,
-                             GetResult, Hit, REVISION, lineage_of, SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore, check_collection_name,
-                             dense_of, is_uuid, record_of, to_payload)
+from reme.store.base import (DATETIME_FIELDS, DENSE, KEYWORD_FIELDS, LINEAGE, PRIOR, REVISION, RRF_K, SPARSE,
+                             Direction, GetResult, Hit, SearchMode, SparseTerms, SyncMode, VectorRecord, VectorStore,
+                             check_collection_name, dense_of, is_uuid, lineage_of, record_of, to_payload)
 from reme.store.base import Swap, decode_steps
 from reme.store.filters import Filter, FilterTranslator
 
