@@ -536,10 +536,15 @@ class ReMe:
             if flt is None:
                 n = await self.store.count(self.collection)
                 dim = await self.store.collection_dim(self.collection)  # recreated as it was: no model needed
+                await self.store.mark_purged(self.collection, None)
                 await self.store.write([DropCollection(self.collection), DropCollection(repo.versions),
                                         *await repo.create_ops(dim)])
                 return n
             n = await self.store.count(self.collection, flt)
+            if self.store.shared:  # which memories go, versions included: see `VectorStore.mark_purged`
+                await self.store.mark_purged(self.collection, sorted(
+                    {r.node.memory_id async for r in self.store.iter_records(self.collection, flt)}
+                    | {str(r.node.metadata.get("version_of")) async for r in self.store.iter_records(repo.versions, flt)}))
             # The memories before their versions: see `VectorStore.fences`.
             await self.store.write([DeleteWhere(self.collection, flt), DeleteWhere(repo.versions, flt)])
             return n
@@ -1339,6 +1344,8 @@ class ReMe:
             if not purge:
                 written = await repo._write([Change(old=n, reason="forget") for n in nodes])
                 return sum(wrote for _, wrote in written)
+            if ids or gone:  # see `VectorStore.mark_purged`
+                await self.store.mark_purged(self.collection, ids + gone)
             ops: list[WriteOp] = [Delete(self.collection, ids)] if ids else []
             for start in range(0, len(ids + gone), HASH_LOOKUP):  # a filter names at most MAX_FILTER_SIZE values
                 ops.append(DeleteWhere(repo.versions, In(field="metadata.version_of",

@@ -534,8 +534,8 @@ def test_a_write_killed_half_way_is_completed_by_the_next_process_once_stale(nod
             assert [v.node.content for v in reme.history(alice[1].memory_id, user_name="alice")] == ["Alice fact 1"]
         assert [n.content for n in reme.list_memory(user_name="bob")] == [bob.content]
     client = QdrantClient(url=node_store["url"], check_compatibility=False)
-    try:
-        assert client.count(JOURNAL).count == 0  # the record is gone with its parts
+    try:  # the record is gone with its parts (a purge's notes of what it took stay: `mark_purged`)
+        assert [p.payload for p in client.scroll(JOURNAL, limit=100)[0] if "purged" not in (p.payload or {})] == []
     finally:
         client.close()
 
@@ -1014,3 +1014,77 @@ def test_a_purge_leaves_no_version_of_an_update_and_a_delete_both_racing_it(node
     with _open(node_store, tmp_path) as reme:
         with pytest.raises(MemoryNotFoundError):
             reme.history(memory_id, user_name="alice")
+
+
+@pytest.mark.parametrize("call", ["delete_memory", "forget"])
+def test_a_delete_killed_before_its_record_is_dropped_keeps_its_version(node_store: dict[str, Any],
+                                                                        tmp_path: Path, call: str) -> None:
+    """A delete (of one memory, or of several keeping their versions) killed after its writes and
+    before it dropped its intent record: the replay of that record finds the memory gone, deleted
+    by itself (no purge noted it), and keeps the version it wrote, and the earlier ones."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("draft 0", user_name="alice").memory_id
+        if call == "forget":
+            reme.add_memory("Alice hums", user_name="alice")
+    deleting = _start(node_store, tmp_path, _worker(f"""
+        stop_at("journal", 2, signal.SIGKILL)
+        if {call == "forget"}:
+            await reme.forget(user_name="alice")
+        else:
+            await reme.delete_memory("{memory_id}", user_name="alice")
+    """, prelude=STOP_AT), "deleting")
+    try:
+        _go(deleting)
+        deleting.communicate(timeout=120)
+        assert deleting.returncode == -signal.SIGKILL
+    finally:
+        _reap(deleting)
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:
+        with pytest.raises(MemoryNotFoundError):
+            reme.get_memory(memory_id, user_name="alice")
+        assert [(v.node.content, v.event) for v in reme.history(memory_id, user_name="alice")] == [
+            ("draft 0", "DELETE")]
+
+
+@pytest.mark.parametrize("wipe_call", ["forget", "delete_all"])
+def test_a_delete_killed_after_a_purge_took_its_memory_leaves_no_text_once_replayed(
+        node_store: dict[str, Any], tmp_path: Path, wipe_call: str) -> None:
+    """A delete stopped after its conditional write, before the version it keeps; the user's
+    memories are purged meanwhile; the delete then writes its version and is killed before it
+    reads its write back. The replay of its record finds the memory gone, as it would had the
+    delete deleted it itself: the purge's note tells them apart, and the purged text goes. A
+    later purge drops the notes no stored record needs."""
+    with _open(node_store, tmp_path) as reme:
+        memory_id = reme.add_memory("Alice whispered the vault code 0", user_name="alice").memory_id
+        reme.add_memory("Bob hums", user_name="bob")
+    deleting = _start(node_store, tmp_path, _worker(f"""
+        stop_at("upsert", after="swap")  # the version, its conditional write done
+        stop_at("swap", sig=signal.SIGKILL)  # the read-back of its write
+        await reme.delete_memory("{memory_id}", user_name="alice")
+    """, prelude=STOP_AT), "deleting")
+    try:
+        _stop_then(deleting)
+        with _open(node_store, tmp_path) as reme:
+            if wipe_call == "forget":
+                assert reme.forget(user_name="alice", purge=True) == 1
+            else:
+                assert reme.delete_all(user_name="alice") == 1
+        os.kill(deleting.pid, signal.SIGCONT)
+        deleting.communicate(timeout=120)
+        assert deleting.returncode == -signal.SIGKILL
+    finally:
+        _reap(deleting)
+    assert [text for text in _texts_on(node_store["url"]) if "vault code 0" in text] != []  # its version
+    time.sleep(1.5)
+    with _open({**node_store, "journal_stale_after": 1.0}, tmp_path) as reme:  # opening replays the record
+        with pytest.raises(MemoryNotFoundError):
+            reme.history(memory_id, user_name="alice")
+        assert reme.forget(user_name="bob", purge=True) == 1
+    assert [text for text in _texts_on(node_store["url"]) if "vault code" in text] == []
+    client = QdrantClient(url=node_store["url"], check_compatibility=False)
+    try:
+        assert sorted(p.payload["purged_from"] for p in client.scroll(JOURNAL, limit=100)[0]
+                      if p.payload and "purged_from" in p.payload) == ["reme"]  # bob's memory alone
+    finally:
+        client.close()

@@ -149,7 +149,8 @@ class MemoryRepo:
         return all(any(v.node.same_state(n) for v, _ in kept.get(n.memory_id, [])) for n in todo)
 
     async def _purged_meanwhile(self, items: list[tuple[VectorRecord, VectorRecord | None]],
-                                upserts: list[Upsert], stored_now: set[str] | None = None) -> list[WriteOp]:
+                                upserts: list[Upsert], stored_now: set[str] | None = None,
+                                replay: bool = False) -> list[WriteOp]:
         """The versions a write by id has just kept of memories a purge (`forget(purge=True)`,
         `delete_all`) deleted since its swap: deleted again, or the purged text would stay. The
         write takes no lock, so a purge in another process may delete a memory and its versions
@@ -159,7 +160,9 @@ class MemoryRepo:
         (an update then a `delete_memory` from another process) deleted it; purged, every version
         of it stored now goes (a deletion's version this write saw may be one that deletion takes
         back, having found the memory purged). `stored_now`: which of the memories the write found
-        stored, read after its versions (not read again). See `VectorStore.fences`."""
+        stored, read after its versions (not read again). A `replay` of a deletion killed after
+        it deleted finds the memory gone too: that one was purged only where a purge noted it
+        (`VectorStore.purged`), else its history stays. See `VectorStore.fences`."""
         kept: dict[str, list[str]] = {}  # memory id -> the version records this write upserted of it
         for step in upserts:
             if step.collection == self.versions:
@@ -174,6 +177,10 @@ class MemoryRepo:
             gone += [m for m in chunk if m not in stored]
         if stored_now is not None:
             gone = [m for m in ids if m not in stored_now]
+        deleting = {old.node.memory_id for old, new in items if new is None} if replay else set()
+        if deleting & set(gone):
+            noted = await self.store.purged(self.collection, [m for m in gone if m in deleting])
+            gone = [m for m in gone if m not in deleting or m in noted]
         mine = {v for m in gone for v in kept[m]}
         by_deletion: set[str] = set()
         for start in range(0, len(gone), HASH_LOOKUP):

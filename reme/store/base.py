@@ -573,6 +573,19 @@ class VectorStore(ABC):
         store that one process owns applies one write at a time: nothing to wait for."""
         return None
 
+    async def mark_purged(self, name: str, ids: Sequence[str] | None) -> None:
+        """Note, before a purge deletes the records `ids` of `name` (None: all of them) and what
+        was kept of them, that they were purged: a write by id of one of them that a crash
+        interrupted finds its record gone when it is replayed, deleted by itself or by a purge,
+        and only this note tells (`purged`). A store that one process owns replays its own
+        records before any other write: nothing to note."""
+        return None
+
+    async def purged(self, name: str, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` a purge noted (`mark_purged`) while an intent record that swaps them may
+        still be replayed."""
+        return set()
+
     shared = False
     """Whether processes share this store (a server): `exclusive` and `claims` then hold locks in
     the engine. A store that one process owns holds nothing there."""
@@ -844,7 +857,7 @@ class VectorStore(ABC):
                         await self._apply(Delete(step.collection, [r.node.memory_id for r in step.records]),
                                           replay=True)
                 return False
-        fence = self._fence(steps)
+        fence = self._fence(steps, replay=True)
         for step in steps:
             if isinstance(step, Swap):
                 continue
@@ -856,8 +869,8 @@ class VectorStore(ABC):
             await fence()
         return True
 
-    fences: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]], list[Upsert], set[str] | None],
-                               Awaitable[list[WriteOp]]]]
+    fences: dict[str, Callable[[list[tuple[VectorRecord, VectorRecord | None]], list[Upsert], set[str] | None,
+                                bool], Awaitable[list[WriteOp]]]]
     """Per collection, for a store that processes share (`tags_batches`): what a write that swaps
     records of it must take back of its upserts once they are written (before the swap's
     deletions), given the swap's records (old as read, new as written; None: deleted) and the
@@ -867,10 +880,12 @@ class VectorStore(ABC):
     record (its version) after a purge deleted the record and what was kept of it. Read after the
     write, the record tells: a purge
     deletes the records before what was kept of them, so a record still there was there before the
-    purge's sweep, which then takes what was written too. Set by whoever writes that collection
-    and keeps what it replaces (the memory repo)."""
+    purge's sweep, which then takes what was written too. The last argument: whether the write
+    is a replay, whose deletions may have run before the crash (a record it deletes is gone,
+    purged or not: `purged` tells). Set by whoever writes that collection and keeps what it
+    replaces (the memory repo)."""
 
-    def _fence(self, steps: Sequence[WriteOp]) -> Callable[..., Awaitable[None]] | None:
+    def _fence(self, steps: Sequence[WriteOp], *, replay: bool = False) -> Callable[..., Awaitable[None]] | None:
         """The write's `fences` as one call, or None when it needs none."""
         upserts = [step for step in steps if isinstance(step, Upsert) and step.records]
         checks = [(self.fences[step.collection], step) for step in steps
@@ -881,7 +896,8 @@ class VectorStore(ABC):
         async def fence(stored: set[str] | None = None) -> None:
             for check, swap in checks:
                 new = {r.node.memory_id: r for r in swap.new}
-                for op in await check([(old, new.get(old.node.memory_id)) for old in swap.old], upserts, stored):
+                for op in await check([(old, new.get(old.node.memory_id)) for old in swap.old], upserts, stored,
+                                      replay):
                     await self._apply(op, replay=True)
 
         return fence

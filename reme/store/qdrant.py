@@ -93,6 +93,15 @@ write (a match on a list matches any of its values)."""
 _HEADER = models.FieldCondition(key="header", match=models.MatchValue(value=True))
 
 
+_EVERY = "*"
+"""The memory a purge of a whole collection notes (`QdrantStore.mark_purged`)."""
+
+
+def _note_id(name: str, memory_id: str) -> str:
+    """The point noting that a purge of `name` took `memory_id`."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"reme-purged/{name}/{memory_id}"))
+
+
 def _held_by(token: str) -> models.Filter:
     return models.Filter(must=[models.FieldCondition(key="holder", match=models.MatchValue(value=token))])
 
@@ -460,6 +469,43 @@ class QdrantStore(VectorStore):
                 return
             await asyncio.sleep(pause)
             pause = min(0.25, pause * 2)
+
+    async def mark_purged(self, name: str, ids: Sequence[str] | None) -> None:
+        # A note per memory (`_EVERY`: all of `name`) in the journal's collection, kept while an
+        # intent record that swaps one of those memories is stored: each purge first drops the
+        # notes no stored record can need any longer.
+        if self.local:
+            return
+        journal = await self._journal()
+        swapped: set[str] = set()
+        for _, body in await self._bodies(await self._headers(models.Filter(must=[_HEADER]))):
+            try:
+                steps = await asyncio.to_thread(decode_steps, body)
+            except (ValueError, KeyError, TypeError, StopIteration, ValidationError):
+                continue  # unreadable: a part is missing, so no step of it has run
+            swapped |= {r.node.memory_id for step in steps if isinstance(step, Swap) and step.collection == name
+                        for r in step.old}
+        notes = await self._headers(models.Filter(must=[models.FieldCondition(
+            key="purged_from", match=models.MatchValue(value=name))]))
+        unneeded = [n.id for n in notes if (n.payload or {}).get("purged") not in swapped
+                    and ((n.payload or {}).get("purged") != _EVERY or not swapped)]
+        if unneeded:
+            await self._call("journal", self._client.delete(journal, models.PointIdsList(points=unneeded), wait=True))
+        wanted = [_EVERY] if ids is None else list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), self.batch_size):
+            await self._call("journal", self._client.upsert(journal, [
+                models.PointStruct(id=_note_id(name, i), vector=[0.0], payload={"purged": i, "purged_from": name})
+                for i in wanted[start:start + self.batch_size]], wait=True))
+
+    async def purged(self, name: str, ids: Sequence[str]) -> set[str]:
+        if self.local or not ids or not await self._call("collection_exists",
+                                                          self._client.collection_exists(JOURNAL)):
+            return set()
+        wanted = list(dict.fromkeys(ids))
+        got = await self._call("journal", self._client.retrieve(
+            JOURNAL, [_note_id(name, i) for i in [*wanted, _EVERY]], with_payload=["purged"]))
+        noted = {str((p.payload or {}).get("purged")) for p in got}
+        return set(wanted) if _EVERY in noted else noted & set(wanted)
 
     async def _finish_for(self, holder: str) -> None:
         """Apply the records a lock's holder left when it died, once its lock is taken over: the
