@@ -445,7 +445,9 @@ november december""".split())
 HEALTH_STEMS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "celiac", "gluten", "lactose",
                 "insulin", "inhaler", "medic", "prescri", "dose", "pill", "tablet", "surgery", "injur", "pain",
                 "cancer", "heart", "blood", "cholest", "gout", "pregnan", "disease", "infect", "phobi", "afraid",
-                "seasick", "vegan", "vegetar", "pescat", "halal", "kosher", "epipen", "sting")
+                "seasick", "vegan", "vegetar", "pescat", "halal", "kosher", "epipen", "sting", "stroke", "migrain",
+                "anaphyla", "arthrit", "seizure", "anxi", "depress", "dement", "alzheim", "parkinson", "thyroid",
+                "pacemaker", "eczema", "hives", "adrenal", "antihist", "mg", "mcg")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 _CAPITAL = re.compile(r"[A-Z][a-z]+")
 
@@ -522,7 +524,7 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
             sentence = sentence.strip()
             if not sentence or sentence.endswith(("?", "？")):
                 continue
-            said = [w for w in words(sentence) if len(w) >= 3 and w not in FILLER]
+            said = [w for w in words(sentence) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
             names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
                      if k or not sentence.startswith(m)} - TIME_WORDS
             salient = [w for w in said if w.isdigit() or w in names or w.startswith(HEALTH_STEMS)]
@@ -533,6 +535,32 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
                 out.append(index)
                 break
     return out
+
+
+def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
+    """The sentences a person said (no question, not the assistant) with a health word
+    (`HEALTH_STEMS`) and a health word or a number that none of `written` (the memories so far)
+    holds, with the index of their line: a safety fact no memory kept ("He's eight and he's
+    allergic to egg", "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when
+    shown the line again). A Chinese line is not judged."""
+    held = stems(written)
+    out: list[tuple[int, str]] = []
+    for index, message in enumerate(transcript.messages):
+        if message.role == "assistant" or CJK_CHAR.search(message.content):
+            continue
+        for sentence in SENTENCE.split(message.content):
+            sentence = LEAD_IN.sub("", sentence.strip())
+            said = words(sentence)
+            health = [w for w in said if w.startswith(HEALTH_STEMS)]
+            if (health and not sentence.endswith(("?", "？")) and len(sentence) <= MAX_CONTENT_CHARS
+                    and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])):
+                out.append((index, sentence))
+    return out
+
+
+LEAD_IN = re.compile(r"^(?:[^\W\d_]+(?:\s+[^\W\d_]+){0,2}:|(?:yes|no|oh|so|and|but|also|well|okay|ok|right|"
+                     r"actually|anyway|honestly)\b,?)\s+", re.IGNORECASE)
+"""What a sentence kept as said (`unheld_health`) starts with that says nothing: "Funny thing:", "Oh,"."""
 
 
 CLAUSE = re.compile(r",\s*|\s+(?:and|but|so|because)\s+", re.IGNORECASE)
@@ -577,6 +605,17 @@ class PersonalSummarizer:
         if missed:
             more, more_flawed = await self._second_look(missed, so_far, transcript, history, user_name, now, plan,
                                                         written)
+            candidates += more
+            flawed += more_flawed
+        unheld = unheld_health(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
+            for _, sentence in unheld:
+                plan.rejected.append(Rejection(step="personal/kept", action="defaulted",
+                                               reason=f"{sentence[:80]!r} has a health fact no memory holds: kept as said"))
+            more, more_flawed = self._candidates(Extraction(memories=[
+                ExtractedMemory(content=sentence, kind="health", importance=1.0, sources=[index])
+                for index, sentence in unheld]), transcript, history, user_name, now, plan.rejected, written,
+                step="personal/kept")
             candidates += more
             flawed += more_flawed
         if flawed:
@@ -679,7 +718,8 @@ class PersonalSummarizer:
             # What the extraction wrote, in other words; a small model's sources are often off by one.
             if item.sources and not {j for i in item.sources for j in (i - 1, i, i + 1)} & marked:
                 why = "cites no marked line, nor one beside it"
-            elif not any(_stem(w) not in held for w in words(item.content) if len(w) >= 3 and w not in FILLER):
+            elif not any(_stem(w) not in held for w in words(item.content)
+                         if (len(w) >= 3 or w.isdigit()) and w not in FILLER):  # "15" (mg) is new too
                 why = "has no word the memories so far do not have"
             elif borrowed := assistant_words(item.content, transcript.messages, None):
                 # the line before a marked one is shown to explain it: often the assistant's suggestion
@@ -1020,18 +1060,24 @@ def ended(lines: str, stored: str, user_name: str) -> bool:
 def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
              rejected: list[Rejection]) -> tuple[list[MemoryNode], list[list[float]]]:
     """The candidates less those that repeat an earlier one (`NEAR_DUPLICATE`), each dropped one
-    listed in `rejected`."""
+    listed in `rejected`; where the later one adds a number or a health word to the earlier's
+    words, the earlier goes instead (the second look wrote the dose, "21 mg", the extraction left
+    out; a model looping adds other words: "... again")."""
     kept: list[int] = []
     said = [set(words(c.content)) for c in candidates]
     for i, (cand, vector) in enumerate(zip(candidates, vectors)):
-        same = next((k for k in kept if (candidates[k].event_start, candidates[k].event_end)
+        same = next((at for at, k in enumerate(kept) if (candidates[k].event_start, candidates[k].event_end)
                      == (cand.event_start, cand.event_end) and (said[k] <= said[i] or said[i] <= said[k])
                      and cosine(vectors[k], vector) >= NEAR_DUPLICATE), None)
         if same is None:
             kept.append(i)
-        else:
-            rejected.append(Rejection(step="personal/extract", path="memories", action="dropped",
-                                      reason=f"{cand.content[:80]!r} repeats {candidates[same].content[:80]!r}"))
+            continue
+        more = said[i] - said[kept[same]]
+        gone, stays = ((kept[same], i) if any(w.isdigit() or w.startswith(HEALTH_STEMS) for w in more)
+                       else (i, kept[same]))
+        kept[same] = stays
+        rejected.append(Rejection(step="personal/extract", path="memories", action="dropped",
+                                  reason=f"{candidates[gone].content[:80]!r} repeats {candidates[stays].content[:80]!r}"))
     return [candidates[i] for i in kept], [vectors[i] for i in kept]
 
 
