@@ -592,6 +592,25 @@ class PersonalSummarizer:
         # The same conversation summarized again cites the history node already stored.
         history = (await self.repo.existing_by_hash([history])).get(history.content_hash, history)
         plan = Plan(user_name=user_name, history=history)
+        candidates = await self._memories_of(transcript, history, user_name, now, plan)
+        if not candidates:
+            return plan
+        vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
+        candidates, vectors = distinct(candidates, vectors, plan.rejected)
+        existing = await self._similar(candidates, vectors, user_name)
+        if not existing:
+            plan.changes = [Change(new=c, vector=v) for c, v in zip(candidates, vectors)]
+            return plan
+        shown = Shown.of(candidates, vectors, existing, transcript, user_name)
+        plan.changes = await self._reconcile(shown, transcript, history, user_name, plan)
+        return plan
+
+    async def _memories_of(self, transcript: Transcript, history: MemoryNode, user_name: str, now: datetime,
+                           plan: Plan) -> list[MemoryNode]:
+        """The memories the conversation holds, checked, before they meet the stored ones: one
+        extraction call per window, a second look at the lines none holds anything of, the
+        health facts none holds kept as said, and one repair call for those that cannot stand on
+        their own."""
         parts = await asyncio.gather(*(self.llm.structured(
             self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered_in(window),
                                   today=transcript.times[window[-1]].date().isoformat()),
@@ -620,37 +639,32 @@ class PersonalSummarizer:
             flawed += more_flawed
         if flawed:
             candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
-        if not candidates:
-            return plan
-        vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
-        candidates, vectors = distinct(candidates, vectors, plan.rejected)
-        existing = await self._similar(candidates, vectors, user_name)
-        if not existing:
-            plan.changes = [Change(new=c, vector=v) for c, v in zip(candidates, vectors)]
-            return plan
-        cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
-        stored = await self._vectors_of(existing)
-        if stored is not None and not any(cosine(v, vectors[k]) >= SAME_SUBJECT or ended(cited[k], n.content, user_name)
-                                          for n, v in zip(existing, stored) for k in range(len(candidates))):
+        return candidates
+
+    async def _reconcile(self, shown: Shown, transcript: Transcript, history: MemoryNode, user_name: str,
+                         plan: Plan) -> list[Change]:
+        """One LLM call decides, per candidate, whether it adds to, updates or deletes a memory
+        shown; the decisions are checked (`Decider`). No call when it could only add."""
+        stored = await self._vectors_of(shown.existing)
+        if stored is not None and not shown.ends and not any(
+                cosine(memory, vector) >= SAME_SUBJECT for memory in stored for vector in shown.vectors):
             # Every candidate is about something else than every memory shown: the reconcile could
-            # only add them (an UPDATE or DELETE of such a memory is not followed: `_apart`).
+            # only add them (an UPDATE or DELETE of such a memory is not followed: `Decider.apart`).
             log.info("no candidate is about a memory shown; no reconcile call, they are added")
             decisions = Decisions(decisions=[])
         else:
-            shown = [{"id": i, "content": n.content, "time": n.message_time.strftime("%Y-%m-%d")}
-                     for i, n in enumerate(existing)]
+            existing = [{"id": i, "content": n.content, "time": n.message_time.strftime("%Y-%m-%d")}
+                        for i, n in enumerate(shown.existing)]
             listed = [{"index": i, "content": c.content, "time": c.message_time.strftime("%Y-%m-%d")}
-                      for i, c in enumerate(candidates)]
+                      for i, c in enumerate(shown.candidates)]
             decisions = await self.llm.structured(
-                self.prompts.messages("personal/reconcile", user_name=user_name, existing=shown, candidates=listed),
+                self.prompts.messages("personal/reconcile", user_name=user_name, existing=existing, candidates=listed),
                 Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
-                budget=64 + 160 * len(candidates))  # at most two decisions of a merged sentence each
-        apart = self._apart(decisions, vectors, existing, stored, cited, user_name)
-        plan.changes = self._decide(decisions, candidates, vectors, existing, history, plan.rejected,
-                                    lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                                      user_name, cand.message_time), cited, user_name,
-                                    apart)
-        return plan
+                budget=64 + 160 * len(shown.candidates))  # at most two decisions of a merged sentence each
+        decider = Decider(shown, history, plan.rejected,
+                          lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
+                                                            user_name, cand.message_time))
+        return decider.decide(decisions, Decider.apart(decisions, shown, stored))
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
                     user_name: str, now: datetime, rejected: list[Rejection], written: set[str], *,
@@ -863,146 +877,6 @@ class PersonalSummarizer:
         made = iter(await self.repo.embedder.embed(gone) if gone else [])
         return [read[n.memory_id] if n.memory_id in read else next(made) for n in existing]
 
-    @staticmethod
-    def _apart(decisions: Decisions, vectors: list[list[float]], existing: list[MemoryNode],
-               stored: list[list[float]] | None, cited: list[str], user_name: str) -> set[tuple[int, int]]:
-        """The (memory id, candidate) pairs of the UPDATE and DELETE decisions whose stored memory
-        is about something else than the candidate (`SAME_SUBJECT`), given the vectors of the
-        memories shown (`stored`; None: the embedder embeds no meaning, and none is)."""
-        if stored is None:
-            return set()
-        return {(d.id, d.candidate) for d in decisions.decisions
-                if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(existing)
-                and 0 <= d.candidate < len(vectors)
-                and not ended(cited[d.candidate], existing[d.id].content, user_name)
-                and cosine(stored[d.id], vectors[d.candidate]) < SAME_SUBJECT}
-
-    @staticmethod
-    def _decide(decisions: Decisions, candidates: list[MemoryNode], vectors: list[list[float]],
-                existing: list[MemoryNode], history: MemoryNode, rejected: list[Rejection],
-                reword: Callable[[str, MemoryNode], str], cited: list[str], user_name: str,
-                apart: set[tuple[int, int]]) -> list[Change]:
-        """The writes the model's decisions call for; decisions naming what was not shown are
-        dropped (and listed in `rejected`). A merged text is reworded as its candidate was.
-        `cited`: each candidate's cited lines; a candidate added beside a memory its line says has
-        ended (`ended`) updates that memory instead. `apart` (`_apart`): an UPDATE or DELETE of a
-        memory about something else adds the candidate instead."""
-        changes: list[Change] = []
-        decided: set[int] = set()
-        claimed: set[int] = set()
-        added: set[int] = set()
-        stored = {normalize_text(n.content): i for i, n in enumerate(existing)}
-
-        def reject(k: int, reason: str) -> None:
-            log.warning("reconcile decision %d ignored: %s", k, reason)
-            rejected.append(Rejection(step="personal/reconcile", path=f"decisions[{k}]", action="dropped",
-                                      reason=reason))
-
-        for k, d in enumerate(decisions.decisions):
-            if not 0 <= d.candidate < len(candidates):
-                reject(k, f"it names candidate {d.candidate}; there are {len(candidates)}")
-                continue
-            cand = candidates[d.candidate]
-            if d.action in ("ADD", "NONE"):
-                decided.add(d.candidate)
-                if d.action == "ADD" and normalize_text(cand.content) in stored:
-                    reject(k, f"ADD of candidate {d.candidate}, whose text stored memory "
-                              f"{stored[normalize_text(cand.content)]} holds already")
-                elif d.action == "ADD" and d.candidate not in added:
-                    added.add(d.candidate)
-                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
-                continue
-            if d.id is None or not 0 <= d.id < len(existing):
-                reject(k, f"{d.action} names memory id {d.id}, not one of the {len(existing)} shown")
-                continue
-            if d.id in claimed:
-                reject(k, f"memory id {d.id} was already changed by an earlier decision")
-                decided.add(d.candidate)
-                continue
-            old = existing[d.id]
-            decided.add(d.candidate)
-            if (d.id, d.candidate) in apart:
-                rejected.append(Rejection(
-                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
-                    reason=f"the {d.action} of memory id {d.id}, which is about something else than the candidate; "
-                           "the memory stays and the candidate is added"))
-                if normalize_text(cand.content) not in stored and d.candidate not in added:
-                    added.add(d.candidate)
-                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
-                continue
-            claimed.add(d.id)
-            if d.action == "DELETE":
-                changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
-                continue
-            text = reword((d.text or "").strip(), cand) or cand.content
-            if not shares_a_word(text, old.content, cand.content):
-                rejected.append(Rejection(
-                    step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
-                    reason=f"the merged text {text[:80]!r} has no word of the stored memory or the candidate; "
-                           "the candidate's text is used"))
-                text = cand.content
-            if normalize_text(text) == normalize_text(old.content):
-                if normalize_text(cand.content) == normalize_text(old.content):
-                    continue
-                # An UPDATE that keeps the stored text would lose what the candidate says (qwen1.5b
-                # "updated" Dan's "vegetarian for ten years" to itself for "not vegetarian any more").
-                rejected.append(Rejection(
-                    step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
-                    reason=f"the merged text is stored memory {d.id}'s, unchanged; the candidate's text is used"))
-                text = cand.content
-            back, tied = health_left_behind(old.content, text, cand.content)
-            merged = " ".join([text if text.endswith(SENTENCE_ENDS) else text + ".", *back])
-            if tied or (back and len(merged) > MAX_CONTENT_CHARS):
-                # qwen1.5b merged Victor's gout away with his old dose: the stored memory stays and
-                # the candidate goes beside it (the old dose may stay stated; the gout is not lost).
-                rejected.append(Rejection(
-                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
-                    reason=f"the UPDATE of memory id {d.id} would drop {(tied or back)[0][:80]!r}, which the "
-                           "candidate says nothing of; the candidate is added beside it"))
-                claimed.discard(d.id)
-                if normalize_text(cand.content) not in stored and d.candidate not in added:
-                    added.add(d.candidate)
-                    changes.append(Change(new=cand, vector=vectors[d.candidate]))
-                continue
-            if back:
-                rejected.append(Rejection(
-                    step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
-                    reason=f"the merged text drops {' '.join(back)[:80]!r} of stored memory {d.id}, which the "
-                           "candidate says nothing of; it is kept"))
-                text = merged
-            if normalize_text(text) in stored:  # two stored memories would say the same
-                reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {stored[normalize_text(text)]}")
-                continue
-            try:
-                changes.append(Change(new=revised(old, cand, text, history), old=old,
-                                      reason=d.reason or f"updated by: {cand.content}"))
-            except ValidationError as exc:
-                reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
-        for i, cand in enumerate(candidates):
-            if i not in decided and normalize_text(cand.content) not in stored:
-                log.info("reconcile gave no decision for candidate %d; it is added", i)
-                changes.append(Change(new=cand, vector=vectors[i]))
-        # qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an accountant at Deloitte"
-        for at, change in enumerate(changes):
-            added_as = next((i for i, c in enumerate(candidates) if change.old is None and change.new is c), None)
-            if added_as is None:
-                continue
-            over = next((n for j, n in enumerate(existing)
-                         if j not in claimed and ended(cited[added_as], n.content, user_name)), None)
-            if over is None:
-                continue
-            cand = candidates[added_as]
-            try:
-                changes[at] = Change(new=revised(over, cand, cand.content, history), old=over,
-                                     reason=f"ended by: {cand.content}")
-            except ValidationError:
-                continue
-            claimed.add(existing.index(over))
-            rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{added_as}]", action="defaulted",
-                                      reason=f"its line says {over.content[:80]!r} has ended: that memory is updated "
-                                             "instead of the candidate being added beside it"))
-        return changes
-
     async def commit(self, plan: Plan) -> SummaryResult:
         result = SummaryResult(usage=plan.usage, rejected=plan.rejected)
         written = await self.repo.apply([Change(new=plan.history), *plan.changes])
@@ -1018,6 +892,188 @@ class PersonalSummarizer:
             else:
                 result.updated.append(node)
         return result
+
+
+@dataclass
+class Shown:
+    """A reconcile's two sides: the candidates (their vectors, the lines each cites) and the
+    user's memories shown beside them, with the (candidate, memory id) pairs whose cited lines
+    say that the memory has ended (`ended`)."""
+
+    candidates: list[MemoryNode]
+    vectors: list[list[float]]
+    cited: list[str]
+    existing: list[MemoryNode]
+    ends: set[tuple[int, int]]
+
+    @classmethod
+    def of(cls, candidates: list[MemoryNode], vectors: list[list[float]], existing: list[MemoryNode],
+           transcript: Transcript, user_name: str) -> "Shown":
+        cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
+        ends = {(k, j) for k, lines in enumerate(cited) for j, n in enumerate(existing)
+                if ended(lines, n.content, user_name)}
+        return cls(candidates, vectors, cited, existing, ends)
+
+
+@dataclass
+class Decider:
+    """The writes a reconcile's decisions call for (`decide`): decisions naming what was not
+    shown are dropped, and each decision not followed as given is listed in `rejected`. A merged
+    text is reworded as its candidate was (`reword`)."""
+
+    shown: Shown
+    history: MemoryNode
+    rejected: list[Rejection]
+    reword: Callable[[str, MemoryNode], str]
+    changes: list[Change] = field(default_factory=list)
+    decided: set[int] = field(default_factory=set)  # candidates
+    claimed: set[int] = field(default_factory=set)  # memories shown
+    added: set[int] = field(default_factory=set)  # candidates
+
+    @staticmethod
+    def apart(decisions: Decisions, shown: Shown, stored: list[list[float]] | None) -> set[tuple[int, int]]:
+        """The (memory id, candidate) pairs of the UPDATE and DELETE decisions whose stored memory
+        is about something else than the candidate (`SAME_SUBJECT`) and which its line does not
+        end, given the vectors of the memories shown (`stored`; None: the embedder embeds no
+        meaning, and none is)."""
+        if stored is None:
+            return set()
+        return {(d.id, d.candidate) for d in decisions.decisions
+                if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(shown.existing)
+                and 0 <= d.candidate < len(shown.vectors) and (d.candidate, d.id) not in shown.ends
+                and cosine(stored[d.id], shown.vectors[d.candidate]) < SAME_SUBJECT}
+
+    def decide(self, decisions: Decisions, apart: set[tuple[int, int]]) -> list[Change]:
+        """`apart` (`apart`): an UPDATE or DELETE of a memory about something else adds the
+        candidate instead. A candidate left without a decision is added; one added beside a
+        memory its line says has ended updates that memory instead (`_ended_instead`)."""
+        shown = self.shown
+        for k, d in enumerate(decisions.decisions):
+            if not 0 <= d.candidate < len(shown.candidates):
+                self._reject(k, f"it names candidate {d.candidate}; there are {len(shown.candidates)}")
+                continue
+            cand = shown.candidates[d.candidate]
+            if d.action in ("ADD", "NONE"):
+                self.decided.add(d.candidate)
+                if d.action == "ADD" and (at := self._stored(cand.content)) is not None:
+                    self._reject(k, f"ADD of candidate {d.candidate}, whose text stored memory {at} holds already")
+                elif d.action == "ADD":
+                    self._add(d.candidate)
+                continue
+            if d.id is None or not 0 <= d.id < len(shown.existing):
+                self._reject(k, f"{d.action} names memory id {d.id}, not one of the {len(shown.existing)} shown")
+                continue
+            self.decided.add(d.candidate)
+            if d.id in self.claimed:
+                self._reject(k, f"memory id {d.id} was already changed by an earlier decision")
+                continue
+            if (d.id, d.candidate) in apart:
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"the {d.action} of memory id {d.id}, which is about something else than the candidate; "
+                           "the memory stays and the candidate is added"))
+                self._add(d.candidate)
+                continue
+            self.claimed.add(d.id)
+            old = shown.existing[d.id]
+            if d.action == "DELETE":
+                self.changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
+            else:
+                self._update(k, d, cand, old)
+        for i, cand in enumerate(shown.candidates):
+            if i not in self.decided and self._stored(cand.content) is None:
+                log.info("reconcile gave no decision for candidate %d; it is added", i)
+                self.changes.append(Change(new=cand, vector=shown.vectors[i]))
+        self._ended_instead()
+        return self.changes
+
+    def _reject(self, k: int, reason: str) -> None:
+        log.warning("reconcile decision %d ignored: %s", k, reason)
+        self.rejected.append(Rejection(step="personal/reconcile", path=f"decisions[{k}]", action="dropped",
+                                       reason=reason))
+
+    def _stored(self, text: str) -> int | None:
+        """The id of the memory shown whose text is `text` (normalized), if one is."""
+        return next((i for i, n in enumerate(self.shown.existing)
+                     if normalize_text(n.content) == normalize_text(text)), None)
+
+    def _add(self, k: int) -> None:
+        """Candidate `k` added (once, and not when a memory shown says it already)."""
+        cand = self.shown.candidates[k]
+        if self._stored(cand.content) is None and k not in self.added:
+            self.added.add(k)
+            self.changes.append(Change(new=cand, vector=self.shown.vectors[k]))
+
+    def _update(self, k: int, d: Decision, cand: MemoryNode, old: MemoryNode) -> None:
+        """The UPDATE decision `k` of memory `d.id` by `cand`, its merged text checked: one with no
+        word of either, or the stored text unchanged, takes the candidate's; a health sentence of
+        the stored memory it drops goes back in, or, when that sentence holds words of the
+        candidate too, the memory stays and the candidate is added beside it."""
+        text = self.reword((d.text or "").strip(), cand) or cand.content
+        if not shares_a_word(text, old.content, cand.content):
+            self.rejected.append(Rejection(
+                step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                reason=f"the merged text {text[:80]!r} has no word of the stored memory or the candidate; "
+                       "the candidate's text is used"))
+            text = cand.content
+        if normalize_text(text) == normalize_text(old.content):
+            if normalize_text(cand.content) == normalize_text(old.content):
+                return
+            # An UPDATE that keeps the stored text would lose what the candidate says (qwen1.5b
+            # "updated" Dan's "vegetarian for ten years" to itself for "not vegetarian any more").
+            self.rejected.append(Rejection(
+                step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                reason=f"the merged text is stored memory {d.id}'s, unchanged; the candidate's text is used"))
+            text = cand.content
+        back, tied = health_left_behind(old.content, text, cand.content)
+        merged = " ".join([text if text.endswith(SENTENCE_ENDS) else text + ".", *back])
+        if tied or (back and len(merged) > MAX_CONTENT_CHARS):
+            # qwen1.5b merged Victor's gout away with his old dose: the stored memory stays and
+            # the candidate goes beside it (the old dose may stay stated; the gout is not lost).
+            self.rejected.append(Rejection(
+                step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                reason=f"the UPDATE of memory id {d.id} would drop {(tied or back)[0][:80]!r}, which the "
+                       "candidate says nothing of; the candidate is added beside it"))
+            self.claimed.discard(d.id)
+            self._add(d.candidate)
+            return
+        if back:
+            self.rejected.append(Rejection(
+                step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                reason=f"the merged text drops {' '.join(back)[:80]!r} of stored memory {d.id}, which the "
+                       "candidate says nothing of; it is kept"))
+            text = merged
+        if (at := self._stored(text)) is not None:  # two stored memories would say the same
+            self._reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {at}")
+            return
+        try:
+            self.changes.append(Change(new=revised(old, cand, text, self.history), old=old,
+                                       reason=d.reason or f"updated by: {cand.content}"))
+        except ValidationError as exc:
+            self._reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
+
+    def _ended_instead(self) -> None:
+        """A candidate to be added whose cited lines say that a memory shown (and not changed by
+        another decision) has ended updates that memory instead (qwen1.5b added "Irene quit
+        Deloitte ..." beside "Irene works as an accountant at Deloitte")."""
+        shown = self.shown
+        for at, change in enumerate(self.changes):
+            k = next((i for i, c in enumerate(shown.candidates) if change.old is None and change.new is c), None)
+            if k is None:
+                continue
+            j = next((j for j in range(len(shown.existing)) if j not in self.claimed and (k, j) in shown.ends), None)
+            if j is None:
+                continue
+            over, cand = shown.existing[j], shown.candidates[k]
+            try:
+                self.changes[at] = Change(new=revised(over, cand, cand.content, self.history), old=over,
+                                          reason=f"ended by: {cand.content}")
+            except ValidationError:
+                continue
+            self.claimed.add(j)
+            self.rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
+                                           reason=f"its line says {over.content[:80]!r} has ended: that memory is "
+                                                  "updated instead of the candidate being added beside it"))
 
 
 def revised(old: MemoryNode, cand: MemoryNode, text: str, history: MemoryNode) -> MemoryNode:
