@@ -14,7 +14,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import OVERLAP, WINDOW, Transcript, misnamed
+from reme.memory.personal import HEALTH_STEMS, OVERLAP, WINDOW, Transcript, misnamed, unheld_health
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -1278,3 +1278,20 @@ async def test_a_health_fact_no_memory_holds_is_kept_as_said(reme: ReMe, server:
         "Nico is eight and allergic to egg"]
     assert [(r.step, r.action) for r in result.rejected] == [("personal/kept", "defaulted")] * 2
     assert len([r for r in server.requests if REPAIR in prompt_of(r["body"])]) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(
+           ["I", "I'm", "he", "am", "take", "allergic", "to", "eggs", "15", "mg", "stroke", "insulin", "Funny thing:",
+            "Oh,", "and", ".", "?", ",", ";", "5", "x", " "]), max_size=20).map(" ".join)), min_size=1, max_size=5),
+       st.lists(st.text(max_size=60), max_size=3))
+def test_a_health_sentence_kept_as_said_is_a_persons_and_holds_what_no_memory_does(
+        lines: list[tuple[str, str]], written: list[str]) -> None:
+    messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Ann")
+                for role, text in lines]
+    transcript = Transcript.of(messages, datetime(2024, 5, 3, tzinfo=timezone.utc))
+    for index, sentence in unheld_health(transcript, written):
+        assert messages[index].role == "user" and sentence in messages[index].content
+        assert not sentence.endswith("?") and any(w.startswith(HEALTH_STEMS) for w in re.findall(r"\w+", sentence.lower()))
+    # a memory holding every line holds every health fact
+    assert unheld_health(transcript, [m.content for m in messages]) == []
