@@ -518,6 +518,8 @@ class ChatModel:
         error = ""
         for attempt in range(2):
             raw, cut = await self._complete(history, usage, response_model, budget)
+            if usage is not None:
+                usage.steps[step] = usage.steps.get(step, 0) + 1
             log.debug("%s reply (%d characters%s): %s", step, len(raw), ", cut off" if cut else "", raw[:4000])
             try:
                 data, repaired_cut = parse_reply(raw, cut)

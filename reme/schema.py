@@ -518,6 +518,8 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     total_tokens: int = 0
     llm_seconds: float = 0.0
+    steps: dict[str, int] = Field(default_factory=dict)
+    """Calls by the step that made them (a prompt's name, `personal/extract`), for calls that name one."""
 
     def add(self, other: "Usage") -> "Usage":
         self.calls += other.calls
@@ -525,6 +527,8 @@ class Usage(BaseModel):
         self.completion_tokens += other.completion_tokens
         self.total_tokens += other.total_tokens
         self.llm_seconds += other.llm_seconds
+        for step, calls in other.steps.items():
+            self.steps[step] = self.steps.get(step, 0) + calls
         return self
 
 

@@ -1278,6 +1278,7 @@ async def test_a_health_fact_no_memory_holds_is_kept_as_said(reme: ReMe, server:
         "Nico is eight and allergic to egg"]
     assert [(r.step, r.action) for r in result.rejected] == [("personal/kept", "defaulted")] * 2
     assert len([r for r in server.requests if REPAIR in prompt_of(r["body"])]) == 1
+    assert result.usage.steps == {"personal/extract": 1, "personal/missed": 1, "personal/repair": 1}  # no call of its own
 
 
 @settings(max_examples=200, deadline=None)

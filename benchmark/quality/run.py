@@ -43,7 +43,7 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     s = score(dialogue, memories)
     return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources,
             "rejected": rejected, "score": s,
-            "calls": usage.calls, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
+            "calls": usage.calls, "steps": usage.steps, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
