@@ -1296,3 +1296,12 @@ def test_a_health_sentence_kept_as_said_is_a_persons_and_holds_what_no_memory_do
         assert not sentence.endswith("?") and any(w.startswith(HEALTH_STEMS) for w in re.findall(r"\w+", sentence.lower()))
     # a memory holding every line holds every health fact
     assert unheld_health(transcript, [m.content for m in messages]) == []
+
+
+def test_a_health_sentence_is_kept_whole_and_a_painting_is_no_health_fact() -> None:
+    # fresh3 (qwen1.5b): "2.5 mg" was cut at its point into "5 mg every morning, so ...", atrial
+    # fibrillation was no health word, and "Only the painting." was kept as one ("pain")
+    lines = ["I have atrial fibrillation, so I'm on bisoprolol, 2.5 mg every morning.", "Only the painting."]
+    transcript = Transcript.of([Message(role="user", name="Mateus", content=line) for line in lines],
+                               datetime(2025, 3, 1, tzinfo=timezone.utc))
+    assert unheld_health(transcript, ["Mateus runs at six in the morning"]) == [(0, lines[0])]

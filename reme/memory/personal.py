@@ -416,13 +416,15 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
         return []
     named = {m.lower() for msg in messages for sentence in SENTENCE.split(msg.content)
              for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.strip().startswith(m)}
-    if any((w.isdigit() or w.startswith(HEALTH_STEMS) or (w in named and w not in names)) and _stem(w) in held
+    if any((w.isdigit() or health_word(w) or (w in named and w not in names)) and _stem(w) in held
            for w in words(text)):
         return []  # it holds what matters of a line, in its own words ("pregnant", "Lif")
     return unsaid
 
 
-SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s*")
+SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
+"""Where a text's sentences part: after ".", "!", "?" or ";" and a space ("2.5 mg" is one
+sentence), after Chinese punctuation at once."""
 PLACEHOLDERS = frozenset(" ".join(words(t)) for t in ("the memory", "the rewritten memory, or an empty string",
                                                        "记忆内容", "改写后的记忆，或空字符串"))
 """The examples of the extract and repair prompts' reply shapes: qwen0.5b copies them as memories."""
@@ -447,8 +449,15 @@ HEALTH_STEMS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "c
                 "cancer", "heart", "blood", "cholest", "gout", "pregnan", "disease", "infect", "phobi", "afraid",
                 "seasick", "vegan", "vegetar", "pescat", "halal", "kosher", "epipen", "sting", "stroke", "migrain",
                 "anaphyla", "arthrit", "seizure", "anxi", "depress", "dement", "alzheim", "parkinson", "thyroid",
-                "pacemaker", "eczema", "hives", "adrenal", "antihist", "mg", "mcg")
+                "pacemaker", "eczema", "hives", "adrenal", "antihist", "fibrill", "arrhythm", "mg", "mcg", "microgram")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
+NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
+"""Words that begin as a health word does and are none ("Only the painting.")."""
+
+
+def health_word(word: str) -> bool:
+    """Whether a word (lower case) is a health or safety word (`HEALTH_STEMS`)."""
+    return word.startswith(HEALTH_STEMS) and not word.startswith(NOT_HEALTH)
 _CAPITAL = re.compile(r"[A-Z][a-z]+")
 
 
@@ -501,7 +510,7 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
                 and w not in names]
         shares = any(_stem(w) in proposed for w in kept)
         addressed = addressed or shares
-        health = [w for w in kept if w.startswith(HEALTH_STEMS)]
+        health = [w for w in kept if health_word(w)]
         if not health or any(_stem(w) in said for w in health):
             continue
         (tied if shares else back).append(sentence)
@@ -527,7 +536,7 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
             said = [w for w in words(sentence) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
             names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
                      if k or not sentence.startswith(m)} - TIME_WORDS
-            salient = [w for w in said if w.isdigit() or w in names or w.startswith(HEALTH_STEMS)]
+            salient = [w for w in said if w.isdigit() or w in names or health_word(w)]
             if any(_stem(w) not in held for w in salient) or any(
                     len(content) >= 2 and not any(_stem(w) in held for w in content)
                     for content in ([w for w in words(clause) if len(w) >= 3 and w not in FILLER
@@ -551,7 +560,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         for sentence in SENTENCE.split(message.content):
             sentence = LEAD_IN.sub("", sentence.strip())
             said = words(sentence)
-            health = [w for w in said if w.startswith(HEALTH_STEMS)]
+            health = [w for w in said if health_word(w)]
             if (health and not sentence.endswith(("?", "？")) and len(sentence) <= MAX_CONTENT_CHARS
                     and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])):
                 out.append((index, sentence))
@@ -1129,7 +1138,7 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
             kept.append(i)
             continue
         more = said[i] - said[kept[same]]
-        gone, stays = ((kept[same], i) if any(w.isdigit() or w.startswith(HEALTH_STEMS) for w in more)
+        gone, stays = ((kept[same], i) if any(w.isdigit() or health_word(w) for w in more)
                        else (i, kept[same]))
         kept[same] = stays
         rejected.append(Rejection(step="personal/extract", path="memories", action="dropped",
