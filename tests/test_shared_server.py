@@ -763,6 +763,15 @@ def _texts_on(url: str) -> list[str]:
         client.close()
 
 
+def _purge_alice(store: dict[str, Any], tmp_path: Path, wipe_call: str) -> None:
+    """alice's one memory purged, with its versions, by `forget(purge=True)` or `delete_all`."""
+    with _open(store, tmp_path) as reme:
+        if wipe_call == "forget":
+            assert reme.forget(user_name="alice", purge=True) == 1
+        else:
+            assert reme.delete_all(user_name="alice") == 1
+
+
 @pytest.mark.parametrize("wipe_call", ["forget", "delete_all"])
 @pytest.mark.parametrize("change", ["update_memory", "delete_memory"])
 def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str, Any], tmp_path: Path,
@@ -786,11 +795,7 @@ def test_a_purge_leaves_no_version_a_change_racing_it_kept(node_store: dict[str,
     """, prelude=STOP_AT), "changing")
     try:
         _stop_then(changing)
-        with _open(node_store, tmp_path) as reme:
-            if wipe_call == "forget":
-                assert reme.forget(user_name="alice", purge=True) == 1
-            else:
-                assert reme.delete_all(user_name="alice") == 1
+        _purge_alice(node_store, tmp_path, wipe_call)
         os.kill(changing.pid, signal.SIGCONT)
         _result(changing)
     finally:
@@ -1065,11 +1070,7 @@ def test_a_delete_killed_after_a_purge_took_its_memory_leaves_no_text_once_repla
     """, prelude=STOP_AT), "deleting")
     try:
         _stop_then(deleting)
-        with _open(node_store, tmp_path) as reme:
-            if wipe_call == "forget":
-                assert reme.forget(user_name="alice", purge=True) == 1
-            else:
-                assert reme.delete_all(user_name="alice") == 1
+        _purge_alice(node_store, tmp_path, wipe_call)
         os.kill(deleting.pid, signal.SIGCONT)
         deleting.communicate(timeout=120)
         assert deleting.returncode == -signal.SIGKILL
