@@ -14,7 +14,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import HEALTH_STEMS, OVERLAP, WINDOW, Transcript, misnamed, unheld_health
+from reme.memory.personal import HEALTH_STEMS, OVERLAP, WINDOW, Transcript, misnamed, said_by_another, unheld_health
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -1305,3 +1305,44 @@ def test_a_health_sentence_is_kept_whole_and_a_painting_is_no_health_fact() -> N
     transcript = Transcript.of([Message(role="user", name="Mateus", content=line) for line in lines],
                                datetime(2025, 3, 1, tzinfo=timezone.utc))
     assert unheld_health(transcript, ["Mateus runs at six in the morning"]) == [(0, lines[0])]
+
+
+async def test_what_another_speaker_says_of_themselves_is_stored_under_their_name(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh3 (qwen1.5b): the flatmate's "I'm lactose intolerant" and "I'm a nurse" were stored as
+    # the user's, citing the flatmate's lines
+    chat = [{"role": "user", "name": "Leilani", "content": "My flatmate Sione and I are throwing a housewarming.",
+             "time": "2025-09-22T10:00:00Z"},
+            {"role": "user", "name": "Sione", "content": "Go easy on the cheese and cream, I'm lactose intolerant."},
+            {"role": "user", "name": "Sione", "content": "Buffet, yes. I'm on night shifts at the hospital, I'm a nurse. "
+                                                         "Leilani's doing the shopping."},
+            {"role": "user", "name": "Leilani", "content": "Sione loves mango, by the way."}]
+    server.script(EXTRACT, memories(
+        {"content": "Leilani is lactose intolerant and does not eat cheese and cream", "sources": [1]},
+        {"content": "Leilani is a nurse on night shifts at the hospital", "sources": [2]},
+        {"content": "Leilani is doing the shopping", "sources": [2]},  # what Sione says of her: hers
+        {"content": "Sione loves mango", "sources": [3]},  # Leilani says it of Sione
+        {"content": "Leilani and Sione are throwing a housewarming", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="leilani")
+
+    assert [n.content for n in result.added] == [
+        "Sione is lactose intolerant and does not eat cheese and cream", "Sione is a nurse on night shifts at the hospital",
+        "Leilani is doing the shopping", "Sione loves mango", "Leilani and Sione are throwing a housewarming"]
+    assert [(r.path, r.action) for r in result.rejected] == [("memories[0]", "defaulted"), ("memories[1]", "defaulted")]
+    assert "Sione said of themselves" in result.rejected[0].reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120), st.lists(st.tuples(st.sampled_from(["Ann", "Bo", "Ann Lee"]), st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=120)),
+    min_size=1, max_size=3))
+def test_another_speaker_is_named_only_for_what_they_said_of_themselves(text: str,
+                                                                        lines: list[tuple[str, str]]) -> None:
+    cited = [Message(role="user", name=name, content=line or ".") for name, line in lines]
+    found = said_by_another(text, cited, {"Ann", "Bo", "Ann Lee"})
+    assert said_by_another("Ann Lee is a nurse", [Message(role="user", name="Ann Lee", content="I'm a nurse")],
+                           {"Ann", "Ann Lee"}) is None
+    if found is not None:
+        named, speaker = found
+        assert named != speaker and text.strip().startswith(named) and {m.name for m in cited} == {speaker}
+        assert not text.strip().startswith(speaker)

@@ -370,6 +370,34 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     return best[0][0]
 
 
+def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
+    """(the speaker a memory names first, the one who said it of themselves) when a memory
+    starts with one speaker's name ("Leilani is lactose intolerant", "Leilani's ...") for what
+    another speaker says in the first person in every line it cites, the sentence of those lines
+    sharing the most words with it naming not the first ("I'm lactose intolerant", Sione's; qwen1.5b
+    wrote the flatmate's allergy and job under the user's name) and holding at least half of the
+    memory's other words. None otherwise, or for a Chinese memory. `speakers`: the conversation's
+    speakers' names."""
+    whose = {m.name for m in cited if m.role == "user" and m.name}
+    if len(whose) != 1 or CJK_CHAR.search(text):
+        return None
+    speaker = whose.pop()
+    first = sorted((n for n in speakers if re.match(rf"{re.escape(n)}\b", text.strip())), key=len)
+    if not first or first[-1] == speaker or re.match(rf"{re.escape(speaker)}\b", text.strip()):
+        return None
+    named = first[-1]  # the longest: "Ann Lee" before "Ann"
+    own = {_stem(w) for w in content_words(text, {w for n in speakers for w in words(n)}, shortest=3)}
+    shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
+    most, sentence = max(shared, default=(0, ""), key=lambda pair: pair[0])
+    if not own or 2 * most < len(own) or set(words(named)) & set(words(sentence)) \
+            or not FIRST_PERSON_SAID.search(sentence):
+        return None
+    return named, speaker
+
+
+FIRST_PERSON_SAID = re.compile(r"\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|I'll|I’ll)\b|\b(?:my|me|mine)\b", re.IGNORECASE)
+
+
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
     """Why an extracted text is not to be stored at all, or None: a question (qwen1.5b copied the
     assistant's "What is the PhD about?"), one of the assistant's turns or sentences copied whole
@@ -705,6 +733,13 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
+            speakers = {m.name for m in transcript.messages if m.role == "user" and m.name}
+            if another := said_by_another(draft.text, [transcript.messages[i] for i in sources], speakers):
+                named, speaker = another
+                draft.text = speaker + draft.text.strip()[len(named):]
+                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
+                                          reason=f"it named {named} for what {speaker} said of themselves: "
+                                                 f"{speaker} is named"))
             draft.problem = flaw(draft.text, people) or (
                 "misnamed" if misnamed(draft.text, [transcript.messages[i] for i in sources]) else None)
             if draft.problem:
