@@ -372,25 +372,25 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
 
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
     """(the speaker a memory names first, the one who said it of themselves) when a memory
-    starts with one speaker's name ("Leilani is lactose intolerant", "Leilani's ...") for what
-    another speaker says in the first person in every line it cites, the sentence of those lines
-    sharing the most words with it naming not the first ("I'm lactose intolerant", Sione's; qwen1.5b
-    wrote the flatmate's allergy and job under the user's name) and holding at least half of the
-    memory's other words. None otherwise, or for a Chinese memory. `speakers`: the conversation's
-    speakers' names."""
+    starts with one speaker's name ("Leilani is lactose intolerant"; not "Leilani's dad", someone
+    else) for what another, whom it does not name, says in the first person in every line it
+    cites: the sentence (no question) of those lines sharing the most words with it does not name
+    the first and holds at least half of the memory's other words ("I'm lactose intolerant",
+    Sione's; qwen1.5b wrote the flatmate's allergy and job under the user's name). None
+    otherwise, or for a Chinese memory. `speakers`: the conversation's speakers' names."""
     whose = {m.name for m in cited if m.role == "user" and m.name}
     if len(whose) != 1 or CJK_CHAR.search(text):
         return None
     speaker = whose.pop()
-    first = sorted((n for n in speakers if re.match(rf"{re.escape(n)}\b", text.strip())), key=len)
-    if not first or first[-1] == speaker or re.match(rf"{re.escape(speaker)}\b", text.strip()):
-        return None
+    first = sorted((n for n in speakers if re.match(rf"{re.escape(n)}\b(?!['’])", text.strip())), key=len)
+    if not first or first[-1] == speaker or set(words(speaker)) & set(words(text)):
+        return None  # "Ravi's dad ..." is someone else; a memory naming the speaker says whose it is
     named = first[-1]  # the longest: "Ann Lee" before "Ann"
     own = {_stem(w) for w in content_words(text, {w for n in speakers for w in words(n)}, shortest=3)}
     shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
     most, sentence = max(shared, default=(0, ""), key=lambda pair: pair[0])
     if not own or 2 * most < len(own) or set(words(named)) & set(words(sentence)) \
-            or not FIRST_PERSON_SAID.search(sentence):
+            or not FIRST_PERSON_SAID.search(sentence) or sentence.rstrip().endswith(("?", "？")):
         return None
     return named, speaker
 
