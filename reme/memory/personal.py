@@ -26,6 +26,7 @@ importance weighting (`reme.retrieval`), optional source excerpts.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from dataclasses import dataclass, field
@@ -160,6 +161,11 @@ class Transcript:
         lines = [f"[{t.strftime('%Y-%m-%d %H:%M')}] {m.name or m.role}: {m.content.strip()}"
                  for m, t in zip(messages, times)]
         return cls(messages, times, lines)
+
+    @functools.cached_property
+    def speakers(self) -> set[str]:
+        """The names the people's messages give their speakers."""
+        return {m.name for m in self.messages if m.role == "user" and m.name}
 
     def people(self, user_name: str) -> set[str]:
         """The words of the names of the people speaking (and the user's), when the messages name
@@ -733,8 +739,7 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
-            speakers = {m.name for m in transcript.messages if m.role == "user" and m.name}
-            if another := said_by_another(draft.text, [transcript.messages[i] for i in sources], speakers):
+            if another := said_by_another(draft.text, [transcript.messages[i] for i in sources], transcript.speakers):
                 named, speaker = another
                 draft.text = speaker + draft.text.strip()[len(named):]
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
