@@ -1346,3 +1346,19 @@ def test_another_speaker_is_named_only_for_what_they_said_of_themselves(text: st
         named, speaker = found
         assert named != speaker and text.strip().startswith(named) and {m.name for m in cited} == {speaker}
         assert not text.strip().startswith(speaker)
+
+
+async def test_a_health_fact_a_stored_memory_holds_is_not_kept_again(reme: ReMe, server: OpenAITestServer) -> None:
+    # an agent recorded "Robert is allergic to latex" with a tool; the summary of the same turns
+    # would keep the line as said and ask the reconcile about it, for nothing
+    await reme.add_memory("Robert is allergic to latex", user_name="robert")
+    server.script(EXTRACT, memories({"content": "Robert is a high school chemistry teacher", "sources": [2]}))
+    server.script(MISSED, memories())
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory(ROBERT, user_name="robert")
+
+    assert [n.content for n in result.added] == ["Robert is a high school chemistry teacher"]
+    assert [(r.step, r.action) for r in result.rejected] == [("personal/kept", "defaulted"),
+                                                             ("personal/kept", "dropped")]
+    (asked,) = [prompt_of(r["body"]) for r in server.requests if RECONCILE in prompt_of(r["body"])]
+    assert "Robert is allergic to latex." not in asked

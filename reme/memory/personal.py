@@ -621,6 +621,8 @@ class Plan:
     changes: list[Change] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     rejected: list[Rejection] = field(default_factory=list)
+    kept_as_said: set[str] = field(default_factory=set)
+    """The ids of the candidates that are sentences kept as said (`unheld_health`)."""
 
 
 class PersonalSummarizer:
@@ -641,6 +643,18 @@ class PersonalSummarizer:
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
         candidates, vectors = distinct(candidates, vectors, plan.rejected)
         existing = await self._similar(candidates, vectors, user_name)
+        if existing and plan.kept_as_said:  # a health fact a stored memory holds is no news
+            held = stems(n.content for n in existing)
+            stored = [k for k, c in enumerate(candidates) if c.memory_id in plan.kept_as_said
+                      and all(_stem(w) in held for w in words(c.content) if w.isdigit() or health_word(w))
+                      and not any(ended(c.content, n.content, user_name) for n in existing)]
+            for k in stored:
+                plan.rejected.append(Rejection(step="personal/kept", path=f"memories[{k}]", action="dropped",
+                                               reason=f"{candidates[k].content[:80]!r}: a stored memory holds it"))
+            candidates = [c for k, c in enumerate(candidates) if k not in stored]
+            vectors = [v for k, v in enumerate(vectors) if k not in stored]
+            if not candidates:
+                return plan
         if not existing:
             plan.changes = [Change(new=c, vector=v) for c, v in zip(candidates, vectors)]
             return plan
@@ -678,6 +692,7 @@ class PersonalSummarizer:
                 ExtractedMemory(content=sentence, kind="health", importance=1.0, sources=[index])
                 for index, sentence in unheld]), transcript, history, user_name, now, plan.rejected, written,
                 step="personal/kept")
+            plan.kept_as_said |= {c.memory_id for c in more}
             candidates += more
             flawed += more_flawed
         if flawed:
