@@ -31,7 +31,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Annotated, Any, Callable, Collection, Iterable, Literal, Sequence
+from typing import Annotated, Any, Callable, Collection, Iterable, Iterator, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -285,6 +285,8 @@ was wasn't are am has have had too not so either""".split())
 SPEAKER_PREFIX = re.compile(r"\s*(?:\[[^\]\n]{0,40}\]\s*)?([^:\n\[\]]{1,40}):\s+(?=\S)")
 """A transcript line's speaker (and time) as a memory copied it: "Annika: ...", "[2024-05-03 10:00] Alice: ..."."""
 FIRST_PERSON = frozenset("me my mine myself we us our ours ourselves".split())
+I_WORDS = frozenset("i me my mine myself".split())
+"""A speaker's own first person, as `words` splits it ("I'm": "i", "m")."""
 """Words a memory still holds in the first person when `name_the_speaker` could not name them (two speakers cited)."""
 PRONOUNS = frozenset("he she they it him her his hers their them this that these those its".split())
 CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
@@ -352,6 +354,16 @@ PASSIVE = ("is", "was", "were", "been", "be", "got", "gets", "being")
 azithromycin": "Omar is prescribed azithromycin" is right)."""
 
 
+def closest_sentences(text: str, cited: Sequence[Message], names: set[str]) -> tuple[list[str], int, int]:
+    """The sentences of the cited lines sharing the most of a memory's words (`_stem`s of three
+    letters or more, `names`' words aside) with it (none when none shares one), how many they
+    share, and how many the memory has."""
+    own = {_stem(w) for w in content_words(text, names, shortest=3)}
+    shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
+    most = max((n for n, _ in shared), default=0)
+    return [sentence for n, sentence in shared if n == most and n], most, len(own)
+
+
 def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     """The pronoun ("she") of the cited line's sentence that a memory says its words of, when the
     memory says them of the line's own speaker instead: "Wei is 91 and still gardens every day."
@@ -365,10 +377,7 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     name = speakers.pop()
     if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
         return None
-    own = {_stem(w) for w in content_words(text, set(words(name)), shortest=3)}
-    shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
-    most = max((n for n, _ in shared), default=0)
-    best = [words(sentence) for n, sentence in shared if n == most and n]
+    best = [words(sentence) for sentence in closest_sentences(text, cited, set(words(name)))[0]]
     memory = " ".join(words(text))
     if not best or any({"i", *FIRST_PERSON} & set(said) or len(said) < 2 or said[0] not in SUBJECT_PRONOUNS
                        or any(f"{aux} {said[1]}" in memory for aux in PASSIVE) for said in best):
@@ -392,16 +401,14 @@ def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> 
     if not first or first[-1] == speaker or set(words(speaker)) & set(words(text)):
         return None  # "Ravi's dad ..." is someone else; a memory naming the speaker says whose it is
     named = first[-1]  # the longest: "Ann Lee" before "Ann"
-    own = {_stem(w) for w in content_words(text, {w for n in speakers for w in words(n)}, shortest=3)}
-    shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
-    most, sentence = max(shared, default=(0, ""), key=lambda pair: pair[0])
-    if not own or 2 * most < len(own) or set(words(named)) & set(words(sentence)) \
-            or not FIRST_PERSON_SAID.search(sentence) or sentence.rstrip().endswith(("?", "？")):
+    best, most, size = closest_sentences(text, cited, {w for n in speakers for w in words(n)})
+    if not best or 2 * most < size:
+        return None
+    sentence = best[0]
+    if set(words(named)) & set(words(sentence)) or not I_WORDS & set(words(sentence)) \
+            or sentence.rstrip().endswith(("?", "？")):
         return None
     return named, speaker
-
-
-FIRST_PERSON_SAID = re.compile(r"\b(?:I|I'm|I’m|I've|I’ve|I'd|I’d|I'll|I’ll)\b|\b(?:my|me|mine)\b", re.IGNORECASE)
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -492,6 +499,8 @@ NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
 def health_word(word: str) -> bool:
     """Whether a word (lower case) is a health or safety word (`HEALTH_STEMS`)."""
     return word.startswith(HEALTH_STEMS) and not word.startswith(NOT_HEALTH)
+
+
 _CAPITAL = re.compile(r"[A-Z][a-z]+")
 
 
@@ -551,6 +560,18 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
     return (back, tied) if addressed else ([], [])
 
 
+def statements(transcript: Transcript) -> Iterator[tuple[int, str]]:
+    """The sentences people said (not the assistant) that are no question, stripped, each with
+    the index of its line; a Chinese line is not judged (its words are not split)."""
+    for index, message in enumerate(transcript.messages):
+        if message.role == "assistant" or CJK_CHAR.search(message.content):
+            continue
+        for sentence in SENTENCE.split(message.content):
+            sentence = sentence.strip()
+            if sentence and not sentence.endswith(("?", "？")):
+                yield index, sentence
+
+
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     """The lines a person said (not the assistant) with a statement none of `written` (the
     memories so far) holds anything of: a sentence that is no question and has a number, a name
@@ -560,23 +581,18 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     split)."""
     held = stems(written)
     out: list[int] = []
-    for index, message in enumerate(transcript.messages):
-        if message.role == "assistant" or CJK_CHAR.search(message.content):
-            continue
-        for sentence in SENTENCE.split(message.content):
-            sentence = sentence.strip()
-            if not sentence or sentence.endswith(("?", "？")):
-                continue
-            said = [w for w in words(sentence) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
-            names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
-                     if k or not sentence.startswith(m)} - TIME_WORDS
-            salient = [w for w in said if w.isdigit() or w in names or health_word(w)]
-            if any(_stem(w) not in held for w in salient) or any(
-                    len(content) >= 2 and not any(_stem(w) in held for w in content)
-                    for content in ([w for w in words(clause) if len(w) >= 3 and w not in FILLER
-                                     and w not in TIME_WORDS] for clause in CLAUSE.split(sentence))):
-                out.append(index)
-                break
+    for index, sentence in statements(transcript):
+        if out and out[-1] == index:
+            continue  # the line is left out already
+        said = [w for w in words(sentence) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
+        names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
+                 if k or not sentence.startswith(m)} - TIME_WORDS
+        salient = [w for w in said if w.isdigit() or w in names or health_word(w)]
+        if any(_stem(w) not in held for w in salient) or any(
+                len(content) >= 2 and not any(_stem(w) in held for w in content)
+                for content in ([w for w in words(clause) if len(w) >= 3 and w not in FILLER
+                                 and w not in TIME_WORDS] for clause in CLAUSE.split(sentence))):
+            out.append(index)
     return out
 
 
@@ -588,16 +604,13 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     shown the line again). A Chinese line is not judged."""
     held = stems(written)
     out: list[tuple[int, str]] = []
-    for index, message in enumerate(transcript.messages):
-        if message.role == "assistant" or CJK_CHAR.search(message.content):
-            continue
-        for sentence in SENTENCE.split(message.content):
-            sentence = LEAD_IN.sub("", sentence.strip())
-            said = words(sentence)
-            health = [w for w in said if health_word(w)]
-            if (health and not sentence.endswith(("?", "？")) and len(sentence) <= MAX_CONTENT_CHARS
-                    and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])):
-                out.append((index, sentence))
+    for index, sentence in statements(transcript):
+        sentence = LEAD_IN.sub("", sentence)
+        said = words(sentence)
+        health = [w for w in said if health_word(w)]
+        if (health and len(sentence) <= MAX_CONTENT_CHARS
+                and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])):
+            out.append((index, sentence))
     return out
 
 
@@ -722,7 +735,7 @@ class PersonalSummarizer:
         decider = Decider(shown, history, plan.rejected,
                           lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
                                                             user_name, cand.message_time))
-        return decider.decide(decisions, Decider.apart(decisions, shown, stored))
+        return decider.decide(decisions, stored)
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
                     user_name: str, now: datetime, rejected: list[Rejection], written: set[str], *,
@@ -754,14 +767,15 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
-            if another := said_by_another(draft.text, [transcript.messages[i] for i in sources], transcript.speakers):
+            cited = [transcript.messages[i] for i in sources]
+            if another := said_by_another(draft.text, cited, transcript.speakers):
                 named, speaker = another
                 draft.text = speaker + draft.text.strip()[len(named):]
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it named {named} for what {speaker} said of themselves: "
                                                  f"{speaker} is named"))
             draft.problem = flaw(draft.text, people) or (
-                "misnamed" if misnamed(draft.text, [transcript.messages[i] for i in sources]) else None)
+                "misnamed" if misnamed(draft.text, cited) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
@@ -960,13 +974,12 @@ class PersonalSummarizer:
 
 @dataclass
 class Shown:
-    """A reconcile's two sides: the candidates (their vectors, the lines each cites) and the
-    user's memories shown beside them, with the (candidate, memory id) pairs whose cited lines
-    say that the memory has ended (`ended`)."""
+    """A reconcile's two sides: the candidates (with their vectors) and the user's memories shown
+    beside them, with the (candidate, memory id) pairs whose candidate's cited lines say that the
+    memory has ended (`ended`)."""
 
     candidates: list[MemoryNode]
     vectors: list[list[float]]
-    cited: list[str]
     existing: list[MemoryNode]
     ends: set[tuple[int, int]]
 
@@ -976,7 +989,7 @@ class Shown:
         cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
         ends = {(k, j) for k, lines in enumerate(cited) for j, n in enumerate(existing)
                 if ended(lines, n.content, user_name)}
-        return cls(candidates, vectors, cited, existing, ends)
+        return cls(candidates, vectors, existing, ends)
 
 
 @dataclass
@@ -993,6 +1006,12 @@ class Decider:
     decided: set[int] = field(default_factory=set)  # candidates
     claimed: set[int] = field(default_factory=set)  # memories shown
     added: set[int] = field(default_factory=set)  # candidates
+    texts: dict[str, int] = field(init=False)  # normalized text of a memory shown -> its id
+
+    def __post_init__(self) -> None:
+        self.texts = {}
+        for i, n in enumerate(self.shown.existing):
+            self.texts.setdefault(normalize_text(n.content), i)
 
     @staticmethod
     def apart(decisions: Decisions, shown: Shown, stored: list[list[float]] | None) -> set[tuple[int, int]]:
@@ -1007,11 +1026,13 @@ class Decider:
                 and 0 <= d.candidate < len(shown.vectors) and (d.candidate, d.id) not in shown.ends
                 and cosine(stored[d.id], shown.vectors[d.candidate]) < SAME_SUBJECT}
 
-    def decide(self, decisions: Decisions, apart: set[tuple[int, int]]) -> list[Change]:
-        """`apart` (`apart`): an UPDATE or DELETE of a memory about something else adds the
-        candidate instead. A candidate left without a decision is added; one added beside a
-        memory its line says has ended updates that memory instead (`_ended_instead`)."""
+    def decide(self, decisions: Decisions, stored: list[list[float]] | None) -> list[Change]:
+        """`stored`: the vectors of the memories shown (`apart`: an UPDATE or DELETE of a memory
+        about something else adds the candidate instead). A candidate left without a decision is
+        added; one added beside a memory its line says has ended updates that memory instead
+        (`_ended_instead`)."""
         shown = self.shown
+        apart = self.apart(decisions, shown, stored)
         for k, d in enumerate(decisions.decisions):
             if not 0 <= d.candidate < len(shown.candidates):
                 self._reject(k, f"it names candidate {d.candidate}; there are {len(shown.candidates)}")
@@ -1058,8 +1079,7 @@ class Decider:
 
     def _stored(self, text: str) -> int | None:
         """The id of the memory shown whose text is `text` (normalized), if one is."""
-        return next((i for i, n in enumerate(self.shown.existing)
-                     if normalize_text(n.content) == normalize_text(text)), None)
+        return self.texts.get(normalize_text(text))
 
     def _add(self, k: int) -> None:
         """Candidate `k` added (once, and not when a memory shown says it already)."""
