@@ -455,20 +455,23 @@ class QdrantStore(VectorStore):
             fresh = time.time() - self.lease
             headers = [h for h in await self._headers(models.Filter(must=[_HEADER]))
                        if float((h.payload or {})["created"]) > fresh]
-            busy = False
-            for _, body in await self._bodies(headers):
-                try:
-                    steps = await asyncio.to_thread(decode_steps, body)
-                except (ValueError, KeyError, TypeError, StopIteration, ValidationError):
-                    continue  # unreadable: a part is missing, so no step of it has run
-                if any(isinstance(step, Swap) and step.collection == name
-                       and any(r.node.memory_id in wanted for r in step.old) for step in steps):
-                    busy = True
-                    break
-            if not busy:
+            if not any(swapped & wanted for swapped in await self._swapped_by(headers, name)):
                 return
             await asyncio.sleep(pause)
             pause = min(0.25, pause * 2)
+
+    async def _swapped_by(self, headers: list[Any], name: str) -> list[set[str]]:
+        """For each readable intent record of `headers`, the ids of the records of `name` its
+        swaps replace or delete (an unreadable record lacks a part, so no step of it has run)."""
+        out: list[set[str]] = []
+        for _, body in await self._bodies(headers):
+            try:
+                steps = await asyncio.to_thread(decode_steps, body)
+            except (ValueError, KeyError, TypeError, StopIteration, ValidationError):
+                continue
+            out.append({r.node.memory_id for step in steps if isinstance(step, Swap) and step.collection == name
+                        for r in step.old})
+        return out
 
     async def mark_purged(self, name: str, ids: Sequence[str] | None) -> None:
         # A note per memory (`_EVERY`: all of `name`) in the journal's collection, kept while an
@@ -477,14 +480,7 @@ class QdrantStore(VectorStore):
         if self.local:
             return
         journal = await self._journal()
-        swapped: set[str] = set()
-        for _, body in await self._bodies(await self._headers(models.Filter(must=[_HEADER]))):
-            try:
-                steps = await asyncio.to_thread(decode_steps, body)
-            except (ValueError, KeyError, TypeError, StopIteration, ValidationError):
-                continue  # unreadable: a part is missing, so no step of it has run
-            swapped |= {r.node.memory_id for step in steps if isinstance(step, Swap) and step.collection == name
-                        for r in step.old}
+        swapped = set().union(*await self._swapped_by(await self._headers(models.Filter(must=[_HEADER])), name))
         notes = await self._headers(models.Filter(must=[models.FieldCondition(
             key="purged_from", match=models.MatchValue(value=name))]))
         unneeded = [n.id for n in notes if (n.payload or {}).get("purged") not in swapped
