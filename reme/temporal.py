@@ -36,6 +36,20 @@ SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11
 MAX_TEXT = 2_000
 """Only the first characters of a text are read: a question or a memory, not a book."""
 
+IRREGULAR_PAST = set("""arose awoke bore beat became began bent bet bit bled blew broke brought built burnt burned
+bought caught chose clung came cost crept cut dealt dug dove drew dreamt drank drove ate fell fed felt fought found
+fled flew forbade forgot forgave froze got gave went ground grew hung heard hid hit held hurt kept knelt knew laid
+led leapt learnt left lent let lay lit lost made meant met paid proved put quit read rode rang rose ran said saw
+sought sold sent set shook shone shot showed shrank shut sang sank sat slept slid spoke sped spent spun spat split
+spread sprang stood stole stuck stung stank struck swore swept swam swung took taught tore told thought threw
+understood woke wore wove wept won wound wrote""".split())
+"""Past tenses that do not end in "-ed" (some are present tenses too: "read", "put")."""
+_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have))\s+"
+                        r"(?:just\s+|[a-z]+ly\s+)?[a-z]{2,}ed\b")
+"""A sentence that tells of the past: "was", "had", or a subject and a verb in "-ed" ("Kim
+finished"; not "gets a crown fitted")."""
+_SENTENCE_END = re.compile(r"[.!?;\n]")
+
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
@@ -130,6 +144,29 @@ def _relative_unit(m: re.Match[str], today: date) -> Span | None:
     return Span(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
 
 
+def _ahead(m: re.Match[str], today: date) -> Span | None:
+    """ "in ten days", "three weeks from now": counted forward from `today` (days and weeks to the
+    day, months and years as a whole). None when the sentence tells of the past: "finished the
+    course in ten days" is a time it took."""
+    start = max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
+    end = _SENTENCE_END.search(m.string, m.end())
+    sentence = m.string[start:end.start() if end else len(m.string)]
+    if _TOLD_PAST.search(sentence) or set(re.findall(r"[a-z]+", sentence.lower())) & IRREGULAR_PAST:
+        return None
+    raw = m["n"].lower()
+    n = int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
+    unit, fuzzy = m["unit"].lower(), raw in FUZZY
+    if n > 400:
+        return None
+    if unit in ("day", "week"):
+        d = today + timedelta(days=n * (7 if unit == "week" else 1))
+        spread = (3 if unit == "week" else 1) if fuzzy else 0
+        return Span(d - timedelta(days=spread), d + timedelta(days=spread))
+    if unit == "month":
+        return _month_span(*_add_months(today, n))
+    return Span(date(today.year + n, 1, 1), date(today.year + n, 12, 31))
+
+
 def _relative_period(m: re.Match[str], today: date) -> Span | None:
     which, unit = m["which"].lower(), m["unit"].lower()
     shift = {"last": -1, "past": -1, "previous": -1, "this": 0, "current": 0, "next": 1, "coming": 1}[which]
@@ -202,6 +239,8 @@ RULES: list[Rule] = [
     (re.compile(rf"\b(?:on\s+)?{_MONTH}\s+{_DAY}\b(?P<year>)(?!,?\s*\d)", _F), _absolute_day),
     (re.compile(rf"\b(?:in|during|since|by|throughout|early|late|mid)[\s-]+{_MONTH}(?!\w)", _F),
      lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
+    (re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}(?:['’]\s*time)?\b", _F), _ahead),
+    (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+from\s+(?:now|today)\b", _F), _ahead),
     (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _F), _fixed(-2)),
     (re.compile(r"\byesterday\b|\blast\s+night\b", _F), _fixed(-1)),
     (re.compile(r"\btoday\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b", _F), _fixed(0)),

@@ -41,6 +41,8 @@ def day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
      (datetime(2023, 4, 8), datetime(2023, 4, 9))),
     ("last year", LONG_AGO, (datetime(2008, 1, 1), datetime(2008, 12, 31))),
     ("last Friday", LONG_AGO, (datetime(2009, 3, 6), datetime(2009, 3, 6))),
+    ("What is Alice doing in two weeks?", LONG_AGO, (datetime(2009, 3, 25), datetime(2009, 3, 25))),
+    ("three days from now", LONG_AGO, (datetime(2009, 3, 14), datetime(2009, 3, 14))),
     ("昨天我去了公园", LONG_AGO, (datetime(2009, 3, 10), datetime(2009, 3, 10))),
 ])
 def test_time_expressions_resolve_against_the_reference_time(text: str, now: datetime,
@@ -51,7 +53,8 @@ def test_time_expressions_resolve_against_the_reference_time(text: str, now: dat
 
 
 @pytest.mark.parametrize("text", ["What is Alice's job?", "May I help you?", "I may go", "She has 2023 stamps",
-                                  "", "the 45th of Maytember"])
+                                  "", "the 45th of Maytember", "Alice ran the course in two hours",
+                                  "Alice wrote the book in three months"])
 def test_text_without_a_period_finds_none(text: str) -> None:
     assert find_window(text, LONG_AGO) is None
 

@@ -20,7 +20,7 @@ import re
 from calendar import monthrange
 from datetime import date, datetime
 
-from reme.temporal import Span, find_spans
+from reme.temporal import IRREGULAR_PAST, Span, find_spans
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -32,13 +32,6 @@ KEEP = {"can", "could", "will", "would", "should", "must", "might", "may", "shal
         "can't", "won't", "wouldn't", "couldn't", "shouldn't", "didn't", "wasn't", "hadn't", "used", "need",
         "ought", "dare"}
 """Words after "I" that stay as they are for any subject (modals, past tenses)."""
-IRREGULAR_PAST = set("""arose awoke bore beat became began bent bet bit bled blew broke brought built burnt burned
-bought caught chose clung came cost crept cut dealt dug dove drew dreamt drank drove ate fell fed felt fought found
-fled flew forbade forgot forgave froze got gave went ground grew hung heard hid hit held hurt kept knelt knew laid
-led leapt learnt left lent let lay lit lost made meant met paid proved put quit read rode rang rose ran said saw
-sought sold sent set shook shone shot showed shrank shut sang sank sat slept slid spoke sped spent spun spat split
-spread sprang stood stole stuck stung stank struck swore swept swam swung took taught tore told thought threw
-understood woke wore wove wept won wound wrote""".split())
 THIRD = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is", "don't": "doesn't", "haven't": "hasn't",
          "'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "m": "is", "ve": "has", "d": "would", "ll": "will",
          "aren't": "isn't", "am not": "is not"}
@@ -124,7 +117,7 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
 RELATIVE = re.compile(
     r"yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening)|\bago\b|"
     r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
-    r"winter)\b|^(?:last|next|past)\s+\w+day|前天|昨|今|明天|天前|^[上下本这]|去年", re.IGNORECASE)
+    r"winter)\b|^(?:last|next|past)\s+\w+day|^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|前天|昨|今|明天|天前|^[上下本这]|去年", re.IGNORECASE)
 """The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
 Monday" may be the last one or the next; "in May" this year's or last year's)."""
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
