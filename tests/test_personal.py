@@ -14,7 +14,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import HEALTH_STEMS, OVERLAP, WINDOW, Transcript, misnamed, said_by_another, unheld_health
+from reme.memory.personal import (HEALTH_STEMS, OVERLAP, WINDOW, Transcript, misnamed, said_by_another, unheld_health,
+                                  unheld_relations)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -606,6 +607,17 @@ def test_rewording_any_text_keeps_what_has_no_first_person_or_relative_time(text
     ("2024-01-02", "Kim travelled last week", "Kim travelled last week (25-31 December 2023)"),
     ("2024-05-03", "金上周搬家了", "金上周（2024-04-22 - 2024-04-28）搬家了"),
     ("2024-05-03", "Kim goes to Lisbon in May and starts on Monday", "Kim goes to Lisbon in May and starts on Monday"),
+    # what is ahead, counted from when it was said (fresh3: "the stitches come out in ten days")
+    ("2024-11-19", "The stitches come out in ten days", "The stitches come out in ten days (29 November 2024)"),
+    ("2025-06-05", "Kwame flies out of Manchester in three weeks", "Kwame flies out of Manchester in three weeks "
+                                                                   "(26 June 2025)"),
+    ("2025-03-11", "Tomasz gets a crown fitted a week from today", "Tomasz gets a crown fitted a week from today "
+                                                                  "(18 March 2025)"),
+    ("2024-05-03", "Kim moves to Porto in two months", "Kim moves to Porto in two months (July 2024)"),
+    ("2024-05-03", "Kim starts in a few days", "Kim starts in a few days (5-7 May 2024)"),
+    # a time it took, not a time ahead: the sentence tells of the past
+    ("2024-05-03", "Kim finished the course in ten days", "Kim finished the course in ten days"),
+    ("2024-05-03", "Kim lost 5 kg in two months", "Kim lost 5 kg in two months"),
 ])
 def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: str, expected: str) -> None:
     assert anchor_times(text, datetime.fromisoformat(said + "T12:00:00+00:00")) == expected
@@ -774,7 +786,7 @@ async def test_the_prompts_own_placeholders_are_no_memories(reme: ReMe, server: 
     server.script(REPAIR, {"memories": [{"index": 0, "content": "the rewritten memory, or an empty string"}]})
     result = await reme.summarize_memory(GLUTEN, user_name="ines")
 
-    assert [n.content for n in result.added] == ["Ines has coeliac disease"]
+    assert [n.content for n in result.added] == ["Ines has coeliac disease", "Tomas is Ines's brother."]
     assert [r.path for r in result.rejected] == ["memories[0]", "memories[2]"]
     (repair,) = [prompt_of(r["body"]) for r in server.requests if REPAIR in prompt_of(r["body"])]
     assert "Sunday." in repair and "the memory" not in repair.split("Memories:")[1]
@@ -1305,6 +1317,53 @@ def test_a_health_sentence_is_kept_whole_and_a_painting_is_no_health_fact() -> N
     transcript = Transcript.of([Message(role="user", name="Mateus", content=line) for line in lines],
                                datetime(2025, 3, 1, tzinfo=timezone.utc))
     assert unheld_health(transcript, ["Mateus runs at six in the morning"]) == [(0, lines[0])]
+
+
+async def test_who_a_person_is_to_the_speaker_is_kept_when_no_memory_says_it(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh3 (qwen1.5b): "My husband Arjun does most of the cooking", "My son Wiremu, he's seven",
+    # "Valéria, my running coach": the memories named the person, never who they were
+    chat = [{"role": "user", "name": "Priyanka", "content": "My husband Arjun does most of the cooking.",
+             "time": "2025-02-01T18:00:00Z"},
+            {"role": "user", "name": "Priyanka", "content": "My son Wiremu, he's seven, and my daughter Mere, who's "
+                                                            "four. Sorry, my mum is calling."},
+            {"role": "user", "name": "Priyanka", "content": "I'm here with Valéria, my running coach."}]
+    server.script(EXTRACT, memories({"content": "Priyanka's husband does most of the cooking", "sources": [0]},
+                                    {"content": "Priyanka's daughter Mere is four", "sources": [1]},
+                                    {"content": "Valéria is here with Priyanka", "sources": [2]}))
+    server.script(MISSED, memories())
+    result = await reme.summarize_memory(chat, user_name="priyanka")
+
+    assert [n.content for n in result.added] == [
+        "Priyanka's husband does most of the cooking", "Priyanka's daughter Mere is four",
+        "Valéria is here with Priyanka",
+        "Arjun is Priyanka's husband.", "Wiremu, Priyanka's son, is seven.", "Valéria is Priyanka's running coach."]
+    assert result.usage.steps == {"personal/extract": 1, "personal/missed": 1}  # no call of its own
+
+    # told again: a stored memory holds each of them, so none is shown to the reconcile
+    server.script(RECONCILE, {"decisions": []})
+    again = await reme.summarize_memory(chat, user_name="priyanka")
+    assert [r.reason for r in again.rejected if r.step == "personal/kept"] == [
+        f"{n.content!r}: a stored memory holds it" for n in result.added[3:]] and again.added == []
+    (shown,) = [prompt_of(r["body"]) for r in server.requests if RECONCILE in prompt_of(r["body"])]
+    assert "Arjun is" not in shown.split("Candidates:")[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(
+           ["my", "My", "our", "husband", "son", "running", "coach", "mother-in-law", "Arjun", "Ann", "Dr", "Sorry",
+            "Valéria", ",", ".", "and", "who's", "he's", "seven", "12", "kg", "I", "?", "years", "old"]),
+           max_size=16).map(" ".join), min_size=1, max_size=4),
+       st.lists(st.text(max_size=60), max_size=3))
+def test_a_relation_kept_is_one_a_person_said_and_names_the_speaker(lines: list[str], written: list[str]) -> None:
+    messages = [Message(role="user", content=text or ".", name="Ann") for text in lines]
+    transcript = Transcript.of(messages, datetime(2024, 5, 3, tzinfo=timezone.utc))
+    for index, memory in unheld_relations(transcript, "ann", written):
+        assert "Ann's " in memory and not re.search(r"\b(?:[Mm]y|our)\b", memory)
+        name = memory.split(",")[0].split(" is ")[0]
+        assert name in messages[index].content and name != "Ann" and name.lower() not in ("sorry", "and")
+    # memories holding every line hold every relation
+    assert unheld_relations(transcript, "ann", [f"{m.content} Ann" for m in messages]) == []
 
 
 async def test_what_another_speaker_says_of_themselves_is_stored_under_their_name(

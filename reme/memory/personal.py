@@ -614,6 +614,71 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     return out
 
 
+KIN = [group.split() for group in (
+    "wife husband spouse partner married fiancé fiancée fiance fiancee boyfriend girlfriend", "son daughter child kid",
+    "baby", "mum mom mother mama mamá mam", "dad father papa", "parents", "sister", "brother", "twin",
+    "grandmother grandma granny nan nana", "grandfather grandpa granddad", "grandson granddaughter grandchild",
+    "aunt auntie", "uncle", "cousin", "niece", "nephew", "friend", "flatmate roommate housemate", "neighbour neighbor",
+    "colleague coworker", "boss manager", "coach trainer", "teacher", "doctor gp", "cardiologist", "dentist",
+    "therapist", "dog", "cat", "puppy", "kitten")]
+"""The relations `unheld_relations` reads ("my husband Arjun"), each with the words a memory may
+say it in."""
+_KIN_OF = {word: group for group in KIN for word in group if word != "married"}
+_NAME = r"(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:-[A-ZÀ-ÖØ-Þ][^\W\d_]+)?"
+_REL = r"(?P<rel>(?i:" + "|".join(sorted(map(re.escape, _KIN_OF), key=len, reverse=True)) + r"))(?P<law>-in-law)?"
+_ADJ = r"(?:(?P<adj>(?!(?:and|or|own|my|our|your|his|her|their|the|an?)\b)[a-z]+)\s+)?"
+_AGE_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+              "seventeen eighteen nineteen twenty").split()
+_AGE = (r"(?:\s*,\s*|\s+)(?:(?i:who|he|she)(?:['’]s|\s+is)|aged)\s+(?P<age>(?:\d{1,2}|" + "|".join(_AGE_WORDS)
+        + r")(?:\s+(?:years?|months?|weeks?)\s+old)?)(?![\w-])(?!\s*(?:kg|kilo|pound|lb|cm|%|percent|minute|hour))")
+MY_KIN = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
+KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b")
+NOT_NAMES = frozenset("""i and but so then the a he she they we it this that who is was yes no oh well thanks thank
+hi hello hey sure okay ok sorry please also plus anyway actually honestly funny mind my our your his her their its
+me us them""".split()) | TIME_WORDS
+
+
+def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """The relations people named in what they said ("my husband Arjun", "Valéria, my running
+    coach", "my son Wiremu, he's seven") that none of `written` (the memories so far) holds (a
+    memory with the name and a word of the relation: "husband", "married"), each as a memory
+    ("Arjun is Priyanka's husband.", "Wiremu, Aroha's son, is seven.") with the index of its line.
+    qwen1.5b often writes the person and not who they are to the speaker. A name at the start of a
+    sentence counts only when it is also written capitalized inside one ("Sorry, my mum" is no
+    name). A Chinese line is not read."""
+    held = [stems([text]) for text in written]
+    inside = {m for _, sentence in statements(transcript) for k, m in enumerate(_CAPITAL.findall(sentence))
+              if k or not sentence.startswith(m)}
+    out: list[tuple[int, str]] = []
+    said: set[str] = set()
+    for index, sentence in statements(transcript):
+        speaker = transcript.messages[index].name or user_name
+        found = [m for m in MY_KIN.finditer(sentence)]
+        found += [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]
+        for m in sorted(found, key=lambda m: m.start()):
+            name = m["name"]
+            first = name.split()[-1] if name.startswith("Dr") else name
+            if first.lower() in NOT_NAMES or normalize_text(first) in {normalize_text(w) for w in speaker.split()}:
+                continue
+            rel, law = m["rel"].lower(), m["law"] or ""
+            age = m.groupdict().get("age")
+            kin = {_stem(w) for w in _KIN_OF[rel]} | ({_stem("married")} if "wife" in _KIN_OF[rel] else set())
+            number = age.split()[0] if age else None
+            ages = {number, str(_AGE_WORDS.index(number) + 1) if number in _AGE_WORDS else
+                    (_AGE_WORDS[int(number) - 1] if number and number.isdigit() and 0 < int(number) <= 20 else None)}
+            if any(_stem(words(first)[0]) in h and kin & h and (not age or {_stem(a) for a in ages if a} & h)
+                   for h in held):
+                continue
+            adj = f"{m['adj']} " if m["adj"] else ""
+            who = f"{speaker}'s {adj}{rel}{law}"
+            text = f"{name}, {who}, is {age}." if age else f"{name} is {who}."
+            if normalize_text(text) not in said:
+                said.add(normalize_text(text))
+                held.append(stems([text]))
+                out.append((index, text))
+    return out
+
+
 LEAD_IN = re.compile(r"^(?:[^\W\d_]+(?:\s+[^\W\d_]+){0,2}:|(?:yes|no|oh|so|and|but|also|well|okay|ok|right|"
                      r"actually|anyway|honestly)\b,?)\s+", re.IGNORECASE)
 """What a sentence kept as said (`unheld_health`) starts with that says nothing: "Funny thing:", "Oh,"."""
@@ -634,8 +699,10 @@ class Plan:
     changes: list[Change] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     rejected: list[Rejection] = field(default_factory=list)
-    kept_as_said: set[str] = field(default_factory=set)
-    """The ids of the candidates that are sentences kept as said (`unheld_health`)."""
+    kept_as_said: dict[str, set[str]] = field(default_factory=dict)
+    """The candidates written by code, not by the model (health sentences kept as said,
+    `unheld_health`; relations, `unheld_relations`), by id, each with the words (`_stem`s) that
+    make it news: one whose words a stored memory holds is dropped before the reconcile."""
 
 
 class PersonalSummarizer:
@@ -656,10 +723,10 @@ class PersonalSummarizer:
         vectors = await self.repo.embedder.embed([c.retrieval_text for c in candidates])
         candidates, vectors = distinct(candidates, vectors, plan.rejected)
         existing = await self._similar(candidates, vectors, user_name)
-        if existing and plan.kept_as_said:  # a health fact a stored memory holds is no news
+        if existing and plan.kept_as_said:  # what code kept that a stored memory holds is no news
             held = stems(n.content for n in existing)
             stored = [k for k, c in enumerate(candidates) if c.memory_id in plan.kept_as_said
-                      and all(_stem(w) in held for w in words(c.content) if w.isdigit() or health_word(w))
+                      and plan.kept_as_said[c.memory_id] <= held
                       and not any(ended(c.content, n.content, user_name) for n in existing)]
             for k in stored:
                 plan.rejected.append(Rejection(step="personal/kept", path=f"memories[{k}]", action="dropped",
@@ -705,9 +772,19 @@ class PersonalSummarizer:
                 ExtractedMemory(content=sentence, kind="health", importance=1.0, sources=[index])
                 for index, sentence in unheld]), transcript, history, user_name, now, plan.rejected, written,
                 step="personal/kept")
-            plan.kept_as_said |= {c.memory_id for c in more}
+            plan.kept_as_said |= {c.memory_id: {_stem(w) for w in words(c.content) if w.isdigit() or health_word(w)}
+                                  for c in more}
             candidates += more
             flawed += more_flawed
+        related = unheld_relations(transcript, user_name, [c.content for c in candidates] + [d.text for d in flawed])
+        if related:  # written by code: who a person is to the speaker
+            more, _ = self._candidates(Extraction(memories=[
+                ExtractedMemory(content=text, kind="relationship", importance=0.7, sources=[index])
+                for index, text in related]), transcript, history, user_name, now, plan.rejected, written,
+                step="personal/relation")
+            plan.kept_as_said |= {c.memory_id: {_stem(w) for w in words(c.content) if len(w) >= 3 and w not in FILLER}
+                                  for c in more}
+            candidates += more
         if flawed:
             candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
         return candidates
