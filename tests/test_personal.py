@@ -1319,6 +1319,23 @@ def test_a_health_sentence_is_kept_whole_and_a_painting_is_no_health_fact() -> N
     assert unheld_health(transcript, ["Mateus runs at six in the morning"]) == [(0, lines[0])]
 
 
+async def test_what_the_second_look_says_again_is_kept_when_the_repair_drops_the_memory_that_said_it(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh3 (qwen1.5b): "Wiremu is allergic to penicillin" was dropped as saying nothing new, next
+    # to "Aroha is allergic to penicillin", which the repair then failed to mend: the allergy was lost
+    chat = [{"role": "user", "name": "Aroha", "time": "2025-01-08T09:00:00Z",
+             "content": "My son Wiremu is seven. He is allergic to penicillin; the last time he came out in a rash."}]
+    server.script(EXTRACT, memories({"content": "Aroha's son Wiremu is seven", "sources": [0]},
+                                    {"content": "Aroha is allergic to penicillin", "sources": [0]}))
+    server.script(MISSED, memories({"content": "Wiremu is allergic to penicillin", "sources": [0]},
+                                   {"content": "Aroha's son is seven", "sources": [0]}))
+    server.script(REPAIR, {"memories": [{"index": 0, "content": ""}]})
+    result = await reme.summarize_memory(chat, user_name="aroha")
+
+    assert [n.content for n in result.added] == ["Aroha's son Wiremu is seven", "Wiremu is allergic to penicillin"]
+    assert result.usage.steps == {"personal/extract": 1, "personal/missed": 1, "personal/repair": 1}
+
+
 async def test_who_a_person_is_to_the_speaker_is_kept_when_no_memory_says_it(
         reme: ReMe, server: OpenAITestServer) -> None:
     # fresh3 (qwen1.5b): "My husband Arjun does most of the cooking", "My son Wiremu, he's seven",

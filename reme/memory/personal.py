@@ -572,6 +572,12 @@ def statements(transcript: Transcript) -> Iterator[tuple[int, str]]:
                 yield index, sentence
 
 
+def worth_holding(text: str) -> list[str]:
+    """The words of a memory that make it news when no other memory has them: three letters or
+    more and no filler, or a number ("15" mg)."""
+    return [w for w in words(text) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
+
+
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     """The lines a person said (not the assistant) with a statement none of `written` (the
     memories so far) holds anything of: a sentence that is no question and has a number, a name
@@ -584,7 +590,7 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     for index, sentence in statements(transcript):
         if out and out[-1] == index:
             continue  # the line is left out already
-        said = [w for w in words(sentence) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
+        said = worth_holding(sentence)
         names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
                  if k or not sentence.startswith(m)} - TIME_WORDS
         salient = [w for w in said if w.isdigit() or w in names or health_word(w)]
@@ -756,11 +762,11 @@ class PersonalSummarizer:
         extraction = Extraction(memories=[m for part in parts for m in part.memories])
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
-        so_far = [c.content for c in candidates] + [d.text for d in flawed]
-        missed = left_out(transcript, so_far)
+        missed = left_out(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        spare: list[ExtractedMemory] = []
         if missed:
-            more, more_flawed = await self._second_look(missed, so_far, transcript, history, user_name, now, plan,
-                                                        written)
+            more, more_flawed, spare = await self._second_look(missed, candidates, flawed, transcript, history,
+                                                               user_name, now, plan, written)
             candidates += more
             flawed += more_flawed
         unheld = unheld_health(transcript, [c.content for c in candidates] + [d.text for d in flawed])
@@ -776,17 +782,31 @@ class PersonalSummarizer:
                                   for c in more}
             candidates += more
             flawed += more_flawed
-        related = unheld_relations(transcript, user_name, [c.content for c in candidates] + [d.text for d in flawed])
+        if flawed:
+            candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
+        held = stems(c.content for c in candidates)
+        spare = [item for item in spare if any(_stem(w) not in held for w in worth_holding(item.content))]
+        if spare:  # what the second look said that only memories the repair then dropped held
+            more, unmended = self._candidates(Extraction(memories=spare), transcript, history, user_name, now,
+                                              plan.rejected, written, step="personal/missed")
+            for draft in unmended:  # no second repair call: one that only names no speaker is kept, as the repair does
+                node = self._node(draft, transcript, history, user_name, now, plan.rejected, written) \
+                    if draft.problem == "nobody" else None
+                if node is not None:
+                    more.append(node)
+                elif draft.problem != "nobody":
+                    plan.rejected.append(Rejection(
+                        step="personal/missed", path=f"memories[{draft.index}]", action="dropped",
+                        reason=f"{draft.text[:80]!r} {PROBLEMS.get(draft.problem or '', '')}; the repair is over"))
+            candidates += more
+        related = unheld_relations(transcript, user_name, [c.content for c in candidates])
         if related:  # written by code: who a person is to the speaker
             more, _ = self._candidates(Extraction(memories=[
                 ExtractedMemory(content=text, kind="relationship", importance=0.7, sources=[index])
                 for index, text in related]), transcript, history, user_name, now, plan.rejected, written,
                 step="personal/relation")
-            plan.kept_as_said |= {c.memory_id: {_stem(w) for w in words(c.content) if len(w) >= 3 and w not in FILLER}
-                                  for c in more}
+            plan.kept_as_said |= {c.memory_id: {_stem(w) for w in worth_holding(c.content)} for c in more}
             candidates += more
-        if flawed:
-            candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
         return candidates
 
     async def _reconcile(self, shown: Shown, transcript: Transcript, history: MemoryNode, user_name: str,
@@ -861,13 +881,15 @@ class PersonalSummarizer:
                 out.append(node)
         return out, flawed
 
-    async def _second_look(self, missed: list[int], so_far: list[str], transcript: Transcript, history: MemoryNode,
-                           user_name: str, now: datetime, plan: Plan,
-                           written: set[str]) -> tuple[list[MemoryNode], list[Draft]]:
+    async def _second_look(self, missed: list[int], candidates: list[MemoryNode], flawed: list[Draft],
+                           transcript: Transcript, history: MemoryNode, user_name: str, now: datetime, plan: Plan,
+                           written: set[str]) -> tuple[list[MemoryNode], list[Draft], list[ExtractedMemory]]:
         """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
         anything of, marked, each after the line before it (the question it answers); not the
         memories so far (qwen1.5b copied those back): one of its memories with no word they lack
-        is dropped here. Its memories are checked as the extraction's are. A failed call adds nothing (and is listed in `plan.rejected`)."""
+        is dropped here, or kept aside (the third list) when only memories still to be repaired
+        (`flawed`) have its words: the repair may drop them. Its memories are checked as the
+        extraction's are. A failed call adds nothing (and is listed in `plan.rejected`)."""
         marked = set(missed)
         shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
@@ -879,17 +901,22 @@ class PersonalSummarizer:
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
             log.warning("second look at the lines no memory holds skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/missed", action="dropped", reason=str(exc)[:300]))
-            return [], []
-        held = stems(so_far)
+            return [], [], []
+        firm = stems(c.content for c in candidates)
+        held = firm | stems(d.text for d in flawed)
         kept: list[ExtractedMemory] = []
+        spare: list[ExtractedMemory] = []
         for k, item in enumerate(reply.memories):
             why = None
+            said = worth_holding(item.content)
             # What the extraction wrote, in other words; a small model's sources are often off by one.
             if item.sources and not {j for i in item.sources for j in (i - 1, i, i + 1)} & marked:
                 why = "cites no marked line, nor one beside it"
-            elif not any(_stem(w) not in held for w in words(item.content)
-                         if (len(w) >= 3 or w.isdigit()) and w not in FILLER):  # "15" (mg) is new too
+            elif not any(_stem(w) not in held for w in said):
                 why = "has no word the memories so far do not have"
+                if any(_stem(w) not in firm for w in said):
+                    spare.append(item)
+                    why += " (kept aside until the repair: only memories to repair have them)"
             elif borrowed := assistant_words(item.content, transcript.messages, None):
                 # the line before a marked one is shown to explain it: often the assistant's suggestion
                 why = f"says what only the assistant said ({', '.join(borrowed[:5])})"
@@ -899,8 +926,8 @@ class PersonalSummarizer:
             else:
                 kept.append(item)
         reply.memories = kept
-        return self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
-                                step="personal/missed")
+        return (*self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
+                                  step="personal/missed"), spare)
 
     async def _repair(self, flawed: list[Draft], transcript: Transcript, history: MemoryNode, user_name: str,
                       now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
