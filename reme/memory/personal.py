@@ -624,9 +624,12 @@ KIN = [group.split() for group in (
     "wife husband spouse partner married fiancé fiancée fiance fiancee boyfriend girlfriend", "son daughter child kid",
     "baby", "mum mom mother mama mamá mam", "dad father papa", "parents", "sister", "brother", "twin",
     "grandmother grandma granny nan nana", "grandfather grandpa granddad", "grandson granddaughter grandchild",
-    "aunt auntie", "uncle", "cousin", "niece", "nephew", "friend", "flatmate roommate housemate", "neighbour neighbor",
+    "aunt auntie", "uncle", "cousin", "niece", "nephew", "friend pal", "flatmate roommate housemate", "neighbour neighbor",
     "colleague coworker", "boss manager", "coach trainer", "teacher", "doctor gp", "cardiologist", "dentist",
-    "therapist", "dog", "cat", "puppy", "kitten")]
+    "therapist", "dog", "cat", "puppy", "kitten", "stepmum stepmom stepmother", "stepdad stepfather",
+    "stepson stepdaughter stepchild", "stepsister", "stepbrother", "godson goddaughter godchild", "godmother",
+    "godfather", "mate", "landlord landlady", "vet", "physio physiotherapist", "midwife", "nanny babysitter",
+    "tutor", "mentor", "carer caregiver")]
 """The relations `unheld_relations` reads ("my husband Arjun"), each with the words a memory may
 say it in."""
 _KIN_OF = {word: group for group in KIN for word in group if word != "married"}
@@ -639,6 +642,7 @@ _AGE = (r"(?:\s*,\s*|\s+)(?:(?i:who|he|she)(?:['’]s|\s+is)|aged)\s+(?P<age>(?:
         + r")(?:\s+(?:years?|months?|weeks?)\s+old)?)(?![\w-])(?!\s*(?:kg|kilo|pound|lb|cm|%|percent|minute|hour))")
 MY_KIN = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
 KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b")
+THEIR_KIN = re.compile(rf"\b(?P<owner>{_NAME})['’]s\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
 NOT_NAMES = frozenset("""i and but so then the a he she they we it this that who is was yes no oh well thanks thank
 hi hello hey sure okay ok sorry please also plus anyway actually honestly funny mind my our your his her their its
 me us them""".split()) | TIME_WORDS
@@ -646,9 +650,10 @@ me us them""".split()) | TIME_WORDS
 
 def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """The relations people named in what they said ("my husband Arjun", "Valéria, my running
-    coach", "my son Wiremu, he's seven") that none of `written` (the memories so far) holds (a
+    coach", "my son Wiremu, he's seven", "Ottilie's dad Lars") that none of `written` (the memories so far) holds (a
     memory with the name and a word of the relation: "husband", "married"), each as a memory
-    ("Arjun is Priyanka's husband.", "Wiremu, Aroha's son, is seven.") with the index of its line.
+    ("Arjun is Priyanka's husband.", "Wiremu, Aroha's son, is seven.", "Lars is Ottilie's dad.")
+    with the index of its line.
     qwen1.5b often writes the person and not who they are to the speaker. A name at the start of a
     sentence counts only when it is also written capitalized inside one ("Sorry, my mum" is no
     name). A Chinese line is not read."""
@@ -659,12 +664,13 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
     said: set[str] = set()
     for index, sentence in statements(transcript):
         speaker = transcript.messages[index].name or user_name
-        found = [m for m in MY_KIN.finditer(sentence)]
+        found = [m for m in MY_KIN.finditer(sentence)] + [m for m in THEIR_KIN.finditer(sentence)]
         found += [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]
         for m in sorted(found, key=lambda m: m.start()):
-            name = m["name"]
+            name, owner = m["name"], m.groupdict().get("owner") or speaker
             first = name.split()[-1] if name.startswith("Dr") else name
-            if first.lower() in NOT_NAMES or normalize_text(first) in {normalize_text(w) for w in speaker.split()}:
+            if {first.lower(), owner.lower()} & NOT_NAMES or normalize_text(first) in {
+                    normalize_text(w) for w in owner.split()}:
                 continue
             rel, law = m["rel"].lower(), m["law"] or ""
             age = m.groupdict().get("age")
@@ -676,7 +682,7 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
                    for h in held):
                 continue
             adj = f"{m['adj']} " if m["adj"] else ""
-            who = f"{speaker}'s {adj}{rel}{law}"
+            who = f"{owner}'s {adj}{rel}{law}"
             text = f"{name}, {who}, is {age}." if age else f"{name} is {who}."
             if normalize_text(text) not in said:
                 said.add(normalize_text(text))
@@ -787,27 +793,35 @@ class PersonalSummarizer:
         held = stems(c.content for c in candidates)
         spare = [item for item in spare if any(_stem(w) not in held for w in worth_holding(item.content))]
         if spare:  # what the second look said that only memories the repair then dropped held
-            more, unmended = self._candidates(Extraction(memories=spare), transcript, history, user_name, now,
-                                              plan.rejected, written, step="personal/missed")
-            for draft in unmended:  # no second repair call: one that only names no speaker is kept, as the repair does
-                node = self._node(draft, transcript, history, user_name, now, plan.rejected, written) \
-                    if draft.problem == "nobody" else None
-                if node is not None:
-                    more.append(node)
-                elif draft.problem != "nobody":
-                    plan.rejected.append(Rejection(
-                        step="personal/missed", path=f"memories[{draft.index}]", action="dropped",
-                        reason=f"{draft.text[:80]!r} {PROBLEMS.get(draft.problem or '', '')}; the repair is over"))
-            candidates += more
+            candidates += self._unrepaired(Extraction(memories=spare), transcript, history, user_name, now, plan,
+                                           written, "personal/missed")
+
         related = unheld_relations(transcript, user_name, [c.content for c in candidates])
         if related:  # written by code: who a person is to the speaker
-            more, _ = self._candidates(Extraction(memories=[
+            more = self._unrepaired(Extraction(memories=[
                 ExtractedMemory(content=text, kind="relationship", importance=0.7, sources=[index])
-                for index, text in related]), transcript, history, user_name, now, plan.rejected, written,
-                step="personal/relation")
+                for index, text in related]), transcript, history, user_name, now, plan, written, "personal/relation")
             plan.kept_as_said |= {c.memory_id: {_stem(w) for w in worth_holding(c.content)} for c in more}
             candidates += more
         return candidates
+
+    def _unrepaired(self, extraction: Extraction, transcript: Transcript, history: MemoryNode, user_name: str,
+                    now: datetime, plan: Plan, written: set[str], step: str) -> list[MemoryNode]:
+        """The memories of `extraction`, checked as the extraction's are, once the repair is over:
+        one that only names no speaker ("Lars is Ottilie's dad.") is kept as it is, as the repair
+        keeps it; any other flaw drops it."""
+        out, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written,
+                                       step=step)
+        for draft in flawed:
+            node = self._node(draft, transcript, history, user_name, now, plan.rejected, written) \
+                if draft.problem == "nobody" else None
+            if node is not None:
+                out.append(node)
+            elif draft.problem != "nobody":
+                plan.rejected.append(Rejection(
+                    step=step, path=f"memories[{draft.index}]", action="dropped",
+                    reason=f"{draft.text[:80]!r} {PROBLEMS.get(draft.problem or '', '')}; the repair is over"))
+        return out
 
     async def _reconcile(self, shown: Shown, transcript: Transcript, history: MemoryNode, user_name: str,
                          plan: Plan) -> list[Change]:
