@@ -985,6 +985,22 @@ async def test_an_update_that_keeps_the_stored_text_takes_the_candidates(reme: R
     assert [r.path for r in result.rejected] == ["decisions[0].text"]
 
 
+async def test_an_update_that_keeps_the_stored_text_of_something_else_adds_the_candidate_beside_it(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh3 (qwen1.5b): "Camille is a pharmacist in Lyon, ..." was "updated" to itself for "Camille
+    # started at the CHU yesterday", and the candidate's text replaced it: the pharmacist was lost
+    job = await reme.add_memory("Camille is a pharmacist at the CHU in Grenoble", user_name="camille")
+    server.script(EXTRACT, memories({"content": "Camille started at the CHU yesterday", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": job.content}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Camille", "content": "I started at the CHU "
+                                           "yesterday!", "time": "2024-10-01T09:00:00Z"}], user_name="camille")
+
+    assert [n.content for n in result.added] == ["Camille started at the CHU yesterday (30 September 2024)"]
+    assert result.updated == [] and (await reme.get_memory(job.memory_id)).content == job.content
+    (kept,) = result.rejected
+    assert kept.path == "decisions[0]" and "the memory stays" in kept.reason
+
+
 async def reconciled(reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str,
                      merged: str | None, action: str = "UPDATE") -> tuple[MemoryNode, Any]:
     """`user` has the memory `stored` and says `said`; the model extracts `candidate` and merges it

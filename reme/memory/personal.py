@@ -1208,7 +1208,8 @@ class Decider:
 
     def _update(self, k: int, d: Decision, cand: MemoryNode, old: MemoryNode) -> None:
         """The UPDATE decision `k` of memory `d.id` by `cand`, its merged text checked: one with no
-        word of either, or the stored text unchanged, takes the candidate's; a health sentence of
+        word of either, or the stored text unchanged, takes the candidate's (unless the candidate
+        shares no `topic_words` with the memory: then it is added beside it); a health sentence of
         the stored memory it drops goes back in, or, when that sentence holds words of the
         candidate too, the memory stays and the candidate is added beside it."""
         text = self.reword((d.text or "").strip(), cand) or cand.content
@@ -1223,6 +1224,16 @@ class Decider:
                 return
             # An UPDATE that keeps the stored text would lose what the candidate says (qwen1.5b
             # "updated" Dan's "vegetarian for ten years" to itself for "not vegetarian any more").
+            if not topic_words(cand.content) & topic_words(old.content):
+                # ... but the candidate is about something else: taking its text would lose the
+                # stored one (Camille the pharmacist, for "Camille started at the CHU yesterday")
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"the UPDATE of memory id {d.id} keeps its text, and the candidate shares no word with "
+                           "it: the memory stays and the candidate is added"))
+                self.claimed.discard(d.id)
+                self._add(d.candidate)
+                return
             self.rejected.append(Rejection(
                 step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
                 reason=f"the merged text is stored memory {d.id}'s, unchanged; the candidate's text is used"))
@@ -1362,6 +1373,13 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     said = content_words(text, names, filler=False)
     borrowed = [w for w in said if _stem(w) not in by_others and (sources is not None or _stem(w) in by_assistant)]
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
+
+
+def topic_words(text: str) -> set[str]:
+    """What a memory is about, as `_stem`s: its `content_words`, not the names it writes
+    capitalized."""
+    names = {w.lower() for w in _CAPITAL.findall(text)}
+    return {_stem(w) for w in content_words(text, names)}
 
 
 def shares_a_word(text: str, *others: str) -> bool:
