@@ -633,9 +633,29 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
     ("Kim works from home on Fridays", "I work from home on Fridays.", "Kim works from home on Fridays"),
     ("Kim saw the dentist on Tuesday", "I was at the dentist.", "Kim saw the dentist on Tuesday"),  # not said
     ("Kim flies on Monday, 6 May 2024", "I fly on Monday", "Kim flies on Monday, 6 May 2024"),
+    # a day of the month without its month (fresh: "The surgeon sees me again on the 29th")
+    ("The surgeon sees Kim again on the 29th.", "The surgeon sees me again on the 29th, if all's well.",
+     "The surgeon sees Kim again on the 29th (29 May 2024)."),
+    ("Kim's last day is the 30th of this month.", "Rodrigo's last day is the 30th of this month.",
+     "Kim's last day is the 30th of this month (30 May 2024)."),
+    ("Kim paid the rent on the 1st.", "I paid the rent on the 1st.", "Kim paid the rent on the 1st (1 May 2024)."),
+    ("Kim's jab is the 2nd and the vet is on the 31st.", "It's the 2nd and the vet is on the 31st.",
+     "Kim's jab is the 2nd (2 June 2024) and the vet is on the 31st (31 May 2024)."),
+    ("Kim went to the 30th anniversary party", "I went to the 30th anniversary party",
+     "Kim went to the 30th anniversary party"),
+    ("Kim flies on the 30th of May", "I fly on the 30th of May", "Kim flies on the 30th of May"),
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
+
+
+def test_a_weekday_no_cited_line_says_is_dated_as_another_line_tells_it() -> None:
+    # tune (qwen1.5b): "Alice started her new job at a bakery on Monday." cited the wrong line
+    said = datetime(2024, 5, 3, 12, tzinfo=timezone.utc)
+    memory = "Alice started her new job at a bakery on Monday."
+    assert anchor_weekdays(memory, said, ["Thanks!"], ["It's great, I start my new job at a bakery on Monday."]) == \
+        "Alice started her new job at a bakery on Monday (6 May 2024)."
+    assert anchor_weekdays(memory, said, ["Thanks!"], ["Thanks!"]) == memory
 
 
 @settings(max_examples=200, deadline=None)
@@ -645,7 +665,9 @@ def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: st
 @example("", "", datetime(9999, 12, 31, tzinfo=timezone.utc))  # the next Sunday after the last
 def test_dating_a_weekday_keeps_any_text_and_never_fails(text: str, line: str, said: datetime) -> None:
     for memory, cited in ((text, line), (f"Kim flies on Monday {text}", f"I went on Monday {line}"),
-                          (f"Kim flies on Sunday {text}", f"I fly on Sunday {line}")):
+                          (f"Kim flies on Sunday {text}", f"I fly on Sunday {line}"),
+                          (f"Kim flies on the 31st {text}", f"I fly on the 31st {line}"),
+                          (f"Kim flew on the 31st {text}", f"I flew on the 31st {line}")):
         dated = anchor_weekdays(memory, said, [cited])
         assert dated.startswith(memory[:1]) and len(dated) >= len(memory)
 

@@ -1031,8 +1031,8 @@ class PersonalSummarizer:
         """The memory with its "I" named (when the messages it cites have one speaker (a user
         turn's name, else the user's); all of the conversation's when it cites none; the speaker
         a memory copied a line with, "Name: ...", whom the prefix names, and the prefix goes) and
-        its relative times dated as of when they were said, "on Monday" as the cited line tells
-        it (`reme.memory.wording`)."""
+        its relative times dated as of when they were said, "on Monday" and "on the 29th" as the
+        cited line tells it, else a line of the conversation (`reme.memory.wording`)."""
         cited = [transcript.messages[i] for i in sources] or transcript.messages
         speakers = {m.name or user_name for m in cited if m.role == "user"}
         prefix = SPEAKER_PREFIX.match(text)
@@ -1046,7 +1046,8 @@ class PersonalSummarizer:
             speakers = {transcript.messages[j].name or user_name for j in near
                         if transcript.messages[j].role == "user"}
         reworded = anchor_times(name_the_speaker(text, speakers.pop(), we=True) if len(speakers) == 1 else text, said)
-        reworded = anchor_weekdays(reworded, said, [m.content for m in cited])
+        reworded = anchor_weekdays(reworded, said, [m.content for m in cited],
+                                   [m.content for m in transcript.messages if m.role == "user"])
         return reworded if len(reworded) <= MAX_CONTENT_CHARS else text
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],

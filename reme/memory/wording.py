@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from calendar import monthrange
 from datetime import date, datetime
+from typing import Sequence
 
 from reme.temporal import IRREGULAR_PAST, Span, find_spans
 
@@ -168,31 +169,73 @@ def anchor_times(text: str, said: datetime) -> str:
 
 ON_WEEKDAY = re.compile(r"\bon\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s*[(（])",
                         re.IGNORECASE)
+ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(this|next|last)\s+month\b)?(?!\s*[(（])"
+                    r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with)\b)", re.IGNORECASE)
+"""A day of the month without its month: "on the 29th", "the 30th of this month" (not "the 30th
+anniversary", nor "the 30th of May", a date already)."""
 PAST = re.compile(r"\b(?:was|were|did|had|went|came|got|saw|met|ran|took|made|left|bought|told|said|spent|"
                   r"found|lost|gave|began|finished)\b|\b(?:I|we|he|she|they)\s+\w+ed\b", re.IGNORECASE)
 """A sentence that tells of the past ("I went", "we finished"): its "on Monday" is the last one."""
+PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split "
+                                  "burst".split())
+"""Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
 
 
-def anchor_weekdays(text: str, said: datetime, lines: list[str]) -> str:
-    """`text` with each "on Monday" followed by its date, when a sentence of `lines` (what the
-    memory cites, said at `said`) says "on Monday" too: the last Monday before that day when the
-    sentence tells of the past ("I went to the dentist on Monday"), else the next one ("I start
-    on Monday"). A memory's own tense does not decide: a small model writes "started" for "I
-    start". Unchanged when it names a year, or no cited sentence says that weekday."""
+def told_of_past(sentence: str) -> bool:
+    """Whether a sentence tells of the past (`PAST`, `PAST_WORDS`)."""
+    return bool(PAST.search(sentence)) or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
+
+
+def _day_of_month(day: int, which: str | None, past: bool, said: date) -> date | None:
+    """The date "the `day`th" means when said on `said`: of this, next or last month when it says
+    which; else the latest such day before `said` when told of the past, or the next one from `said`
+    on. None when no month nearby has that day."""
+    year, month = said.year, said.month
+    shift = {"this": 0, "next": 1, "last": -1}.get((which or "").lower())
+    steps = [shift] if shift is not None else (range(0, -13, -1) if past else range(0, 13))
+    for step in steps:
+        y, m = divmod(year * 12 + month - 1 + step, 12)
+        if not 1 <= y <= 9999 or day > monthrange(y, m + 1)[1] or day < 1:
+            continue
+        found = date(y, m + 1, day)
+        if shift is not None or (found < said if past else found >= said):
+            return found
+    return None
+
+
+def anchor_weekdays(text: str, said: datetime, lines: list[str], others: Sequence[str] = ()) -> str:
+    """`text` with each "on Monday" or "on the 29th" followed by its date, when a sentence of `lines`
+    (what the memory cites, said at `said`) says it too, or else one of `others` (what the people
+    said in the conversation): the last Monday (29th) before that day when the sentence tells of
+    the past ("I went to the dentist on Monday"), else the next one ("I start on Monday"). A
+    memory's own tense does not decide: a small model writes "started" for "I start". Unchanged
+    when it names a year, or no sentence says that day."""
     if YEAR.search(text) or CJK.search(text):
         return text
-    sentences = [s for line in lines for s in re.split(r"(?<=[.!?;])\s+", line)]
+    found = sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start())
+    if not found:
+        return text
     out, pos = [], 0
-    for m in ON_WEEKDAY.finditer(text):
-        day = m[1].lower()
-        told = [s for s in sentences if re.search(rf"\bon\s+{day}\b", s, re.IGNORECASE)]
+    for m in found:
+        if m.start() < pos:
+            continue
+        weekday = m.re is ON_WEEKDAY
+        said_so = (rf"\bon\s+{m[1].lower()}\b" if weekday else
+                   rf"\bthe\s+{int(m[1])}(?:st|nd|rd|th)\b" + (rf"\s+of\s+{m[2]}\s+month" if m[2] else ""))
+        told = [s for group in (lines, others) for line in group for s in re.split(r"(?<=[.!?;])\s+", line)
+                if re.search(said_so, s, re.IGNORECASE)]
         if not told:
             continue
-        which = "last" if PAST.search(told[0]) else "next"
-        spans = [span for _, _, span in find_spans(f"{which} {day}", said.date())]
-        if not spans:  # before 1 January 1 or after 9999
+        past = told_of_past(told[0])
+        if weekday:
+            spans = find_spans(f"{'last' if past else 'next'} {m[1].lower()}", said.date())
+            day = spans[0][2] if spans else None  # None: before 1 January 1 or after 9999
+        else:
+            on = _day_of_month(int(m[1]), m[2], past, said.date())
+            day = Span(on, on) if on else None
+        if day is None:
             continue
-        out.append(text[pos:m.end()] + f" ({describe_span(spans[0])})")
+        out.append(text[pos:m.end()] + f" ({describe_span(day)})")
         pos = m.end()
     out.append(text[pos:])
     return "".join(out)
