@@ -1478,3 +1478,5 @@ async def test_a_health_fact_a_stored_memory_holds_is_not_kept_again(reme: ReMe,
                                                              ("personal/kept", "dropped")]
     (asked,) = [prompt_of(r["body"]) for r in server.requests if RECONCILE in prompt_of(r["body"])]
     assert "Robert is allergic to latex." not in asked
+    # how many candidates there are is said (qwen1.5b went on deciding for candidates 7 to 14 of 7)
+    assert "The candidates are numbered 0 to 0\n(1 in all)" in asked
