@@ -1207,6 +1207,13 @@ class Decider:
             self.added.add(k)
             self.changes.append(Change(new=cand, vector=self.shown.vectors[k]))
 
+    def _beside(self, k: int, d: Decision, why: str) -> None:
+        """UPDATE decision `k` is not followed: its memory stays, its candidate is added beside it."""
+        self.rejected.append(Rejection(step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                                       reason=f"the UPDATE of memory id {d.id} {why}"))
+        self.claimed.discard(d.id)
+        self._add(d.candidate)
+
     def _update(self, k: int, d: Decision, cand: MemoryNode, old: MemoryNode) -> None:
         """The UPDATE decision `k` of memory `d.id` by `cand`, its merged text checked: one with no
         word of either, or the stored text unchanged, takes the candidate's (unless the candidate
@@ -1228,12 +1235,8 @@ class Decider:
             if not topic_words(cand.content) & topic_words(old.content):
                 # ... but the candidate is about something else: taking its text would lose the
                 # stored one (Camille the pharmacist, for "Camille started at the CHU yesterday")
-                self.rejected.append(Rejection(
-                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
-                    reason=f"the UPDATE of memory id {d.id} keeps its text, and the candidate shares no word with "
-                           "it: the memory stays and the candidate is added"))
-                self.claimed.discard(d.id)
-                self._add(d.candidate)
+                self._beside(k, d, "keeps its text, and the candidate shares no word with it: the memory stays "
+                                   "and the candidate is added")
                 return
             self.rejected.append(Rejection(
                 step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
@@ -1244,12 +1247,8 @@ class Decider:
         if tied or (back and len(merged) > MAX_CONTENT_CHARS):
             # qwen1.5b merged Victor's gout away with his old dose: the stored memory stays and
             # the candidate goes beside it (the old dose may stay stated; the gout is not lost).
-            self.rejected.append(Rejection(
-                step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
-                reason=f"the UPDATE of memory id {d.id} would drop {(tied or back)[0][:80]!r}, which the "
-                       "candidate says nothing of; the candidate is added beside it"))
-            self.claimed.discard(d.id)
-            self._add(d.candidate)
+            self._beside(k, d, f"would drop {(tied or back)[0][:80]!r}, which the candidate says nothing of; the "
+                               "candidate is added beside it")
             return
         if back:
             self.rejected.append(Rejection(
