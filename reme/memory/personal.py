@@ -611,7 +611,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
-        sentence = LEAD_IN.sub("", sentence)
+        sentence = said_whole(sentence)
         said = words(sentence)
         health = [w for w in said if health_word(w)]
         if (health and len(sentence) <= MAX_CONTENT_CHARS
@@ -691,8 +691,43 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
     return out
 
 
+def named_in(sentence: str, speakers: Collection[str] = ()) -> list[str]:
+    """The words of a sentence that are numbers, or names written inside it (capitalized, not
+    first; not a weekday or month, nor a word of `speakers`' names), lower case."""
+    names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.startswith(m)}
+    names -= TIME_WORDS | set(speakers)
+    return [w for w in words(sentence) if w.isdigit() or w in names]
+
+
+def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """The sentences a person said (no question, not the assistant) with a number or a name (not
+    a speaker's) that none of `written` (the memories so far) holds, lead-in dropped, with the
+    index of their line: what the second look was shown and still did not keep ("We're planning
+    my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b).
+    A Chinese line is not judged."""
+    speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+    held = stems(written)
+    out: list[tuple[int, str]] = []
+    for index, sentence in statements(transcript):
+        sentence = said_whole(sentence)
+        salient = named_in(sentence, speakers)
+        if salient and len(sentence) <= MAX_CONTENT_CHARS and any(_stem(w) not in held for w in salient):
+            out.append((index, sentence))
+            held |= stems([sentence])
+    return out
+
+
+def said_whole(sentence: str) -> str:
+    """A sentence kept as said: without its lead-in (`LEAD_IN`), ending as a sentence ends
+    ("Everyone calls me Bobby, actually;" -> "Everyone calls me Bobby, actually.")."""
+    sentence = LEAD_IN.sub("", sentence).rstrip(";:, ")
+    return sentence if not sentence or sentence.endswith(SENTENCE_ENDS) else sentence + "."
+
+
 LEAD_IN = re.compile(r"^(?:[^\W\d_]+(?:\s+[^\W\d_]+){0,2}:|(?:yes|no|oh|so|and|but|also|well|okay|ok|right|"
-                     r"actually|anyway|honestly)\b,?)\s+", re.IGNORECASE)
+                     r"actually|anyway|honestly|nice|great|cool|perfect|sure|thanks|agreed|lovely|wow|ha|haha|hmm|"
+                     r"hi|hello|hey|good|brilliant|fine|alright|exactly|true|totally|absolutely)\b[,!]?)\s+",
+                     re.IGNORECASE)
 """What a sentence kept as said (`unheld_health`) starts with that says nothing: "Funny thing:", "Oh,"."""
 
 
@@ -711,10 +746,12 @@ class Plan:
     changes: list[Change] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     rejected: list[Rejection] = field(default_factory=list)
-    kept_as_said: dict[str, set[str]] = field(default_factory=dict)
+    kept_as_said: dict[str, tuple[set[str], bool]] = field(default_factory=dict)
     """The candidates written by code, not by the model (health sentences kept as said,
     `unheld_health`; relations, `unheld_relations`), by id, each with the words (`_stem`s) that
-    make it news: one whose words a stored memory holds is dropped before the reconcile."""
+    make it news, and whether it may end a stored memory: one whose words a stored memory holds is
+    dropped before the reconcile, unless it may and does ("not allergic to penicillin after all":
+    the health sentences)."""
 
 
 class PersonalSummarizer:
@@ -738,8 +775,9 @@ class PersonalSummarizer:
         if existing and plan.kept_as_said:  # what code kept that a stored memory holds is no news
             held = stems(n.content for n in existing)
             stored = [k for k, c in enumerate(candidates) if c.memory_id in plan.kept_as_said
-                      and plan.kept_as_said[c.memory_id] <= held
-                      and not any(ended(c.content, n.content, user_name) for n in existing)]
+                      and plan.kept_as_said[c.memory_id][0] <= held
+                      and not (plan.kept_as_said[c.memory_id][1]
+                               and any(ended(c.content, n.content, user_name) for n in existing))]
             for k in stored:
                 plan.rejected.append(Rejection(step="personal/kept", path=f"memories[{k}]", action="dropped",
                                                reason=f"{candidates[k].content[:80]!r}: a stored memory holds it"))
@@ -775,7 +813,8 @@ class PersonalSummarizer:
                                                                user_name, now, plan, written)
             candidates += more
             flawed += more_flawed
-        unheld = unheld_health(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        so_far = [c.content for c in candidates] + [d.text for d in flawed]
+        unheld = unheld_health(transcript, so_far)
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
             for _, sentence in unheld:
                 plan.rejected.append(Rejection(step="personal/kept", action="defaulted",
@@ -784,7 +823,22 @@ class PersonalSummarizer:
                 ExtractedMemory(content=sentence, kind="health", importance=1.0, sources=[index])
                 for index, sentence in unheld]), transcript, history, user_name, now, plan.rejected, written,
                 step="personal/kept")
-            plan.kept_as_said |= {c.memory_id: {_stem(w) for w in words(c.content) if w.isdigit() or health_word(w)}
+            plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in words(c.content) if w.isdigit() or health_word(w)},
+                                                True) for c in more}
+            candidates += more
+            flawed += more_flawed
+        so_far += [sentence for _, sentence in unheld]
+        named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
+            transcript, user_name, so_far)])  # a relation written below holds its name
+        if named:  # the same for a name or number no memory holds
+            for _, sentence in named:
+                plan.rejected.append(Rejection(step="personal/said", action="defaulted", reason=f"{sentence[:80]!r} "
+                                               "has a name or number no memory holds: kept as said"))
+            more, more_flawed = self._candidates(Extraction(memories=[
+                ExtractedMemory(content=sentence, sources=[index]) for index, sentence in named]),
+                transcript, history, user_name, now, plan.rejected, written, step="personal/said")
+            speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+            plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in named_in(c.content, speakers)}, False)
                                   for c in more}
             candidates += more
             flawed += more_flawed
@@ -801,7 +855,7 @@ class PersonalSummarizer:
             more = self._unrepaired(Extraction(memories=[
                 ExtractedMemory(content=text, kind="relationship", importance=0.7, sources=[index])
                 for index, text in related]), transcript, history, user_name, now, plan, written, "personal/relation")
-            plan.kept_as_said |= {c.memory_id: {_stem(w) for w in worth_holding(c.content)} for c in more}
+            plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in worth_holding(c.content)}, False) for c in more}
             candidates += more
         return candidates
 
@@ -980,9 +1034,10 @@ class PersonalSummarizer:
                         text, [transcript.messages[i] for i in draft.sources]):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
-            if draft.problem in ("fragment", "misnamed"):
-                why = ("is a fragment, not a memory" if draft.problem == "fragment" else
-                       "says of the speaker what the line says of someone else (she, he, they)")
+            # a sentence kept as said that starts with "it" or "he" is the model's to write, not ours
+            if draft.problem in ("fragment", "misnamed") or (draft.problem == "pronoun" and draft.step == "personal/said"):
+                why = {"fragment": "is a fragment, not a memory", "pronoun": "starts with a pronoun"}.get(
+                    draft.problem, "says of the speaker what the line says of someone else (she, he, they)")
                 plan.rejected.append(Rejection(
                     step=draft.step, path=f"memories[{draft.index}]", action="dropped",
                     reason=f"{draft.item.content.strip()[:80]!r} {why}, and was not repaired"))
