@@ -699,17 +699,26 @@ def named_in(sentence: str, speakers: Collection[str] = ()) -> list[str]:
     return [w for w in words(sentence) if w.isdigit() or w in names]
 
 
+ASKING = frozenset("""rate book find tell remind add set put make give send show play call write create delete remove
+save check look search get take let please help buy order schedule cancel list translate summarize summarise open
+turn change update use try keep move pick choose suggest recommend draft note remember forget can could would will
+shall should do does did""".split())
+"""First words of a sentence that asks the assistant for something rather than tells a fact."""
+
+
 def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a number or a name (not
     a speaker's) that none of `written` (the memories so far) holds, lead-in dropped, with the
     index of their line: what the second look was shown and still did not keep ("We're planning
-    my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b).
-    A Chinese line is not judged."""
+    my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b);
+    not a request to the assistant (`ASKING`). A Chinese line is not judged."""
     speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
+        if words(sentence)[:1] and words(sentence)[0] in ASKING:
+            continue  # "Rate the songs I liked this year 5 stars." asks the assistant: no fact
         salient = named_in(sentence, speakers)
         if salient and len(sentence) <= MAX_CONTENT_CHARS and any(_stem(w) not in held for w in salient):
             out.append((index, sentence))
@@ -808,9 +817,11 @@ class PersonalSummarizer:
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
         missed = left_out(transcript, [c.content for c in candidates] + [d.text for d in flawed])
         spare: list[ExtractedMemory] = []
+        looked = None
         if missed:
-            more, more_flawed, spare = await self._second_look(missed, candidates, flawed, transcript, history,
-                                                               user_name, now, plan, written)
+            looked = await self._second_look(missed, candidates, flawed, transcript, history, user_name, now, plan,
+                                             written)
+            more, more_flawed, spare = looked or ([], [], [])
             candidates += more
             flawed += more_flawed
         so_far = [c.content for c in candidates] + [d.text for d in flawed]
@@ -828,9 +839,11 @@ class PersonalSummarizer:
             candidates += more
             flawed += more_flawed
         so_far += [sentence for _, sentence in unheld]
+        # the same for a name or number no memory holds, once the second look was shown its line
+        # and kept nothing of it (a relation written below holds its name)
         named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
-            transcript, user_name, so_far)])  # a relation written below holds its name
-        if named:  # the same for a name or number no memory holds
+            transcript, user_name, so_far)]) if looked is not None else []
+        if named:
             for _, sentence in named:
                 plan.rejected.append(Rejection(step="personal/said", action="defaulted", reason=f"{sentence[:80]!r} "
                                                "has a name or number no memory holds: kept as said"))
@@ -951,13 +964,13 @@ class PersonalSummarizer:
 
     async def _second_look(self, missed: list[int], candidates: list[MemoryNode], flawed: list[Draft],
                            transcript: Transcript, history: MemoryNode, user_name: str, now: datetime, plan: Plan,
-                           written: set[str]) -> tuple[list[MemoryNode], list[Draft], list[ExtractedMemory]]:
+                           written: set[str]) -> tuple[list[MemoryNode], list[Draft], list[ExtractedMemory]] | None:
         """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
         anything of, marked, each after the line before it (the question it answers); not the
         memories so far (qwen1.5b copied those back): one of its memories with no word they lack
         is dropped here, or kept aside (the third list) when only memories still to be repaired
         (`flawed`) have its words: the repair may drop them. Its memories are checked as the
-        extraction's are. A failed call adds nothing (and is listed in `plan.rejected`)."""
+        extraction's are. A failed call adds nothing (None; it is listed in `plan.rejected`)."""
         marked = set(missed)
         shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
@@ -969,7 +982,7 @@ class PersonalSummarizer:
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
             log.warning("second look at the lines no memory holds skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/missed", action="dropped", reason=str(exc)[:300]))
-            return [], [], []
+            return None
         firm = stems(c.content for c in candidates)
         held = firm | stems(d.text for d in flawed)
         kept: list[ExtractedMemory] = []
