@@ -33,6 +33,8 @@ CHAT = [
     {"role": "assistant", "content": "Congratulations!", "time": "2024-05-03T10:01:00Z"},
     {"role": "user", "name": "Alice", "content": "I always take the window seat.", "time": "2024-05-03T10:02:00Z"},
 ]
+WINDOW = CHAT[2:]
+"""A line the tests' memory holds all of (a name or number no memory holds is kept as said)."""
 
 
 @pytest.fixture
@@ -168,8 +170,8 @@ async def test_nan_importance_is_defaulted_and_counted(reme: ReMe, server: OpenA
 
 async def test_an_over_long_memory_is_dropped_and_counted(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, {"memories": [{"content": "x" * 200_000, "sources": [0]},
-                                         {"content": "Alice sits by the window", "sources": [2]}]})
-    result = await reme.summarize_memory(CHAT, user_name="alice")
+                                         {"content": "Alice sits by the window", "sources": [0]}]})
+    result = await reme.summarize_memory(WINDOW, user_name="alice")
     assert [n.content for n in result.added] == ["Alice sits by the window"]
     assert [(r.path, r.action) for r in result.rejected] == [("memories[0].content", "dropped")]
 
@@ -245,8 +247,8 @@ async def test_an_over_long_guideline_writes_nothing(reme: ReMe, server: OpenAIT
 # -- retrieval falls back to plain search ------------------------------------------------------
 async def test_rewrite_with_the_llm_unreachable_falls_back_to_plain_retrieval(
         reme: ReMe, server: OpenAITestServer) -> None:
-    server.script(EXTRACT, {"memories": [{"content": "Alice takes the window seat on trains", "sources": [2]}]})
-    await reme.summarize_memory(CHAT, user_name="alice")
+    server.script(EXTRACT, {"memories": [{"content": "Alice takes the window seat on trains", "sources": [0]}]})
+    await reme.summarize_memory(WINDOW, user_name="alice")
     server.fail_next(503, times=10)
     ctx = await reme.retrieve_memory("window seat", user_name="alice")
     assert [m.node.content for m in ctx.memories] == ["Alice takes the window seat on trains"]
@@ -256,8 +258,8 @@ async def test_rewrite_with_the_llm_unreachable_falls_back_to_plain_retrieval(
 
 
 async def test_rewrite_that_returns_garbage_falls_back_too(reme: ReMe, server: OpenAITestServer) -> None:
-    server.script(EXTRACT, {"memories": [{"content": "Alice takes the window seat on trains", "sources": [2]}]})
-    await reme.summarize_memory(CHAT, user_name="alice")
+    server.script(EXTRACT, {"memories": [{"content": "Alice takes the window seat on trains", "sources": [0]}]})
+    await reme.summarize_memory(WINDOW, user_name="alice")
     server.script(REWRITE, "I cannot help with that.")
     ctx = await reme.retrieve_memory("window seat", user_name="alice")
     assert len(ctx.memories) == 1 and [f.step for f in ctx.fallbacks] == ["rewrite"]

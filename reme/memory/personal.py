@@ -561,10 +561,11 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
 
 
 def statements(transcript: Transcript) -> Iterator[tuple[int, str]]:
-    """The sentences people said (not the assistant) that are no question, stripped, each with
-    the index of its line; a Chinese line is not judged (its words are not split)."""
+    """The sentences people said (not the assistant, nor a tool's result) that are no question,
+    stripped, each with the index of its line; a Chinese line is not judged (its words are not
+    split)."""
     for index, message in enumerate(transcript.messages):
-        if message.role == "assistant" or CJK_CHAR.search(message.content):
+        if message.role != "user" or CJK_CHAR.search(message.content):
             continue
         for sentence in SENTENCE.split(message.content):
             sentence = sentence.strip()
