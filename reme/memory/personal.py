@@ -167,10 +167,6 @@ class Transcript:
         """The names the people's messages give their speakers."""
         return {m.name for m in self.messages if m.role == "user" and m.name}
 
-    def speaker_words(self, user_name: str) -> set[str]:
-        """The words of the user's name and of every name the people's messages give."""
-        return {w for name in (user_name, *self.speakers) for w in words(name)}
-
     def people(self, user_name: str) -> set[str]:
         """The words of the names of the people speaking (and the user's), when the messages name
         their speakers; empty when none does (then nothing says what a memory should name)."""
@@ -717,7 +713,7 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     index of their line: what the second look was shown and still did not keep ("We're planning
     my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b);
     not a request to the assistant (`ASKING`). A Chinese line is not judged."""
-    speakers = transcript.speaker_words(user_name)
+    speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
@@ -855,7 +851,7 @@ class PersonalSummarizer:
             more, more_flawed = self._candidates(Extraction(memories=[
                 ExtractedMemory(content=sentence, sources=[index]) for index, sentence in named]),
                 transcript, history, user_name, now, plan.rejected, written, step="personal/said")
-            speakers = transcript.speaker_words(user_name)
+            speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
             plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in named_in(c.content, speakers)}, False)
                                   for c in more}
             candidates += more
