@@ -221,6 +221,37 @@ async def test_hallucinated_ids_touch_nothing(reme: ReMe, server: OpenAITestServ
     assert "not one of the 1 shown" in caplog.text
 
 
+async def test_a_candidate_whose_decision_is_not_followed_is_added_not_lost(reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b gave six candidates of one long session an UPDATE of memory 0, which the first
+    # had already changed: the other five (Philomena the sister among them) were stored nowhere.
+    home = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin", "sources": [0]},
+                                    {"content": "Alice has a cat named Mochi", "sources": [1]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice lives in Berlin"},
+                                       {"candidate": 1, "action": "UPDATE", "id": 0, "text": "Alice has a cat"}))
+    result = await reme.summarize_memory(told("I moved to Berlin.", "I have a cat named Mochi."), user_name="alice")
+
+    assert [n.content for n in result.updated] == ["Alice lives in Berlin"]
+    assert [n.content for n in result.added] == ["Alice has a cat named Mochi"]
+    assert (await reme.get_memory(home.memory_id)).content == "Alice lives in Berlin"
+    assert any("already changed" in r.reason and r.action == "defaulted" for r in result.rejected)
+
+
+async def test_a_delete_keeps_what_its_candidate_says(reme: ReMe, server: OpenAITestServer) -> None:
+    # The candidate that makes a memory obsolete is news itself: a DELETE without an ADD of it
+    # (qwen1.5b's usual answer) must not lose "not vegetarian any more".
+    veg = await reme.add_memory("Alice is vegetarian", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice is not vegetarian any more"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "DELETE", "id": 0, "reason": "no longer true"}))
+    result = await reme.summarize_memory(told("I'm not vegetarian any more."), user_name="alice")
+
+    assert [n.memory_id for n in result.deleted] == [veg.memory_id]
+    assert [n.content for n in result.added] == ["Alice is not vegetarian any more"]
+    assert [n.content for n in await reme.list_memory(user_name="alice", memory_type="personal")] == \
+        ["Alice is not vegetarian any more"]
+    assert any(r.path == "candidates[0]" and "DELETE" in r.reason for r in result.rejected)
+
+
 async def test_retries_inside_a_summary_are_invisible(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}))
     server.fail_next(429, retry_after="0")

@@ -1217,10 +1217,12 @@ class Decider:
     def decide(self, decisions: Decisions, stored: list[list[float]] | None) -> list[Change]:
         """`stored`: the vectors of the memories shown (`apart`: an UPDATE or DELETE of a memory
         about something else adds the candidate instead). A candidate left without a decision is
-        added; one added beside a memory its line says has ended updates that memory instead
+        added, and so is one whose decisions were not followed or only DELETEd a memory (it states
+        what made that memory obsolete); one added beside a memory its line says has ended updates that memory instead
         (`_ended_instead`)."""
         shown = self.shown
         apart = self.apart(decisions, shown, stored)
+        deleting: set[int] = set()  # candidates whose DELETE was followed
         for k, d in enumerate(decisions.decisions):
             if not 0 <= d.candidate < len(shown.candidates):
                 self._reject(k, f"it names candidate {d.candidate}; there are {len(shown.candidates)}")
@@ -1236,10 +1238,13 @@ class Decider:
             if d.id is None or not 0 <= d.id < len(shown.existing):
                 self._reject(k, f"{d.action} names memory id {d.id}, not one of the {len(shown.existing)} shown")
                 continue
-            self.decided.add(d.candidate)
-            if d.id in self.claimed:
-                self._reject(k, f"memory id {d.id} was already changed by an earlier decision")
+            if d.id in self.claimed:  # the candidate stays undecided: added below unless another decision takes it
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"memory id {d.id} was already changed by an earlier decision; the candidate is kept"))
                 continue
+            if d.action == "UPDATE":  # a DELETE leaves its candidate undecided: added below unless an ADD takes it
+                self.decided.add(d.candidate)
             if (d.id, d.candidate) in apart:
                 self.rejected.append(Rejection(
                     step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
@@ -1250,13 +1255,20 @@ class Decider:
             self.claimed.add(d.id)
             old = shown.existing[d.id]
             if d.action == "DELETE":
+                deleting.add(d.candidate)
                 self.changes.append(Change(old=old, reason=d.reason or f"contradicted by: {cand.content}"))
             else:
                 self._update(k, d, cand, old)
         for i, cand in enumerate(shown.candidates):
-            if i not in self.decided and self._stored(cand.content) is None:
+            if i in self.decided or i in self.added or self._stored(cand.content) is not None:
+                continue
+            if i in deleting:  # what makes a memory obsolete is news itself ("not vegetarian any more")
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"candidates[{i}]", action="defaulted",
+                    reason="a DELETE gave it no ADD; the candidate is added"))
+            else:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
-                self.changes.append(Change(new=cand, vector=shown.vectors[i]))
+            self.changes.append(Change(new=cand, vector=shown.vectors[i]))
         self._ended_instead()
         return self.changes
 
