@@ -44,10 +44,19 @@ sought sold sent set shook shone shot showed shrank shut sang sank sat slept sli
 spread sprang stood stole stuck stung stank struck swore swept swam swung took taught tore told thought threw
 understood woke wore wove wept won wound wrote""".split())
 """Past tenses that do not end in "-ed" (some are present tenses too: "read", "put")."""
+PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split "
+                                  "burst".split())
+"""Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
 _TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have))\s+"
                         r"(?:just\s+|[a-z]+ly\s+)?[a-z]{2,}ed\b")
-"""A sentence that tells of the past: "was", "had", or a subject and a verb in "-ed" ("Kim
-finished"; not "gets a crown fitted")."""
+
+
+def told_of_past(sentence: str) -> bool:
+    """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
+    finished"; not "gets a crown fitted"), or a past tense of `PAST_WORDS` ("I went", "paid")."""
+    return bool(_TOLD_PAST.search(sentence)) or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
+
+
 _SENTENCE_END = re.compile(r"[.!?;\n]")
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
@@ -144,14 +153,18 @@ def _relative_unit(m: re.Match[str], today: date) -> Span | None:
     return Span(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
 
 
+def _sentence_of(m: re.Match[str]) -> str:
+    """The sentence of the text a match lies in."""
+    start = max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
+    end = _SENTENCE_END.search(m.string, m.end())
+    return m.string[start:end.start() if end else len(m.string)]
+
+
 def _ahead(m: re.Match[str], today: date) -> Span | None:
     """ "in ten days", "three weeks from now": counted forward from `today` (days and weeks to the
     day, months and years as a whole). None when the sentence tells of the past: "finished the
     course in ten days" is a time it took."""
-    start = max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
-    end = _SENTENCE_END.search(m.string, m.end())
-    sentence = m.string[start:end.start() if end else len(m.string)]
-    if _TOLD_PAST.search(sentence) or set(re.findall(r"[a-z]+", sentence.lower())) & IRREGULAR_PAST:
+    if told_of_past(_sentence_of(m)):
         return None
     raw = m["n"].lower()
     n = int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
@@ -204,11 +217,32 @@ def _weekday(m: re.Match[str], today: date) -> Span | None:
     if which == "next":
         ahead = (target - today.weekday()) % 7 or 7
         d = today + timedelta(days=ahead)
-    elif which == "this":
+    elif which == "this":  # this week's, or the coming one when it has gone and the sentence is not of the past
         d = today - timedelta(days=today.weekday()) + timedelta(days=target)
+        if d < today and not told_of_past(_sentence_of(m)):
+            d += timedelta(days=7)
     else:  # last, past, on: the latest one before today
         back = (today.weekday() - target) % 7 or 7
         d = today - timedelta(days=back)
+    return Span(d, d)
+
+
+HOLIDAYS = {"christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (12, 25), "new year's eve": (12, 31),
+            "new year's day": (1, 1), "new year's": (1, 1), "new year": (1, 1), "halloween": (10, 31),
+            "valentine's day": (2, 14)}
+"""Holidays on a fixed day, read when said with last, this or next ("he proposed last Christmas")."""
+_HOLIDAY = r"(?P<holiday>" + "|".join(h.replace("'", "['’]?").replace(" ", r"\s+") for h in HOLIDAYS) + r")"
+
+
+def _holiday(m: re.Match[str], today: date) -> Span:
+    month, day = HOLIDAYS[re.sub(r"\s+", " ", m["holiday"].lower().replace("’", "'").replace("years", "year's")
+                                 .replace("valentines", "valentine's"))]
+    d = date(today.year, month, day)
+    which = m["which"].lower()
+    if which == "last" and d >= today:
+        d = date(today.year - 1, month, day)
+    elif which == "next" and d <= today:
+        d = date(today.year + 1, month, day)
     return Span(d, d)
 
 
@@ -241,6 +275,9 @@ RULES: list[Rule] = [
      lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
     (re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}(?:['’]\s*time)?\b", _F), _ahead),
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+from\s+(?:now|today)\b", _F), _ahead),
+    (re.compile(r"\ba\s+week\s+(?:from\s+)?today\b", _F), _fixed(7)),  # British "a week tomorrow"
+    (re.compile(r"\ba\s+week\s+(?:from\s+)?tomorrow\b", _F), _fixed(8)),
+    (re.compile(rf"\b(?P<which>last|this|next)\s+{_HOLIDAY}(?!\w)", _F), _holiday),
     (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _F), _fixed(-2)),
     (re.compile(r"\byesterday\b|\blast\s+night\b", _F), _fixed(-1)),
     (re.compile(r"\btoday\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b", _F), _fixed(0)),
@@ -316,4 +353,4 @@ def find_window(text: str, now: datetime) -> TimeWindow | None:
     return best[2].window(zone)
 
 
-__all__ = ["find_window", "find_spans", "Span"]
+__all__ = ["find_window", "find_spans", "told_of_past", "Span"]

@@ -646,6 +646,21 @@ def test_rewording_any_text_keeps_what_has_no_first_person_or_relative_time(text
                                                                   "(18 March 2025)"),
     ("2024-05-03", "Kim moves to Porto in two months", "Kim moves to Porto in two months (July 2024)"),
     ("2024-05-03", "Kim starts in a few days", "Kim starts in a few days (5-7 May 2024)"),
+    # "this Saturday" is the coming one unless told of the past (fresh4: "the honey harvest this Saturday")
+    ("2025-05-14", "Mandla helps with the honey harvest this Saturday",
+     "Mandla helps with the honey harvest this Saturday (17 May 2025)"),
+    ("2025-05-18", "Mandla helps with the honey harvest this Saturday",
+     "Mandla helps with the honey harvest this Saturday (24 May 2025)"),
+    ("2025-05-18", "Mandla went to the market this Saturday", "Mandla went to the market this Saturday (17 May 2025)"),
+    # a holiday said with last, this or next (fresh4: "he proposed last Christmas")
+    ("2026-03-19", "Mikael proposed last Christmas", "Mikael proposed last Christmas (25 December 2025)"),
+    ("2026-03-19", "Kim quit smoking on last New Year's Eve", "Kim quit smoking on last New Year's Eve (31 December 2025)"),
+    ("2025-11-02", "Kim hosts this Christmas", "Kim hosts this Christmas (25 December 2025)"),
+    ("2025-12-26", "Kim hosts next Christmas Eve", "Kim hosts next Christmas Eve (24 December 2026)"),
+    ("2025-11-02", "Kim loves Christmas", "Kim loves Christmas"),
+    # British "a week tomorrow" (fresh4: the gallbladder operation)
+    ("2025-10-07", "Siobhan's operation is a week tomorrow", "Siobhan's operation is a week tomorrow (15 October 2025)"),
+    ("2025-10-07", "Siobhan's operation is a week today", "Siobhan's operation is a week today (14 October 2025)"),
     # a time it took, not a time ahead: the sentence tells of the past
     ("2024-05-03", "Kim finished the course in ten days", "Kim finished the course in ten days"),
     ("2024-05-03", "Kim lost 5 kg in two months", "Kim lost 5 kg in two months"),

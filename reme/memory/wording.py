@@ -21,7 +21,7 @@ from calendar import monthrange
 from datetime import date, datetime
 from typing import Sequence
 
-from reme.temporal import IRREGULAR_PAST, Span, find_spans
+from reme.temporal import IRREGULAR_PAST, Span, find_spans, told_of_past
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -118,7 +118,9 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
 RELATIVE = re.compile(
     r"yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening)|\bago\b|"
     r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
-    r"winter)\b|^(?:last|next|past)\s+\w+day|^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|前天|昨|今|明天|天前|^[上下本这]|去年", re.IGNORECASE)
+    r"winter)\b|^(?:last|next|past|this)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
+    r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|前天|昨|今|明天|天前|^[上下本这]|去年",
+    re.IGNORECASE)
 """The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
 Monday" may be the last one or the next; "in May" this year's or last year's)."""
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
@@ -173,19 +175,6 @@ ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(t
                     r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with)\b)", re.IGNORECASE)
 """A day of the month without its month: "on the 29th", "the 30th of this month" (not "the 30th
 anniversary", nor "the 30th of May", a date already)."""
-PAST = re.compile(r"\b(?:was|were|did|had|went|came|got|saw|met|ran|took|made|left|bought|told|said|spent|"
-                  r"found|lost|gave|began|finished)\b|\b(?:I|we|he|she|they)\s+\w+ed\b", re.IGNORECASE)
-"""A sentence that tells of the past ("I went", "we finished"): its "on Monday" is the last one."""
-PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split "
-                                  "burst".split())
-"""Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
-
-
-def told_of_past(sentence: str) -> bool:
-    """Whether a sentence tells of the past (`PAST`, `PAST_WORDS`)."""
-    return bool(PAST.search(sentence)) or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
-
-
 def _day_of_month(day: int, which: str | None, past: bool, said: date) -> date | None:
     """The date "the `day`th" means when said on `said`: of this, next or last month when it says
     which; else the latest such day before `said` when told of the past, or the next one from `said`
