@@ -40,14 +40,15 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
+from reme.memory.wording import (anchor_times, anchor_weekdays, describe_span, name_the_speaker, relative_spans,
+                                 weekday_spans)
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
                          MAX_TAGS, Fallback, MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope,
                          SearchResult, SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import And, Filter
-from reme.temporal import find_window
+from reme.temporal import Span, find_spans, find_window
 
 log = logging.getLogger("reme.personal")
 
@@ -490,7 +491,8 @@ HEALTH_STEMS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "c
                 "cancer", "heart", "blood", "cholest", "gout", "pregnan", "disease", "infect", "phobi", "afraid",
                 "seasick", "vegan", "vegetar", "pescat", "halal", "kosher", "epipen", "sting", "stroke", "migrain",
                 "anaphyla", "arthrit", "seizure", "anxi", "depress", "dement", "alzheim", "parkinson", "thyroid",
-                "pacemaker", "eczema", "hives", "adrenal", "antihist", "fibrill", "arrhythm", "mg", "mcg", "microgram")
+                "pacemaker", "eczema", "hives", "adrenal", "antihist", "fibrill", "arrhythm", "mg", "mcg", "microgram",
+                "emergenc")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
 """Words that begin as a health word does and are none ("Only the painting.")."""
@@ -644,6 +646,15 @@ _AGE = (r"(?:\s*,\s*|\s+)(?:(?i:who|he|she)(?:['’]s|\s+is)|aged)\s+(?P<age>(?:
 MY_KIN = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
 KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b")
 THEIR_KIN = re.compile(rf"\b(?P<owner>{_NAME})['’]s\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
+NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(?P<name>{_NAME})\b")
+"""A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
+UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
+"""A relation said without its name ("my new manager", "Idris's mum")."""
+MALE = frozenset("""husband fiancé fiance boyfriend son dad father papa brother grandfather grandpa granddad grandson uncle
+nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
+FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter mum mom mother mama mamá mam sister grandmother grandma granny
+nan nana granddaughter aunt auntie niece stepmum stepmom stepmother stepdaughter stepsister goddaughter godmother
+landlady""".split())
 NOT_NAMES = frozenset("""i and but so then the a he she they we it this that who is was yes no oh well thanks thank
 hi hello hey sure okay ok sorry please also plus anyway actually honestly funny mind my our your his her their its
 me us them""".split()) | TIME_WORDS
@@ -663,18 +674,33 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
               if k or not sentence.startswith(m)}
     out: list[tuple[int, str]] = []
     said: set[str] = set()
+    before: dict[int, str] = {}  # a person's line -> the line that person said before it
+    last: dict[str | None, str] = {}
+    for index, message in enumerate(transcript.messages):
+        if message.role == "user":
+            before[index] = last.get(message.name, "")
+            last[message.name] = message.content
     for index, sentence in statements(transcript):
         speaker = transcript.messages[index].name or user_name
-        found = [m for m in MY_KIN.finditer(sentence)] + [m for m in THEIR_KIN.finditer(sentence)]
-        found += [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]
-        for m in sorted(found, key=lambda m: m.start()):
-            name, owner = m["name"], m.groupdict().get("owner") or speaker
+        found = [(m.start(), m["name"], m.groupdict().get("owner"), m["rel"], m["law"], m["adj"], m.groupdict().get("age"))
+                 for m in [*MY_KIN.finditer(sentence), *THEIR_KIN.finditer(sentence)]
+                 + [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]]
+        if named := NAME_IS.search(sentence):  # "My mother had a stroke." ... "Her name's Rosemary."
+            line = transcript.messages[index].content
+            earlier = before[index] + " " + line[:max(line.find(sentence), 0)]
+            unnamed = [m for m in UNNAMED_KIN.finditer(earlier)
+                       if m["rel"].lower() not in (MALE if named["pronoun"].lower() == "her" else FEMALE)]
+            if unnamed:
+                said_of = unnamed[-1]
+                found.append((named.start(), named["name"], said_of["owner"], said_of["rel"], said_of["law"],
+                              said_of["adj"], None))
+        for _, name, owner, rel, law, adj, age in sorted(found, key=lambda m: m[0]):
+            owner = owner or speaker
             first = name.split()[-1] if name.startswith("Dr") else name
             if {first.lower(), owner.lower()} & NOT_NAMES or normalize_text(first) in {
                     normalize_text(w) for w in owner.split()}:
                 continue
-            rel, law = m["rel"].lower(), m["law"] or ""
-            age = m.groupdict().get("age")
+            rel, law = rel.lower(), law or ""
             kin = {_stem(w) for w in _KIN_OF[rel]} | ({_stem("married")} if "wife" in _KIN_OF[rel] else set())
             number = age.split()[0] if age else None
             ages = {number, str(_AGE_WORDS.index(number) + 1) if number in _AGE_WORDS else
@@ -682,7 +708,7 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
             if any(_stem(words(first)[0]) in h and kin & h and (not age or {_stem(a) for a in ages if a} & h)
                    for h in held):
                 continue
-            adj = f"{m['adj']} " if m["adj"] else ""
+            adj = f"{adj} " if adj else ""
             who = f"{owner}'s {adj}{rel}{law}"
             text = f"{name}, {who}, is {age}." if age else f"{name} is {who}."
             if normalize_text(text) not in said:
@@ -727,13 +753,83 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     return out
 
 
+def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
+    """The sentences a person said (no question, not the assistant, no request to it) with a time
+    relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
+    not one that is only that day: "today") that no date of `written` (the memories so far, dated)
+    falls in and that say something besides (three words worth comparing), lead-in dropped, with
+    the index of their line: qwen1.5b wrote "Rustam works at an
+    engineering firm in Calgary" of "I started at an engineering firm in Calgary three weeks ago",
+    and nothing of "Ren started last Monday". A Chinese line is not judged."""
+    held: dict[date, list[Span]] = {}  # the periods the memories name, read on each day lines were said
+    kept: list[Span] = []  # those of the sentences kept
+    out: list[tuple[int, str]] = []
+    for index, sentence in statements(transcript):
+        sentence = said_whole(sentence)
+        if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
+                or len(content_words(sentence, I_WORDS | TIME_WORDS)) < 3):
+            continue  # a request, or too little besides its time to stand alone ("We decided on Saturday")
+        said = transcript.times[index]
+        today = said.date()
+        spans = [span for _, _, span in relative_spans(sentence, said) + weekday_spans(sentence, said, [sentence])
+                 if not span.first == span.last == today]
+        if not spans:
+            continue
+        if today not in held:
+            held[today] = [span for text in written for _, _, span in find_spans(text, today)]
+        if any(not any(h.first <= span.last and span.first <= h.last for h in held[today] + kept) for span in spans):
+            out.append((index, sentence))
+            kept += spans
+    return out
+
+
+def with_the_time_said(text: str, said: datetime, lines: Sequence[str]) -> str:
+    """A memory that names no time, given the time of the clause of `lines` (what it cites, said at
+    `said`) whose every word worth comparing it holds: "Alice moved to Berlin" of "I moved to Berlin
+    last week!" is "Alice moved to Berlin last week (22-28 April 2024)" (qwen1.5b often drops the
+    time). Unchanged when no such clause has a time, or two such clauses have different times; a
+    clause with two times is not read, nor one that is only the day it was said ("today")."""
+    if find_spans(text, said.date()) or TIME_WORDS & set(words(text)) or CJK_CHAR.search(text):
+        return text
+    held = stems([text])
+    found: dict[Span, str] = {}
+    for line in lines:
+        for sentence in SENTENCE.split(line):
+            for clause in CLAUSE.split(sentence):
+                spans = [(start, end, span) for start, end, span in
+                         relative_spans(clause, said) + weekday_spans(clause, said, [sentence])
+                         if not span.first == span.last == said.date()]
+                if len(spans) != 1:
+                    continue
+                start, end, span = spans[0]
+                rest = content_words(clause[:start] + " " + clause[end:], I_WORDS)
+                if rest and all(_stem(w) in held for w in rest):
+                    found.setdefault(span, clause[start:end])
+    if len(found) != 1:
+        return text
+    (span, phrase), = found.items()
+    if phrase.split()[0].lower() not in TIME_WORDS:
+        phrase = phrase[0].lower() + phrase[1:]
+    body = text.rstrip(" .!;")
+    return f"{body} {phrase} ({describe_span(span)}){text[len(body):]}"
+
+
+DATED = re.compile(r"\(([^()]*\d[^()]*)\)")
+"""A date a memory was given in brackets ("last week (22-28 April 2024)")."""
+
+
 def said_whole(sentence: str) -> str:
     """A sentence kept as said: without its lead-in (`LEAD_IN`), ending as a sentence ends
     ("Everyone calls me Bobby, actually;" -> "Everyone calls me Bobby, actually.")."""
-    sentence = LEAD_IN.sub("", sentence).rstrip(";:, ")
+    if (rest := LEAD_IN.sub("", sentence)) != sentence:  # "And from next week a carer" -> "From next week ..."
+        sentence = rest[:1].upper() + rest[1:]
+    sentence = sentence.rstrip(";:, ")
     return sentence if not sentence or sentence.endswith(SENTENCE_ENDS) else sentence + "."
 
 
+SAID_STEPS = frozenset({"personal/said", "personal/dated"})
+"""The steps that keep a sentence as said for what it holds that no memory does (a name, a date):
+one that starts with a pronoun the repair did not mend is dropped, as the model's to write."""
 LEAD_IN = re.compile(r"^(?:[^\W\d_]+(?:\s+[^\W\d_]+){0,2}:|(?:yes|no|oh|so|and|but|also|well|okay|ok|right|"
                      r"actually|anyway|honestly|nice|great|cool|perfect|sure|thanks|agreed|lovely|wow|ha|haha|hmm|"
                      r"hi|hello|hey|good|brilliant|fine|alright|exactly|true|totally|absolutely)\b[,!]?)\s+",
@@ -853,6 +949,19 @@ class PersonalSummarizer:
                 transcript, history, user_name, now, plan.rejected, written, step="personal/said")
             speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
             plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in named_in(c.content, speakers)}, False)
+                                  for c in more}
+            candidates += more
+            flawed += more_flawed
+        # the same for a time no memory dates ("I started ... three weeks ago" kept as "works at")
+        dated = unheld_dates(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        if dated:
+            for _, sentence in dated:
+                plan.rejected.append(Rejection(step="personal/dated", action="defaulted", reason=f"{sentence[:80]!r} "
+                                               "has a time no memory dates: kept as said"))
+            more, more_flawed = self._candidates(Extraction(memories=[
+                ExtractedMemory(content=sentence, sources=[index]) for index, sentence in dated]),
+                transcript, history, user_name, now, plan.rejected, written, step="personal/dated")
+            plan.kept_as_said |= {c.memory_id: ({_stem(w) for d in DATED.findall(c.content) for w in words(d)}, False)
                                   for c in more}
             candidates += more
             flawed += more_flawed
@@ -1049,7 +1158,7 @@ class PersonalSummarizer:
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
             # a sentence kept as said that starts with "it" or "he" is the model's to write, not ours
-            if draft.problem in ("fragment", "misnamed") or (draft.problem == "pronoun" and draft.step == "personal/said"):
+            if draft.problem in ("fragment", "misnamed") or (draft.problem == "pronoun" and draft.step in SAID_STEPS):
                 why = {"fragment": "is a fragment, not a memory", "pronoun": "starts with a pronoun"}.get(
                     draft.problem, "says of the speaker what the line says of someone else (she, he, they)")
                 plan.rejected.append(Rejection(
@@ -1117,6 +1226,8 @@ class PersonalSummarizer:
         reworded = anchor_times(name_the_speaker(text, speakers.pop(), we=True) if len(speakers) == 1 else text, said)
         reworded = anchor_weekdays(reworded, said, [m.content for m in cited],
                                    [m.content for m in transcript.messages if m.role == "user"])
+        reworded = with_the_time_said(reworded, said, [transcript.messages[i].content for i in sources
+                                                       if transcript.messages[i].role == "user"])
         return reworded if len(reworded) <= MAX_CONTENT_CHARS else text
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],

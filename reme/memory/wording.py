@@ -31,8 +31,9 @@ ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also",
            "rather", "then", "too", "once", "first", "all", "both", "certainly", "barely"}
 KEEP = {"can", "could", "will", "would", "should", "must", "might", "may", "shall", "did", "was", "had", "cannot",
         "can't", "won't", "wouldn't", "couldn't", "shouldn't", "didn't", "wasn't", "hadn't", "used", "need",
-        "ought", "dare"}
-"""Words after "I" that stay as they are for any subject (modals, past tenses)."""
+        "ought", "dare", "are", "were"}
+"""Words after "I" that stay as they are for any subject (modals, past tenses; "are" and "were"
+follow "Sione and I")."""
 THIRD = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is", "don't": "doesn't", "haven't": "hasn't",
          "'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "m": "is", "ve": "has", "d": "would", "ll": "will",
          "aren't": "isn't", "am not": "is not"}
@@ -152,13 +153,18 @@ def describe_span(span: Span, iso: bool = False) -> str:
     return f"{_day(a)} - {_day(b)}"
 
 
+def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
+    """The relative time expressions of `text` (`RELATIVE`), each with the period it means when
+    said at `said`; none when it names a year already."""
+    if YEAR.search(text):
+        return []
+    return [(start, end, span) for start, end, span in find_spans(text, said.date()) if RELATIVE.search(text[start:end])]
+
+
 def anchor_times(text: str, said: datetime) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)"); unchanged when it names a year already."""
-    if YEAR.search(text):
-        return text
-    found = [(start, end, span) for start, end, span in find_spans(text, said.date())
-             if RELATIVE.search(text[start:end])]
+    found = relative_spans(text, said)
     if not found:
         return text
     iso = bool(CJK.search(text))
@@ -192,21 +198,18 @@ def _day_of_month(day: int, which: str | None, past: bool, said: date) -> date |
     return None
 
 
-def anchor_weekdays(text: str, said: datetime, lines: list[str], others: Sequence[str] = ()) -> str:
-    """`text` with each "on Monday" or "on the 29th" followed by its date, when a sentence of `lines`
+def weekday_spans(text: str, said: datetime, lines: Sequence[str], others: Sequence[str] = ()) -> list[tuple[int, int, Span]]:
+    """Each "on Monday" or "on the 29th" of `text` with the day it means, when a sentence of `lines`
     (what the memory cites, said at `said`) says it too, or else one of `others` (what the people
     said in the conversation): the last Monday (29th) before that day when the sentence tells of
     the past ("I went to the dentist on Monday"), else the next one ("I start on Monday"). A
-    memory's own tense does not decide: a small model writes "started" for "I start". Unchanged
-    when it names a year, or no sentence says that day."""
+    memory's own tense does not decide: a small model writes "started" for "I start". None when
+    `text` names a year."""
     if YEAR.search(text) or CJK.search(text):
-        return text
-    found = sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start())
-    if not found:
-        return text
-    out, pos = [], 0
-    for m in found:
-        if m.start() < pos:
+        return []
+    out: list[tuple[int, int, Span]] = []
+    for m in sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start()):
+        if out and m.start() < out[-1][1]:
             continue
         weekday = m.re is ON_WEEKDAY
         said_so = (rf"\bon\s+{m[1].lower()}\b" if weekday else
@@ -222,12 +225,20 @@ def anchor_weekdays(text: str, said: datetime, lines: list[str], others: Sequenc
         else:
             on = _day_of_month(int(m[1]), m[2], past, said.date())
             day = Span(on, on) if on else None
-        if day is None:
-            continue
-        out.append(text[pos:m.end()] + f" ({describe_span(day)})")
-        pos = m.end()
+        if day is not None:
+            out.append((m.start(), m.end(), day))
+    return out
+
+
+def anchor_weekdays(text: str, said: datetime, lines: Sequence[str], others: Sequence[str] = ()) -> str:
+    """`text` with each "on Monday" or "on the 29th" followed by its date, as `weekday_spans`
+    reads it; unchanged when it names a year, or no sentence says that day."""
+    out, pos = [], 0
+    for _, end, day in weekday_spans(text, said, lines, others):
+        out.append(text[pos:end] + f" ({describe_span(day)})")
+        pos = end
     out.append(text[pos:])
     return "".join(out)
 
 
-__all__ = ["anchor_times", "anchor_weekdays", "describe_span", "name_the_speaker"]
+__all__ = ["anchor_times", "anchor_weekdays", "describe_span", "name_the_speaker", "relative_spans", "weekday_spans"]
