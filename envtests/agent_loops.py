@@ -67,7 +67,7 @@ def run_steps(llm: OpenAITestServer) -> str:
 
 # A conversation over three turns (user, agent) whose first turn holds a fact, and the agent turns
 # of a model that records two facts with a tool, then searches them with another.
-GREEN_TEA = [("I moved to Berlin last week and I love green tea.", "Noted: green tea."),
+GREEN_TEA = [("I moved to Berlin and I love green tea.", "Noted: green tea."),
              ("What should I drink this afternoon?", "Try a sencha: you love green tea."),
              ("Any plans for Berlin in May?", "Berlin is lovely in May.")]
 RECORD_THEN_SEARCH = [
