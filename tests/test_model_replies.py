@@ -179,7 +179,8 @@ async def test_an_over_long_memory_is_dropped_and_counted(reme: ReMe, server: Op
 async def test_a_200k_update_text_is_rejected_counted_and_nothing_half_written(
         reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, {"memories": [{"content": "Alice lives in Berlin", "sources": [0]}]}, times=1)
-    (stored,) = (await reme.summarize_memory(CHAT, user_name="alice")).added
+    (stored,) = (await reme.summarize_memory([{"role": "user", "name": "Alice", "content": "I live in Berlin."}],
+                                             user_name="alice")).added
     server.script(EXTRACT, {"memories": [{"content": "Alice lives in Munich now", "sources": [0]}]})
     server.script(RECONCILE, {"decisions": [{"candidate": 0, "action": "UPDATE", "id": 0, "text": "y" * 200_000}]})
     result = await reme.summarize_memory([{"role": "user", "name": "Alice", "content": "I moved to Munich."}],

@@ -130,7 +130,8 @@ async def test_an_update_whose_text_echoes_the_prompt_keeps_the_candidates_text(
     server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": "stored memory's id"}))
     result = await reme.summarize_memory(CHAT[:1], user_name="alice")
     (updated,) = result.updated
-    assert updated.memory_id == paris.memory_id and updated.content == "Alice moved to Berlin last week (22-28 April 2024)"
+    assert updated.memory_id == paris.memory_id
+    assert updated.content == "Alice moved to Berlin last week (22-28 April 2024)"
     (note,) = result.rejected
     assert note.action == "defaulted" and note.path == "decisions[0].text" and "stored memory's id" in note.reason
 
@@ -221,7 +222,8 @@ async def test_hallucinated_ids_touch_nothing(reme: ReMe, server: OpenAITestServ
     assert "not one of the 1 shown" in caplog.text
 
 
-async def test_a_candidate_whose_decision_is_not_followed_is_added_not_lost(reme: ReMe, server: OpenAITestServer) -> None:
+async def test_a_candidate_whose_decision_is_not_followed_is_added_not_lost(
+        reme: ReMe, server: OpenAITestServer) -> None:
     # qwen1.5b gave six candidates of one long session an UPDATE of memory 0, which the first
     # had already changed: the other five (Philomena the sister among them) were stored nowhere.
     home = await reme.add_memory("Alice lives in Paris", user_name="alice")
@@ -664,12 +666,14 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2025-05-18", "Mandla went to the market this Saturday", "Mandla went to the market this Saturday (17 May 2025)"),
     # a holiday said with last, this or next (fresh4: "he proposed last Christmas")
     ("2026-03-19", "Mikael proposed last Christmas", "Mikael proposed last Christmas (25 December 2025)"),
-    ("2026-03-19", "Kim quit smoking on last New Year's Eve", "Kim quit smoking on last New Year's Eve (31 December 2025)"),
+    ("2026-03-19", "Kim quit smoking on last New Year's Eve",
+     "Kim quit smoking on last New Year's Eve (31 December 2025)"),
     ("2025-11-02", "Kim hosts this Christmas", "Kim hosts this Christmas (25 December 2025)"),
     ("2025-12-26", "Kim hosts next Christmas Eve", "Kim hosts next Christmas Eve (24 December 2026)"),
     ("2025-11-02", "Kim loves Christmas", "Kim loves Christmas"),
     # British "a week tomorrow" (fresh4: the gallbladder operation)
-    ("2025-10-07", "Siobhan's operation is a week tomorrow", "Siobhan's operation is a week tomorrow (15 October 2025)"),
+    ("2025-10-07", "Siobhan's operation is a week tomorrow",
+     "Siobhan's operation is a week tomorrow (15 October 2025)"),
     ("2025-10-07", "Siobhan's operation is a week today", "Siobhan's operation is a week today (14 October 2025)"),
     # a time it took, not a time ahead: the sentence tells of the past
     ("2024-05-03", "Kim finished the course in ten days", "Kim finished the course in ten days"),
@@ -1488,8 +1492,8 @@ async def test_a_time_no_memory_dates_is_kept_as_said(reme: ReMe, server: OpenAI
     # fresh4 (qwen1.5b): "I started at an engineering firm in Calgary three weeks ago" became "...
     # works at an engineering firm in Calgary"; "Ren, who started last Monday" lost its Monday.
     # A date a memory holds, or one that is only today, is no news.
-    chat = [{"role": "user", "name": "Rustam", "content": "I started at an engineering firm in Calgary three weeks "
-                                                          "ago, on a temporary permit.", "time": "2026-01-27T11:00:00Z"},
+    chat = [{"role": "user", "name": "Rustam", "time": "2026-01-27T11:00:00Z",
+             "content": "I started at an engineering firm in Calgary three weeks ago, on a temporary permit."},
             {"role": "user", "name": "Rustam", "content": "Ren joined my team last Monday. Today I'm on the sofa."},
             {"role": "user", "name": "Rustam", "content": "My visa interview is in nine days."},
             {"role": "user", "name": "Rustam", "content": "Remind me about it on Friday."}]  # asks: no fact
@@ -1529,7 +1533,8 @@ def test_a_sentence_kept_for_its_name_is_a_persons_and_holds_what_no_memory_does
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(
            ["I", "went", "start", "last", "this", "next", "Monday", "on", "Friday", "the", "3rd", "weeks", "ago",
-            "in", "two", "days", "today", "tomorrow", "Christmas", "Book", ".", "?", ";", " "]), max_size=14).map(" ".join)),
+            "in", "two", "days", "today", "tomorrow", "Christmas", "Book", ".", "?", ";", " "]),
+           max_size=14).map(" ".join)),
            min_size=1, max_size=4),
        st.lists(st.text(max_size=60), max_size=3),  # years a date is read with (`reme.temporal`: 19xx and 20xx)
        st.datetimes(min_value=datetime(1901, 1, 1), max_value=datetime(2098, 12, 1), timezones=st.just(timezone.utc)))

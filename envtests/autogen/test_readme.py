@@ -25,7 +25,8 @@ def reply(body: dict[str, Any]) -> str:
 @pytest.mark.parametrize("code", BLOCKS)
 def test_readme_block_runs(code: str, llm: OpenAITestServer, tmp_path: Path) -> None:
     llm.script("Read the conversation below", {"memories": [
-        {"content": "Alice moved to Berlin last week", "kind": "fact", "sources": [0], "importance": 0.7, "time": None}]})
+        {"content": "Alice moved to Berlin last week", "kind": "fact", "sources": [0], "importance": 0.7,
+         "time": None}]})
     llm.script("You prepare a search", {"queries": ["Alice home city"], "start": None, "end": None})
     llm.script("long-term memory consistent", {"decisions": []})
     llm.script("", reply)

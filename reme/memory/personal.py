@@ -650,11 +650,12 @@ NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
 UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
 """A relation said without its name ("my new manager", "Idris's mum")."""
-MALE = frozenset("""husband fiancé fiance boyfriend son dad father papa brother grandfather grandpa granddad grandson uncle
-nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
-FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter mum mom mother mama mamá mam sister grandmother grandma granny
-nan nana granddaughter aunt auntie niece stepmum stepmom stepmother stepdaughter stepsister goddaughter godmother
+MALE = frozenset("""husband fiancé fiance boyfriend son dad father papa brother grandfather grandpa granddad grandson
+uncle nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
+FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter mum mom mother mama mamá mam sister grandmother grandma
+granny nan nana granddaughter aunt auntie niece stepmum stepmom stepmother stepdaughter stepsister goddaughter godmother
 landlady""".split())
+"""Relations "his" and "her" never name ("Her name's Samira" is no brother's)."""
 NOT_NAMES = frozenset("""i and but so then the a he she they we it this that who is was yes no oh well thanks thank
 hi hello hey sure okay ok sorry please also plus anyway actually honestly funny mind my our your his her their its
 me us them""".split()) | TIME_WORDS
@@ -682,8 +683,8 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
             last[message.name] = message.content
     for index, sentence in statements(transcript):
         speaker = transcript.messages[index].name or user_name
-        found = [(m.start(), m["name"], m.groupdict().get("owner"), m["rel"], m["law"], m["adj"], m.groupdict().get("age"))
-                 for m in [*MY_KIN.finditer(sentence), *THEIR_KIN.finditer(sentence)]
+        found = [(m.start(), m["name"], m.groupdict().get("owner"), m["rel"], m["law"], m["adj"],
+                  m.groupdict().get("age")) for m in [*MY_KIN.finditer(sentence), *THEIR_KIN.finditer(sentence)]
                  + [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]]
         if named := NAME_IS.search(sentence):  # "My mother had a stroke." ... "Her name's Rosemary."
             line = transcript.messages[index].content
@@ -758,9 +759,9 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
     not one that is only that day: "today") that no date of `written` (the memories so far, dated)
     falls in and that say something besides (three words worth comparing), lead-in dropped, with
-    the index of their line: qwen1.5b wrote "Rustam works at an
-    engineering firm in Calgary" of "I started at an engineering firm in Calgary three weeks ago",
-    and nothing of "Ren started last Monday". A Chinese line is not judged."""
+    the index of their line: qwen1.5b wrote "Rustam works at an engineering firm in Calgary" of
+    "I started at an engineering firm in Calgary three weeks ago", and nothing of "Ren started
+    last Monday". A Chinese line is not judged."""
     held: dict[date, list[Span]] = {}  # the periods the memories name, read on each day lines were said
     kept: list[Span] = []  # those of the sentences kept
     out: list[tuple[int, str]] = []
@@ -1329,8 +1330,8 @@ class Decider:
         """`stored`: the vectors of the memories shown (`apart`: an UPDATE or DELETE of a memory
         about something else adds the candidate instead). A candidate left without a decision is
         added, and so is one whose decisions were not followed or only DELETEd a memory (it states
-        what made that memory obsolete); one added beside a memory its line says has ended updates that memory instead
-        (`_ended_instead`)."""
+        what made that memory obsolete); one added beside a memory its line says has ended updates
+        that memory instead (`_ended_instead`)."""
         shown = self.shown
         apart = self.apart(decisions, shown, stored)
         deleting: set[int] = set()  # candidates whose DELETE was followed

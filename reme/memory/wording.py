@@ -120,7 +120,8 @@ RELATIVE = re.compile(
     r"yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening)|\bago\b|"
     r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
     r"winter)\b|^(?:last|next|past|this)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
-    r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|前天|昨|今|明天|天前|^[上下本这]|去年",
+    r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|"
+    r"前天|昨|今|明天|天前|^[上下本这]|去年",
     re.IGNORECASE)
 """The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
 Monday" may be the last one or the next; "in May" this year's or last year's)."""
@@ -158,7 +159,8 @@ def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     said at `said`; none when it names a year already."""
     if YEAR.search(text):
         return []
-    return [(start, end, span) for start, end, span in find_spans(text, said.date()) if RELATIVE.search(text[start:end])]
+    return [(start, end, span) for start, end, span in find_spans(text, said.date())
+            if RELATIVE.search(text[start:end])]
 
 
 def anchor_times(text: str, said: datetime) -> str:
@@ -198,7 +200,8 @@ def _day_of_month(day: int, which: str | None, past: bool, said: date) -> date |
     return None
 
 
-def weekday_spans(text: str, said: datetime, lines: Sequence[str], others: Sequence[str] = ()) -> list[tuple[int, int, Span]]:
+def weekday_spans(text: str, said: datetime, lines: Sequence[str],
+                  others: Sequence[str] = ()) -> list[tuple[int, int, Span]]:
     """Each "on Monday" or "on the 29th" of `text` with the day it means, when a sentence of `lines`
     (what the memory cites, said at `said`) says it too, or else one of `others` (what the people
     said in the conversation): the last Monday (29th) before that day when the sentence tells of
