@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import DIM, dump_store
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from reme import ReMe, ReMeError
@@ -337,6 +337,7 @@ def test_add_messages_succeeds_or_rejects_cleanly(h: Harness, messages: Any, ses
 @given(state=mostly(st.fixed_dictionaries(
     {"content": st.lists(st.tuples(chat_messages, marks).map(list), max_size=3)},
     optional={"_compressed_summary": st.one_of(texts, numbers, st.none())}), anything), session=sessions)
+@example(state={"content": [], "_compressed_summary": "\x00"}, session="chat")  # a ValidationError leaked
 def test_load_session_state_succeeds_or_rejects_cleanly(h: Harness, state: Any, session: Any) -> None:
     h.check(lambda: h.reme.load_session_state(state, session_name=session))
 

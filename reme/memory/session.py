@@ -362,8 +362,11 @@ class SessionLog:
         metadata: dict[str, Any] = {RECORD: SUMMARY}
         if frontier is not None:
             metadata[FRONTIER] = frontier.isoformat()
-        node = MemoryNode(memory_id=summary_id(scope), memory_type=MemoryType.HISTORY, target_kind=KIND,
-                          memory_target=scope.name, content=summary, metadata=metadata)
+        try:
+            node = MemoryNode(memory_id=summary_id(scope), memory_type=MemoryType.HISTORY, target_kind=KIND,
+                              memory_target=scope.name, content=summary, metadata=metadata)
+        except ValidationError as exc:  # a NUL in it: hypothesis found one in a loaded session state
+            raise InvalidInputError(f"the summary: {describe(exc)}") from None
         return [Upsert(self.collection, [VectorRecord(node=node, vector=vector)])]
 
     async def set_summary(self, scope: Scope, summary: str) -> None:
