@@ -925,15 +925,10 @@ class PersonalSummarizer:
         so_far = [c.content for c in candidates] + [d.text for d in flawed]
         unheld = unheld_health(transcript, so_far)
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
-            for _, sentence in unheld:
-                plan.rejected.append(Rejection(step="personal/kept", action="defaulted",
-                                               reason=f"{sentence[:80]!r} has a health fact no memory holds: kept as said"))
-            more, more_flawed = self._candidates(Extraction(memories=[
-                ExtractedMemory(content=sentence, kind="health", importance=1.0, sources=[index])
-                for index, sentence in unheld]), transcript, history, user_name, now, plan.rejected, written,
-                step="personal/kept")
-            plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in words(c.content) if w.isdigit() or health_word(w)},
-                                                True) for c in more}
+            more, more_flawed = self._kept_as_said(
+                unheld, "personal/kept", "has a health fact no memory holds", transcript, history, user_name, now,
+                plan, written, lambda text: {_stem(w) for w in words(text) if w.isdigit() or health_word(w)},
+                may_end=True, kind="health", importance=1.0)
             candidates += more
             flawed += more_flawed
         so_far += [sentence for _, sentence in unheld]
@@ -942,28 +937,18 @@ class PersonalSummarizer:
         named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
             transcript, user_name, so_far)]) if looked is not None else []
         if named:
-            for _, sentence in named:
-                plan.rejected.append(Rejection(step="personal/said", action="defaulted", reason=f"{sentence[:80]!r} "
-                                               "has a name or number no memory holds: kept as said"))
-            more, more_flawed = self._candidates(Extraction(memories=[
-                ExtractedMemory(content=sentence, sources=[index]) for index, sentence in named]),
-                transcript, history, user_name, now, plan.rejected, written, step="personal/said")
             speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
-            plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in named_in(c.content, speakers)}, False)
-                                  for c in more}
+            more, more_flawed = self._kept_as_said(
+                named, "personal/said", "has a name or number no memory holds", transcript, history, user_name, now,
+                plan, written, lambda text: {_stem(w) for w in named_in(text, speakers)})
             candidates += more
             flawed += more_flawed
         # the same for a time no memory dates ("I started ... three weeks ago" kept as "works at")
         dated = unheld_dates(transcript, [c.content for c in candidates] + [d.text for d in flawed])
         if dated:
-            for _, sentence in dated:
-                plan.rejected.append(Rejection(step="personal/dated", action="defaulted", reason=f"{sentence[:80]!r} "
-                                               "has a time no memory dates: kept as said"))
-            more, more_flawed = self._candidates(Extraction(memories=[
-                ExtractedMemory(content=sentence, sources=[index]) for index, sentence in dated]),
-                transcript, history, user_name, now, plan.rejected, written, step="personal/dated")
-            plan.kept_as_said |= {c.memory_id: ({_stem(w) for d in DATED.findall(c.content) for w in words(d)}, False)
-                                  for c in more}
+            more, more_flawed = self._kept_as_said(
+                dated, "personal/dated", "has a time no memory dates", transcript, history, user_name, now, plan,
+                written, lambda text: {_stem(w) for d in DATED.findall(text) for w in words(d)})
             candidates += more
             flawed += more_flawed
         if flawed:
@@ -982,6 +967,23 @@ class PersonalSummarizer:
             plan.kept_as_said |= {c.memory_id: ({_stem(w) for w in worth_holding(c.content)}, False) for c in more}
             candidates += more
         return candidates
+
+    def _kept_as_said(self, found: list[tuple[int, str]], step: str, why: str, transcript: Transcript,
+                      history: MemoryNode, user_name: str, now: datetime, plan: Plan, written: set[str],
+                      news: Callable[[str], set[str]], *, may_end: bool = False,
+                      **extra: Any) -> tuple[list[MemoryNode], list[Draft]]:
+        """The sentences `found` (each with its line's index) kept as said, listed in `rejected` as
+        `step` ("... `why`: kept as said") and checked as the extraction's memories are; each one
+        kept is noted in `plan.kept_as_said` with the words that make it news (`news` of its text)
+        and whether it `may_end` a stored memory. `extra`: the memories' kind and importance."""
+        for _, sentence in found:
+            plan.rejected.append(Rejection(step=step, action="defaulted",
+                                           reason=f"{sentence[:80]!r} {why}: kept as said"))
+        more, more_flawed = self._candidates(Extraction(memories=[
+            ExtractedMemory(content=sentence, sources=[index], **extra) for index, sentence in found]),
+            transcript, history, user_name, now, plan.rejected, written, step=step)
+        plan.kept_as_said |= {c.memory_id: (news(c.content), may_end) for c in more}
+        return more, more_flawed
 
     def _unrepaired(self, extraction: Extraction, transcript: Transcript, history: MemoryNode, user_name: str,
                     now: datetime, plan: Plan, written: set[str], step: str) -> list[MemoryNode]:
