@@ -754,6 +754,14 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     return out
 
 
+def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
+    """The times of `text` (part of `sentence`, said at `said`) relative to when it was said, each
+    with its place and the period it means: "last week", "in nine days", "on Friday" as the
+    sentence tells it; not one that is only that day ("today")."""
+    found = relative_spans(text, said) + weekday_spans(text, said, [sentence])
+    return [(start, end, span) for start, end, span in found if not span.first == span.last == said.date()]
+
+
 def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant, no request to it) with a time
     relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
@@ -772,8 +780,7 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
             continue  # a request, or too little besides its time to stand alone ("We decided on Saturday")
         said = transcript.times[index]
         today = said.date()
-        spans = [span for _, _, span in relative_spans(sentence, said) + weekday_spans(sentence, said, [sentence])
-                 if not span.first == span.last == today]
+        spans = [span for _, _, span in times_said(sentence, said, sentence)]
         if not spans:
             continue
         if today not in held:
@@ -797,9 +804,7 @@ def with_the_time_said(text: str, said: datetime, lines: Sequence[str]) -> str:
     for line in lines:
         for sentence in SENTENCE.split(line):
             for clause in CLAUSE.split(sentence):
-                spans = [(start, end, span) for start, end, span in
-                         relative_spans(clause, said) + weekday_spans(clause, said, [sentence])
-                         if not span.first == span.last == said.date()]
+                spans = times_said(clause, said, sentence)
                 if len(spans) != 1:
                     continue
                 start, end, span = spans[0]
