@@ -17,6 +17,11 @@ run; the benchmark starts the nodes itself (benchmark/qdrant_server.py). Every a
 is read back by id afterwards.
 
     python -m benchmark.service_bench --workers 1,2,4 --clients 16 --duration 15
+    python -m benchmark.service_bench --workers 1,2,4,8 --clients 64 --client-procs 4   # many cores
+
+One Python process drives about one core's worth of requests: on a machine with cores to spare,
+`--client-procs` spreads the clients over several (the report's "client CPU" says whether the
+clients were the limit).
 
 The embedder is the hashing one by default, so the numbers are the service's, not a model's.
 Retrieve runs without an LLM (`rewrite=False`), so none is needed.
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
 import signal
@@ -35,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -199,7 +206,8 @@ class Server:
     def __init__(self, working_dir: Path, embedding: str, *, workers: int = 1,
                  env: dict[str, str] | None = None) -> None:
         self.full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("REME_")},
-                         "REME_EMBEDDING__BACKEND": embedding, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+                         "REME_EMBEDDING__BACKEND": embedding, "HF_HUB_OFFLINE": "1",
+                         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                          **(env or {})}
         self.working_dir, self.workers = working_dir, workers
         working_dir.mkdir(parents=True, exist_ok=True)
@@ -318,9 +326,48 @@ def scale_op(rng: random.Random) -> str:
     return rng.choices([op for op, _ in SCALE_MIX], [weight for _, weight in SCALE_MIX])[0]
 
 
+_START: Any = None
+"""In a load process: the barrier every load process waits at before the load starts."""
+
+
+def _init_load_process(start: Any) -> None:
+    global _START
+    _START = start
+
+
+async def _load(url: str, users: list[str], seeds: list[int], expected: dict[str, tuple[str, str | None]],
+                duration: float) -> tuple[Stats, Ledger, float, float]:
+    """One load process's share of the clients: each opens its keep-alive connection in turn (as
+    clients arriving over time do: a worker that wakes takes every connection waiting, so a burst
+    lands on one), then all run the scale-out mix for `duration` (once every load process is ready).
+    Returns the stats, the ledger of what was acknowledged, the seconds run and the CPU seconds
+    this process spent (to tell whether the load generator, not the service, was the limit)."""
+    ledger = Ledger(expected=dict(expected))
+    clients = [ReMeClient(url, retries=3, backoff=0.05) for _ in users]
+    try:
+        for client in clients:
+            await client.health()
+            await asyncio.sleep(0.05)
+        if _START is not None:
+            await asyncio.to_thread(_START.wait, 120)
+        stats, cpu, begin = Stats(), time.process_time(), time.perf_counter()
+        until = begin + duration
+        await asyncio.gather(*(worker(c, u, s, until, stats, ledger, pick=scale_op)
+                               for c, u, s in zip(clients, users, seeds)))
+        return stats, ledger, time.perf_counter() - begin, time.process_time() - cpu
+    finally:
+        for client in clients:
+            await client.close()
+
+
+def _load_process(*args: Any) -> tuple[Stats, Ledger, float, float]:
+    return asyncio.run(_load(*args))
+
+
 async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers: int,
                     env: dict[str, str]) -> dict[str, Any]:
-    """One row: `reme serve --workers N` on `store`, the mixed load, every acknowledged write read back."""
+    """One row: `reme serve --workers N` on `store`, the mixed load from `args.client_procs`
+    processes, every acknowledged write read back."""
     users = [f"user-{i}" for i in range(args.clients)]
     server = Server(folder / f"{store}-{workers}" / "wd", args.embedding, workers=workers, env=env)
     try:
@@ -328,25 +375,38 @@ async def scale_one(args: argparse.Namespace, folder: Path, store: str, workers:
         if workers > 1:
             await server.workers_ready(workers)
         ledger = Ledger()
-        clients = [ReMeClient(server.url, retries=3, backoff=0.05) for _ in users]
-        try:
-            await seed(clients[0], users, args.seed, ledger)
-            for client in clients:  # each opens its connection in turn, as clients arriving over time do: a
-                await client.health()  # worker that wakes takes every connection waiting, so a burst lands on one
-                await asyncio.sleep(0.05)
-            stats = Stats()
-            begin = time.perf_counter()
-            until = begin + args.duration
-            await asyncio.gather(*(worker(c, u, i, until, stats, ledger, pick=scale_op)
-                                   for i, (c, u) in enumerate(zip(clients, users))))
-            row = summary(f"{store} x{workers}", stats, time.perf_counter() - begin)
-            for kind, ops in (("reads", ("retrieve", "search", "list")), ("writes", ("add", "update"))):
-                row[kind] = {k: round(v, 2) for k, v in percentiles(
-                    [x for op in ops for x in stats.latencies.get(op, [])]).items()}
-            row["verify"] = await verify(clients[0], ledger)
-        finally:
-            for c in clients:
-                await c.close()
+        async with ReMeClient(server.url, retries=3, backoff=0.05) as client:
+            await seed(client, users, args.seed, ledger)
+        procs = max(1, min(args.client_procs, len(users)))
+        shares = [(server.url, users[p::procs], list(range(len(users)))[p::procs],
+                   {i: e for i, e in ledger.expected.items() if e[0] in users[p::procs]}) for p in range(procs)]
+        if procs == 1:
+            results = [await _load(*shares[0], args.duration)]
+        else:  # spawned, not forked: this process runs an event loop
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(procs, mp_context=context, initializer=_init_load_process,
+                                     initargs=(context.Barrier(procs),)) as pool:
+                loop = asyncio.get_running_loop()
+                results = await asyncio.gather(*(loop.run_in_executor(pool, _load_process, *share, args.duration)
+                                                 for share in shares))
+        stats = Stats()
+        for part, part_ledger, _, _ in results:
+            for op, values in part.latencies.items():
+                stats.latencies.setdefault(op, []).extend(values)
+            for key, n in part.errors.items():
+                stats.errors[key] = stats.errors.get(key, 0) + n
+            stats.ops += part.ops
+            for name in ("expected", "pending", "last_op"):
+                getattr(ledger, name).update(getattr(part_ledger, name))
+        seconds = max(r[2] for r in results)
+        row = summary(f"{store} x{workers}", stats, seconds)
+        for kind, ops in (("reads", ("retrieve", "search", "list")), ("writes", ("add", "update"))):
+            row[kind] = {k: round(v, 2) for k, v in percentiles(
+                [x for op in ops for x in stats.latencies.get(op, [])]).items()}
+        # The busiest load process's CPU over the run: near 1.0, the clients were the limit.
+        row["client_procs"], row["client_cpu"] = procs, round(max(r[3] / r[2] for r in results), 2)
+        async with ReMeClient(server.url, retries=3, backoff=0.05) as client:
+            row["verify"] = await verify(client, ledger)
         answered = {line.get("worker") for line in server.lines() if "path" in line}
         row.update(store=store, workers=workers, workers_answering=len(answered - {None}) or 1)
         return row
@@ -358,7 +418,8 @@ async def scale_async(args: argparse.Namespace) -> dict[str, Any]:
     counts = [int(n) for n in args.workers.split(",")]
     targets = args.targets.split(",")
     results: dict[str, Any] = {"clients": args.clients, "duration_s": args.duration, "seed": args.seed,
-                               "embedding": args.embedding, "cpus": os.cpu_count(), "rows": []}
+                               "embedding": args.embedding, "cpus": os.cpu_count(), "client_procs": args.client_procs,
+                               "rows": []}
     rows = results["rows"]
     with tempfile.TemporaryDirectory(prefix="reme-scale-bench-") as tmp:
         folder = Path(tmp)
@@ -383,7 +444,7 @@ async def scale_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def scale_report(r: dict[str, Any]) -> str:
     rows = ["| store | workers (answering) | ops/s | vs 1 worker | p50 ms | p99 ms | reads p50 | writes p50 | errors "
-            "| acknowledged writes read back |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "| acknowledged writes read back | client CPU |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     first = {row["store"]: row["ops_per_s"] for row in r["rows"] if row["workers"] == 1}
     names = {"embedded": "embedded (Edge)", "node": "Qdrant node", "cluster": "3-node cluster"}
     for row in r["rows"]:
@@ -392,9 +453,12 @@ def scale_report(r: dict[str, Any]) -> str:
         rows.append(f"| {names[row['store']]} | {row['workers']} ({row['workers_answering']}) | {row['ops_per_s']} | "
                     f"{ratio} | {row['p50']:.1f} | {row['p99']:.1f} | {row['reads']['p50']:.1f} | "
                     f"{row['writes']['p50']:.1f} | {sum(row['errors'].values())} | "
-                    f"{v['checked'] - v['missing'] - v['wrong'] - v['resurrected']} of {v['checked']} |")
+                    f"{v['checked'] - v['missing'] - v['wrong'] - v['resurrected']} of {v['checked']} | "
+                    f"{row['client_cpu']:.2f} |")
     rows.append(f"\n{r['clients']} clients, {r['duration_s']} s per row, {r['seed']} memories per client's user "
-                f"seeded; mix {', '.join(f'{op} {int(w * 100)}%' for op, w in SCALE_MIX)}; {r['cpus']} CPUs.")
+                f"seeded; mix {', '.join(f'{op} {int(w * 100)}%' for op, w in SCALE_MIX)}; {r['cpus']} CPUs; the clients "
+                f"in {r['client_procs']} process(es) (client CPU: the busiest one's CPU share, near 1.00 the "
+                "clients were the limit).")
     if "embedded" in first:
         best = {store: max(row["ops_per_s"] for row in r["rows"] if row["store"] == store)
                 for store in ("node", "cluster") if any(row["store"] == store for row in r["rows"])}
@@ -430,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", help="scale-out mode: numbers of workers to measure, e.g. 1,2,4")
     p.add_argument("--targets", default="embedded,node,cluster",
                    help="scale-out mode: stores to measure (embedded runs one worker)")
+    p.add_argument("--client-procs", type=int, default=1,
+                   help="scale-out mode: processes the clients are spread over (one Python process "
+                        "drives about one core's worth of requests)")
     args = p.parse_args(argv)
     if args.workers:
         scaled = asyncio.run(scale_async(args))

@@ -19,8 +19,10 @@ def test_service_bench_smoke_run_loses_no_acknowledged_write(tmp_path: Path) -> 
 
 def test_service_bench_scale_out_smoke_run_reads_back_every_write(tmp_path: Path) -> None:
     out = tmp_path / "scale.json"
+    # Two load processes: each one's acknowledged writes come back to the ledger that is read back.
     assert main(["--workers", "1", "--targets", "node", "--clients", "2", "--duration", "0.5", "--seed", "2",
-                 "--json", str(out)]) == 0
+                 "--client-procs", "2", "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())["rows"]
-    assert row["store"] == "node" and row["workers"] == 1 and row["ops"] > 0
-    assert row["verify"]["checked"] >= 2 * 2 and row["verify"]["missing"] == row["verify"]["wrong"] == 0
+    assert row["store"] == "node" and row["workers"] == 1 and row["ops"] > 0 and row["client_procs"] == 2
+    adds = row["per_op"].get("add", {}).get("n", 0)
+    assert row["verify"]["checked"] == 2 * 2 + adds and row["verify"]["missing"] == row["verify"]["wrong"] == 0
