@@ -1284,6 +1284,17 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "Leo has too much on at work"),
     ("Sam", "Sam's wedding is planned for June", "We called off the wedding.",
      "Sam called off the wedding"),
+    # fresh5's stale values (qwen1.5b added the candidate beside the memory): a dose changed...
+    ("Alasdair", "Alasdair is on levothyroxine, 50 micrograms every morning",
+     "They upped my levothyroxine to 75 micrograms, I feel less sluggish.",
+     "Alasdair's levothyroxine went up to 75 micrograms"),
+    ("Esperanza", "Esperanza takes sertraline, 50 mg every morning", "My GP put my sertraline up to 100 mg.",
+     "Esperanza's GP put her sertraline up to 100 mg"),
+    # ... a medicine come off, a plan given up in so many words
+    ("Soraya", "The GP gave Soraya ondansetron, 4 mg, up to three times a day",
+     "The sickness has finally stopped, so I've come off the ondansetron.", "Soraya has come off the ondansetron"),
+    ("Soraya", "Soraya is planning to give birth at home", "No home birth now, they want me to deliver in hospital.",
+     "Soraya will deliver in hospital"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1294,6 +1305,81 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
     (updated,) = result.updated
     assert result.added == [] and updated.memory_id == old.memory_id and updated.content == candidate
     assert any(r.action == "defaulted" and "ended" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("user", "stored", "said", "candidate", "kept"), [
+    # fresh5: the old dose stayed stated beside the new one; the condition must not go with it
+    ("Alasdair", "Alasdair is hypothyroid, diagnosed last autumn, and Alasdair is on levothyroxine, 50 micrograms "
+     "every morning", "They upped my levothyroxine to 75 micrograms.",
+     "Alasdair's levothyroxine went up to 75 micrograms", "Alasdair is hypothyroid, diagnosed last autumn."),
+    ("Alasdair", "Alasdair is hypothyroid, diagnosed last autumn, and he is on levothyroxine, 50 micrograms",
+     "They upped my levothyroxine to 75 micrograms.", "Alasdair's levothyroxine went up to 75 micrograms",
+     "Alasdair is hypothyroid, diagnosed last autumn."),
+    ("Fatoumata", "Fatoumata is vegetarian, and Fatoumata cooks for two, Fatoumata and her partner Idrissa",
+     "I'm not vegetarian any more, I eat chicken and fish again.", "Fatoumata is not vegetarian any more",
+     "Fatoumata cooks for two, Fatoumata and her partner Idrissa."),
+    ("Soraya", "Soraya is sick as a dog and is taking ondansetron. Beatrix is her midwife.",
+     "I've come off the ondansetron.", "Soraya has come off the ondansetron",
+     "Soraya is sick as a dog. Beatrix is her midwife."),
+])
+async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str, kept: str) -> None:
+    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="ADD")
+
+    (updated,) = result.updated
+    assert updated.memory_id == old.memory_id and updated.content == kept
+    assert [n.content for n in result.added] == [candidate]
+    assert (await reme.get_memory(old.memory_id)).content == kept
+    assert [(v.node.content, v.event) for v in await reme.history(old.memory_id)] == [(stored, "UPDATE")]
+
+
+async def test_a_line_that_ends_two_memories_updates_one_and_deletes_the_other(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh5: "taking ondansetron" and its dose both stayed stated after "I've come off the ondansetron"
+    stored = [await reme.add_memory(text, user_name="soraya")
+              for text in ("Soraya takes ondansetron for her sickness", "The GP gave Soraya ondansetron, 4 mg")]
+    candidate = "Soraya has come off the ondansetron"
+    server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Soraya", "content": "I've come off the ondansetron."}],
+                                         user_name="soraya")
+
+    (updated,), (deleted,) = result.updated, result.deleted
+    assert result.added == [] and updated.content == candidate
+    assert {updated.memory_id, deleted.memory_id} == {n.memory_id for n in stored}
+    assert [n.content for n in (await reme.list_memory(user_name="soraya", memory_type="personal"))] == [candidate]
+    assert [len(await reme.history(n.memory_id)) for n in stored] == [1, 1]  # each kept as it was
+
+
+async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: ReMe, server: OpenAITestServer) -> None:
+    # "used to" of the new baker's past shares "bakery" with the user's memories (fresh4's cafe)
+    stored = [await reme.add_memory(text, user_name="marta")
+              for text in ("The bakery will be gluten-free", "La Tostada Feliz is the name of the bakery")]
+    candidate = "Marta hired Jordi, a baker who used to work in Barcelona"
+    server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Marta", "content":
+                                           "We've hired Jordi, a baker who used to work in Barcelona."}],
+                                         user_name="marta")
+
+    assert result.deleted == []
+    assert len(await reme.list_memory(user_name="marta", memory_type="personal")) == 3 - len(result.updated)
+
+
+@pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
+    # a number in the parentheses ReMe adds is a date, not a value the line changes
+    ("Alice", "Alice moved to Berlin last week (22-28 April 2024)", "I went up to 200 metres in the TV tower in Berlin.",
+     "Alice went up to 200 metres in the TV tower in Berlin"),
+    # a value changed, of something the memory does not name
+    ("Victor", "Victor takes atorvastatin, 20 mg in the evening", "My brother's dose went up to 40 mg.",
+     "Victor's brother's dose went up to 40 mg"),
+])
+async def test_a_number_that_changes_something_else_leaves_a_memory_as_it_is(
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
+    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="ADD")
+
+    assert result.updated == [] and [n.content for n in result.added] == [candidate]
+    assert (await reme.get_memory(old.memory_id)).content == old.content
 
 
 @pytest.mark.parametrize(("said", "candidate"), [

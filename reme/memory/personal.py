@@ -40,8 +40,8 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import (anchor_times, anchor_weekdays, describe_span, name_the_speaker, relative_spans,
-                                 weekday_spans)
+from reme.memory.wording import (YEAR, anchor_times, anchor_weekdays, describe_span, name_the_speaker,
+                                 relative_spans, weekday_spans)
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
@@ -1288,15 +1288,19 @@ class Shown:
     candidates: list[MemoryNode]
     vectors: list[list[float]]
     existing: list[MemoryNode]
-    ends: set[tuple[int, int]]
+    ends: dict[tuple[int, int], set[str]]
+    """(candidate, memory shown) -> the stems of the memory's words the candidate's line ends."""
+    own: set[tuple[int, int]]
+    """The pairs of `ends` whose line says so of the speaker's own ("I've come off ...")."""
 
     @classmethod
     def of(cls, candidates: list[MemoryNode], vectors: list[list[float]], existing: list[MemoryNode],
            transcript: Transcript, user_name: str) -> "Shown":
         cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
-        ends = {(k, j) for k, lines in enumerate(cited) for j, n in enumerate(existing)
-                if ended(lines, n.content, user_name)}
-        return cls(candidates, vectors, existing, ends)
+        ends = {(k, j): what for k, lines in enumerate(cited) for j, n in enumerate(existing)
+                if (what := ending(lines, n.content, user_name))}
+        own = {(k, j) for k, j in ends if ending(cited[k], existing[j].content, user_name, own=True)}
+        return cls(candidates, vectors, existing, ends, own)
 
 
 @dataclass
@@ -1466,27 +1470,47 @@ class Decider:
             self._reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
 
     def _ended_instead(self) -> None:
-        """A candidate to be added whose cited lines say that a memory shown (and not changed by
-        another decision) has ended updates that memory instead (qwen1.5b added "Irene quit
-        Deloitte ..." beside "Irene works as an accountant at Deloitte")."""
+        """A candidate to be added whose cited lines say that memories shown (and not changed by
+        another decision) have ended, or that a value they state has changed, ends them: the parts
+        of such a memory that say something else stay in it (`kept_apart`: "Alasdair is
+        hypothyroid" of "Alasdair is hypothyroid, and Alasdair is on levothyroxine, 50
+        micrograms" when the dose went up), and the candidate is added beside it; a memory with
+        nothing left is updated to the candidate instead of the candidate being added beside it
+        (qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an accountant at
+        Deloitte"), or, once the candidate took the place of another, deleted (when the line says
+        so in the first person: "I've come off the ondansetron" ends its dose too)."""
         shown = self.shown
-        for at, change in enumerate(self.changes):
+        for at, change in list(enumerate(self.changes)):
             k = next((i for i, c in enumerate(shown.candidates) if change.old is None and change.new is c), None)
             if k is None:
                 continue
-            j = next((j for j in range(len(shown.existing)) if j not in self.claimed and (k, j) in shown.ends), None)
-            if j is None:
-                continue
-            over, cand = shown.existing[j], shown.candidates[k]
-            try:
-                self.changes[at] = Change(new=revised(over, cand, cand.content, self.history), old=over,
-                                          reason=f"ended by: {cand.content}")
-            except ValidationError:
-                continue
-            self.claimed.add(j)
-            self.rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
-                                           reason=f"its line says {over.content[:80]!r} has ended: that memory is "
-                                                  "updated instead of the candidate being added beside it"))
+            cand, placed = shown.candidates[k], False
+            for j in range(len(shown.existing)):
+                if j in self.claimed or (k, j) not in shown.ends:
+                    continue
+                over = shown.existing[j]
+                rest = kept_apart(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
+                try:
+                    if rest is not None:
+                        self.changes.append(Change(new=over.revised(
+                            content=rest, ref_ids=list(dict.fromkeys(over.ref_ids + [self.history.memory_id]))[
+                                -MAX_REF_IDS:]), old=over, reason=f"in part ended by: {cand.content}"))
+                        what = f"what it says of {rest[:60]!r} stays in it, the candidate is added beside it"
+                    elif not placed:
+                        self.changes[at] = Change(new=revised(over, cand, cand.content, self.history), old=over,
+                                                  reason=f"ended by: {cand.content}")
+                        placed, what = True, "that memory is updated instead of the candidate being added beside it"
+                    elif (k, j) in shown.own:  # a word rule's false positive deletes nothing of another's
+                        self.changes.append(Change(old=over, reason=f"ended by: {cand.content}"))
+                        what = "that memory is deleted (the candidate took the place of another it ends)"
+                    else:
+                        continue
+                except ValidationError:
+                    continue
+                self.claimed.add(j)
+                self.rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{k}]",
+                                               action="defaulted",
+                                               reason=f"its line says {over.content[:80]!r} has ended: {what}"))
 
 
 def revised(old: MemoryNode, cand: MemoryNode, text: str, history: MemoryNode) -> MemoryNode:
@@ -1506,24 +1530,80 @@ def _content_stems(text: str, user_name: str) -> set[str]:
 
 
 ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
-                   r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out)\b"
+                   r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out"
+                   r"|c[oa]me off|coming off)\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
+CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
+                        r"|moved)\b[^.;!?\d]{0,40}?\bto\s+(?P<n>\d+(?:\.\d+)?)(?![\d.])"
+                        r"|\b(?:up|down)\s+to\s+(?P<m>\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
+"""A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg"."""
+AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])")
+PARENTHESES = re.compile(r"\([^()]*\)")
+
+
+def amounts(text: str) -> set[str]:
+    """The numbers a text states, less years and what is in parentheses (the dates ReMe adds)."""
+    return {n for n in AMOUNT.findall(PARENTHESES.sub(" ", text)) if not YEAR.fullmatch(n)}
+
+
+OWN_WORDS = frozenset("i my me we our us".split())
+
+
+def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set[str]:
+    """The `_stem`s of the stored memory's words that a clause of `lines` says have ended, or
+    whose value has changed (empty: none). A clause ends the words it shares with the memory
+    when it says "quit", "stopped", "no longer", "not ... any more", "no more", "used to",
+    "pulled out", "called off", "cancelled", "dropped out", "broke up", "moved out", "came off",
+    "no ... now" or "not ... after all" ("I quit Deloitte" for "Irene works as an accountant at
+    Deloitte"; "I stopped drinking coffee, but I love my job at Google" does not end "Bob works at
+    Google"), or when it changes a number to one the memory does not state, which states one
+    ("they upped my levothyroxine to 75" for "Alasdair is on levothyroxine, 50 micrograms"). The
+    shared word may belong to something else in the same clause: "The Google offsite got
+    cancelled" would end "Bob works at Google" (a known false positive of a word rule). `own`:
+    only clauses in the first person count ("I've come off the ondansetron", not "a baker who used
+    to work in Barcelona"). Empty for a memory that says it has ended itself, or Chinese."""
+    if ENDED.search(stored) or CJK_CHAR.search(stored + lines):
+        return set()
+    held, numbers = _content_stems(stored, user_name), amounts(stored)
+    out: set[str] = set()
+    for sentence in SENTENCE.split(lines):
+        for clause in CLAUSE.split(sentence):
+            shared = held & _content_stems(clause, user_name)
+            if own and not OWN_WORDS & set(words(clause)):
+                continue
+            if shared and (ENDED.search(clause) or (numbers and any(
+                    (m["n"] or m["m"]) not in numbers for m in CHANGED_TO.finditer(clause)))):
+                out |= shared
+    return out
 
 
 def ended(lines: str, stored: str, user_name: str) -> bool:
-    """Whether a clause of `lines` says that what a stored memory states has ended: a clause with
-    "quit", "stopped", "no longer", "not ... any more", "no more", "used to", "pulled out",
-    "called off", "cancelled", "dropped out", "broke up", "moved out" or "not ... after all" and a
-    word of the memory ("I quit Deloitte" for "Irene works as an accountant at Deloitte"; "I
-    stopped drinking coffee, but I love my job at Google" does not end "Bob works at Google").
-    The shared word may belong to something else in the same clause: "The Google offsite got
-    cancelled" would end "Bob works at Google" (a known false positive of a word rule). False for
-    a memory that says so itself, or Chinese."""
-    if ENDED.search(stored) or CJK_CHAR.search(stored + lines):
-        return False
-    held = _content_stems(stored, user_name)
-    return any(ENDED.search(clause) and held & _content_stems(clause, user_name)
-               for sentence in SENTENCE.split(lines) for clause in CLAUSE.split(sentence))
+    """Whether a clause of `lines` says that what a stored memory states has ended (`ending`)."""
+    return bool(ending(lines, stored, user_name))
+
+
+JOINT = re.compile(r"(,?\s+(?:and|but)\s+)")
+"""Where a sentence's parts meet: "..., and Alasdair is ...", "... and is taking ..."."""
+
+
+def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
+    """A stored memory less its parts (sentences, and their parts joined by "and" or "but") that
+    hold one of the `_stem`s `gone`, when some part holds one and what is left stands alone (`flaw`
+    finds nothing; `people`, the memory's own names, in words); else None. "Alasdair is
+    hypothyroid, diagnosed last autumn" of "..., and he is on levothyroxine, 50 micrograms" when
+    the dose went up; "Soraya is sick" of "... and is taking ondansetron" when she came off it."""
+    out: list[str] = []
+    dropped = False
+    for sentence in SENTENCE.split(stored.strip()):
+        pieces = JOINT.split(sentence)  # part, joint, part, ..., part
+        parts, joints = pieces[0::2], ["", *pieces[1::2]]
+        kept = [k for k, part in enumerate(parts) if not {_stem(w) for w in words(part)} & gone]
+        dropped = dropped or len(kept) < len(parts)
+        text = "".join(("" if n == 0 else joints[k]) + parts[k] for n, k in enumerate(kept)).strip(" ,;.!?")
+        if text:
+            out.append(text[0].upper() + text[1:] + ".")
+    text = " ".join(out)
+    return None if not dropped or not text or flaw(text, people) else text
 
 
 def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
