@@ -456,9 +456,9 @@ def scale_report(r: dict[str, Any]) -> str:
                     f"{v['checked'] - v['missing'] - v['wrong'] - v['resurrected']} of {v['checked']} | "
                     f"{row['client_cpu']:.2f} |")
     rows.append(f"\n{r['clients']} clients, {r['duration_s']} s per row, {r['seed']} memories per client's user "
-                f"seeded; mix {', '.join(f'{op} {int(w * 100)}%' for op, w in SCALE_MIX)}; {r['cpus']} CPUs; the clients "
-                f"in {r['client_procs']} process(es) (client CPU: the busiest one's CPU share, near 1.00 the "
-                "clients were the limit).")
+                f"seeded; mix {', '.join(f'{op} {int(w * 100)}%' for op, w in SCALE_MIX)}; {r['cpus']} CPUs; "
+                f"the clients in {r['client_procs']} process(es) (client CPU: the busiest one's CPU share, "
+                "near 1.00 the clients were the limit).")
     if "embedded" in first:
         best = {store: max(row["ops_per_s"] for row in r["rows"] if row["store"] == store)
                 for store in ("node", "cluster") if any(row["store"] == store for row in r["rows"])}

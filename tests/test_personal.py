@@ -1322,9 +1322,11 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
      "I've come off the ondansetron.", "Soraya has come off the ondansetron",
      "Soraya is sick as a dog. Beatrix is her midwife."),
 ])
+@pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: merged into the candidate's text alone
 async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(
-        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str, kept: str) -> None:
-    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="ADD")
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str, kept: str,
+        action: str) -> None:
+    old, result = await reconciled(reme, server, user, stored, said, candidate, candidate, action=action)
 
     (updated,) = result.updated
     assert updated.memory_id == old.memory_id and updated.content == kept
@@ -1341,8 +1343,8 @@ async def test_a_line_that_ends_two_memories_updates_one_and_deletes_the_other(
     candidate = "Soraya has come off the ondansetron"
     server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
     server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
-    result = await reme.summarize_memory([{"role": "user", "name": "Soraya", "content": "I've come off the ondansetron."}],
-                                         user_name="soraya")
+    said = [{"role": "user", "name": "Soraya", "content": "I've come off the ondansetron."}]
+    result = await reme.summarize_memory(said, user_name="soraya")
 
     (updated,), (deleted,) = result.updated, result.deleted
     assert result.added == [] and updated.content == candidate
@@ -1368,8 +1370,8 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
 
 @pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
     # a number in the parentheses ReMe adds is a date, not a value the line changes
-    ("Alice", "Alice moved to Berlin last week (22-28 April 2024)", "I went up to 200 metres in the TV tower in Berlin.",
-     "Alice went up to 200 metres in the TV tower in Berlin"),
+    ("Alice", "Alice moved to Berlin last week (22-28 April 2024)",
+     "I went up to 200 metres in the TV tower in Berlin.", "Alice went up to 200 metres in the TV tower in Berlin"),
     # a value changed, of something the memory does not name
     ("Victor", "Victor takes atorvastatin, 20 mg in the evening", "My brother's dose went up to 40 mg.",
      "Victor's brother's dose went up to 40 mg"),

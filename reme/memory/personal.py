@@ -1425,6 +1425,13 @@ class Decider:
         the stored memory it drops goes back in, or, when that sentence holds words of the
         candidate too, the memory stays and the candidate is added beside it."""
         text = self.reword((d.text or "").strip(), cand) or cand.content
+        ends = self.shown.ends.get((d.candidate, d.id)) if d.id is not None else None
+        if d.id is not None and ends and (rest := kept_apart(old.content, ends, set(words(old.memory_target)))) \
+                and _content_stems(rest, old.memory_target) - stems([text]):
+            # qwen1.5b merged "not vegetarian any more" into "Fatoumata is vegetarian, and
+            # Fatoumata cooks for two, ... her partner Idrissa" and Idrissa went with the diet
+            self._parted(d.candidate, d.id, rest, f"decisions[{k}]")
+            return
         if not shares_a_word(text, old.content, cand.content):
             self.rejected.append(Rejection(
                 step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
@@ -1469,6 +1476,25 @@ class Decider:
         except ValidationError as exc:
             self._reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
 
+    def _parted(self, k: int, j: int, rest: str, path: str, *, added: bool = False) -> None:
+        """Candidate `k`'s line ends part of memory `j` shown: the memory keeps the rest
+        (`kept_apart`) and the candidate goes beside it (`added`: it is among the changes already)."""
+        cand, over = self.shown.candidates[k], self.shown.existing[j]
+        try:
+            node = over.revised(content=rest, ref_ids=list(dict.fromkeys(over.ref_ids + [self.history.memory_id]))[
+                -MAX_REF_IDS:])
+        except ValidationError:
+            if not added:
+                self._add(k)
+            return
+        self.claimed.add(j)
+        self.changes.append(Change(new=node, old=over, reason=f"in part ended by: {cand.content}"))
+        if not added:
+            self._add(k)
+        self.rejected.append(Rejection(step="personal/reconcile", path=path, action="defaulted",
+                                       reason=f"its line ends part of {over.content[:80]!r}: what it says of "
+                                              f"{rest[:60]!r} stays in it, the candidate is added beside it"))
+
     def _ended_instead(self) -> None:
         """A candidate to be added whose cited lines say that memories shown (and not changed by
         another decision) have ended, or that a value they state has changed, ends them: the parts
@@ -1490,13 +1516,11 @@ class Decider:
                     continue
                 over = shown.existing[j]
                 rest = kept_apart(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
+                if rest is not None:
+                    self._parted(k, j, rest, f"candidates[{k}]", added=True)
+                    continue
                 try:
-                    if rest is not None:
-                        self.changes.append(Change(new=over.revised(
-                            content=rest, ref_ids=list(dict.fromkeys(over.ref_ids + [self.history.memory_id]))[
-                                -MAX_REF_IDS:]), old=over, reason=f"in part ended by: {cand.content}"))
-                        what = f"what it says of {rest[:60]!r} stays in it, the candidate is added beside it"
-                    elif not placed:
+                    if not placed:
                         self.changes[at] = Change(new=revised(over, cand, cand.content, self.history), old=over,
                                                   reason=f"ended by: {cand.content}")
                         placed, what = True, "that memory is updated instead of the candidate being added beside it"
