@@ -1335,14 +1335,21 @@ async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_g
     assert [(v.node.content, v.event) for v in await reme.history(old.memory_id)] == [(stored, "UPDATE")]
 
 
+@pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: of the first memory, the other left as it is
 async def test_a_line_that_ends_two_memories_updates_one_and_deletes_the_other(
-        reme: ReMe, server: OpenAITestServer) -> None:
+        reme: ReMe, server: OpenAITestServer, action: str) -> None:
     # fresh5: "taking ondansetron" and its dose both stayed stated after "I've come off the ondansetron"
     stored = [await reme.add_memory(text, user_name="soraya")
               for text in ("Soraya takes ondansetron for her sickness", "The GP gave Soraya ondansetron, 4 mg")]
     candidate = "Soraya has come off the ondansetron"
     server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+
+    def update_first(body: dict[str, Any]) -> dict[str, Any]:
+        shown = re.search(rf"^(\d+)\. \[[^]]*\] {re.escape(stored[0].content)}$", prompt_of(body), re.MULTILINE)
+        assert shown is not None
+        return decisions({"candidate": 0, "action": "UPDATE", "id": int(shown[1]), "text": candidate})
+
+    server.script(RECONCILE, update_first if action == "UPDATE" else decisions({"candidate": 0, "action": "ADD"}))
     said = [{"role": "user", "name": "Soraya", "content": "I've come off the ondansetron."}]
     result = await reme.summarize_memory(said, user_name="soraya")
 

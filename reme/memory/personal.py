@@ -1317,6 +1317,7 @@ class Decider:
     decided: set[int] = field(default_factory=set)  # candidates
     claimed: set[int] = field(default_factory=set)  # memories shown
     added: set[int] = field(default_factory=set)  # candidates
+    placed: set[int] = field(default_factory=set)  # candidates that took a memory's place (an update)
     texts: dict[str, int] = field(init=False)  # normalized text of a memory shown -> its id
 
     def __post_init__(self) -> None:
@@ -1473,6 +1474,7 @@ class Decider:
         try:
             self.changes.append(Change(new=revised(old, cand, text, self.history), old=old,
                                        reason=d.reason or f"updated by: {cand.content}"))
+            self.placed.add(d.candidate)
         except ValidationError as exc:
             self._reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
 
@@ -1496,21 +1498,21 @@ class Decider:
                                               f"{rest[:60]!r} stays in it, the candidate is added beside it"))
 
     def _ended_instead(self) -> None:
-        """A candidate to be added whose cited lines say that memories shown (and not changed by
-        another decision) have ended, or that a value they state has changed, ends them: the parts
-        of such a memory that say something else stay in it (`kept_apart`: "Alasdair is
-        hypothyroid" of "Alasdair is hypothyroid, and Alasdair is on levothyroxine, 50
-        micrograms" when the dose went up), and the candidate is added beside it; a memory with
-        nothing left is updated to the candidate instead of the candidate being added beside it
-        (qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an accountant at
-        Deloitte"), or, once the candidate took the place of another, deleted (when the line says
-        so in the first person: "I've come off the ondansetron" ends its dose too)."""
+        """A candidate to be added, or one that updated a memory, whose cited lines say that
+        memories shown (and not changed by another decision) have ended, or that a value they
+        state has changed, ends them: the parts of such a memory that say something else stay in
+        it (`kept_apart`: "Alasdair is hypothyroid" of "Alasdair is hypothyroid, and Alasdair is
+        on levothyroxine, 50 micrograms" when the dose went up), and the candidate is added beside
+        it; a memory with nothing left is updated to the candidate instead of the candidate being
+        added beside it (qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an
+        accountant at Deloitte"), or, once the candidate took the place of another (here or by an
+        UPDATE), deleted (when the line says so in the first person: "I've come off the
+        ondansetron" ends its dose too)."""
         shown = self.shown
-        for at, change in list(enumerate(self.changes)):
-            k = next((i for i, c in enumerate(shown.candidates) if change.old is None and change.new is c), None)
-            if k is None:
-                continue
-            cand, placed = shown.candidates[k], False
+        adding = {k: at for at, change in enumerate(self.changes) for k, c in enumerate(shown.candidates)
+                  if change.old is None and change.new is c}
+        for k in sorted(adding.keys() | self.placed):
+            cand, placed = shown.candidates[k], k in self.placed
             for j in range(len(shown.existing)):
                 if j in self.claimed or (k, j) not in shown.ends:
                     continue
@@ -1521,9 +1523,10 @@ class Decider:
                     continue
                 try:
                     if not placed:
-                        self.changes[at] = Change(new=revised(over, cand, cand.content, self.history), old=over,
-                                                  reason=f"ended by: {cand.content}")
+                        self.changes[adding[k]] = Change(new=revised(over, cand, cand.content, self.history),
+                                                         old=over, reason=f"ended by: {cand.content}")
                         placed, what = True, "that memory is updated instead of the candidate being added beside it"
+                        self.placed.add(k)
                     elif (k, j) in shown.own:  # a word rule's false positive deletes nothing of another's
                         self.changes.append(Change(old=over, reason=f"ended by: {cand.content}"))
                         what = "that memory is deleted (the candidate took the place of another it ends)"
