@@ -1528,6 +1528,29 @@ def test_a_health_sentence_is_kept_whole_and_a_painting_is_no_health_fact() -> N
     assert unheld_health(transcript, ["Mateus runs at six in the morning"]) == [(0, lines[0])]
 
 
+async def test_an_answer_naming_an_emergency_contact_is_kept_with_the_question(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh5: "Who should the school ring in an emergency?" -- "Me first. ... Then Vesna. She's my
+    # mum": the emergency word was the question's, the name the answer's, and no memory had both
+    chat = [{"role": "user", "name": "Teodora", "content": "Luka's class is going to the science museum.",
+             "time": "2025-10-07T08:00:00Z"},
+            {"role": "assistant", "content": "Who should the school ring in an emergency?"},
+            {"role": "user", "name": "Teodora", "content": "Me first. If I don't pick up, then Vesna. She's my mum."},
+            {"role": "assistant", "content": "And what should the form say about medical needs?"},
+            {"role": "user", "name": "Teodora", "content": "Nothing, he's fine. Call the office if unsure."}]
+    server.script(EXTRACT, memories({"content": "Teodora's son Luka's class is going to the science museum",
+                                     "sources": [0]}))
+    server.script(MISSED, memories())
+    result = await reme.summarize_memory(chat, user_name="teodora")
+
+    assert [n.content for n in result.added] == [
+        "Teodora's son Luka's class is going to the science museum",
+        "Teodora's emergency contacts: Teodora first. If Teodora doesn't pick up, then Vesna. She's Teodora's mum."]
+    (kept,) = [r for r in result.rejected if r.step == "personal/kept"]
+    assert kept.action == "defaulted" and "emergency" in kept.reason
+    assert result.usage.steps == {"personal/extract": 1, "personal/missed": 1}  # no call of its own
+
+
 def test_an_emergency_contact_is_a_safety_fact() -> None:
     # fresh4 (qwen1.5b): "She's my emergency contact anyway" and "he's the emergency contact on
     # the forms" were in no memory: who to call is safety, like an allergy

@@ -754,6 +754,35 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     return out
 
 
+EMERGENCY = re.compile(r"\bemergenc", re.IGNORECASE)
+LEAD_WORDS = frozenset("if when whenever since because or not just only first second last either both".split())
+"""Words that open a sentence of an answer and name no one ("If I don't pick up, Vesna")."""
+
+
+def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """A person's answer to the assistant's question about an emergency ("Who should the school
+    ring in an emergency?" -- "Me first. If I don't pick up, Vesna. She's my mum.") that names
+    someone no memory with an emergency word names, as "<speaker>'s emergency contacts: <the
+    answer>", with the index of its line: the emergency word is the question's, the names the
+    answer's, so no sentence of either holds the fact (fresh5: four emergency contacts lost so).
+    A Chinese line is not judged."""
+    speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+    held = [set(words(text)) for text in written if EMERGENCY.search(text)]
+    out: list[tuple[int, str]] = []
+    for index, message in enumerate(transcript.messages[1:], start=1):
+        asked = transcript.messages[index - 1]
+        if (message.role != "user" or asked.role != "assistant" or "?" not in asked.content
+                or not EMERGENCY.search(asked.content) or CJK_CHAR.search(message.content)):
+            continue
+        answer = " ".join(message.content.split())
+        names = {w.casefold() for w in _CAPITAL.findall(answer)} - NOT_NAMES - COMMON_WORDS - FILLER - TIME_WORDS \
+            - LEAD_WORDS - ASKING - speakers
+        text = f"{message.name or user_name}'s emergency contacts: {answer}"
+        if any(not any(name in h for h in held) for name in names) and len(text) <= MAX_CONTENT_CHARS:
+            out.append((index, text))
+    return out
+
+
 def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
     """The times of `text` (part of `sentence`, said at `said`) relative to when it was said, each
     with its place and the period it means: "last week", "in nine days", "on Friday" as the
@@ -937,6 +966,16 @@ class PersonalSummarizer:
             candidates += more
             flawed += more_flawed
         so_far += [sentence for _, sentence in unheld]
+        answered = unheld_answers(transcript, user_name, so_far)
+        if answered:  # the question says "emergency", the answer who: no sentence holds both
+            more, more_flawed = self._kept_as_said(
+                answered, "personal/kept", "answers a question about an emergency with a name no memory holds",
+                transcript, history, user_name, now, plan, written,
+                lambda text: {_stem(w) for w in words(text)} & {_stem(w) for w in _CAPITAL.findall(text)},
+                kind="health", importance=1.0)
+            candidates += more
+            flawed += more_flawed
+            so_far += [text for _, text in answered]
         # the same for a name or number no memory holds, once the second look was shown its line
         # and kept nothing of it (a relation written below holds its name)
         named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
