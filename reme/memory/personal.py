@@ -1534,7 +1534,7 @@ class Decider:
             self._add(k)
         self.rejected.append(Rejection(step="personal/reconcile", path=path, action="defaulted",
                                        reason=f"its line ends part of {over.content[:80]!r}: what it says of "
-                                              f"{rest[:60]!r} stays in it, the candidate is added beside it"))
+                                              f"{rest[:60]!r} stays in it, the candidate goes beside it"))
 
     def _ended_instead(self) -> None:
         """A candidate to be added, or one that updated a memory, whose cited lines say that
