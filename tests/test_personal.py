@@ -1538,9 +1538,11 @@ async def test_an_answer_naming_an_emergency_contact_is_kept_with_the_question(
             {"role": "user", "name": "Teodora", "content": "Me first. If I don't pick up, then Vesna. She's my mum."},
             {"role": "assistant", "content": "And what should the form say about medical needs?"},
             {"role": "user", "name": "Teodora", "content": "Nothing, he's fine. Call the office if unsure."}]
+    await reme.add_memory("Vesna is Teodora's mum", user_name="teodora")  # the name alone is no emergency contact
     server.script(EXTRACT, memories({"content": "Teodora's son Luka's class is going to the science museum",
                                      "sources": [0]}))
     server.script(MISSED, memories())
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}, {"candidate": 1, "action": "ADD"}))
     result = await reme.summarize_memory(chat, user_name="teodora")
 
     assert [n.content for n in result.added] == [
@@ -1548,7 +1550,7 @@ async def test_an_answer_naming_an_emergency_contact_is_kept_with_the_question(
         "Teodora's emergency contacts: Teodora first. If Teodora doesn't pick up, then Vesna. She's Teodora's mum."]
     (kept,) = [r for r in result.rejected if r.step == "personal/kept"]
     assert kept.action == "defaulted" and "emergency" in kept.reason
-    assert result.usage.steps == {"personal/extract": 1, "personal/missed": 1}  # no call of its own
+    assert "personal/kept" not in result.usage.steps  # no call of its own
 
 
 def test_an_emergency_contact_is_a_safety_fact() -> None:

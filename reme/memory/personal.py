@@ -971,7 +971,9 @@ class PersonalSummarizer:
             more, more_flawed = self._kept_as_said(
                 answered, "personal/kept", "answers a question about an emergency with a name no memory holds",
                 transcript, history, user_name, now, plan, written,
-                lambda text: {_stem(w) for w in words(text)} & {_stem(w) for w in _CAPITAL.findall(text)},
+                # news: its names beside the emergency word (each name alone may be in a memory of another kind)
+                lambda text: {"emerg"} | {_stem(w) for w in words(text)} & {_stem(w.casefold())
+                                                                         for w in _CAPITAL.findall(text)},
                 kind="health", importance=1.0)
             candidates += more
             flawed += more_flawed
