@@ -1321,6 +1321,9 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
     ("Soraya", "Soraya is sick as a dog and is taking ondansetron. Beatrix is her midwife.",
      "I've come off the ondansetron.", "Soraya has come off the ondansetron",
      "Soraya is sick as a dog. Beatrix is her midwife."),
+    # the "and" of a list is no clause of its own: "night" goes with the part it belongs to
+    ("Soraya", "Soraya is sick as a dog and is taking ondansetron for morning, noon, and night",
+     "I've come off the ondansetron.", "Soraya has come off the ondansetron", "Soraya is sick as a dog."),
 ])
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: merged into the candidate's text alone
 async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(

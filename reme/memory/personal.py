@@ -1665,8 +1665,16 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     for sentence in SENTENCE.split(stored.strip()):
         pieces = JOINT.split(sentence)  # part, joint, part, ..., part
         parts, joints = pieces[0::2], ["", *pieces[1::2]]
-        kept = [k for k, part in enumerate(parts) if not {_stem(w) for w in words(part)} & gone]
-        dropped = dropped or len(kept) < len(parts)
+        kept: list[int] = []
+        going = False  # the part before was dropped, or went with one that was
+        for k, part in enumerate(parts):
+            # a part that opens no clause of its own goes with a dropped part before it: "... and
+            # is taking ondansetron for morning, noon, and night" loses "night" too
+            going = bool({_stem(w) for w in words(part)} & gone) or (going and not part[:1].isupper())
+            if going:
+                dropped = True
+            else:
+                kept.append(k)
         text = "".join(("" if n == 0 else joints[k]) + parts[k] for n, k in enumerate(kept)).strip(" ,;.!?")
         if text:
             out.append(text[0].upper() + text[1:] + ".")
