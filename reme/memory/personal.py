@@ -1467,12 +1467,13 @@ class Decider:
         the stored memory it drops goes back in, or, when that sentence holds words of the
         candidate too, the memory stays and the candidate is added beside it."""
         text = self.reword((d.text or "").strip(), cand) or cand.content
-        ends = self.shown.ends.get((d.candidate, d.id)) if d.id is not None else None
-        if d.id is not None and ends and (rest := kept_apart(old.content, ends, set(words(old.memory_target)))) \
+        j = self.shown.existing.index(old)
+        ends = self.shown.ends.get((d.candidate, j))
+        if ends and (rest := kept_apart(old.content, ends, set(words(old.memory_target)))) \
                 and _content_stems(rest, old.memory_target) - stems([text]):
             # qwen1.5b merged "not vegetarian any more" into "Fatoumata is vegetarian, and
             # Fatoumata cooks for two, ... her partner Idrissa" and Idrissa went with the diet
-            self._parted(d.candidate, d.id, rest, f"decisions[{k}]")
+            self._parted(d.candidate, j, rest, f"decisions[{k}]")
             return
         if not shares_a_word(text, old.content, cand.content):
             self.rejected.append(Rejection(
