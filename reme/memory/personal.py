@@ -366,24 +366,76 @@ def closest_sentences(text: str, cited: Sequence[Message], names: set[str]) -> t
 
 
 def misnamed(text: str, cited: Sequence[Message]) -> str | None:
-    """The pronoun ("she") of the cited line's sentence that a memory says its words of, when the
-    memory says them of the line's own speaker instead: "Wei is 91 and still gardens every day."
-    (qwen1.5b) for Wei's "She's 91 and still gardens every day." (his grandmother); not when the
-    memory says it was done to the speaker (`PASSIVE`). None when the
-    memory starts with someone else or a possessive ("Wei's grandmother..."), when the sentence
-    sharing the most words with it also says "I", "my" or "we", or for a Chinese memory."""
+    """Whom the cited line's clause says a memory's words of ("she", "dad"), when the memory says
+    them of the line's own speaker instead: "Wei is 91 and still gardens every day." (qwen1.5b)
+    for Wei's "She's 91 and still gardens every day." (his grandmother); "Dagny is allergic to
+    penicillin" for Dagny's "Dad's allergic to penicillin, and I'm the contact". The clause is
+    the one of the closest sentence sharing the most words with the memory, its subject the
+    first a clause back from it names (a pronoun, a relation, "my dad"; "I" or "we": the
+    speaker's own). Not when the memory says it was done to the speaker (`PASSIVE`), nor when it
+    says the relation itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when
+    the memory starts with someone else or a possessive ("Wei's grandmother..."), or for a
+    Chinese memory."""
     speakers = {m.name for m in cited if m.role == "user" and m.name}
     if len(speakers) != 1 or CJK_CHAR.search(text):
         return None
     name = speakers.pop()
     if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
         return None
-    best = [words(sentence) for sentence in closest_sentences(text, cited, set(words(name)))[0]]
+    names = set(words(name))
+    own = {_stem(w) for w in content_words(text, names, shortest=3)}
     memory = " ".join(words(text))
-    if not best or any({"i", *FIRST_PERSON} & set(said) or len(said) < 2 or said[0] not in SUBJECT_PRONOUNS
-                       or any(f"{aux} {said[1]}" in memory for aux in PASSIVE) for said in best):
+    found = None
+    for sentence in closest_sentences(text, cited, names)[0]:
+        clauses = [words(c) for c in SUBJECT_CLAUSE.split(sentence)]
+        best = max(range(len(clauses)), key=lambda k: len(own & {_stem(w) for w in clauses[k]}))
+        back = next((k for k in range(best, -1, -1) if _subject_of(clauses[k])), None)
+        subject = _subject_of(clauses[back]) if back is not None else None
+        if subject is None or back is None or subject[0] == "i":
+            return None
+        # the clauses from the subject to the memory's words, "my" of "my dad" aside
+        said = set(clauses[back][clauses[back][:1] in (["my"], ["our"]):]).union(*clauses[back + 1:best + 1])
+        if {"i", *FIRST_PERSON} & said:  # "they want me to deliver in hospital": the speaker's too
+            return None
+        if any(f"{aux} {subject[1]}" in memory for aux in PASSIVE) or subject[0] in memory.split():
+            return None  # done to the speaker; the relation itself ("Kate has a cat called Miso": "My cat Miso")
+        found = found or subject[0]
+    return found
+
+
+SUBJECT_CLAUSE = re.compile(r"[,:]\s*|\s+(?:and|but|so|because)\s+", re.IGNORECASE)
+"""Where `misnamed` parts a sentence into clauses: as `CLAUSE`, and after a colon ("one more for
+the list: Dad's allergic to penicillin")."""
+_LEADING = frozenset("and but so oh also then well plus".split())
+
+
+def _subject_of(clause: list[str]) -> tuple[str, str] | None:
+    """(whom a clause is said of, the word after it) for a clause that starts with a subject
+    pronoun ("she"), a relation ("dad", "my dog") or the speaker ("i", "we"; the first is "i");
+    None for a clause that names none ("still gardens every day") or someone else."""
+    said = list(clause)
+    while said and said[0] in _LEADING:
+        said.pop(0)
+    if len(said) >= 2 and said[0] in ("my", "our") and said[1] in _KIN_OF:
+        said.pop(0)
+    if not said:
         return None
-    return best[0][0]
+    after = said[1] if len(said) > 1 else ""  # "s" for "she's": no verb done to the speaker
+    if said[0] in I_WORDS or said[0] in ("we", "us"):
+        return "i", after
+    if said[0] in SUBJECT_PRONOUNS or said[0] in _KIN_OF:
+        return said[0], after
+    return None
+
+
+SELF_COMPARED = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b(?!['’])[^.;!?]*?\b(?:than|as|to|with|from)\s+"
+                           r"(?P=name)\b(?!['’])")
+
+
+def self_compared(text: str) -> bool:
+    """A memory that says its first name again where someone else belongs: "Eero is six years
+    younger than Eero" (qwen1.5b's repair of "She's six years younger than me": whose?)."""
+    return bool(SELF_COMPARED.match(text.strip()))
 
 
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
@@ -659,6 +711,48 @@ landlady""".split())
 NOT_NAMES = frozenset("""i and but so then the a he she they we it this that who is was yes no oh well thanks thank
 hi hello hey sure okay ok sorry please also plus anyway actually honestly funny mind my our your his her their its
 me us them""".split()) | TIME_WORDS
+
+
+HE_OR_SHE = re.compile(r"(?P<pronoun>She|He)(?:['’]s\s+(?P<next>\w+)|\s)")
+SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+)?"
+                          rf"(?P<name>{_NAME})\b(?!['’])")
+
+
+def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
+    """`sentence` (of line `index`) with the "He" or "She" it starts with named, when the closest
+    sentence before it (in its line, else the speaker's line before) that names anyone has one
+    subject it can be: its last clause that names someone starts with that name ("Sifiso knows,
+    and my partner Nomvula is coming along. She's my emergency contact": Nomvula), not one of
+    two ("Sifiso and Nomvula are"), and no relation says otherwise ("my husband Kofi ... She"). Otherwise
+    `sentence` as it is (the repair's to mend). "She's" becomes "Nomvula is" ("has" before
+    "got" or "been")."""
+    lead = HE_OR_SHE.match(sentence)
+    message = transcript.messages[index]
+    if not lead or message.role != "user":
+        return sentence
+    speakers = {w for name in transcript.speakers for w in words(name)}
+    before = [message.content[:message.content.find(sentence)] if sentence in message.content else ""]
+    earlier = next((m for m in reversed(transcript.messages[:index]) if m.role == "user"), None)
+    if earlier is not None and earlier.name == message.name:
+        before.append(earlier.content)
+    for text in before:
+        for said in reversed([t.strip() for t in SENTENCE.split(text) if t.strip()]):
+            names = [m for k, m in enumerate(_CAPITAL.findall(said))
+                     if m.casefold() not in NOT_NAMES | FILLER and m.casefold() not in speakers
+                     and (k or not said.startswith(m) or SUBJECT_NAME.match(said))]  # "Something about": none
+            if not names:
+                continue
+            clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
+            k = max(k for k, c in enumerate(clauses) if any(n in c for n in names))
+            found = SUBJECT_NAME.match(clauses[k])
+            rel = (found["rel"] or "").casefold() if found else ""
+            if (not found or rel in (FEMALE if lead["pronoun"] == "He" else MALE)
+                    or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
+                return sentence
+            verb = ("has" if lead["next"] in ("got", "been") else "is") if lead["next"] else ""
+            return found["name"] + (f" {verb}" if verb else "") + sentence[lead.end() - (
+                len(lead["next"]) + 1 if lead["next"] else 1):]
+    return sentence
 
 
 def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
@@ -1019,14 +1113,16 @@ class PersonalSummarizer:
                       news: Callable[[str], set[str]], *, may_end: bool = False,
                       **extra: Any) -> tuple[list[MemoryNode], list[Draft]]:
         """The sentences `found` (each with its line's index) kept as said, listed in `rejected` as
-        `step` ("... `why`: kept as said") and checked as the extraction's memories are; each one
+        `step` ("... `why`: kept as said"), its "He" or "She" named where the sentence before
+        says whom it is (`named_subject`), and checked as the extraction's memories are; each one
         kept is noted in `plan.kept_as_said` with the words that make it news (`news` of its text)
         and whether it `may_end` a stored memory. `extra`: the memories' kind and importance."""
         for _, sentence in found:
             plan.rejected.append(Rejection(step=step, action="defaulted",
                                            reason=f"{sentence[:80]!r} {why}: kept as said"))
-        more, more_flawed = self._candidates(Extraction(memories=[
-            ExtractedMemory(content=sentence, sources=[index], **extra) for index, sentence in found]),
+        more, more_flawed = self._candidates(Extraction(memories=[  # "She's my ...": whom the sentence before names
+            ExtractedMemory(content=named_subject(transcript, index, sentence), sources=[index], **extra)
+            for index, sentence in found]),
             transcript, history, user_name, now, plan.rejected, written, step=step)
         plan.kept_as_said |= {c.memory_id: (news(c.content), may_end) for c in more}
         return more, more_flawed
@@ -1112,7 +1208,7 @@ class PersonalSummarizer:
                                           reason=f"it named {named} for what {speaker} said of themselves: "
                                                  f"{speaker} is named"))
             draft.problem = flaw(draft.text, people) or (
-                "misnamed" if misnamed(draft.text, cited) else None)
+                "misnamed" if misnamed(draft.text, cited) or self_compared(draft.text) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
@@ -1202,7 +1298,7 @@ class PersonalSummarizer:
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if not fragment(text) and not dangling(text, people) and not misnamed(
+                if not fragment(text) and not dangling(text, people) and not self_compared(text) and not misnamed(
                         text, [transcript.messages[i] for i in draft.sources]):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
