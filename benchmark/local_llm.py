@@ -415,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["run"] and "--" in argv:  # options after the model (`run qwen1.5b --threads 1 -- cmd`) are ours
         cut = argv.index("--")
         argv, command = argv[:cut], argv[cut + 1:]
+        # the model last: `argv` (REMAINDER) would take every option after it, and they would be lost
+        argv = [argv[0], *(a for a in argv[1:] if a not in MODELS), *(a for a in argv[1:] if a in MODELS)]
     args = parser.parse_args(argv)
     try:
         if args.command == "_child":

@@ -21,3 +21,29 @@ def test_a_download_prints_how_much_has_come_while_it_runs(tmp_path: Path, capsy
     after = len(capsys.readouterr().err)
     time.sleep(0.2)
     assert after == 0 and capsys.readouterr().err == ""  # the ticker stopped with the block
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "qwen1.5b", "--threads", "1", "--ctx", "32768", "--port", "8391", "--", "python", "x.py", "--ctx", "9"],
+    ["run", "--threads", "1", "--ctx", "32768", "qwen1.5b", "--port", "8391", "--", "python", "x.py", "--ctx", "9"],
+])
+def test_run_takes_its_options_after_the_model_too(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # `scripts/llm.sh run qwen1.5b --threads 1 --ctx 32768 -- cmd` (the quality README's form) served
+    # 8,192 tokens: the options after the model went to the command's slot and were dropped
+    import contextlib
+
+    import benchmark.local_llm as local_llm
+
+    seen: dict[str, object] = {}
+
+    @contextlib.contextmanager
+    def serve(name: str, **options: object):  # type: ignore[no-untyped-def]
+        seen.update(options, name=name)
+        yield "http://127.0.0.1:8391/v1"
+
+    monkeypatch.setattr(local_llm, "install", lambda model, cache: Path("model.gguf"))
+    monkeypatch.setattr(local_llm, "serve", serve)
+    monkeypatch.setattr(local_llm, "run_command", lambda command, env: seen.update(command=command) or 0)
+    assert local_llm.main(argv) == 0
+    assert seen == {"name": "qwen1.5b", "port": 8391, "n_ctx": 32768, "threads": 1, "cache": None,
+                    "command": ["python", "x.py", "--ctx", "9"]}
