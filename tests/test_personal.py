@@ -1583,11 +1583,20 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
     # brother-in-law of the clause before the partner: an emergency contact stored wrong
     (["Sifiso knows, and my partner Nomvula is coming along. She's my emergency contact anyway."],
      "She's my emergency contact anyway.", "Nomvula is my emergency contact anyway."),
-    # the sister named in the speaker's line before (the assistant's between); qwen1.5b's repair
-    # wrote "Eero is six years younger than Eero"
-    (["Aino is marrying Mikael in Turku.", "Something about growing up together. She's six years younger than me."],
-     "She's six years younger than me.", "Aino is six years younger than me."),
-    (["My brother Tomasz lives in Gdansk. He's got two kids."], "He's got two kids.", "Tomasz has got two kids."),
+    # the answer to the assistant's question about someone (fresh3: "And Mere?" -- "She has eczema")
+    (["My son Wiremu is seven. Wiremu is allergic to penicillin.", "And Mere?", "She has eczema, quite bad."],
+     "She has eczema, quite bad.", "Mere has eczema, quite bad."),
+    (["My brother Tomasz lives in Gdansk. He's got two kids."], "He's got two kids.", "Tomasz's got two kids."),
+    (["My mother Carmen is flying in. She's never met Tomás."], "She's never met Tomás.",
+     "Carmen's never met Tomás."),
+    (["My sister Aino is getting married. She's not nervous."], "She's not nervous.", "Aino is not nervous."),
+    (["How is Tomás?", "Back at work, his first shift. He's called twice."], "He's called twice.",
+     "Tomás's called twice."),
+    (["How is Tomás?", "Back at work, his first shift. She's called twice."], "She's called twice.", None),
+    # a word that opens a sentence is no name unless the conversation writes it inside one
+    (["Nervous, but OK. She said the first weeks can be rough."], "She said the first weeks can be rough.", None),
+    (["Trimethoprim.", "She had a nasty reaction to it."], "She had a nasty reaction to it.", None),
+    (["My son Wiremu is seven.", "And Mere?", "Wiremu is fine. She has eczema."], "She has eczema.", None),
     # who "she" is cannot be told: kept as said (the repair's to mend, or dropped)
     (["Sifiso and Nomvula are coming. She's my emergency contact."], "She's my emergency contact.", None),
     (["My husband Kofi is coming. She's my emergency contact."], "She's my emergency contact.", None),  # his
@@ -1596,10 +1605,28 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
 ])
 def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_before_says_it(
         lines: list[str], sentence: str, resolved: str | None) -> None:
-    messages = [m for line in lines for m in (Message(role="user", name="Mandla", content=line),
-                                              Message(role="assistant", content="I see, go on."))][:-1]
+    messages = [Message(role="assistant", content=line) if line.endswith("?") else
+                Message(role="user", name="Mandla", content=line) for line in lines]
     transcript = Transcript.of(messages, datetime(2025, 5, 14, tzinfo=timezone.utc))
     assert named_subject(transcript, len(messages) - 1, sentence) == (resolved or sentence)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(
+           ["She", "He", "She's", "He's", "my", "partner", "husband", "Nomvula", "Kofi", "Tomás", "And", "and", "her",
+            "his", "never", "met", "is", "a", "nurse", ".", "?", ",", ":", "Dr.", "Mandla", " "]), max_size=14).map(
+           " ".join)), min_size=1, max_size=4))
+def test_naming_a_he_or_she_keeps_the_rest_of_the_sentence(lines: list[tuple[str, str]]) -> None:
+    messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Mandla")
+                for role, text in lines]
+    transcript = Transcript.of(messages, datetime(2025, 5, 14, tzinfo=timezone.utc))
+    for index, message in enumerate(messages):
+        for sentence in (s.strip() for s in message.content.split(".") if s.strip()):
+            named = named_subject(transcript, index, sentence)
+            if named != sentence:  # a name the conversation writes, in place of the pronoun alone
+                pronoun, rest = re.match(r"(She|He)(?:['’]s)?(.*)", sentence, re.S).groups()  # type: ignore[union-attr]
+                assert named.endswith(rest) and named[:-len(rest) or None].split("'")[0].split(" ")[0] in message.content \
+                    + "".join(m.content for m in messages[:index])
 
 
 async def test_an_emergency_contact_kept_as_said_is_named_without_a_repair(

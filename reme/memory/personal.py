@@ -713,46 +713,76 @@ hi hello hey sure okay ok sorry please also plus anyway actually honestly funny 
 me us them""".split()) | TIME_WORDS
 
 
-HE_OR_SHE = re.compile(r"(?P<pronoun>She|He)(?:['’]s\s+(?P<next>\w+)|\s)")
+HE_OR_SHE = re.compile(r"(?P<pronoun>She|He)(?P<s>['’]s)?\s+(?P<next>[\w’']+)")
 SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+)?"
                           rf"(?P<name>{_NAME})\b(?!['’])")
+CAPITALIZED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+")
+"""A capitalized word, accents too ("Tomás")."""
+TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "St.", "Prof.")
+HIS = frozenset("he him his himself".split())
+HERS = frozenset("she her hers herself".split())
+ADVERBS = frozenset("never always already just also still really only ever recently".split())
+PARTICIPLES = frozenset("""been got gotten had done gone met seen taken given made known told said put left lost won
+run come become brought bought thought found kept held heard read written started moved lived worked booked
+signed decided agreed asked offered promised stopped quit changed switched finished""".split())
+"""Words after "she's" (an adverb aside) that make it "she has": "He's had anaphylaxis once"; and
+any word ending in "ed", for "she's called" and "she's worried" alike ("'s" is kept)."""
 
 
 def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
-    """`sentence` (of line `index`) with the "He" or "She" it starts with named, when the closest
-    sentence before it (in its line, else the speaker's line before) that names anyone has one
-    subject it can be: its last clause that names someone starts with that name ("Sifiso knows,
-    and my partner Nomvula is coming along. She's my emergency contact": Nomvula), not one of
-    two ("Sifiso and Nomvula are"), and no relation says otherwise ("my husband Kofi ... She"). Otherwise
-    `sentence` as it is (the repair's to mend). "She's" becomes "Nomvula is" ("has" before
-    "got" or "been")."""
+    """`sentence` (of line `index`) with the "He" or "She" it starts with named, when what comes
+    before says whom it is: the closest sentence before it in its line that names anyone (no
+    question) has one subject it can be, its last clause that names someone starting with that
+    name ("Sifiso knows, and my partner Nomvula is coming along. She's my emergency contact":
+    Nomvula), not one of two ("Sifiso and Nomvula are"), no relation saying otherwise ("my
+    husband Kofi ... She"), no sentence between starting with the other pronoun, and the
+    assistant's line just before naming no one else; else, when no sentence before it in its line
+    names anyone, that line naming one person ("And Mere?" -- "She has eczema"). A name is a
+    capitalized word the conversation writes inside a sentence somewhere (not "Nervous, but
+    OK."). Not when its line says "his" or "him" before a "She" (or "her" before a "He").
+    Otherwise `sentence` as it is (the repair's to mend). "She's" becomes "Nomvula is", or
+    "Nomvula's" before a participle ("He's had anaphylaxis", "She's called twice")."""
     lead = HE_OR_SHE.match(sentence)
     message = transcript.messages[index]
-    if not lead or message.role != "user":
-        return sentence
+    if not lead or message.role != "user" or sentence not in message.content or sentence.endswith(TITLES):
+        return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
     speakers = {w for name in transcript.speakers for w in words(name)}
-    before = [message.content[:message.content.find(sentence)] if sentence in message.content else ""]
-    earlier = next((m for m in reversed(transcript.messages[:index]) if m.role == "user"), None)
-    if earlier is not None and earlier.name == message.name:
-        before.append(earlier.content)
-    for text in before:
-        for said in reversed([t.strip() for t in SENTENCE.split(text) if t.strip()]):
-            names = [m for k, m in enumerate(_CAPITAL.findall(said))
-                     if m.casefold() not in NOT_NAMES | FILLER and m.casefold() not in speakers
-                     and (k or not said.startswith(m) or SUBJECT_NAME.match(said))]  # "Something about": none
-            if not names:
-                continue
-            clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
-            k = max(k for k, c in enumerate(clauses) if any(n in c for n in names))
-            found = SUBJECT_NAME.match(clauses[k])
-            rel = (found["rel"] or "").casefold() if found else ""
-            if (not found or rel in (FEMALE if lead["pronoun"] == "He" else MALE)
-                    or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
-                return sentence
-            verb = ("has" if lead["next"] in ("got", "been") else "is") if lead["next"] else ""
-            return found["name"] + (f" {verb}" if verb else "") + sentence[lead.end() - (
-                len(lead["next"]) + 1 if lead["next"] else 1):]
-    return sentence
+    known = {m for line in transcript.messages for said in SENTENCE.split(line.content)
+             for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
+    known = {m for m in known if m.casefold() not in NOT_NAMES | FILLER | speakers}
+    other = "He" if lead["pronoun"] == "She" else "She"
+    asked = transcript.messages[index - 1] if index and transcript.messages[index - 1].role == "assistant" else None
+    named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
+    name = None
+    if (HIS if other == "He" else HERS) & set(words(message.content[:message.content.find(sentence)])):
+        return sentence  # "Back at work today, his first shift. She's called twice": not him
+    for said in reversed([t.strip() for t in SENTENCE.split(message.content[:message.content.find(sentence)])]):
+        if not said or said.endswith(("?", "？")):
+            continue
+        if re.match(rf"{other}\b", said):
+            return sentence  # "She ... He ...": the referent changed
+        if not {m for m in CAPITALIZED.findall(said) if m in known}:
+            continue
+        clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
+        k = max(k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known})
+        found = SUBJECT_NAME.match(clauses[k])
+        rel = (found["rel"] or "").casefold() if found else ""
+        if (not found or found["name"] not in known or rel in (FEMALE if lead["pronoun"] == "He" else MALE)
+                or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
+            return sentence
+        if len(named) == 1 and found["name"] not in named:
+            return sentence  # "And Mere?" -- "Wiremu is fine. She has eczema": which?
+        name = found["name"]
+        break
+    else:
+        if len(named) != 1:
+            return sentence
+        name = named.pop()
+    rest = sentence[lead.end("s" if lead["s"] else "pronoun"):]
+    if not lead["s"]:
+        return name + rest
+    after = [w for w in words(rest) if w not in ADVERBS][:1]  # the word after "'s" and any adverb
+    return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
 
 
 def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
