@@ -1301,6 +1301,9 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "Alasdair's levothyroxine went up to 75 micrograms"),
     ("Esperanza", "Esperanza takes sertraline, 50 mg every morning", "My GP put my sertraline up to 100 mg.",
      "Esperanza's GP put her sertraline up to 100 mg"),
+    # an update dialogue (qwen1.5b kept both doses): the new one after a colon, no "to"
+    ("Kwame", "Kwame takes metformin, 500 mg twice a day", "The GP doubled my metformin: 1000 mg twice a day now.",
+     "Kwame's GP doubled his metformin to 1000 mg twice a day"),
     # ... a medicine come off, a plan given up in so many words
     ("Soraya", "The GP gave Soraya ondansetron, 4 mg, up to three times a day",
      "The sickness has finally stopped, so I've come off the ondansetron.", "Soraya has come off the ondansetron"),

@@ -1729,9 +1729,10 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|c[oa]me off|coming off)\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
-                        r"|moved)\b[^.;!?\d]{0,40}?\bto\s+(?P<n>\d+(?:\.\d+)?)(?![\d.])"
+                        r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>\d+(?:\.\d+)?)(?![\d.])"
                         r"|\b(?:up|down)\s+to\s+(?P<m>\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
-"""A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg"."""
+"""A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "doubled
+the metformin: 1000 mg"."""
 AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])")
 PARENTHESES = re.compile(r"\([^()]*\)")
 
