@@ -20,7 +20,7 @@ from reme.memory.personal import (_KIN_OF, HEALTH_STEMS, OVERLAP, WINDOW, Transc
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
-from reme.schema import Message, TimeWindow
+from reme.schema import Message, TimeWindow, utcnow
 
 from conftest import DIM, dump_store, every_store
 from openai_server import OpenAITestServer, prompt_of
@@ -146,12 +146,14 @@ async def test_an_add_of_what_is_stored_already_writes_nothing(reme: ReMe, serve
                                         "text": "alice prefers window seats"}))  # one memory made another's twin
     before = await dump_store(reme)
     result = await reme.summarize_memory(told("I prefer window seats. I like tea."), user_name="alice")
-    assert result.added == result.updated == result.deleted == []
-    assert len(result.rejected) == 2 and all(r.action == "dropped" for r in result.rejected)
+    # the twin is not made; what the candidate says is news, so it goes beside (fresh6: a new dose
+    # was lost so, UPDATEd into one memory with another's text)
+    assert [n.content for n in result.added] == ["Alice likes tea"] and result.updated == result.deleted == []
+    assert [r.action for r in result.rejected] == ["dropped", "defaulted"]
     after = await dump_store(reme)
     assert {k: v for k, v in after["memories"].items() if k in (seat.memory_id, bike.memory_id)} == {
         k: v for k, v in before["memories"].items() if k in (seat.memory_id, bike.memory_id)}
-    assert await reme.count_memory(user_name="alice", memory_type="personal") == 2
+    assert await reme.count_memory(user_name="alice", memory_type="personal") == 3
 
 
 async def test_a_memory_the_model_repeats_is_written_once(reme: ReMe, server: OpenAITestServer) -> None:
@@ -1127,6 +1129,25 @@ async def reconciled(reme: ReMe, server: OpenAITestServer, user: str, stored: st
                                         "text": merged}))
     result = await reme.summarize_memory([{"role": "user", "name": user, "content": said}], user_name=user.lower())
     return old, result
+
+
+async def test_an_update_to_another_memorys_text_adds_the_candidate_instead(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh6 (qwen1.5b): "The doctor doubled the amlodipine in August" was UPDATEd into one stored
+    # memory with another stored memory's text; the decision was dropped, and the new dose with it
+    first = await reme.add_memory("Kostas is on amlodipine, 5 mg every morning", user_name="kostas")
+    other = await reme.add_memory("Kostas is on amlodipine for his blood pressure", user_name="kostas")
+    candidate = "Kostas is on amlodipine and his blood pressure readings were still high in August"
+    server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 1, "text": other.content}))
+    await reme.summarize_memory([{"role": "user", "name": "Kostas", "content": "My blood pressure readings were "
+                                  "still high in August."}], user_name="kostas")
+
+    (reconcile,) = [prompt_of(r["body"]) for r in server.requests if RECONCILE in prompt_of(r["body"])]
+    today = utcnow().date().isoformat()
+    assert f"0. [{today}] {other.content}\n1. [{today}] {first.content}" in reconcile  # 1 is updated to 0's text
+    stored = [n.content for n in await reme.list_memory(user_name="kostas")]
+    assert {first.content, other.content, candidate} <= set(stored)
 
 
 async def test_an_update_does_not_merge_away_a_health_fact_the_candidate_says_nothing_of(

@@ -1637,7 +1637,9 @@ class Decider:
                        "candidate says nothing of; it is kept"))
             text = merged
         if (at := self._stored(text)) is not None:  # two stored memories would say the same
-            self._reject(k, f"UPDATE of memory id {d.id} to the text of stored memory {at}")
+            # qwen1.5b, fresh6: the amlodipine doubled went into another memory's text and was lost
+            self._beside(k, d, f"would give it the text of stored memory {at}: the memory stays and the candidate "
+                               "is added")
             return
         try:
             self.changes.append(Change(new=revised(old, cand, text, self.history), old=old,
