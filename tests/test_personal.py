@@ -1640,6 +1640,7 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
            ["She", "He", "She's", "He's", "my", "partner", "husband", "Nomvula", "Kofi", "Tomás", "And", "and", "her",
             "his", "never", "met", "is", "a", "nurse", ".", "?", ",", ":", "Dr.", "Mandla", " "]), max_size=14).map(
            " ".join)), min_size=1, max_size=4))
+@example([("user", "my partner Nomvula is a nurse . She's never met Kofi")])  # one it names
 def test_naming_a_he_or_she_keeps_the_rest_of_the_sentence(lines: list[tuple[str, str]]) -> None:
     messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Mandla")
                 for role, text in lines]

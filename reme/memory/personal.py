@@ -754,9 +754,10 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     asked = transcript.messages[index - 1] if index and transcript.messages[index - 1].role == "assistant" else None
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
     name = None
-    if (HIS if other == "He" else HERS) & set(words(message.content[:message.content.find(sentence)])):
+    before = message.content[:message.content.find(sentence)]
+    if (HIS if other == "He" else HERS) & set(words(before)):
         return sentence  # "Back at work today, his first shift. She's called twice": not him
-    for said in reversed([t.strip() for t in SENTENCE.split(message.content[:message.content.find(sentence)])]):
+    for said in reversed([t.strip() for t in SENTENCE.split(before)]):
         if not said or said.endswith(("?", "？")):
             continue
         if re.match(rf"{other}\b", said):
