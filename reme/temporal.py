@@ -214,7 +214,7 @@ def _relative_period(m: re.Match[str], today: date) -> Span | None:
 def _weekday(m: re.Match[str], today: date) -> Span | None:
     which = (m["which"] or "on").lower()
     target = WEEKDAYS[m["weekday"].lower()]
-    if which == "next":
+    if which == "next" or which.endswith("coming"):  # "this coming Monday": the next one
         ahead = (target - today.weekday()) % 7 or 7
         d = today + timedelta(days=ahead)
     elif which == "this":  # this week's, or the coming one when it has gone and the sentence is not of the past
@@ -286,7 +286,7 @@ RULES: list[Rule] = [
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", _F), _relative_unit),
     (re.compile(r"\b(?P<which>last|past|previous|this|current|next|coming)\s+"
                 r"(?P<unit>week|weekend|month|year|spring|summer|autumn|fall|winter)\b", _F), _relative_period),
-    (re.compile(rf"\b(?P<which>last|past|this|next|on)\s+{_WEEKDAY}\b", _F), _weekday),
+    (re.compile(rf"\b(?P<which>last|past|this\s+coming|this|next|coming|on)\s+{_WEEKDAY}\b", _F), _weekday),
     (re.compile(r"\bearlier\s+this\s+year\b", _F), lambda m, t: Span(date(t.year, 1, 1), t)),
     (re.compile(r"\b(?:in|during|since|of|by)\s+(?P<year>(?:19|20)\d\d)\b(?!-)", _F),
      lambda m, t: Span(date(int(m["year"]), 1, 1), date(int(m["year"]), 12, 31))),

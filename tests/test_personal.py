@@ -14,8 +14,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (_KIN_OF, HEALTH_STEMS, OVERLAP, WINDOW, Transcript, misnamed, named_subject,
-                                  said_by_another, self_compared, unheld_dates, unheld_health, unheld_names,
+from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, misnamed, named_subject,
+                                  health_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names,
                                   unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
@@ -667,6 +667,10 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2025-05-18", "Mandla helps with the honey harvest this Saturday",
      "Mandla helps with the honey harvest this Saturday (24 May 2025)"),
     ("2025-05-18", "Mandla went to the market this Saturday", "Mandla went to the market this Saturday (17 May 2025)"),
+    # "this coming Monday" is the next one (fresh6: a first day at work stayed undated)
+    ("2026-02-11", "Bukola starts at Fernhill this coming Monday, on the tills",
+     "Bukola starts at Fernhill this coming Monday (16 February 2026), on the tills"),
+    ("2026-02-11", "Bukola starts coming Wednesday", "Bukola starts coming Wednesday (18 February 2026)"),
     # a holiday said with last, this or next (fresh4: "he proposed last Christmas")
     ("2026-03-19", "Mikael proposed last Christmas", "Mikael proposed last Christmas (25 December 2025)"),
     ("2026-03-19", "Kim quit smoking on last New Year's Eve",
@@ -1553,9 +1557,28 @@ def test_a_health_sentence_kept_as_said_is_a_persons_and_holds_what_no_memory_do
     transcript = Transcript.of(messages, datetime(2024, 5, 3, tzinfo=timezone.utc))
     for index, sentence in unheld_health(transcript, written):
         assert messages[index].role == "user" and sentence.rstrip(".").lower() in messages[index].content.lower()
-        assert not sentence.endswith("?") and any(w.startswith(HEALTH_STEMS) for w in re.findall(r"\w+", sentence.lower()))
+        assert not sentence.endswith("?") and any(health_word(w) for w in re.findall(r"\w+", sentence.lower()))
     # a memory holding every line holds every health fact
     assert unheld_health(transcript, [m.content for m in messages]) == []
+
+
+@pytest.mark.parametrize("sentence", [
+    # fresh6 (qwen1.5b): no memory kept these, and no check knew them for health or safety facts
+    "I dislocated my right shoulder in March playing volleyball.", "I sprained it at badminton on Sunday.",
+    "Call an ambulance if it goes past five minutes.", "My cousin Winston has been on dialysis since the spring.",
+    "He's on atorvastatin now.", "They put me on amlodipine.", "She takes lisinopril at night.",
+    "Two sachets of Moviprep, and I stop the ramipril.", "I take omeprazole with breakfast.",
+    "Her ankles are swollen by the evening.", "He hurt his knee, the physio says rest.",
+])
+def test_injuries_emergencies_and_medicines_by_their_endings_are_health_facts(sentence: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Ann", content=sentence)], datetime(2025, 3, 1, tzinfo=timezone.utc))
+    assert unheld_health(transcript, ["Ann plays volleyball"]) == [(0, sentence)]
+
+
+@pytest.mark.parametrize("word", ["april", "magazine", "stating", "statistics", "broke", "hospitality", "capril",
+                                  "painting", "physics"])
+def test_words_that_only_look_like_medicines_are_no_health_words(word: str) -> None:
+    assert not health_word(word)
 
 
 def test_a_health_sentence_is_kept_whole_and_a_painting_is_no_health_fact() -> None:
@@ -1590,6 +1613,30 @@ async def test_an_answer_naming_an_emergency_contact_is_kept_with_the_question(
     (kept,) = [r for r in result.rejected if r.step == "personal/kept"]
     assert kept.action == "defaulted" and "emergency" in kept.reason
     assert "personal/kept" not in result.usage.steps  # no call of its own
+
+
+@pytest.mark.parametrize(("question", "answer", "kept"), [
+    # fresh6 (qwen1.5b): "And who should they phone?" -- "My husband, Tunde. ... my sister Folake":
+    # no emergency word anywhere, and no memory said whom to call
+    ("Clear. And who should they phone?", "My husband, Tunde. If he doesn't pick up, my sister Folake.",
+     "Bukola's emergency contacts: My husband, Tunde. If he doesn't pick up, my sister Folake."),
+    ("Who's your contact at home if anything happens?", "My partner, Riikka.",
+     "Bukola's emergency contacts: My partner, Riikka."),
+    ("Who should be called if something goes wrong?", "Kieran first, then Roisin.",
+     "Bukola's emergency contacts: Kieran first, then Roisin."),
+    ("And who should the school ring in an emergency?", "Me first, then Vesna.",
+     "Bukola's emergency contacts: Me first, then Vesna."),
+    # someone else's contact is not the speaker's; a question about who comes is none about whom to call
+    ("Noted. Who's his contact back home?", "His mother, Luciana.", None),
+    ("Good call. Who else is coming?", "My manager, Obinna.", None),
+    ("Who did you call about the boiler?", "Dave the plumber.", None),
+])
+def test_an_answer_to_whom_to_call_is_kept_as_the_speakers_emergency_contacts(
+        question: str, answer: str, kept: str | None) -> None:
+    messages = [Message(role="user", name="Bukola", content="I have epilepsy."),
+                Message(role="assistant", content=question), Message(role="user", name="Bukola", content=answer)]
+    transcript = Transcript.of(messages, datetime(2026, 2, 11, tzinfo=timezone.utc))
+    assert unheld_answers(transcript, "Bukola", ["Bukola has epilepsy"]) == ([(2, kept)] if kept else [])
 
 
 def test_an_emergency_contact_is_a_safety_fact() -> None:

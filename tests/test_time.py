@@ -43,6 +43,10 @@ def day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
     ("last Friday", LONG_AGO, (datetime(2009, 3, 6), datetime(2009, 3, 6))),
     ("What is Alice doing in two weeks?", LONG_AGO, (datetime(2009, 3, 25), datetime(2009, 3, 25))),
     ("three days from now", LONG_AGO, (datetime(2009, 3, 14), datetime(2009, 3, 14))),
+    # fresh6: "I start at Fernhill Garden Centre this coming Monday" stayed undated
+    ("I start this coming Monday", LONG_AGO, (datetime(2009, 3, 16), datetime(2009, 3, 16))),
+    ("see you this coming Wednesday", LONG_AGO, (datetime(2009, 3, 18), datetime(2009, 3, 18))),
+    ("the coming Friday", LONG_AGO, (datetime(2009, 3, 13), datetime(2009, 3, 13))),
     ("昨天我去了公园", LONG_AGO, (datetime(2009, 3, 10), datetime(2009, 3, 10))),
 ])
 def test_time_expressions_resolve_against_the_reference_time(text: str, now: datetime,

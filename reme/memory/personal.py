@@ -544,15 +544,27 @@ HEALTH_STEMS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "c
                 "seasick", "vegan", "vegetar", "pescat", "halal", "kosher", "epipen", "sting", "stroke", "migrain",
                 "anaphyla", "arthrit", "seizure", "anxi", "depress", "dement", "alzheim", "parkinson", "thyroid",
                 "pacemaker", "eczema", "hives", "adrenal", "antihist", "fibrill", "arrhythm", "mg", "mcg", "microgram",
-                "emergenc")
+                "emergenc", "ambulanc", "unconscious", "defibrill", "dislocat", "sprain", "fractur", "concuss", "physio",
+                "swoll", "swell", "dialys", "kidney", "renal", "potassium", "glucos", "glucagon", "sedat", "anaesthe",
+                "anesthe", "chemo", "biops", "vomit", "nause", "paracetamol", "ibuprofen", "aspirin", "codeine",
+                "morphine", "opioid", "steroid", "antibiot")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
 """Words that begin as a health word does and are none ("Only the painting.")."""
+DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin", "cycline", "floxacin", "prazole",
+                "oxetine", "azepam", "azolam", "triptan", "formin", "gliptin", "parin", "xaban", "semide", "thiazide",
+                "codone", "trigine", "lukast", "isone", "olone")
+"""Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
+propranolol, amoxicillin, omeprazole, fluoxetine, metformin, ...; fresh6: "They put me on
+amlodipine" was no health fact), each after at least three letters; "april" is none."""
 
 
 def health_word(word: str) -> bool:
-    """Whether a word (lower case) is a health or safety word (`HEALTH_STEMS`)."""
-    return word.startswith(HEALTH_STEMS) and not word.startswith(NOT_HEALTH)
+    """Whether a word (lower case) is a health or safety word: it begins as one of `HEALTH_STEMS`
+    does, or ends as a medicine's name does (`DRUG_ENDINGS`)."""
+    if word.startswith(HEALTH_STEMS):
+        return not word.startswith(NOT_HEALTH)
+    return word != "april" and any(word.endswith(e) and len(word) >= len(e) + 3 for e in DRUG_ENDINGS)
 
 
 _CAPITAL = re.compile(r"[A-Z][a-z]+")
@@ -586,7 +598,7 @@ SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
 
 
 def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[str], list[str]]:
-    """The sentences of a stored memory with a health word (`HEALTH_STEMS`) that an UPDATE's
+    """The sentences of a stored memory with a health word (`health_word`) that an UPDATE's
     merged text drops while neither it nor the candidate says anything of that word: those that
     share no other word with the candidate (names aside), which can go back into the merged text
     as they were, and those that do (the candidate changes something else in them, as a new dose
@@ -608,7 +620,7 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         shares = any(_stem(w) in proposed for w in kept)
         addressed = addressed or shares
         health = [w for w in kept if health_word(w)]
-        if not health or any(_stem(w) in said for w in health):
+        if all(_stem(w) in said for w in health):  # none, or each one said again ("gout" dropped is not)
             continue
         (tied if shares else back).append(sentence)
     return (back, tied) if addressed else ([], [])
@@ -659,7 +671,7 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
 
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
-    (`HEALTH_STEMS`) and a health word or a number that none of `written` (the memories so far)
+    (`health_word`) and a health word or a number that none of `written` (the memories so far)
     holds, with the index of their line: a safety fact no memory kept ("He's eight and he's
     allergic to egg", "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when
     shown the line again). A Chinese line is not judged."""
@@ -880,13 +892,30 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
 
 
 EMERGENCY = re.compile(r"\bemergenc", re.IGNORECASE)
+WHO = re.compile(r"\bwho(?:m|['’]s)?\b", re.IGNORECASE)
+TO_CALL = re.compile(r"\b(?:call(?:ed)?|phoned?|ring|rung|contact(?:ed)?|reach(?:ed)?|notif(?:y|ied))\b", re.IGNORECASE)
+ANOTHERS_CONTACT = re.compile(r"\b(?:his|her|their)\s+(?:\w+\s+)?contacts?\b|\b(?:did|was|were|had)\b", re.IGNORECASE)
+"""A question about whom someone else has, or whom someone called ("Who's his contact back home?",
+"Who did you call about the boiler?"): no emergency contact of the speaker's."""
+
+
+def asks_whom_to_call(question: str) -> bool:
+    """Whether the assistant's turn asks whom to call for the speaker: it says "emergency", or a
+    question of it asks who is to be called, phoned, rung or contacted ("And who should they
+    phone?", "Who's your contact at home if anything happens?"; fresh6), not whom another has or
+    whom someone called (`ANOTHERS_CONTACT`)."""
+    if EMERGENCY.search(question):
+        return True
+    return any(WHO.search(q) and TO_CALL.search(q) and not ANOTHERS_CONTACT.search(q)
+               for q in re.findall(r"[^.!?]*\?", question))
 LEAD_WORDS = frozenset("if when whenever since because or not just only first second last either both".split())
 """Words that open a sentence of an answer and name no one ("If I don't pick up, Vesna")."""
 
 
 def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
-    """A person's answer to the assistant's question about an emergency ("Who should the school
-    ring in an emergency?" -- "Me first. If I don't pick up, Vesna. She's my mum.") that names
+    """A person's answer to the assistant's question about an emergency or whom to call
+    (`asks_whom_to_call`: "Who should the school ring in an emergency?" -- "Me first. If I
+    don't pick up, Vesna. She's my mum.") that names
     someone no memory with an emergency word names, as "<speaker>'s emergency contacts: <the
     answer>", with the index of its line: the emergency word is the question's, the names the
     answer's, so no sentence of either holds the fact (fresh5: four emergency contacts lost so).
@@ -897,7 +926,7 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
     for index, message in enumerate(transcript.messages[1:], start=1):
         asked = transcript.messages[index - 1]
         if (message.role != "user" or asked.role != "assistant" or "?" not in asked.content
-                or not EMERGENCY.search(asked.content) or CJK_CHAR.search(message.content)):
+                or not asks_whom_to_call(asked.content) or CJK_CHAR.search(message.content)):
             continue
         answer = " ".join(message.content.split())
         names = {w.casefold() for w in _CAPITAL.findall(answer)} - NOT_NAMES - COMMON_WORDS - FILLER - TIME_WORDS \
@@ -1092,7 +1121,7 @@ class PersonalSummarizer:
             flawed += more_flawed
         so_far += [sentence for _, sentence in unheld]
         answered = unheld_answers(transcript, user_name, so_far)
-        if answered:  # the question says "emergency", the answer who: no sentence holds both
+        if answered:  # the question asks whom to call, the answer who: no sentence holds both
             more, more_flawed = self._kept_as_said(
                 answered, "personal/kept", "answers a question about an emergency with a name no memory holds",
                 transcript, history, user_name, now, plan, written,

@@ -119,7 +119,7 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
 RELATIVE = re.compile(
     r"yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening)|\bago\b|"
     r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
-    r"winter)\b|^(?:last|next|past|this)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
+    r"winter)\b|^(?:last|next|past|this|this\s+coming|coming)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
     r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
     re.IGNORECASE)
