@@ -1170,6 +1170,23 @@ async def test_an_update_does_not_merge_away_a_health_fact_the_candidate_says_no
     assert kept.action == "defaulted" and "gout" in kept.reason
 
 
+async def test_an_update_by_a_candidate_saying_nothing_of_a_stored_condition_adds_it_beside(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh6 (qwen1.5b): "Parveen's dad has type 2 diabetes." was UPDATEd to "... stops the
+    # gliclazide altogether ...": a medicine stopped, and the diabetes was gone from every memory.
+    # (A diet may end so -- "Dan started eating fish again" for "Dan is vegetarian" -- a condition not.)
+    server.script(REPAIR, {"memories": []})  # it names no speaker: kept as it is
+    old, result = await reconciled(
+        reme, server, "Parveen", "Rafiq has type 2 diabetes",
+        "And my dad stopped the gliclazide altogether.", "Rafiq stopped the gliclazide altogether",
+        "Rafiq stopped the gliclazide altogether")
+
+    assert result.updated == [] and [n.content for n in result.added] == ["Rafiq stopped the gliclazide altogether"]
+    assert (await reme.get_memory(old.memory_id)).content == old.content
+    (beside,) = [r for r in result.rejected if r.path == "decisions[0]"]
+    assert "diabetes" in beside.reason
+
+
 async def test_an_update_that_drops_a_health_fact_it_shares_words_with_keeps_the_stored_memory(
         reme: ReMe, server: OpenAITestServer) -> None:
     # One sentence holds the dose the candidate changes and the condition it does not mention:

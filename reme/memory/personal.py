@@ -551,6 +551,10 @@ HEALTH_STEMS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "c
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
 """Words that begin as a health word does and are none ("Only the painting.")."""
+CONDITIONS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "celiac", "dialys", "kidney", "cancer",
+              "heart", "stroke", "arthrit", "dement", "alzheim", "parkinson", "thyroid", "pacemaker", "eczema",
+              "fibrill", "arrhythm", "anaphyla", "seizure", "migrain", "phobi", "gout", "cholest", "blood")
+"""Health words of what lasts: a change of medicine, diet or plan does not end an allergy or diabetes."""
 DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin", "cycline", "floxacin", "prazole",
                 "oxetine", "azepam", "azolam", "triptan", "formin", "gliptin", "parin", "xaban", "semide", "thiazide",
                 "codone", "trigine", "lukast", "isone", "olone")
@@ -602,15 +606,18 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
     merged text drops while neither it nor the candidate says anything of that word: those that
     share no other word with the candidate (names aside), which can go back into the merged text
     as they were, and those that do (the candidate changes something else in them, as a new dose
-    beside a condition), which cannot. Nothing when no sentence of the stored memory shares a
-    word with the candidate: the UPDATE replaces all of it ("Dan started eating fish again" for
-    "Dan has been vegetarian"), and putting a sentence back would state a value the user changed.
+    beside a condition), which cannot. When no sentence of the stored memory shares a word with
+    the candidate, the UPDATE replaces all of it ("Dan started eating fish again" for "Dan has been
+    vegetarian": putting a sentence back would state a value the user changed), unless a sentence
+    holds a lasting condition (`CONDITIONS`) neither says anything of: those sentences are the
+    second list (fresh6: "Parveen's dad has type 2 diabetes." was replaced by a medicine stopped).
     A Chinese memory is not judged (its words are not split)."""
     if CJK_CHAR.search(stored):
         return [], []
     said, proposed = stems([merged, candidate]), stems([candidate])
     back: list[str] = []
     tied: list[str] = []
+    lasting: list[str] = []  # with a condition none of them says anything of
     addressed = False
     for sentence in SENTENCE.split(stored):
         sentence = sentence.strip()
@@ -623,7 +630,9 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         if all(_stem(w) in said for w in health):  # none, or each one said again ("gout" dropped is not)
             continue
         (tied if shares else back).append(sentence)
-    return (back, tied) if addressed else ([], [])
+        if any(w.startswith(CONDITIONS) and _stem(w) not in said for w in health):
+            lasting.append(sentence)
+    return (back, tied) if addressed else ([], lasting)
 
 
 def statements(transcript: Transcript) -> Iterator[tuple[int, str]]:
