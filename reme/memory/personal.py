@@ -168,6 +168,15 @@ class Transcript:
         """The names the people's messages give their speakers."""
         return {m.name for m in self.messages if m.role == "user" and m.name}
 
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """The capitalized words some line writes inside a sentence, not at its start ("Tomás",
+        not "Nervous"), that are no speaker's name nor a word that is never one ("I", "Monday")."""
+        speakers = {w for name in self.speakers for w in words(name)}
+        found = {m for line in self.messages for said in SENTENCE.split(line.content)
+                 for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
+        return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers)
+
     def people(self, user_name: str) -> set[str]:
         """The words of the names of the people speaking (and the user's), when the messages name
         their speakers; empty when none does (then nothing says what a memory should name)."""
@@ -767,10 +776,7 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     message = transcript.messages[index]
     if not lead or message.role != "user" or sentence not in message.content or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
-    speakers = {w for name in transcript.speakers for w in words(name)}
-    known = {m for line in transcript.messages for said in SENTENCE.split(line.content)
-             for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
-    known = {m for m in known if m.casefold() not in NOT_NAMES | FILLER | speakers}
+    known = transcript.names
     other = "He" if lead["pronoun"] == "She" else "She"
     asked = transcript.messages[index - 1] if index and transcript.messages[index - 1].role == "assistant" else None
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
