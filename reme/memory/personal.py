@@ -923,6 +923,8 @@ def asks_whom_to_call(question: str) -> bool:
         return True
     return any(WHO.search(q) and TO_CALL.search(q) and not ANOTHERS_CONTACT.search(q)
                for q in re.findall(r"[^.!?]*\?", question))
+
+
 LEAD_WORDS = frozenset("if when whenever since because or not just only first second last either both".split())
 """Words that open a sentence of an answer and name no one ("If I don't pick up, Vesna")."""
 
