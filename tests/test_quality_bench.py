@@ -138,3 +138,25 @@ async def test_the_run_drives_the_pipeline_session_by_session(tmp_path: Path, se
     assert report["tune"]["dialogues"] == 2 and "heldout" not in report
     assert "| all | 2 | 7 |" in table(report)
     assert rescore(json.loads(json.dumps(report)), list(DIALOGUES.values()))["all"] == report["all"]
+
+
+async def test_a_dialogue_whose_summary_fails_is_scored_as_stored_and_the_run_goes_on(
+        tmp_path: Path, server: OpenAITestServer) -> None:
+    # A 70-minute run against a loaded local model ended at its first timed-out call, with no row
+    # written: a failed summary is now the dialogue's error, its facts missed, and the next runs.
+    server.script([EXTRACT, "I moved to Berlin last week"], {"error": "down"}, status=500)
+    server.script([EXTRACT, "vegetarian for ten years"], {"memories": [
+        {"content": "Dan is vegetarian", "kind": "fact", "time": None, "sources": [0], "importance": 0.5}]})
+    server.script([EXTRACT, "not vegetarian any more"], {"memories": []})
+    server.script(RECONCILE, {"decisions": []})
+    llm = {"base_url": server.base_url, "api_key": "k", "model": "test-model", "timeout": 5, "max_retries": 0}
+    report = await run([DIALOGUES["time-moved"], DIALOGUES["update-vegetarian"]],
+                       {"working_dir": tmp_path / "wd", "embedding": {"backend": "hash", "dimensions": DIM},
+                        "llm": llm}, tmp_path / "report.json")
+
+    moved, veg = report["dialogues"]
+    assert moved["memories"] == [] and "session 1" in moved["error"] and "500" in moved["error"]
+    assert moved["missed"] and "error" not in veg and "vegetarian" in " ".join(veg["memories"])
+    assert report["all"]["dialogues"] == 2 and report["all"]["failed"] == 1
+    assert table(report).splitlines()[2].endswith("| 1 |")  # the failures column, last
+    assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["all"]["failed"] == 1

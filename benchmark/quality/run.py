@@ -22,17 +22,26 @@ from typing import Any, Sequence
 
 from benchmark.quality.peers import PEERS, run_peer
 from benchmark.quality.score import DATA, Dialogue, Score, load, pick, score
-from reme import ReMe
+from reme import ReMe, ReMeError
 from reme.schema import Usage
 
 
 async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
+    """One dialogue's sessions summarized in order, its memories read back, scored and deleted. A
+    session whose summary fails (the model timed out, say) writes nothing: the row says so
+    (`error`, the first failure), the next session still runs, and what was stored is scored."""
     usage = Usage()
     rejected: list[str] = []
+    errors: list[str] = []
     started = time.perf_counter()
-    for messages in dialogue.sessions:
+    for k, messages in enumerate(dialogue.sessions, start=1):
         now = datetime.fromisoformat(messages[-1]["time"])
-        result = await reme.summarize_memory(messages, user_name=dialogue.user, now=now)
+        try:
+            result = await reme.summarize_memory(messages, user_name=dialogue.user, now=now)
+        except ReMeError as exc:
+            errors.append(f"session {k}: {type(exc).__name__}: {exc}"[:500])
+            print(f"{dialogue.id}: {errors[-1]}", file=sys.stderr, flush=True)
+            continue
         usage.add(result.usage)
         rejected += [f"{r.step} {r.path} {r.action}: {r.reason}" for r in result.rejected]
     seconds = time.perf_counter() - started
@@ -42,7 +51,7 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     await reme.delete_all(user_name=dialogue.user)
     s = score(dialogue, memories)
     return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources,
-            "rejected": rejected, "score": s,
+            "rejected": rejected, "score": s, **({"error": errors[0]} if errors else {}),
             "calls": usage.calls, "steps": usage.steps, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 
 
@@ -53,7 +62,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows) or 1
     return {"dialogues": len(rows), **s.table_row(), "calls_per_dialogue": round(sum(r["calls"] for r in rows) / n, 2),
             "tokens_per_dialogue": round(sum(r["tokens"] for r in rows) / n),
-            "seconds_per_dialogue": round(sum(r["seconds"] for r in rows) / n, 1)}
+            "seconds_per_dialogue": round(sum(r["seconds"] for r in rows) / n, 1),
+            "failed": sum(1 for r in rows if "error" in r)}
 
 
 async def run(dialogues: list[Dialogue], reme_kwargs: dict[str, Any], output: Path | None = None) -> dict[str, Any]:
@@ -83,7 +93,9 @@ def report_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 COLUMNS = ["dialogues", "facts", "recall", "safety_recall", "memories", "precision", "hygiene_share",
            "hygiene_first_person", "hygiene_leading_pronoun", "hygiene_relative_time", "wrong_assistant",
-           "wrong_speaker", "wrong_stale", "calls_per_dialogue", "tokens_per_dialogue", "seconds_per_dialogue"]
+           "wrong_speaker", "wrong_stale", "calls_per_dialogue", "tokens_per_dialogue", "seconds_per_dialogue",
+           "failed"]
+"""The table's columns; `failed`: dialogues a summary (or a peer) failed on, their facts counted as missed."""
 
 
 def table(report: dict[str, Any]) -> str:
