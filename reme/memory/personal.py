@@ -105,10 +105,9 @@ class Repairs(BaseModel):
     memories: list[RepairedMemory]
 
 
-class SecondLook(BaseModel):
+class SecondLook(Extraction):
     """The second look's reply when memories of the extraction await a rewrite too: the memories
     of the lines marked, and the rewrites (one call instead of a second look and a repair)."""
-    memories: list[ExtractedMemory]
     rewrites: list[RepairedMemory] = Field(default_factory=list)
 
 
@@ -1330,10 +1329,11 @@ class PersonalSummarizer:
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
         mend = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
                 for k, d in enumerate(flawed)]
+        shape: type[Extraction] = SecondLook if flawed else Extraction
         try:
             reply = await self.llm.structured(
                 self.prompts.messages("personal/missed", user_name=user_name, conversation=lines, memories=mend),
-                SecondLook if flawed else Extraction, usage=plan.usage, rejected=plan.rejected,
+                shape, usage=plan.usage, rejected=plan.rejected,
                 step="personal/missed", budget=96 + 160 * len(missed) + 96 * len(flawed))
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
             log.warning("second look at the lines no memory holds skipped: %s", exc)
