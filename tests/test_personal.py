@@ -14,7 +14,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, misnamed, named_subject,
+from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, misnamed, named_subject, not_a_memory,
                                   health_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names,
                                   unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
@@ -1562,6 +1562,36 @@ async def test_of_two_memories_alike_the_one_adding_a_dose_is_kept(reme: ReMe, s
                                          user_name="lorcan")
     assert [n.content for n in result.added] == [full]
     assert [r.reason for r in result.rejected] == [f"{short!r} repeats {full!r}"]
+
+
+async def test_a_memory_that_someone_takes_what_they_are_allergic_to_is_not_stored(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh6 (qwen1.5b): "Rosalind is taking codeine for her allergy." for Rosalind's "I'm allergic
+    # to codeine": the opposite of the safety fact. It is dropped, and the allergy kept as said.
+    chat = [{"role": "user", "name": "Rosalind", "time": "2026-03-16T09:30:00Z",
+             "content": "I'm on ramipril for my blood pressure. Oh, and I'm allergic to codeine, it makes me vomit."}]
+    server.script(EXTRACT, memories({"content": "Rosalind is on ramipril for her blood pressure", "sources": [0]},
+                                    {"content": "Rosalind is taking codeine for her allergy.", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="rosalind")
+
+    assert [n.content for n in result.added] == ["Rosalind is on ramipril for her blood pressure",
+                                                 "Rosalind is allergic to codeine, it makes Rosalind vomit."]
+    (wrong,) = [r for r in result.rejected if r.path == "memories[1]"]
+    assert wrong.action == "dropped" and "allergic to codeine" in wrong.reason
+
+
+@pytest.mark.parametrize(("memory", "said", "wrong"), [
+    ("Rosalind is taking codeine for her allergy.", "I'm allergic to codeine.", True),
+    ("Ana takes penicillin.", "Penicillin allergy here, since I was a kid.", True),
+    ("Ana is on the penicillin", "I'm allergic to penicillin.", True),
+    ("Ana is allergic to penicillin and takes ibuprofen.", "I'm allergic to penicillin; I take ibuprofen.", False),
+    ("Ana took penicillin once and came out in hives.", "I took penicillin once and now I'm allergic to "
+                                                         "penicillin.", False),  # the line says she took it
+    ("Ana's son takes cetirizine for his allergy to cats.", "He's allergic to cats, so he takes cetirizine.", False),
+])
+def test_taking_what_the_line_says_someone_is_allergic_to_is_caught(memory: str, said: str, wrong: bool) -> None:
+    messages = [Message(role="user", name="Ana", content=said)]
+    assert (not_a_memory(memory, messages, [0], "ana") is not None) == wrong
 
 
 async def test_a_health_fact_no_memory_holds_is_kept_as_said(reme: ReMe, server: OpenAITestServer) -> None:

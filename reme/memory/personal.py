@@ -503,6 +503,29 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     unsaid = unsaid_words(text, messages, user_name)
     if unsaid:
         return f"{text[:80]!r} says what no one said in the conversation ({', '.join(unsaid[:5])})"
+    cited = [messages[i].content for i in sources if 0 <= i < len(messages) and messages[i].role == "user"]
+    if allergen := taken_though_allergic(text, cited or [m.content for m in messages if m.role == "user"]):
+        return f"{text[:80]!r} says someone takes {allergen}; the line says they are allergic to {allergen}"
+    return None
+
+
+ALLERGIC_TO = re.compile(r"\ballerg(?:ic|y|ies)\s+to\s+(?:the\s+|any\s+|all\s+|some\s+)?([^\W\d_][\w-]*)"
+                         r"|\b([^\W\d_][\w-]*)\s+allerg(?:y|ies)\b", re.IGNORECASE)
+TAKES = r"\b(?:takes?|taking|took|taken|on|uses?|using|prescribed)\s+(?:[\w'’-]+\s+){0,2}?"
+
+
+def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
+    """What a memory says someone takes (a medicine) that the `lines` it comes from only say
+    someone is allergic to: "Rosalind is taking codeine for her allergy." (qwen1.5b) for "I'm
+    allergic to codeine", the opposite of the safety fact. None when the lines say it is taken too."""
+    said = " ".join(lines)
+    for match in ALLERGIC_TO.finditer(said):
+        allergen = (match[1] or match[2]).casefold()
+        if allergen in COMMON_WORDS or allergen in FIRST_PERSON:
+            continue
+        taken = re.compile(TAKES + re.escape(allergen) + r"\b", re.IGNORECASE)
+        if taken.search(text) and not taken.search(said):
+            return allergen
     return None
 
 
@@ -1031,7 +1054,10 @@ DATED = re.compile(r"\(([^()]*\d[^()]*)\)")
 def said_whole(sentence: str) -> str:
     """A sentence kept as said: without its lead-in (`LEAD_IN`), ending as a sentence ends
     ("Everyone calls me Bobby, actually;" -> "Everyone calls me Bobby, actually.")."""
-    if (rest := LEAD_IN.sub("", sentence)) != sentence:  # "And from next week a carer" -> "From next week ..."
+    rest = sentence
+    while (shorter := LEAD_IN.sub("", rest)) != rest:  # "Oh, and I'm allergic ...": every lead-in goes
+        rest = shorter
+    if rest != sentence:  # "And from next week a carer" -> "From next week ..."
         sentence = rest[:1].upper() + rest[1:]
     sentence = sentence.rstrip(";:, ")
     return sentence if not sentence or sentence.endswith(SENTENCE_ENDS) else sentence + "."
