@@ -777,6 +777,9 @@ def test_dating_a_weekday_keeps_any_text_and_never_fails(text: str, line: str, s
                                                "happens.", None),  # the clause of the memory says "I"
     ("Wei went fishing", "My dad and I went fishing.", None),  # both went
     ("Wei's dad is allergic to penicillin", "Dad's allergic to penicillin.", None),  # said of him
+    # only a number to go by (a repair's "Wei is 91." for "She's 91 ..."); and the speaker's own number
+    ("Wei is 91.", "No, she just likes company. She's 91 and still gardens every day.", "she"),
+    ("Wei is 34.", "She's 91 and I'm 34.", None),
 ])
 def test_a_memory_is_misnamed_when_it_says_of_the_speaker_what_the_line_says_of_she(
         memory: str, line: str, pronoun: str | None) -> None:

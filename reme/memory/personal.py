@@ -370,11 +370,17 @@ PASSIVE = ("is", "was", "were", "been", "be", "got", "gets", "being")
 azithromycin": "Omar is prescribed azithromycin" is right)."""
 
 
+def own_words(text: str, names: set[str]) -> set[str]:
+    """A memory's words to find the sentence it comes from by: the `_stem`s of three letters or
+    more, `names`' words aside, and its numbers ("Wei is 91." for "She's 91 ...")."""
+    return {_stem(w) for w in content_words(text, names, shortest=3)} | {w for w in words(text) if w.isdigit()}
+
+
 def closest_sentences(text: str, cited: Sequence[Message], names: set[str]) -> tuple[list[str], int, int]:
     """The sentences of the cited lines sharing the most of a memory's words (`_stem`s of three
     letters or more, `names`' words aside) with it (none when none shares one), how many they
-    share, and how many the memory has."""
-    own = {_stem(w) for w in content_words(text, names, shortest=3)}
+    share, and how many the memory has. Numbers count as words ("Wei is 91.")."""
+    own = own_words(text, names)
     shared = [(len(own & stems([sentence])), sentence) for m in cited for sentence in SENTENCE.split(m.content)]
     most = max((n for n, _ in shared), default=0)
     return [sentence for n, sentence in shared if n == most and n], most, len(own)
@@ -398,7 +404,7 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
         return None
     names = set(words(name))
-    own = {_stem(w) for w in content_words(text, names, shortest=3)}
+    own = own_words(text, names)
     memory = " ".join(words(text))
     found = None
     for sentence in closest_sentences(text, cited, names)[0]:
