@@ -179,7 +179,7 @@ async def test_memories_that_differ_in_a_word_are_both_kept_however_alike_their_
     other = said.replace("Bob", "Carol")
     first, second = await embedder.embed([said, other])
     assert cosine(first, second) >= 0.95
-    server.script(EXTRACT, memories({"content": said}, {"content": other}))
+    server.script(EXTRACT, memories({"content": said}, {"content": other, "sources": [1]}))
     result = await reme.summarize_memory(told(said, other), user_name="alice")
     assert [n.content for n in result.added] == [said, other] and result.rejected == []
 
@@ -784,6 +784,20 @@ def test_dating_a_weekday_keeps_any_text_and_never_fails(text: str, line: str, s
 def test_a_memory_is_misnamed_when_it_says_of_the_speaker_what_the_line_says_of_she(
         memory: str, line: str, pronoun: str | None) -> None:
     assert misnamed(memory, [Message(role="user", name="Wei", content=line)]) == pronoun
+
+
+@pytest.mark.parametrize(("memory", "line", "named"), [
+    # fresh6 (qwen1.5b): "Parveen is practicing a 20 km walk" for Parveen's "Abbu did a 20 km
+    # practice walk on Sunday" (her dad, named in the conversation)
+    ("Parveen is practicing a 20 km walk", "Abbu did a 20 km practice walk on Sunday.", "abbu"),
+    ("Parveen walked 20 km with Abbu", "Abbu and I did a 20 km practice walk on Sunday.", None),  # named
+    ("Parveen is practicing a 20 km walk", "Sunday I did a 20 km practice walk.", None),  # no one else's
+    ("Parveen walked 20 km on Sunday", "Me and Abbu walked 20 km on Sunday.", None),  # both did
+])
+def test_a_memory_is_misnamed_when_the_line_says_it_of_someone_the_conversation_names(
+        memory: str, line: str, named: str | None) -> None:
+    cited = [Message(role="user", name="Parveen", content=line)]
+    assert misnamed(memory, cited, frozenset({"Abbu", "Sunday"})) == named
 
 
 @settings(max_examples=200, deadline=None)

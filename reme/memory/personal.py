@@ -386,7 +386,7 @@ def closest_sentences(text: str, cited: Sequence[Message], names: set[str]) -> t
     return [sentence for n, sentence in shared if n == most and n], most, len(own)
 
 
-def misnamed(text: str, cited: Sequence[Message]) -> str | None:
+def misnamed(text: str, cited: Sequence[Message], names: Collection[str] = ()) -> str | None:
     """Whom the cited line's clause says a memory's words of ("she", "dad"), when the memory says
     them of the line's own speaker instead: "Wei is 91 and still gardens every day." (qwen1.5b)
     for Wei's "She's 91 and still gardens every day." (his grandmother); "Dagny is allergic to
@@ -396,13 +396,15 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     speaker's own). Not when the memory says it was done to the speaker (`PASSIVE`), nor when it
     says the relation itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when
     the memory starts with someone else or a possessive ("Wei's grandmother..."), or for a
-    Chinese memory."""
+    Chinese memory. `names`: the conversation's names of people (`Transcript.names`), which
+    are subjects too ("Abbu did a 20 km practice walk")."""
     speakers = {m.name for m in cited if m.role == "user" and m.name}
     if len(speakers) != 1 or CJK_CHAR.search(text):
         return None
     name = speakers.pop()
     if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
         return None
+    others = frozenset(n.casefold() for n in names) - {w.casefold() for w in words(name)}
     names = set(words(name))
     own = own_words(text, names)
     memory = " ".join(words(text))
@@ -410,8 +412,13 @@ def misnamed(text: str, cited: Sequence[Message]) -> str | None:
     for sentence in closest_sentences(text, cited, names)[0]:
         clauses = [words(c) for c in SUBJECT_CLAUSE.split(sentence)]
         best = max(range(len(clauses)), key=lambda k: len(own & {_stem(w) for w in clauses[k]}))
-        back = next((k for k in range(best, -1, -1) if _subject_of(clauses[k])), None)
-        subject = _subject_of(clauses[back]) if back is not None else None
+        def subject_at(k: int) -> tuple[str, str] | None:
+            found = _subject_of(clauses[k], others)
+            # "Me and Abbu walked ...": a name after a clause of a word or two is half a subject of two
+            return None if found and found[0] in others and k and len(clauses[k - 1]) <= 2 else found
+
+        back = next((k for k in range(best, -1, -1) if subject_at(k)), None)
+        subject = subject_at(back) if back is not None else None
         if subject is None or back is None or subject[0] == "i":
             return None
         # the clauses from the subject to the memory's words, "my" of "my dad" aside
@@ -430,10 +437,11 @@ the list: Dad's allergic to penicillin")."""
 _LEADING = frozenset("and but so oh also then well plus".split())
 
 
-def _subject_of(clause: list[str]) -> tuple[str, str] | None:
+def _subject_of(clause: list[str], named: Collection[str] = ()) -> tuple[str, str] | None:
     """(whom a clause is said of, the word after it) for a clause that starts with a subject
-    pronoun ("she"), a relation ("dad", "my dog") or the speaker ("i", "we"; the first is "i");
-    None for a clause that names none ("still gardens every day") or someone else."""
+    pronoun ("she"), a relation ("dad", "my dog"), one of the people `named` (casefolded) or the
+    speaker ("i", "we"; the first is "i"); None for a clause that names none ("still gardens
+    every day") or someone else."""
     said = list(clause)
     while said and said[0] in _LEADING:
         said.pop(0)
@@ -444,7 +452,7 @@ def _subject_of(clause: list[str]) -> tuple[str, str] | None:
     after = said[1] if len(said) > 1 else ""  # "s" for "she's": no verb done to the speaker
     if said[0] in I_WORDS or said[0] in ("we", "us"):
         return "i", after
-    if said[0] in SUBJECT_PRONOUNS or said[0] in _KIN_OF:
+    if said[0] in SUBJECT_PRONOUNS or said[0] in _KIN_OF or said[0] in named:
         return said[0], after
     return None
 
@@ -1335,7 +1343,7 @@ class PersonalSummarizer:
                                           reason=f"it named {named} for what {speaker} said of themselves: "
                                                  f"{speaker} is named"))
             draft.problem = flaw(draft.text, people) or (
-                "misnamed" if misnamed(draft.text, cited) or self_compared(draft.text) else None)
+                "misnamed" if misnamed(draft.text, cited, transcript.names) or self_compared(draft.text) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
@@ -1427,7 +1435,7 @@ class PersonalSummarizer:
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 reworded = self._reworded(text, transcript, draft.sources, user_name, draft.said)
                 if not fragment(reworded) and not dangling(reworded, people) and not self_compared(reworded) and \
-                        not misnamed(reworded, [transcript.messages[i] for i in draft.sources]):
+                        not misnamed(reworded, [transcript.messages[i] for i in draft.sources], transcript.names):
                     draft.raw, draft.text = text, reworded
                     draft.problem = None
             # a sentence kept as said that starts with "it" or "he" is the model's to write, not ours
