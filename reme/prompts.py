@@ -37,10 +37,8 @@ TEMPLATES: dict[str, dict[str, str]] = {
     },
     "personal/missed": {
         "user_name": "str: whose memories these are",
-        "conversation": "str: the lines no memory covers, marked `> `, the line before each, and the lines "
-                        "around the memories to rewrite, `[index] [time] speaker: text`",
-        "memories": "list of {index: int, content: str, problem: str}: the extraction's memories that cannot "
-                    "stand on their own, to rewrite in the same reply (empty: none)",
+        "conversation": "str: the lines no memory covers, marked `> `, and the line before each, "
+                        "`[index] [time] speaker: text`",
     },
     "personal/rewrite": {
         "query": "str: the question to answer",

@@ -105,12 +105,6 @@ class Repairs(BaseModel):
     memories: list[RepairedMemory]
 
 
-class SecondLook(Extraction):
-    """The second look's reply when memories of the extraction await a rewrite too: the memories
-    of the lines marked, and the rewrites (one call instead of a second look and a repair)."""
-    rewrites: list[RepairedMemory] = Field(default_factory=list)
-
-
 class Decision(BaseModel):
     candidate: int
     action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
@@ -394,7 +388,7 @@ def misnamed(text: str, cited: Sequence[Message], names: Collection[str] = ()) -
     the one of the closest sentence sharing the most words with the memory, its subject the
     first a clause back from it names (a pronoun, a relation, "my dad"; "I" or "we": the
     speaker's own). Not when the memory says it was done to the speaker (`PASSIVE`), nor when it
-    says the relation itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when
+    says whom a pronoun is by a relation ("his son" for "he"), nor when it says the relation itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when
     the memory starts with someone else or a possessive ("Wei's grandmother..."), or for a
     Chinese memory. `names`: the conversation's names of people (`Transcript.names`), which
     are subjects too ("Abbu did a 20 km practice walk")."""
@@ -427,6 +421,8 @@ def misnamed(text: str, cited: Sequence[Message], names: Collection[str] = ()) -
             return None
         if any(f"{aux} {subject[1]}" in memory for aux in PASSIVE) or subject[0] in memory.split():
             return None  # done to the speaker; the relation itself ("Kate has a cat called Miso": "My cat Miso")
+        if subject[0] in SUBJECT_PRONOUNS and _KIN_OF.keys() & set(memory.split()):
+            return None  # "he" said by the line, whom by the memory ("Quang mentions that his son has ...")
         found = found or subject[0]
     return found
 
@@ -1077,34 +1073,15 @@ def said_whole(sentence: str) -> str:
     return sentence if not sentence or sentence.endswith(SENTENCE_ENDS) else sentence + "."
 
 
-def near_lines(flawed: Sequence[Draft], count: int) -> set[int]:
-    """The lines shown beside memories to rewrite: each cited line, the one after it and the one
-    before (an answer and its question); for "she" said of someone, the line before that too."""
-    return {j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
-            if 0 <= j < count}
-
-
-def rewrites(items: Sequence[RepairedMemory]) -> dict[int, str]:
-    """The rewrites of a reply by index, the first for each, with a flaw the model copied from
-    the prompt ("the PhD (a fragment, not a sentence)") taken out; an empty one is none."""
-    out: dict[int, str] = {}
-    for r in items:
-        content = r.content
-        for problem in PROBLEMS.values():
-            content = content.replace(f"({problem})", "")
-        if r.index >= 0 and content.strip():
-            out.setdefault(r.index, content.strip())
-    return out
-
-
 SAID_STEPS = frozenset({"personal/said", "personal/dated"})
 """The steps that keep a sentence as said for what it holds that no memory does (a name, a date):
 one that starts with a pronoun the repair did not mend is dropped, as the model's to write."""
-LEAD_IN = re.compile(r"^(?:[^\W\d_]+(?:\s+[^\W\d_]+){0,2}:|(?:yes|no|oh|so|and|but|also|well|okay|ok|right|"
-                     r"actually|anyway|honestly|nice|great|cool|perfect|sure|thanks|agreed|lovely|wow|ha|haha|hmm|"
-                     r"hi|hello|hey|good|brilliant|fine|alright|exactly|true|totally|absolutely)\b[,!]?)\s+",
+LEAD_IN = re.compile(r"^(?:[^\W\d_]+(?:\s+[^\W\d_]+){0,2}:|(?:oh|so|and|but|also|well|okay|ok|actually|anyway|"
+                     r"honestly|wow|ha|haha|hmm|hi|hello|hey|alright)\b[,!]?|(?:yes|no|right|nice|great|cool|perfect|"
+                     r"sure|thanks|agreed|lovely|good|brilliant|fine|exactly|true|totally|absolutely)[,!])\s+",
                      re.IGNORECASE)
-"""What a sentence kept as said (`unheld_health`) starts with that says nothing: "Funny thing:", "Oh,"."""
+"""What a sentence kept as said (`unheld_health`) starts with that says nothing: "Funny thing:", "Oh,",
+"and"; a word that may say something ("no aspirin", "right knee") only when a comma follows it."""
 
 
 CLAUSE = re.compile(r",\s*|\s+(?:and|but|so|because)\s+", re.IGNORECASE)
@@ -1183,13 +1160,14 @@ class PersonalSummarizer:
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
         missed = left_out(transcript, [c.content for c in candidates] + [d.text for d in flawed])
+        spare: list[ExtractedMemory] = []
         looked = None
-        if missed:  # the same call rewrites the extraction's memories that cannot stand on their own
+        if missed:
             looked = await self._second_look(missed, candidates, flawed, transcript, history, user_name, now, plan,
                                              written)
-            if looked is not None:
-                more, flawed, mended = looked
-                candidates += more + mended
+            more, more_flawed, spare = looked or ([], [], [])
+            candidates += more
+            flawed += more_flawed
         so_far = [c.content for c in candidates] + [d.text for d in flawed]
         unheld = unheld_health(transcript, so_far)
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
@@ -1231,8 +1209,13 @@ class PersonalSummarizer:
                 written, lambda text: {_stem(w) for d in DATED.findall(text) for w in words(d)})
             candidates += more
             flawed += more_flawed
-        if flawed:  # those the second look wrote, or code kept, that cannot stand on their own
+        if flawed:
             candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
+        held = stems(c.content for c in candidates)
+        spare = [item for item in spare if any(_stem(w) not in held for w in worth_holding(item.content))]
+        if spare:  # what the second look said that only memories the repair then dropped held
+            candidates += self._unrepaired(Extraction(memories=spare), transcript, history, user_name, now, plan,
+                                           written, "personal/missed")
 
         related = unheld_relations(transcript, user_name, [c.content for c in candidates])
         if related:  # written by code: who a person is to the speaker
@@ -1354,42 +1337,40 @@ class PersonalSummarizer:
 
     async def _second_look(self, missed: list[int], candidates: list[MemoryNode], flawed: list[Draft],
                            transcript: Transcript, history: MemoryNode, user_name: str, now: datetime, plan: Plan,
-                           written: set[str]) -> tuple[list[MemoryNode], list[Draft], list[MemoryNode]] | None:
+                           written: set[str]) -> tuple[list[MemoryNode], list[Draft], list[ExtractedMemory]] | None:
         """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
         anything of, marked, each after the line before it (the question it answers); not the
-        memories so far (qwen1.5b copied those back). The same call rewrites the extraction's
-        memories that cannot stand on their own (`flawed`), shown with the lines around them, as
-        the repair would (`_mended`): one call, not two. One of its memories with no word the
-        memories so far (the rewritten ones included) lack is dropped. Its memories are checked
-        as the extraction's are; returns those ready, those flawed (for the repair) and the
-        rewritten ones. A failed call adds nothing and rewrites nothing (None; it is listed in
-        `plan.rejected`): the repair then has the extraction's flawed memories."""
+        memories so far (qwen1.5b copied those back): one of its memories with no word they lack
+        is dropped here, or kept aside (the third list) when only memories still to be repaired
+        (`flawed`) have its words: the repair may drop them. Its memories are checked as the
+        extraction's are. A failed call adds nothing (None; it is listed in `plan.rejected`)."""
         marked = set(missed)
-        shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0} | near_lines(flawed, len(transcript.lines)))
+        shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
         lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
-        mend = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
-                for k, d in enumerate(flawed)]
-        shape: type[Extraction] = SecondLook if flawed else Extraction
         try:
             reply = await self.llm.structured(
-                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines, memories=mend),
-                shape, usage=plan.usage, rejected=plan.rejected,
-                step="personal/missed", budget=96 + 160 * len(missed) + 96 * len(flawed))
+                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines),
+                Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/missed",
+                budget=96 + 160 * len(missed))
         except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
             log.warning("second look at the lines no memory holds skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/missed", action="dropped", reason=str(exc)[:300]))
             return None
-        mended = self._mended(flawed, rewrites(reply.rewrites) if isinstance(reply, SecondLook) else {},
-                              transcript, history, user_name, now, plan, written)
-        held = stems(c.content for c in [*candidates, *mended])
+        firm = stems(c.content for c in candidates)
+        held = firm | stems(d.text for d in flawed)
         kept: list[ExtractedMemory] = []
+        spare: list[ExtractedMemory] = []
         for k, item in enumerate(reply.memories):
             why = None
+            said = worth_holding(item.content)
             # What the extraction wrote, in other words; a small model's sources are often off by one.
             if item.sources and not {j for i in item.sources for j in (i - 1, i, i + 1)} & marked:
                 why = "cites no marked line, nor one beside it"
-            elif not any(_stem(w) not in held for w in worth_holding(item.content)):
+            elif not any(_stem(w) not in held for w in said):
                 why = "has no word the memories so far do not have"
+                if any(_stem(w) not in firm for w in said):
+                    spare.append(item)
+                    why += " (kept aside until the repair: only memories to repair have them)"
             elif borrowed := assistant_words(item.content, transcript.messages, None):
                 # the line before a marked one is shown to explain it: often the assistant's suggestion
                 why = f"says what only the assistant said ({', '.join(borrowed[:5])})"
@@ -1398,45 +1379,46 @@ class PersonalSummarizer:
                                                reason=f"{item.content[:80]!r} {why}"))
             else:
                 kept.append(item)
-        more, more_flawed = self._candidates(Extraction(memories=kept), transcript, history, user_name, now,
-                                             plan.rejected, written, step="personal/missed")
-        return more, more_flawed, mended
+        reply.memories = kept
+        return (*self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
+                                  step="personal/missed"), spare)
 
     async def _repair(self, flawed: list[Draft], transcript: Transcript, history: MemoryNode, user_name: str,
                       now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
         """One LLM call rewrites the memories that cannot stand on their own, shown beside the
-        lines they cite and the lines around them (an answer and its question); `_mended` keeps
-        what the rewrites mend."""
-        near = sorted(near_lines(flawed, len(transcript.lines)))
+        lines they cite and the lines around them (an answer and its question). A rewrite that is
+        still a fragment, a question or the assistant's, or a failed call, drops a fragment; a
+        memory that only names no one, or starts with a pronoun, is kept as it was."""
+        # an answer and its question; for "she" said of someone, the line before that question too
+        near = sorted({j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
+                       if 0 <= j < len(transcript.lines)})
         lines = "\n".join(f"[{j}] {transcript.lines[j]}" for j in near) if near else transcript.numbered
         shown = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
                  for k, d in enumerate(flawed)]
-        found: dict[int, str] = {}
+        rewrites: dict[int, str] = {}
         try:
             reply = await self.llm.structured(
                 self.prompts.messages("personal/repair", user_name=user_name, conversation=lines, memories=shown),
                 Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
                 budget=64 + 96 * len(flawed))
-            found = rewrites(reply.memories)
+            for r in reply.memories:
+                content = r.content
+                for problem in PROBLEMS.values():  # "the PhD (a fragment, not a sentence)": the line as shown
+                    content = content.replace(f"({problem})", "")
+                if 0 <= r.index < len(flawed) and content.strip():
+                    rewrites.setdefault(r.index, content.strip())
         except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
             log.warning("memory repair skipped: %s", exc)
             plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
-        return self._mended(flawed, found, transcript, history, user_name, now, plan, written)
-
-    def _mended(self, flawed: list[Draft], found: dict[int, str], transcript: Transcript, history: MemoryNode,
-                user_name: str, now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
-        """The memories to store of `flawed`, given the rewrites `found` (by index in `flawed`). A
-        rewrite that is still a fragment, a question or the assistant's, or none, drops a
-        fragment; a memory that only names no one, or starts with a pronoun, is kept as it was."""
         out: list[MemoryNode] = []
         people = transcript.people(user_name)
         for k, draft in enumerate(flawed):
-            text = found.get(k)
+            text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
-                reworded = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if not fragment(reworded) and not dangling(reworded, people) and not self_compared(reworded) and \
-                        not misnamed(reworded, [transcript.messages[i] for i in draft.sources], transcript.names):
-                    draft.raw, draft.text = text, reworded
+                text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
+                if not fragment(text) and not dangling(text, people) and not self_compared(text) and not misnamed(
+                        text, [transcript.messages[i] for i in draft.sources], transcript.names):
+                    draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
             # a sentence kept as said that starts with "it" or "he" is the model's to write, not ours
             if draft.problem in ("fragment", "misnamed") or (draft.problem == "pronoun" and draft.step in SAID_STEPS):
