@@ -1594,6 +1594,12 @@ async def test_a_memory_that_someone_takes_what_they_are_allergic_to_is_not_stor
     ("Ana took penicillin once and came out in hives.", "I took penicillin once and now I'm allergic to "
                                                          "penicillin.", False),  # the line says she took it
     ("Ana's son takes cetirizine for his allergy to cats.", "He's allergic to cats, so he takes cetirizine.", False),
+    # what she must not take is the safety fact itself
+    ("Ana must not take penicillin.", "I'm allergic to penicillin.", False),
+    ("Ana can't take penicillin", "I'm allergic to penicillin.", False),
+    ("Ana should avoid taking penicillin or amoxicillin", "I'm allergic to penicillin.", False),
+    ("Ana stopped taking codeine because she is allergic to it", "I'm allergic to codeine.", False),
+    ("Ana takes ibuprofen but never takes codeine", "I'm allergic to codeine.", False),
 ])
 def test_taking_what_the_line_says_someone_is_allergic_to_is_caught(memory: str, said: str, wrong: bool) -> None:
     messages = [Message(role="user", name="Ana", content=said)]

@@ -380,7 +380,7 @@ def closest_sentences(text: str, cited: Sequence[Message], names: set[str]) -> t
     return [sentence for n, sentence in shared if n == most and n], most, len(own)
 
 
-def misnamed(text: str, cited: Sequence[Message], names: Collection[str] = ()) -> str | None:
+def misnamed(text: str, cited: Sequence[Message], known: Collection[str] = ()) -> str | None:
     """Whom the cited line's clause says a memory's words of ("she", "dad"), when the memory says
     them of the line's own speaker instead: "Wei is 91 and still gardens every day." (qwen1.5b)
     for Wei's "She's 91 and still gardens every day." (his grandmother); "Dagny is allergic to
@@ -388,17 +388,18 @@ def misnamed(text: str, cited: Sequence[Message], names: Collection[str] = ()) -
     the one of the closest sentence sharing the most words with the memory, its subject the
     first a clause back from it names (a pronoun, a relation, "my dad"; "I" or "we": the
     speaker's own). Not when the memory says it was done to the speaker (`PASSIVE`), nor when it
-    says whom a pronoun is by a relation ("his son" for "he"), nor when it says the relation itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when
-    the memory starts with someone else or a possessive ("Wei's grandmother..."), or for a
-    Chinese memory. `names`: the conversation's names of people (`Transcript.names`), which
-    are subjects too ("Abbu did a 20 km practice walk")."""
+    says whom a pronoun is by a relation ("his son" for "he"), nor when it says the relation
+    itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when the memory
+    starts with someone else or a possessive ("Wei's grandmother..."), or for a Chinese memory.
+    `known`: the conversation's names of people (`Transcript.names`), subjects too ("Abbu did a
+    20 km practice walk"), but not half of a subject of two ("Me and Abbu walked")."""
     speakers = {m.name for m in cited if m.role == "user" and m.name}
     if len(speakers) != 1 or CJK_CHAR.search(text):
         return None
     name = speakers.pop()
     if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
         return None
-    others = frozenset(n.casefold() for n in names) - {w.casefold() for w in words(name)}
+    others = frozenset(n.casefold() for n in known) - {w.casefold() for w in words(name)}
     names = set(words(name))
     own = own_words(text, names)
     memory = " ".join(words(text))
@@ -406,13 +407,8 @@ def misnamed(text: str, cited: Sequence[Message], names: Collection[str] = ()) -
     for sentence in closest_sentences(text, cited, names)[0]:
         clauses = [words(c) for c in SUBJECT_CLAUSE.split(sentence)]
         best = max(range(len(clauses)), key=lambda k: len(own & {_stem(w) for w in clauses[k]}))
-        def subject_at(k: int) -> tuple[str, str] | None:
-            found = _subject_of(clauses[k], others)
-            # "Me and Abbu walked ...": a name after a clause of a word or two is half a subject of two
-            return None if found and found[0] in others and k and len(clauses[k - 1]) <= 2 else found
-
-        back = next((k for k in range(best, -1, -1) if subject_at(k)), None)
-        subject = subject_at(back) if back is not None else None
+        back = next((k for k in range(best, -1, -1) if _subject_at(clauses, k, others)), None)
+        subject = _subject_at(clauses, back, others) if back is not None else None
         if subject is None or back is None or subject[0] == "i":
             return None
         # the clauses from the subject to the memory's words, "my" of "my dad" aside
@@ -431,6 +427,13 @@ SUBJECT_CLAUSE = re.compile(r"[,:]\s*|\s+(?:and|but|so|because)\s+", re.IGNORECA
 """Where `misnamed` parts a sentence into clauses: as `CLAUSE`, and after a colon ("one more for
 the list: Dad's allergic to penicillin")."""
 _LEADING = frozenset("and but so oh also then well plus".split())
+
+
+def _subject_at(clauses: list[list[str]], k: int, named: Collection[str]) -> tuple[str, str] | None:
+    """`_subject_of` clause `k`; not a name after a clause of a word or two, half of a subject of
+    two ("Me and Abbu walked ...")."""
+    found = _subject_of(clauses[k], named)
+    return None if found and found[0] in named and k and len(clauses[k - 1]) <= 2 else found
 
 
 def _subject_of(clause: list[str], named: Collection[str] = ()) -> tuple[str, str] | None:
@@ -534,9 +537,15 @@ def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
         if allergen in COMMON_WORDS or allergen in FIRST_PERSON:
             continue
         taken = re.compile(TAKES + re.escape(allergen) + r"\b", re.IGNORECASE)
-        if taken.search(text) and not taken.search(said):
+        if any(not NOT_TO.search(text[:m.start()]) for m in taken.finditer(text)) and not taken.search(said):
             return allergen
     return None
+
+
+NOT_TO = re.compile(r"\b(?:not|never|no|cannot|avoid|avoids|avoiding|stop|stops|stopped|without)\s*(?:\w+\s+){0,1}$"
+                    r"|n['’]t\s+(?:\w+\s+){0,1}$", re.IGNORECASE)
+"""What says a medicine is not to be taken, right before "take" ("must not take", "can't take",
+"should avoid taking", "stopped taking")."""
 
 
 def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> list[str]:
