@@ -661,6 +661,13 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2025-03-11", "Tomasz gets a crown fitted a week from today", "Tomasz gets a crown fitted a week from today "
                                                                   "(18 March 2025)"),
     ("2024-05-03", "Kim moves to Porto in two months", "Kim moves to Porto in two months (July 2024)"),
+    # weeks ago: the day that many weeks back, about (fresh4-fresh7's gold: "two weeks ago" said
+    # on 20 May is about 6 May; the week it fell in, "5-11 May", did not say which day)
+    ("2025-05-20", "Kim started propranolol two weeks ago", "Kim started propranolol two weeks ago (about 6 May 2025)"),
+    ("2025-11-18", "Kim moved to Marseille three weeks ago",
+     "Kim moved to Marseille three weeks ago (about 28 October 2025)"),
+    ("2025-05-20", "Kim had a blood test a week ago", "Kim had a blood test a week ago (about 13 May 2025)"),
+    ("2025-05-20", "Kim left a few weeks ago", "Kim left a few weeks ago (26 April - 2 May 2025)"),
     ("2024-05-03", "Kim starts in a few days", "Kim starts in a few days (5-7 May 2024)"),
     # "this Saturday" is the coming one unless told of the past (fresh4: "the honey harvest this Saturday")
     ("2025-05-14", "Mandla helps with the honey harvest this Saturday",
@@ -1891,7 +1898,7 @@ async def test_a_time_no_memory_dates_is_kept_as_said(reme: ReMe, server: OpenAI
     assert [n.content for n in result.added] == [
         "Rustam works at an engineering firm in Calgary on a temporary permit", "Ren is on Rustam's team",
         "Rustam's visa interview is in nine days (5 February 2026)",
-        "Rustam started at an engineering firm in Calgary three weeks ago (5-11 January 2026), on a temporary permit.",
+        "Rustam started at an engineering firm in Calgary three weeks ago (about 6 January 2026), on a temporary permit.",
         "Ren joined Rustam's team last Monday (26 January 2026)."]
     assert [(r.step, r.action) for r in result.rejected] == [("personal/dated", "defaulted")] * 2
     assert result.usage.steps == {"personal/extract": 1, "personal/missed": 1}
