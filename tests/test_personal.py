@@ -1607,6 +1607,11 @@ async def test_a_memory_that_someone_takes_what_they_are_allergic_to_is_not_stor
     ("Ana should avoid taking penicillin or amoxicillin", "I'm allergic to penicillin.", False),
     ("Ana stopped taking codeine because she is allergic to it", "I'm allergic to codeine.", False),
     ("Ana takes ibuprofen but never takes codeine", "I'm allergic to codeine.", False),
+    ("Ana was put on penicillin", "I'm allergic to penicillin.", True),
+    # "on" that is not taking, and a diet free of it
+    ("Ana read up on penicillin allergies", "I'm allergic to penicillin.", False),
+    ("Ana stays on peanut-free food", "I have a peanut allergy, so I stay on peanut-free food.", False),
+    ("Ana stays on peanut free food", "Peanut allergy, so peanut free food only, I stay on it.", False),
 ])
 def test_taking_what_the_line_says_someone_is_allergic_to_is_caught(memory: str, said: str, wrong: bool) -> None:
     messages = [Message(role="user", name="Ana", content=said)]

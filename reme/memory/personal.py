@@ -524,7 +524,9 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
 
 ALLERGIC_TO = re.compile(r"\ballerg(?:ic|y|ies)\s+to\s+(?:the\s+|any\s+|all\s+|some\s+)?([^\W\d_][\w-]*)"
                          r"|\b([^\W\d_][\w-]*)\s+allerg(?:y|ies)\b", re.IGNORECASE)
-TAKES = r"\b(?:takes?|taking|took|taken|on|uses?|using|prescribed)\s+(?:[\w'’-]+\s+){0,2}?"
+TAKES = (r"\b(?:takes?|taking|took|taken|uses?|using|prescribed|(?:is|was|are|were|been|be|being|put|started|stays?|"
+         r"stayed)\s+on)\s+(?:[\w'’-]+\s+){0,2}?")
+"""Says someone takes what follows ("is taking", "was put on"; not "read up on")."""
 
 
 def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
@@ -536,7 +538,7 @@ def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
         allergen = (match[1] or match[2]).casefold()
         if allergen in COMMON_WORDS or allergen in FIRST_PERSON:
             continue
-        taken = re.compile(TAKES + re.escape(allergen) + r"\b", re.IGNORECASE)
+        taken = re.compile(TAKES + re.escape(allergen) + r"\b(?![-\s]?free)", re.IGNORECASE)  # "peanut-free"
         if any(not NOT_TO.search(text[:m.start()]) for m in taken.finditer(text)) and not taken.search(said):
             return allergen
     return None
