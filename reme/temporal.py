@@ -133,9 +133,28 @@ def _absolute_day(m: re.Match[str], today: date) -> Span | None:
     return _day(year, month, day)
 
 
+def _count(raw: str) -> int:
+    """The number a count says: "3", "three", "a couple of" (2)."""
+    raw = raw.lower()
+    return int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
+
+
+_WEEKS_AGO = re.compile(rf"{_NUM}\s+weeks?\s+ago", re.IGNORECASE)
+
+
+def day_weeks_ago(expression: str, today: date) -> date | None:
+    """The day an exact count of weeks ago means ("two weeks ago" said on 20 May 2025: 6 May),
+    where its span is the week that day fell in; None for any other expression, or a count that
+    is not exact ("a few weeks ago")."""
+    m = _WEEKS_AGO.fullmatch(expression.strip())
+    if m is None or m["n"].lower() in FUZZY or _count(m["n"]) > 400:
+        return None
+    return today - timedelta(weeks=_count(m["n"]))
+
+
 def _relative_unit(m: re.Match[str], today: date) -> Span | None:
     raw = m["n"].lower()
-    n = int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
+    n = _count(raw)
     unit, fuzzy = m["unit"].lower(), raw in FUZZY
     if n > 400:
         return None
@@ -167,7 +186,7 @@ def _ahead(m: re.Match[str], today: date) -> Span | None:
     if told_of_past(_sentence_of(m)):
         return None
     raw = m["n"].lower()
-    n = int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
+    n = _count(raw)
     unit, fuzzy = m["unit"].lower(), raw in FUZZY
     if n > 400:
         return None

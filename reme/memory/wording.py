@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 from calendar import monthrange
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Sequence
 
-from reme.temporal import FUZZY, IRREGULAR_PAST, NUMBERS, Span, find_spans, told_of_past
+from reme.temporal import IRREGULAR_PAST, Span, day_weeks_ago, find_spans, told_of_past
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -163,10 +163,6 @@ def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
             if RELATIVE.search(text[start:end])]
 
 
-WEEKS_AGO = re.compile(r"(?P<n>\w+(?:\s+of)?|a couple of)\s+weeks?\s+ago$", re.IGNORECASE)
-"""A count of weeks ago, written as the day that many weeks back ("about 6 May 2025")."""
-
-
 def anchor_times(text: str, said: datetime) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
@@ -177,13 +173,11 @@ def anchor_times(text: str, said: datetime) -> str:
     iso = bool(CJK.search(text))
     out, pos = [], 0
     for start, end, span in found:
-        weeks = WEEKS_AGO.match(text[start:end])
-        count = weeks["n"].lower() if weeks else ""
+        day = None if iso else day_weeks_ago(text[start:end], said.date())
         if iso:
             said_as = f"（{describe_span(span, iso)}）"
-        elif count and count not in FUZZY and (count.isdigit() or count in NUMBERS):
-            # "two weeks ago" said on 20 May: about 6 May (the week it fell in does not say the day)
-            said_as = f" (about {_day(said.date() - timedelta(weeks=int(count) if count.isdigit() else NUMBERS[count]))})"
+        elif day is not None:  # "two weeks ago": the week it fell in does not say the day
+            said_as = f" (about {_day(day)})"
         else:
             said_as = f" ({describe_span(span)})"
         out.append(text[pos:end] + said_as)
