@@ -1391,6 +1391,26 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "The sickness has finally stopped, so I've come off the ondansetron.", "Soraya has come off the ondansetron"),
     ("Soraya", "Soraya is planning to give birth at home", "No home birth now, they want me to deliver in hospital.",
      "Soraya will deliver in hospital"),
+    # fresh8's stale values (qwen1.5b added the candidate beside the memory): a number in words...
+    ("Benedikt", "Benedikt is taking pyridostigmine, 60 mg four times a day",
+     "Pyridostigmine is down to three times a day, same 60 mg.",
+     "Benedikt's pyridostigmine is down to three times a day, same 60 mg"),
+    ("Filipa", "Filipa uses estradiol gel, two pumps every evening", "The gel is up to three pumps, the flushes crept back.",
+     "Filipa's estradiol gel is up to three pumps"),
+    # ... a medicine finished or replaced
+    ("Mirko", "Mirko takes ursodeoxycholic acid, 500 mg twice a day", "The ursodeoxycholic acid is finished.",
+     "Mirko has finished the ursodeoxycholic acid"),
+    ("Filipa", "Filipa takes progesterone capsules, 100 mg at bedtime",
+     "And the progesterone capsules are replaced by a Mirena coil.", "Filipa has a Mirena coil instead of the capsules"),
+    # ... what was stopped done again
+    ("Benedikt", "Benedikt stopped cycling to work for now", "I've been cycling to work again!",
+     "Benedikt is cycling to work again"),
+    # ... someone else in a role
+    ("Benedikt", "Benedikt's neurologist is Dr Pichler at the university hospital in Graz",
+     "Dr Pichler moved to Linz, so my neurologist is now Dr Steinwender.",
+     "Dr Pichler moved to Linz, so Benedikt's neurologist is now Dr Steinwender"),
+    ("Dolores", "Dolores' social worker is Ms Abernathy", "Ms Abernathy left, so their social worker is Mr Delgado now.",
+     "Ms Abernathy left, so Dolores' social worker is Mr Delgado now"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1420,6 +1440,10 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
     # the "and" of a list is no clause of its own: "night" goes with the part it belongs to
     ("Soraya", "Soraya is sick as a dog and is taking ondansetron for morning, noon, and night",
      "I've come off the ondansetron.", "Soraya has come off the ondansetron", "Soraya is sick as a dog."),
+    # fresh8: a memory that says something else has ended can still end in part
+    ("Mirko", "Mirko is taking tacrolimus, 4 mg twice a day. Mirko's ursodeoxycholic acid is finished.",
+     "Tacrolimus is down to 2 mg twice a day.", "Mirko's tacrolimus is down to 2 mg twice a day",
+     "Mirko's ursodeoxycholic acid is finished."),
 ])
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: merged into the candidate's text alone
 async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(
@@ -1487,6 +1511,23 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
     # a value changed, of something the memory does not name
     ("Victor", "Victor takes atorvastatin, 20 mg in the evening", "My brother's dose went up to 40 mg.",
      "Victor's brother's dose went up to 40 mg"),
+    # a number changed of something else than the memory's number is of, or a month, or a unit
+    ("Filipa", "Filipa is 51 and has hot flushes", "The flushes are down to two or three a day.",
+     "Filipa's flushes are down to two or three a day"),
+    ("Alasdair", "Alasdair left the bank two weeks ago (17-23 March 2025)",
+     "They upped my levothyroxine to 75 micrograms in March.",
+     "Alasdair's levothyroxine went up to 75 micrograms in March"),
+    ("Itzel", "Itzel takes lanadelumab, an injection every two weeks", "We've cut the season to five weeks.",
+     "Itzel cut the season to five weeks"),
+    # "again" of something else than what was given up
+    ("Bob", "Bob gave up smoking last year", "I met my old smoking buddy Tim again.",
+     "Bob met his old smoking buddy Tim again"),
+    # a new holder of a role does not take a health fact with the old one
+    ("Dolores", "Dolores' social worker, Ms Abernathy, says Jaylen is allergic to pineapple",
+     "Their social worker is Mr Delgado now.", "Dolores' social worker is Mr Delgado now"),
+    # nor does a new holder of another role, nor the same one again
+    ("Ana", "Ana's dentist is Dr Costa in Porto", "My physio is now Dr Silva.", "Ana's physio is now Dr Silva"),
+    ("Ana", "Ana's dentist is Dr Costa in Porto", "My dentist is now Dr Costa again.", "Ana's dentist is Dr Costa again"),
 ])
 async def test_a_line_that_ends_or_changes_something_else_leaves_a_memory_as_it_is(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:

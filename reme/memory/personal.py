@@ -1827,20 +1827,44 @@ def _content_stems(text: str, user_name: str) -> set[str]:
 
 ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
                    r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out"
-                   r"|c[oa]me off|coming off)\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
+                   r"|c[oa]me off|coming off|replaced (?:by|with))\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
+                   r"|\b(?:is|are|was|were)\s+(?:all\s+)?finished\b"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
+SPELLED = {w: str(n) for n, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
+"""Numbers said in words, as `amounts` states them ("four times a day")."""
+_NUMBER = r"\d+(?:\.\d+)?(?![\d.])|" + "|".join(SPELLED) + r"\b"
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
-                        r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>\d+(?:\.\d+)?)(?![\d.])"
-                        r"|\b(?:up|down)\s+to\s+(?P<m>\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
+                        r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
+                        r"|\b(?:up|down)\s+to\s+(?P<m>" + _NUMBER + ")", re.IGNORECASE)
 """A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "doubled
-the metformin: 1000 mg"."""
-AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])")
+the metformin: 1000 mg", "down to three times a day"."""
+AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
 PARENTHESES = re.compile(r"\([^()]*\)")
+STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
+                           r"(?P<w>[a-z]{4,})", re.IGNORECASE)
+"""What a memory says someone stopped doing: "stopped cycling to work", "no longer drives"."""
+AGAIN = re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
+                   r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b|\bback to (?P<v>[a-z]{4,}ing)\b", re.IGNORECASE)
+"""Someone doing again what they had stopped: "I've been cycling to work again", "back to running"."""
+UNITS = frozenset(_stem(w) for w in (
+    "times weeks months years hours minutes daily weekly monthly mornings evenings nights bedtime january february "
+    "march april june july august september october november december monday tuesday wednesday thursday friday "
+    "saturday sunday once twice thrice " + " ".join(SPELLED)).split())
+"""What a number counts or when, not what it is of: a memory and a line that share only these
+are not about one thing."""
+_TITLES = {"dr", "mr", "mrs", "ms", "miss", "prof"}
+_TITLE = r"(?:(?:Dr|Mr|Mrs|Ms|Miss|Prof)\.?\s+)?"
+NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _TITLE + r"(?P<name>[A-Z][^\W\d_]+)\b(?!')"
+                       r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)")
+"""Someone else in a role: "my neurologist is now Dr Steinwender", "their social worker is Mr
+Delgado now"."""
 
 
 def amounts(text: str) -> set[str]:
-    """The numbers a text states, less years and what is in parentheses (the dates ReMe adds)."""
-    return {n for n in AMOUNT.findall(PARENTHESES.sub(" ", text)) if not YEAR.fullmatch(n)}
+    """The numbers a text states (spelled ones as digits), less years and what is in parentheses
+    (the dates ReMe adds)."""
+    found = (SPELLED.get(n.lower(), n) for n in AMOUNT.findall(PARENTHESES.sub(" ", text)))
+    return {n for n in found if not YEAR.fullmatch(n)}
 
 
 OWN_WORDS = frozenset("i my me we our us".split())
@@ -1858,19 +1882,50 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set
     shared word may belong to something else in the same clause: "The Google offsite got
     cancelled" would end "Bob works at Google" (a known false positive of a word rule). `own`:
     only clauses in the first person count ("I've come off the ondansetron", not "a baker who used
-    to work in Barcelona"). Empty for a memory that says it has ended itself, or Chinese."""
-    if ENDED.search(stored) or CJK_CHAR.search(stored + lines):
+    to work in Barcelona"). The parts of a memory that say something has ended themselves are not
+    ended again, but what they say was stopped ends when a clause says it is done again ("I've
+    been cycling to work again" for "Benedikt stopped cycling to work"); a role ends when a clause
+    says someone else now holds it ("my neurologist is now Dr Steinwender" for "Benedikt's
+    neurologist is Dr Pichler"), unless that part of the memory holds a health fact too (a social
+    worker's word of an allergy stays). Empty for Chinese."""
+    if CJK_CHAR.search(stored + lines):
         return set()
-    held, numbers = _content_stems(stored, user_name), amounts(stored)
+    sentences = SENTENCE.split(PARENTHESES.sub(" ", stored))
+    held = {w for sentence in sentences for clause in CLAUSE.split(sentence) if not ENDED.search(clause)
+            for w in _content_stems(clause, user_name)} - UNITS
+    # the numbers of each part of the memory ("..., and Alasdair is on levothyroxine, 50 micrograms"), with its words
+    valued = [(_content_stems(part, user_name) - UNITS, amounts(part)) for sentence in sentences
+              for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
+    stopped = {_stem(m["w"].lower()) for m in STOPPED_DOING.finditer(stored)}
     out: set[str] = set()
     for sentence in SENTENCE.split(lines):
         for clause in CLAUSE.split(sentence):
-            shared = held & _content_stems(clause, user_name)
             if own and not OWN_WORDS & set(words(clause)):
                 continue
-            if shared and (ENDED.search(clause) or (numbers and any(
-                    (m["n"] or m["m"]) not in numbers for m in CHANGED_TO.finditer(clause)))):
-                out |= shared
+            said = _content_stems(clause, user_name) - UNITS
+            if held & said and ENDED.search(clause):
+                out |= held & said
+            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
+            # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
+            # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
+            out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
+            if stopped and any(_stem((m["w"] or m["v"]).lower()) in stopped for m in AGAIN.finditer(clause)):
+                out |= _content_stems(stored, user_name) & said
+            out |= new_holder(clause, stored, user_name)
+    return out
+
+
+def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
+    """The `_stem` of a role (a word) that `clause` says someone else now holds (`NOW_HOLDS`), when
+    a part of the stored memory (a sentence) names it with someone else and holds no health fact."""
+    out: set[str] = set()
+    for m in NOW_HOLDS.finditer(clause):
+        role, name = m["role"].lower(), m["name"] or m["other"]
+        for sentence in SENTENCE.split(stored):
+            said = set(words(sentence))
+            others = {w.lower() for w in _CAPITAL.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
+            if role in said and name.lower() not in said and others and not any(health_word(w) for w in said):
+                out.add(_stem(role))
     return out
 
 
