@@ -1400,8 +1400,16 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     # ... a medicine finished or replaced
     ("Mirko", "Mirko takes ursodeoxycholic acid, 500 mg twice a day", "The ursodeoxycholic acid is finished.",
      "Mirko has finished the ursodeoxycholic acid"),
+    ("Mirko", "Mirko takes ursodeoxycholic acid, 500 mg twice a day, and cholestyramine sachets for the itching",
+     "The ursodeoxycholic acid and the cholestyramine are finished.",
+     "Mirko has finished the ursodeoxycholic acid and the cholestyramine"),
     ("Filipa", "Filipa takes progesterone capsules, 100 mg at bedtime",
      "And the progesterone capsules are replaced by a Mirena coil.", "Filipa has a Mirena coil instead of the capsules"),
+    # ... a new value said instead of the old one, of what the sentence is about (fresh7)
+    ("Esteban", "Esteban takes 800 mg of lithium at night",
+     "My lithium level came back too high in January, so it's 600 mg now instead of 800.",
+     "Esteban's lithium level came back too high in January, so it's 600 mg now instead of 800"),
+    ("Wei", "Wei takes warfarin, 3 mg a day", "They cut my warfarin to 2.", "Wei's warfarin was cut to 2"),
     # ... what was stopped done again
     ("Benedikt", "Benedikt stopped cycling to work for now", "I've been cycling to work again!",
      "Benedikt is cycling to work again"),
@@ -1421,6 +1429,24 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
     (updated,) = result.updated
     assert result.added == [] and updated.memory_id == old.memory_id and updated.content == candidate
     assert any(r.action == "defaulted" and "ended" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
+    ("Irene", "Irene works as an accountant at Deloitte", "Big news: I quit Deloitte and now I'm a pastry chef.",
+     "Irene is a pastry chef now"),
+    ("Benedikt", "Benedikt is taking pyridostigmine, 60 mg four times a day",
+     "Pyridostigmine is down to three times a day, same 60 mg.",
+     "Benedikt's pyridostigmine is down to three times a day, same 60 mg"),
+])
+async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
+    # a NONE ("already known") of a candidate whose line says the memory shown has ended: what is
+    # known is not what the memory says any more
+    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="NONE")
+
+    (updated,) = result.updated
+    assert result.added == [] and updated.memory_id == old.memory_id and updated.content == candidate
+    assert any(r.action == "defaulted" and "NONE" in r.reason for r in result.rejected)
 
 
 @pytest.mark.parametrize(("user", "stored", "said", "candidate", "kept"), [
@@ -1519,6 +1545,9 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
      "Alasdair's levothyroxine went up to 75 micrograms in March"),
     ("Itzel", "Itzel takes lanadelumab, an injection every two weeks", "We've cut the season to five weeks.",
      "Itzel cut the season to five weeks"),
+    # instead of a value the memory does not state
+    ("Esteban", "Esteban takes 800 mg of lithium at night", "My lithium level is 0.9 now instead of 1.1.",
+     "Esteban's lithium level is 0.9 now instead of 1.1"),
     # "again" of something else than what was given up
     ("Bob", "Bob gave up smoking last year", "I met my old smoking buddy Tim again.",
      "Bob met his old smoking buddy Tim again"),

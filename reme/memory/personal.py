@@ -1618,6 +1618,15 @@ class Decider:
                 self._reject(k, f"it names candidate {d.candidate}; there are {len(shown.candidates)}")
                 continue
             cand = shown.candidates[d.candidate]
+            if d.action == "NONE" and (ended := [j for j in range(len(shown.existing))
+                                                 if (d.candidate, j) in shown.ends]):
+                # qwen1.5b, fresh8: "already known" of "Pyridostigmine is down to three times a day"
+                # beside "... 60 mg four times a day": what is known is not what the memory says now
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"NONE of candidate {d.candidate}, whose line says memory id {ended[0]} has ended; the "
+                           "candidate is added"))
+                continue
             if d.action in ("ADD", "NONE"):
                 self.decided.add(d.candidate)
                 if d.action == "ADD" and (at := self._stored(cand.content)) is not None:
@@ -1832,13 +1841,16 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 SPELLED = {w: str(n) for n, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
 """Numbers said in words, as `amounts` states them ("four times a day")."""
-_NUMBER = r"\d+(?:\.\d+)?(?![\d.])|" + "|".join(SPELLED) + r"\b"
+_NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
                         r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
                         r"|\b(?:up|down)\s+to\s+(?P<m>" + _NUMBER + ")", re.IGNORECASE)
 """A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "doubled
 the metformin: 1000 mg", "down to three times a day"."""
-AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
+INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?\binstead of\s+(?:the\s+)?(?P<old>" + _NUMBER + ")",
+                     re.IGNORECASE)
+"""A value said with the one it replaces: "it's 600 mg now instead of 800"."""
+AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
 PARENTHESES = re.compile(r"\([^()]*\)")
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
                            r"(?P<w>[a-z]{4,})", re.IGNORECASE)
@@ -1899,7 +1911,12 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set
     stopped = {_stem(m["w"].lower()) for m in STOPPED_DOING.finditer(stored)}
     out: set[str] = set()
     for sentence in SENTENCE.split(lines):
-        for clause in CLAUSE.split(sentence):
+        if not own or OWN_WORDS & set(words(sentence)):  # "My lithium ..., so it's 600 mg now instead of 800"
+            said = _content_stems(sentence, user_name) - UNITS
+            for m in INSTEAD.finditer(sentence):
+                new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
+                out |= {w for about, numbers in valued if old in numbers and new not in numbers for w in about & said}
+        for clause in clauses_of(sentence):
             if own and not OWN_WORDS & set(words(clause)):
                 continue
             said = _content_stems(clause, user_name) - UNITS
@@ -1912,6 +1929,23 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set
             if stopped and any(_stem((m["w"] or m["v"]).lower()) in stopped for m in AGAIN.finditer(clause)):
                 out |= _content_stems(stored, user_name) & said
             out |= new_holder(clause, stored, user_name)
+    return out
+
+
+LISTED = re.compile(r"^(?:the|my|our|his|her|their)\s+[^\s,]+(?:\s+[^\s,]+){0,2}$", re.IGNORECASE)
+"""A clause that is only a thing named ("The ursodeoxycholic acid"): the first of a compound subject."""
+
+
+def clauses_of(sentence: str) -> list[str]:
+    """A sentence's clauses (`CLAUSE`), a thing named before "and" kept with the clause it is the
+    subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one."""
+    pieces = re.split(r"(,\s*|\s+(?:and|but|so|because)\s+)", sentence, flags=re.IGNORECASE)
+    out = [pieces[0]]
+    for joint, clause in zip(pieces[1::2], pieces[2::2]):
+        if joint.strip().lower() == "and" and LISTED.match(out[-1].strip()):
+            out[-1] += joint + clause
+        else:
+            out.append(clause)
     return out
 
 
