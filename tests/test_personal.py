@@ -1175,6 +1175,21 @@ async def reconciled(reme: ReMe, server: OpenAITestServer, user: str, stored: st
     return old, result
 
 
+async def test_an_update_that_states_again_what_its_line_ends_takes_the_candidates_text(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b, fresh8: "came off the prednisone" UPDATEd "Benedikt was taking pyridostigmine, 60 mg
+    # four times a day, and prednisone ..." to "Benedikt is taking" both: the ended dose stated again
+    stored = "Benedikt was taking pyridostigmine, 60 mg four times a day, and prednisone, 20 mg every morning"
+    said = "Pyridostigmine is down to three times a day, same 60 mg. And I came off the prednisone completely."
+    candidate = "Benedikt came off the prednisone completely"
+    old, result = await reconciled(reme, server, "Benedikt", stored, said, candidate,
+                                   stored.replace("was taking", "is taking"))
+
+    assert (await reme.get_memory(old.memory_id)).content == candidate
+    assert not any("four times" in n.content for n in await reme.list_memory(user_name="benedikt"))
+    assert any(r.action == "defaulted" and "again" in r.reason for r in result.rejected)
+
+
 async def test_an_update_to_another_memorys_text_adds_the_candidate_instead(
         reme: ReMe, server: OpenAITestServer) -> None:
     # fresh6 (qwen1.5b): "The doctor doubled the amlodipine in August" was UPDATEd into one stored
@@ -2004,6 +2019,9 @@ def test_a_sentence_kept_for_its_name_is_a_persons_and_holds_what_no_memory_does
            min_size=1, max_size=4),
        st.lists(st.text(max_size=60), max_size=3),  # years a date is read with (`reme.temporal`: 19xx and 20xx)
        st.datetimes(min_value=datetime(1901, 1, 1), max_value=datetime(2098, 12, 1), timezones=st.just(timezone.utc)))
+# "today" dated first, then "on Monday" was not: the date in parentheses was read as a year named
+@example(lines=[("user", "start last days today on Monday")], written=[],
+         now=datetime(2000, 1, 1, tzinfo=timezone.utc))
 def test_a_sentence_kept_for_its_date_is_a_persons_and_dates_what_no_memory_does(
         lines: list[tuple[str, str]], written: list[str], now: datetime) -> None:
     messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Ann")

@@ -1558,6 +1558,8 @@ class Shown:
     """(candidate, memory shown) -> the stems of the memory's words the candidate's line ends."""
     own: set[tuple[int, int]]
     """The pairs of `ends` whose line says so of the speaker's own ("I've come off ...")."""
+    cited: list[str]
+    """Each candidate's cited lines, joined."""
 
     @classmethod
     def of(cls, candidates: list[MemoryNode], vectors: list[list[float]], existing: list[MemoryNode],
@@ -1566,7 +1568,7 @@ class Shown:
         ends = {(k, j): what for k, lines in enumerate(cited) for j, n in enumerate(existing)
                 if (what := ending(lines, n.content, user_name))}
         own = {(k, j) for k, j in ends if ending(cited[k], existing[j].content, user_name, own=True)}
-        return cls(candidates, vectors, existing, ends, own)
+        return cls(candidates, vectors, existing, ends, own, cited)
 
 
 @dataclass
@@ -1703,12 +1705,23 @@ class Decider:
         text = self.reword((d.text or "").strip(), cand) or cand.content
         j = self.shown.existing.index(old)
         ends = self.shown.ends.get((d.candidate, j))
-        if ends and (rest := kept_apart(old.content, ends, set(words(old.memory_target)))) \
-                and _content_stems(rest, old.memory_target) - stems([text]):
+        rest = kept_apart(old.content, ends, set(words(old.memory_target))) if ends else None
+        if rest and _content_stems(rest, old.memory_target) - stems([text]):
             # qwen1.5b merged "not vegetarian any more" into "Fatoumata is vegetarian, and
             # Fatoumata cooks for two, ... her partner Idrissa" and Idrissa went with the diet
             self._parted(d.candidate, j, rest, f"decisions[{k}]")
             return
+        if ends and (again := ending(self.shown.cited[d.candidate], text, old.memory_target)):
+            # qwen1.5b, fresh8: "came off the prednisone" UPDATEd "Benedikt was taking pyridostigmine,
+            # 60 mg four times a day, and prednisone ..." to "Benedikt is taking" both again
+            if rest:
+                self._parted(d.candidate, j, rest, f"decisions[{k}]")
+                return
+            self.rejected.append(Rejection(
+                step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
+                reason=f"the merged text {text[:80]!r} states again what the candidate's line ends "
+                       f"({', '.join(sorted(again))}); the candidate's text is used"))
+            text = cand.content
         if not shares_a_word(text, old.content, cand.content):
             self.rejected.append(Rejection(
                 step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",

@@ -215,12 +215,13 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
     said in the conversation): the last Monday (29th) before that day when the sentence tells of
     the past ("I went to the dentist on Monday"), else the next one ("I start on Monday"). A
     memory's own tense does not decide: a small model writes "started" for "I start". None when
-    `text` names a year."""
-    if YEAR.search(text) or CJK.search(text):
+    `text` names a year, but for the dates ReMe writes in parentheses ("today (1 January 2000) on
+    Monday"); one followed by such a date already is left as it is."""
+    if YEAR.search(re.sub(r"\([^()]*\)", " ", text)) or CJK.search(text):
         return []
     out: list[tuple[int, int, Span]] = []
     for m in sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start()):
-        if out and m.start() < out[-1][1]:
+        if out and m.start() < out[-1][1] or text[m.end():].lstrip().startswith("("):
             continue
         weekday = m.re is ON_WEEKDAY
         said_so = (rf"\bon\s+{m[1].lower()}\b" if weekday else
