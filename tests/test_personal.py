@@ -1439,11 +1439,18 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
     # qwen1.5b added "Irene quit Deloitte and now she's a pastry chef" beside "Irene works as an
     # accountant at Deloitte": the old job stayed stated as current
-    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="ADD")
+    await updated_in_place(reme, server, user, stored, said, candidate, "ADD", "ended")
+
+
+async def updated_in_place(reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str,
+                           action: str, why: str) -> None:
+    """The model decides `action` on `candidate`; the stored memory is updated to it instead, and a
+    defaulted decision says `why`."""
+    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action=action)
 
     (updated,) = result.updated
     assert result.added == [] and updated.memory_id == old.memory_id and updated.content == candidate
-    assert any(r.action == "defaulted" and "ended" in r.reason for r in result.rejected)
+    assert any(r.action == "defaulted" and why in r.reason for r in result.rejected)
 
 
 @pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
@@ -1457,11 +1464,7 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
     # a NONE ("already known") of a candidate whose line says the memory shown has ended: what is
     # known is not what the memory says any more
-    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="NONE")
-
-    (updated,) = result.updated
-    assert result.added == [] and updated.memory_id == old.memory_id and updated.content == candidate
-    assert any(r.action == "defaulted" and "NONE" in r.reason for r in result.rejected)
+    await updated_in_place(reme, server, user, stored, said, candidate, "NONE", "NONE")
 
 
 @pytest.mark.parametrize(("user", "stored", "said", "candidate", "kept"), [
