@@ -40,15 +40,15 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import (YEAR, anchor_times, anchor_weekdays, describe_span, name_the_speaker,
-                                 relative_spans, weekday_spans)
+from reme.memory.wording import (PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span,
+                                 name_the_speaker, relative_spans, weekday_spans)
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
                          MAX_TAGS, Fallback, MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope,
                          SearchResult, SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import And, Filter
-from reme.temporal import Span, find_spans, find_window
+from reme.temporal import FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window
 
 log = logging.getLogger("reme.personal")
 
@@ -1620,13 +1620,13 @@ class Decider:
                 self._reject(k, f"it names candidate {d.candidate}; there are {len(shown.candidates)}")
                 continue
             cand = shown.candidates[d.candidate]
-            if d.action == "NONE" and (ended := [j for j in range(len(shown.existing))
-                                                 if (d.candidate, j) in shown.ends]):
+            if d.action == "NONE" and (ended := next((j for j in range(len(shown.existing))
+                                                      if (d.candidate, j) in shown.ends), None)) is not None:
                 # qwen1.5b, fresh8: "already known" of "Pyridostigmine is down to three times a day"
                 # beside "... 60 mg four times a day": what is known is not what the memory says now
                 self.rejected.append(Rejection(
                     step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
-                    reason=f"NONE of candidate {d.candidate}, whose line says memory id {ended[0]} has ended; the "
+                    reason=f"NONE of candidate {d.candidate}, whose line says memory id {ended} has ended; the "
                            "candidate is added"))
                 continue
             if d.action in ("ADD", "NONE"):
@@ -1706,17 +1706,15 @@ class Decider:
         j = self.shown.existing.index(old)
         ends = self.shown.ends.get((d.candidate, j))
         rest = kept_apart(old.content, ends, set(words(old.memory_target))) if ends else None
-        if rest and _content_stems(rest, old.memory_target) - stems([text]):
+        # qwen1.5b, fresh8: "came off the prednisone" UPDATEd "Benedikt was taking pyridostigmine, 60 mg
+        # four times a day, and prednisone ..." to "Benedikt is taking" both again
+        again = ending(self.shown.cited[d.candidate], text, old.memory_target) if ends else set()
+        if rest and (again or _content_stems(rest, old.memory_target) - stems([text])):
             # qwen1.5b merged "not vegetarian any more" into "Fatoumata is vegetarian, and
             # Fatoumata cooks for two, ... her partner Idrissa" and Idrissa went with the diet
             self._parted(d.candidate, j, rest, f"decisions[{k}]")
             return
-        if ends and (again := ending(self.shown.cited[d.candidate], text, old.memory_target)):
-            # qwen1.5b, fresh8: "came off the prednisone" UPDATEd "Benedikt was taking pyridostigmine,
-            # 60 mg four times a day, and prednisone ..." to "Benedikt is taking" both again
-            if rest:
-                self._parted(d.candidate, j, rest, f"decisions[{k}]")
-                return
+        if again:
             self.rejected.append(Rejection(
                 step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
                 reason=f"the merged text {text[:80]!r} states again what the candidate's line ends "
@@ -1852,8 +1850,8 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|c[oa]me off|coming off|replaced (?:by|with))\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|\b(?:is|are|was|were)\s+(?:all\s+)?finished\b"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
-SPELLED = {w: str(n) for n, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
-"""Numbers said in words, as `amounts` states them ("four times a day")."""
+SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
+"""Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
                         r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
@@ -1864,21 +1862,19 @@ INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?\binst
                      re.IGNORECASE)
 """A value said with the one it replaces: "it's 600 mg now instead of 800"."""
 AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
-PARENTHESES = re.compile(r"\([^()]*\)")
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
                            r"(?P<w>[a-z]{4,})", re.IGNORECASE)
 """What a memory says someone stopped doing: "stopped cycling to work", "no longer drives"."""
 AGAIN = re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
                    r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b|\bback to (?P<v>[a-z]{4,}ing)\b", re.IGNORECASE)
 """Someone doing again what they had stopped: "I've been cycling to work again", "back to running"."""
-UNITS = frozenset(_stem(w) for w in (
-    "times weeks months years hours minutes daily weekly monthly mornings evenings nights bedtime january february "
-    "march april june july august september october november december monday tuesday wednesday thursday friday "
-    "saturday sunday once twice thrice " + " ".join(SPELLED)).split())
+UNITS = frozenset(_stem(w) for w in [
+    *"times weeks months years hours minutes daily weekly monthly mornings evenings nights bedtime once twice thrice"
+    .split(), *MONTHS, *WEEKDAYS, *SPELLED])
 """What a number counts or when, not what it is of: a memory and a line that share only these
 are not about one thing."""
-_TITLES = {"dr", "mr", "mrs", "ms", "miss", "prof"}
-_TITLE = r"(?:(?:Dr|Mr|Mrs|Ms|Miss|Prof)\.?\s+)?"
+_TITLES = {t.rstrip(".").lower() for t in TITLES} | {"miss"}
+_TITLE = r"(?:(?:" + "|".join(t.capitalize() for t in sorted(_TITLES)) + r")\.?\s+)?"
 NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _TITLE + r"(?P<name>[A-Z][^\W\d_]+)\b(?!')"
                        r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)")
 """Someone else in a role: "my neurologist is now Dr Steinwender", "their social worker is Mr
@@ -1952,7 +1948,7 @@ LISTED = re.compile(r"^(?:the|my|our|his|her|their)\s+[^\s,]+(?:\s+[^\s,]+){0,2}
 def clauses_of(sentence: str) -> list[str]:
     """A sentence's clauses (`CLAUSE`), a thing named before "and" kept with the clause it is the
     subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one."""
-    pieces = re.split(r"(,\s*|\s+(?:and|but|so|because)\s+)", sentence, flags=re.IGNORECASE)
+    pieces = re.split(f"({CLAUSE.pattern})", sentence, flags=re.IGNORECASE)
     out = [pieces[0]]
     for joint, clause in zip(pieces[1::2], pieces[2::2]):
         if joint.strip().lower() == "and" and LISTED.match(out[-1].strip()):

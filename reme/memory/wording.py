@@ -127,6 +127,8 @@ RELATIVE = re.compile(
 Monday" may be the last one or the next; "in May" this year's or last year's)."""
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 CJK = re.compile(r"[\u3400-\u9fff]")
+PARENTHESES = re.compile(r"\([^()]*\)")
+"""What is in parentheses: the dates ReMe writes after a time ("last week (22-28 April 2024)")."""
 MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
                "November", "December"]
 
@@ -217,7 +219,7 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
     memory's own tense does not decide: a small model writes "started" for "I start". None when
     `text` names a year, but for the dates ReMe writes in parentheses ("today (1 January 2000) on
     Monday"); one followed by such a date already is left as it is."""
-    if YEAR.search(re.sub(r"\([^()]*\)", " ", text)) or CJK.search(text):
+    if YEAR.search(PARENTHESES.sub(" ", text)) or CJK.search(text):
         return []
     out: list[tuple[int, int, Span]] = []
     for m in sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start()):
