@@ -380,6 +380,31 @@ def closest_sentences(text: str, cited: Sequence[Message], names: set[str]) -> t
     return [sentence for n, sentence in shared if n == most and n], most, len(own)
 
 
+OWN_PRONOUN = re.compile(r"^(?P<pronoun>She|He|Her|His)\s+(?P<next>[^\W\d_]+)")
+THIRD_PERSON = frozenset("she he her his hers him herself himself".split())
+
+
+def own_pronoun(text: str, cited: Sequence[Message], speaker: str) -> str:
+    """A memory that starts with "She" or "He" (or "Her"/"His") where the cited sentence it comes
+    from starts with "I" (or "My" and the same word) and speaks of no "she" or "he": the speaker
+    named instead ("She needs an eye check every year" for "I need an eye check every year",
+    "Her husband Tendai" for "My husband Tendai"). Else the text as it is."""
+    m = OWN_PRONOUN.match(text.strip())
+    if not m or not speaker:
+        return text
+    possessive = m["pronoun"] in ("Her", "His")
+    for sentence in closest_sentences(text, cited, set(words(speaker)))[0]:
+        said = words(sentence)
+        while said and said[0] in _LEADING:
+            said.pop(0)
+        if THIRD_PERSON & set(said) or not said:
+            continue
+        if possessive and said[:2] == ["my", m["next"].lower()] or not possessive and said[0] == "i":
+            name = speaker[:1].upper() + speaker[1:]
+            return (f"{name}'s" if possessive else name) + text.strip()[len(m["pronoun"]):]
+    return text
+
+
 def misnamed(text: str, cited: Sequence[Message], known: Collection[str] = ()) -> str | None:
     """Whom the cited line's clause says a memory's words of ("she", "dad"), when the memory says
     them of the line's own speaker instead: "Wei is 91 and still gardens every day." (qwen1.5b)
@@ -1497,7 +1522,11 @@ class PersonalSummarizer:
             near = {j for i in sources for j in (i - 1, i + 1) if 0 <= j < len(transcript.messages)}
             speakers = {transcript.messages[j].name or user_name for j in near
                         if transcript.messages[j].role == "user"}
-        reworded = anchor_times(name_the_speaker(text, speakers.pop(), we=True) if len(speakers) == 1 else text, said)
+        if len(speakers) == 1:
+            speaker = speakers.pop()
+            reworded = anchor_times(own_pronoun(name_the_speaker(text, speaker, we=True), cited, speaker), said)
+        else:
+            reworded = anchor_times(text, said)
         reworded = anchor_weekdays(reworded, said, [m.content for m in cited],
                                    [m.content for m in transcript.messages if m.role == "user"])
         reworded = with_the_time_said(reworded, said, [transcript.messages[i].content for i in sources
@@ -1560,15 +1589,28 @@ class Shown:
     """The pairs of `ends` whose line says so of the speaker's own ("I've come off ...")."""
     cited: list[str]
     """Each candidate's cited lines, joined."""
+    asked: list[str]
+    """The question each candidate's first cited line answers (`asked_before`), or ""."""
 
     @classmethod
     def of(cls, candidates: list[MemoryNode], vectors: list[list[float]], existing: list[MemoryNode],
            transcript: Transcript, user_name: str) -> "Shown":
-        cited = [" ".join(transcript.messages[i].content for i in c.metadata["source_turns"]) for c in candidates]
+        turns = [sorted(c.metadata["source_turns"]) for c in candidates]
+        cited = [" ".join(transcript.messages[i].content for i in t) for t in turns]
+        asked = [asked_before(transcript.messages, t[0]) if t else "" for t in turns]
         ends = {(k, j): what for k, lines in enumerate(cited) for j, n in enumerate(existing)
-                if (what := ending(lines, n.content, user_name))}
-        own = {(k, j) for k, j in ends if ending(cited[k], existing[j].content, user_name, own=True)}
-        return cls(candidates, vectors, existing, ends, own, cited)
+                if (what := ending(lines, n.content, user_name, asked=asked[k]))}
+        own = {(k, j) for k, j in ends if ending(cited[k], existing[j].content, user_name, own=True, asked=asked[k])}
+        return cls(candidates, vectors, existing, ends, own, cited, asked)
+
+
+def asked_before(messages: Sequence[Message], index: int) -> str:
+    """The question the assistant asked just before line `index` (its last sentence, when that
+    asks), or "": what a short answer ("Finished in August") is about."""
+    if index <= 0 or index >= len(messages) or messages[index - 1].role != "assistant":
+        return ""
+    last = SENTENCE.split(messages[index - 1].content.strip())[-1]
+    return last if last.endswith("?") else ""
 
 
 @dataclass
@@ -1708,7 +1750,8 @@ class Decider:
         rest = kept_apart(old.content, ends, set(words(old.memory_target))) if ends else None
         # qwen1.5b, fresh8: "came off the prednisone" UPDATEd "Benedikt was taking pyridostigmine, 60 mg
         # four times a day, and prednisone ..." to "Benedikt is taking" both again
-        again = ending(self.shown.cited[d.candidate], text, old.memory_target) if ends else set()
+        again = (ending(self.shown.cited[d.candidate], text, old.memory_target, asked=self.shown.asked[d.candidate])
+                 if ends else set())
         if rest and (again or _content_stems(rest, old.memory_target) - stems([text])):
             # qwen1.5b merged "not vegetarian any more" into "Fatoumata is vegetarian, and
             # Fatoumata cooks for two, ... her partner Idrissa" and Idrissa went with the diet
@@ -1812,8 +1855,10 @@ class Decider:
                     continue
                 try:
                     if not placed:
-                        self.changes[adding[k]] = Change(new=revised(over, cand, cand.content, self.history),
-                                                         old=over, reason=f"ended by: {cand.content}")
+                        new = revised(over, cand, cand.content, self.history)
+                        same = new.retrieval_text == cand.retrieval_text  # its vector is the candidate's
+                        self.changes[adding[k]] = Change(new=new, old=over, reason=f"ended by: {cand.content}",
+                                                         vector=shown.vectors[k] if same else None)
                         placed, what = True, "that memory is updated instead of the candidate being added beside it"
                         self.placed.add(k)
                     elif (k, j) in shown.own:  # a word rule's false positive deletes nothing of another's
@@ -1847,8 +1892,10 @@ def _content_stems(text: str, user_name: str) -> set[str]:
 
 ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
                    r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out"
-                   r"|c[oa]me off|coming off|replaced (?:by|with))\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
-                   r"|\b(?:is|are|was|were)\s+(?:all\s+)?finished\b"
+                   r"|c[oa]me off|coming off|replaced (?:by|with)|discontinued|swapped"
+                   r"|t(?:ook|aken?|aking) (?:me|him|her|them|us) off|switched (?:(?:me|him|her|them|us) )?(?:over )?from"
+                   r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
+                   r"|\b(?:is|are|was|were)\s+(?:all\s+)?(?:finished|over)\b"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
@@ -1866,8 +1913,10 @@ STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|gi
                            r"(?P<w>[a-z]{4,})", re.IGNORECASE)
 """What a memory says someone stopped doing: "stopped cycling to work", "no longer drives"."""
 AGAIN = re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
-                   r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b|\bback to (?P<v>[a-z]{4,}ing)\b", re.IGNORECASE)
-"""Someone doing again what they had stopped: "I've been cycling to work again", "back to running"."""
+                   r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b|\bback (?:to|on) (?:the |my )?(?P<v>[a-z]{4,})\b"
+                   r"|\b(?P<x>[a-z]{4,}) (?:is|are)(?: \w+)? back\b", re.IGNORECASE)
+"""Someone doing again what they had stopped: "I've been cycling to work again", "back to running",
+"back on coffee", "coffee is back too"."""
 UNITS = frozenset(_stem(w) for w in [
     *"times weeks months years hours minutes daily weekly monthly mornings evenings nights bedtime once twice thrice"
     .split(), *MONTHS, *WEEKDAYS, *SPELLED])
@@ -1875,10 +1924,13 @@ UNITS = frozenset(_stem(w) for w in [
 are not about one thing."""
 _TITLES = {t.rstrip(".").lower() for t in TITLES} | {"miss"}
 _TITLE = r"(?:(?:" + "|".join(t.capitalize() for t in sorted(_TITLES)) + r")\.?\s+)?"
-NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _TITLE + r"(?P<name>[A-Z][^\W\d_]+)\b(?!')"
-                       r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)")
+_HOLDER = _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"
+NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _HOLDER.format("name")
+                       + r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)"
+                       r"|\b(?P<here>[a-z]{3,}) (?:here|these days|at the moment) (?:is|are) " + _HOLDER.format("there")
+                       + r"|\b(?i:new) (?P<new>[a-z]{3,}) (?:is|are) " + _HOLDER.format("newly"))
 """Someone else in a role: "my neurologist is now Dr Steinwender", "their social worker is Mr
-Delgado now"."""
+Delgado now", "my gastroenterologist here is Dr Araya", "my new dentist is Dr Okafor"."""
 
 
 def amounts(text: str) -> set[str]:
@@ -1891,7 +1943,76 @@ def amounts(text: str) -> set[str]:
 OWN_WORDS = frozenset("i my me we our us".split())
 
 
-def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set[str]:
+SUBJECTLESS = re.compile(r"^\s*(?:(?:and|but|oh|well)\s+)?(?:(?:all|long|completely)\s+)?(?:finished|done|stopped|over)\b",
+                         re.IGNORECASE)
+"""A clause that says something ended without saying what: "Finished in August" (after "And the budesonide?")."""
+NOT_STILL = re.compile(r"^\s*(?:no|nope|not any ?more|no longer)\W*$", re.IGNORECASE)
+"""A first answer that says no (to a question with "still": "Still on the warfarin?")."""
+REFERRING = frozenset("it them they those".split())
+_DETERMINERS = frozenset("the my our his her their a an".split())
+
+
+def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) -> set[str]:
+    """The `_stem`s of a stored memory's words (`held`) that an "it" (or a clause with no subject:
+    "Finished in August") refers to, given the clauses before it, nearest last, and the question
+    the line answers (`asked`): those of the nearest clause that names a thing first ("the
+    topiramate made my fingers tingle and I couldn't find my words, so it was stopped"), or of the
+    nearest first-person clause that names one the memory holds ("I was on warfarin, but they took
+    me off it"), else of the question."""
+    for clause in reversed(before):
+        said = [w for w in words(clause)]
+        while said and said[0] in _LEADING:
+            said.pop(0)
+        if not _content_stems(" ".join(said), user_name):
+            continue  # "No", "thank goodness"
+        if said[0] in ("i", "we"):
+            if found := held & _content_stems(" ".join(said[1:]), user_name):
+                return found
+            continue  # "I couldn't find my words"
+        if said[0] in PRONOUNS:
+            continue
+        while said and said[0] in _DETERMINERS:
+            said.pop(0)
+        return held & _content_stems(" ".join(said[:3]), user_name)
+    return held & _content_stems(asked, user_name)
+
+
+MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+(?:back\s+)?"
+                      r"(?:to|into)\s+(?P<to>[A-Z][^\W\d_]+)")
+LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\s+in\s+(?P<at>[A-Z][^\W\d_]+)")
+JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
+                    r"\s+(?:at|with)|joined|(?:working|employed)\s+(?:at|for)|work\s+(?:at|for))\s+(?:the\s+)?"
+                    r"(?P<to>[A-Z][^\W\d_]+)")
+WORKS_AT = re.compile(r"\b(?:works|work|working|employed|job)\b[^.;!?,]{0,30}?\b(?:at|for)\s+(?:the\s+)?"
+                      r"(?P<at>[A-Z][^\W\d_]+)")
+"""A move, a new employer said in the first person ("We moved to Santiago", "I started at Bosch"),
+and where a memory says its user lives or works ("Ines lives in Valparaíso", "Rui works as an
+engineer at Siemens")."""
+
+
+OFFICE_AGAIN = re.compile(r"\bback (?:in|at|to|into) (?:the |my )?office\b|\b(?:in|at|to) the office again\b",
+                          re.IGNORECASE)
+FROM_HOME = re.compile(r"\b(?:works?|working|job)\s+(?:\w+\s+){0,2}?(?:from home|remotely)\b|\bremote (?:job|work)\b",
+                       re.IGNORECASE)
+"""Back at the office, and a memory of working from home."""
+
+
+def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
+    """The `_stem`s of the place or employer a first-person clause says the user left for another
+    (`MOVED_TO`, `JOINED`), where a part of the stored memory whose subject is the user says they
+    live or work there."""
+    out: set[str] = set()
+    name = words(user_name)[:1]
+    for said, held in ((MOVED_TO, LIVES_IN), (JOINED, WORKS_AT)):
+        for m in said.finditer(clause):
+            for part in (p for sentence in SENTENCE.split(stored) for p in JOINT.split(sentence)[0::2]):
+                if name and words(part)[:2] == [*name, *words(part)[1:2]] and not re.match(r"^\S+['’]", part):
+                    out |= {_stem(h["at"].lower()) for h in held.finditer(part)
+                            if h["at"].lower() != m["to"].lower() and m["to"].lower() not in words(part)}
+    return out
+
+
+def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked: str = "") -> set[str]:
     """The `_stem`s of the stored memory's words that a clause of `lines` says have ended, or
     whose value has changed (empty: none). A clause ends the words it shares with the memory
     when it says "quit", "stopped", "no longer", "not ... any more", "no more", "used to",
@@ -1908,7 +2029,12 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set
     been cycling to work again" for "Benedikt stopped cycling to work"); a role ends when a clause
     says someone else now holds it ("my neurologist is now Dr Steinwender" for "Benedikt's
     neurologist is Dr Pichler"), unless that part of the memory holds a health fact too (a social
-    worker's word of an allergy stays). Empty for Chinese."""
+    worker's word of an allergy stays). What an "it" of an ending clause refers to, or a clause
+    that says only "Finished", is found in the clauses before it (`referent`), or in the question
+    the first line answers (`asked`: "And the budesonide?" "Finished in August"; a "No" to a
+    question with "still" ends what it asks about). A move or a new employer said in the first
+    person ends where a memory says its user lives or works (`moved_on`); being back at the office
+    ends working from home. Empty for Chinese."""
     if CJK_CHAR.search(stored + lines):
         return set()
     sentences = SENTENCE.split(PARENTHESES.sub(" ", stored))
@@ -1919,25 +2045,36 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False) -> set
               for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
     stopped = {_stem(m["w"].lower()) for m in STOPPED_DOING.finditer(stored)}
     out: set[str] = set()
-    for sentence in SENTENCE.split(lines):
+    sentences = SENTENCE.split(lines)
+    clauses = [clauses_of(sentence) for sentence in sentences]
+    for s, sentence in enumerate(sentences):
         if not own or OWN_WORDS & set(words(sentence)):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
             for m in INSTEAD.finditer(sentence):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
                 out |= {w for about, numbers in valued if old in numbers and new not in numbers for w in about & said}
-        for clause in clauses_of(sentence):
+            if s == 0 and asked and "still" in words(asked) and NOT_STILL.match(clauses[0][0]):
+                out |= held & _content_stems(asked, user_name)  # "Still on the warfarin?" "No, ..."
+        for i, clause in enumerate(clauses[s]):
+            said = _content_stems(clause, user_name) - UNITS
+            if (not held & said and (not own or OWN_WORDS & set(words(sentence)))
+                    and (ENDED.search(clause) and REFERRING & set(words(clause)) or SUBJECTLESS.match(clause))):
+                # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in August"
+                out |= referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held,
+                                user_name)
             if own and not OWN_WORDS & set(words(clause)):
                 continue
-            said = _content_stems(clause, user_name) - UNITS
             if held & said and ENDED.search(clause):
                 out |= held & said
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
-            if stopped and any(_stem((m["w"] or m["v"]).lower()) in stopped for m in AGAIN.finditer(clause)):
+            if stopped and any(_stem((m["w"] or m["v"] or m["x"]).lower()) in stopped for m in AGAIN.finditer(clause)):
                 out |= _content_stems(stored, user_name) & said
-            out |= new_holder(clause, stored, user_name)
+            if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
+                out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
+            out |= new_holder(clause, stored, user_name) | moved_on(clause, stored, user_name)
     return out
 
 
@@ -1963,7 +2100,8 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     a part of the stored memory (a sentence) names it with someone else and holds no health fact."""
     out: set[str] = set()
     for m in NOW_HOLDS.finditer(clause):
-        role, name = m["role"].lower(), m["name"] or m["other"]
+        role = (m["role"] or m["here"] or m["new"]).lower()
+        name = m["name"] or m["other"] or m["there"] or m["newly"]
         for sentence in SENTENCE.split(stored):
             said = set(words(sentence))
             others = {w.lower() for w in _CAPITAL.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
