@@ -1481,6 +1481,10 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     ("Rui", "Rui works as an engineer at Siemens", "I started at Bosch.", "Rui started at Bosch"),
     ("Ximena", "Ximena is working from home for now", "I'm back in the office three days a week.",
      "Ximena is back in the office three days a week"),
+    # ... a dose changed, said of "it"; a role one holds at a time, with a new name
+    ("Bilal", "Bilal takes sumatriptan, 50 mg, when one starts", "The sumatriptan helps, so they put it up to 100 mg.",
+     "Bilal's sumatriptan was put up to 100 mg"),
+    ("Kofi", "Kofi's GP is Dr Mensah in Kumasi", "My GP is Dr Osei.", "Kofi's GP is Dr Osei"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1652,6 +1656,8 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
     # a move or a new job of someone else, or from where the memory says someone else lives
     ("Wei", "Wei lives in York", "My sister moved to Leeds.", "Wei's sister moved to Leeds"),
     ("Rui", "Rui's wife works at Siemens", "I started at Bosch.", "Rui started at Bosch"),
+    # one has many friends at a time
+    ("Kofi", "Kofi's friend is Bea from Kumasi", "My friend is Anna.", "Kofi's friend is Anna"),
 ])
 async def test_a_line_that_ends_or_changes_something_else_leaves_a_memory_as_it_is(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1781,6 +1787,23 @@ async def test_a_memory_that_someone_takes_what_they_are_allergic_to_is_not_stor
 def test_taking_what_the_line_says_someone_is_allergic_to_is_caught(memory: str, said: str, wrong: bool) -> None:
     messages = [Message(role="user", name="Ana", content=said)]
     assert (not_a_memory(memory, messages, [0], "ana") is not None) == wrong
+
+
+@pytest.mark.parametrize(("memory", "asked", "said", "wrong"), [
+    # fresh9 (qwen1.5b): "Ximena is taking Ibuprofen and other NSAIDs" for the answer to what she must avoid
+    ("Wei is taking Ibuprofen and other NSAIDs to manage Crohn's disease flares.", "Anything you have to avoid?",
+     "Ibuprofen and anything like it, they set off flares.", True),
+    ("Wei is taking azathioprine.", "Anything you have to avoid?",
+     "Ibuprofen and anything like it. On azathioprine I can't have live vaccines.", False),
+    ("Wei takes aspirin every day.", "", "I can't take aspirin, it makes me bleed.", True),
+    ("Wei is on warfarin, so he must avoid aspirin.", "", "I'm on warfarin, so I must not take aspirin.", False),
+    # what the answer names first is avoided only when the question asks what to avoid
+    ("Wei takes aspirin every day.", "What do you take?", "Aspirin, every day.", False),
+])
+def test_taking_what_the_line_says_to_avoid_is_caught(memory: str, asked: str, said: str, wrong: bool) -> None:
+    messages = [Message(role="assistant", content=f"Right. {asked}" if asked else "Noted."),
+                Message(role="user", name="Wei", content=said)]
+    assert (not_a_memory(memory, messages, [1], "wei") is not None) == wrong
 
 
 async def test_a_health_fact_no_memory_holds_is_kept_as_said(reme: ReMe, server: OpenAITestServer) -> None:

@@ -544,6 +544,9 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     cited = [messages[i].content for i in sources if 0 <= i < len(messages) and messages[i].role == "user"]
     if allergen := taken_though_allergic(text, cited or [m.content for m in messages if m.role == "user"]):
         return f"{text[:80]!r} says someone takes {allergen}; the line says they are allergic to {allergen}"
+    asked = asked_before(messages, min(sources)) if cited else ""
+    if avoided := taken_though_avoided(text, cited, asked):
+        return f"{text[:80]!r} says someone takes {avoided}; the line says it is to be avoided"
     return None
 
 
@@ -559,14 +562,36 @@ def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
     someone is allergic to: "Rosalind is taking codeine for her allergy." (qwen1.5b) for "I'm
     allergic to codeine", the opposite of the safety fact. None when the lines say it is taken too."""
     said = " ".join(lines)
-    for match in ALLERGIC_TO.finditer(said):
-        allergen = (match[1] or match[2]).casefold()
-        if allergen in COMMON_WORDS or allergen in FIRST_PERSON:
-            continue
-        taken = re.compile(TAKES + re.escape(allergen) + r"\b(?![-\s]?free)", re.IGNORECASE)  # "peanut-free"
-        if any(not NOT_TO.search(text[:m.start()]) for m in taken.finditer(text)) and not taken.search(said):
-            return allergen
-    return None
+    return next((allergen for match in ALLERGIC_TO.finditer(said)
+                 if _taken_though_not((allergen := (match[1] or match[2]).casefold()), text, said)), None)
+
+
+AVOID = re.compile(r"\b(?:avoid(?:s|ing)?|can(?:no|['’])?t\s+(?:have|take|eat|drink)|(?:must|should)\s*(?:n['’]t|\s+not)\s+"
+                   r"(?:have|take|eat|drink)|stay\s+away\s+from|not\s+allowed)\b", re.IGNORECASE)
+AVOIDED = re.compile(AVOID.pattern + r"\s+(?:the\s+|any\s+|all\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
+
+
+def taken_though_avoided(text: str, lines: Sequence[str], asked: str = "") -> str | None:
+    """What a memory says someone takes that the `lines` it comes from say is to be avoided ("I
+    can't have ibuprofen"), or name first in answer to a question of what to avoid (`asked`:
+    "Anything you have to avoid?" "Ibuprofen and anything like it, they set off flares", for which
+    qwen1.5b wrote "Ximena is taking Ibuprofen and other NSAIDs"). None when the lines say it is
+    taken too."""
+    said = " ".join(lines)
+    things = [m[1].casefold() for m in AVOIDED.finditer(said)]
+    if asked and AVOID.search(asked) and lines:
+        first = [w for w in words(lines[0]) if w not in _LEADING]
+        things += first[:1]
+    return next((thing for thing in things if _taken_though_not(thing, text, said)), None)
+
+
+def _taken_though_not(thing: str, text: str, said: str) -> bool:
+    """Whether a memory says someone takes `thing` (not after "not", "avoid"...) and the lines
+    `said` do not ("I can't take aspirin" does not)."""
+    if thing in COMMON_WORDS or thing in FIRST_PERSON or thing in FILLER or len(thing) < 3:
+        return False
+    taken = re.compile(TAKES + re.escape(thing) + r"\b(?![-\s]?free)", re.IGNORECASE)  # "peanut-free"
+    return all(any(not NOT_TO.search(t[:m.start()]) for m in taken.finditer(t)) == (t is text) for t in (text, said))
 
 
 NOT_TO = re.compile(r"\b(?:not|never|no|cannot|avoid|avoids|avoiding|stop|stops|stopped|without)\s*(?:\w+\s+){0,1}$"
@@ -1928,9 +1953,15 @@ _HOLDER = _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"
 NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _HOLDER.format("name")
                        + r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)"
                        r"|\b(?P<here>[a-z]{3,}) (?:here|these days|at the moment) (?:is|are) " + _HOLDER.format("there")
-                       + r"|\b(?i:new) (?P<new>[a-z]{3,}) (?:is|are) " + _HOLDER.format("newly"))
+                       + r"|\b(?i:new) (?P<new>[a-z]{3,}) (?:is|are) " + _HOLDER.format("newly")
+                       + r"|\b(?i:my|our) (?P<plain>(?i:[a-z]{2,})) (?:is|are) " + _HOLDER.format("named"))
 """Someone else in a role: "my neurologist is now Dr Steinwender", "their social worker is Mr
-Delgado now", "my gastroenterologist here is Dr Araya", "my new dentist is Dr Okafor"."""
+Delgado now", "my gastroenterologist here is Dr Araya", "my new dentist is Dr Okafor"; or plainly,
+"my GP is Dr Osei", of a role one person holds at a time (`ONE_HOLDER`)."""
+ONE_HOLDER = ("ologist", "iatrist", "ician", "gp", "doctor", "dentist", "therapist", "physio", "surgeon", "midwife",
+              "consultant", "landlord", "landlady", "boss", "manager", "headteacher", "principal", "solicitor",
+              "lawyer", "vet", "caseworker", "keyworker", "nurse", "carer", "childminder", "nanny", "tutor", "coach")
+"""The endings of roles a person has one of at a time: a new name in one ends the old."""
 
 
 def amounts(text: str) -> set[str]:
@@ -2057,16 +2088,19 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= held & _content_stems(asked, user_name)  # "Still on the warfarin?" "No, ..."
         for i, clause in enumerate(clauses[s]):
             said = _content_stems(clause, user_name) - UNITS
+            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             if (not held & said and (not own or OWN_WORDS & set(words(sentence)))
-                    and (ENDED.search(clause) and REFERRING & set(words(clause)) or SUBJECTLESS.match(clause))):
-                # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in August"
-                out |= referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held,
-                                user_name)
+                    and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
+                         or SUBJECTLESS.match(clause))):
+                # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
+                # August"; "The sumatriptan helps, so they put it up to 100 mg"
+                them = referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held, user_name)
+                out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & them} \
+                    if changed else them
             if own and not OWN_WORDS & set(words(clause)):
                 continue
             if held & said and ENDED.search(clause):
                 out |= held & said
-            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
@@ -2100,8 +2134,10 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     a part of the stored memory (a sentence) names it with someone else and holds no health fact."""
     out: set[str] = set()
     for m in NOW_HOLDS.finditer(clause):
-        role = (m["role"] or m["here"] or m["new"]).lower()
-        name = m["name"] or m["other"] or m["there"] or m["newly"]
+        role = (m["role"] or m["here"] or m["new"] or m["plain"]).lower()
+        name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
+        if m["plain"] and not role.endswith(ONE_HOLDER):
+            continue  # "my friend is Anna" ends no other friend
         for sentence in SENTENCE.split(stored):
             said = set(words(sentence))
             others = {w.lower() for w in _CAPITAL.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
