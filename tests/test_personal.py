@@ -1485,6 +1485,13 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     ("Bilal", "Bilal takes sumatriptan, 50 mg, when one starts", "The sumatriptan helps, so they put it up to 100 mg.",
      "Bilal's sumatriptan was put up to 100 mg"),
     ("Kofi", "Kofi's GP is Dr Mensah in Kumasi", "My GP is Dr Osei.", "Kofi's GP is Dr Osei"),
+    # ... someone gone, a new holder named after whose relation they are
+    ("Lautaro", "Don Ernesto is Lautaro's foreman and runs the pickers", "Don Ernesto retired after the harvest.",
+     "Lautaro's foreman Don Ernesto retired after the harvest"),
+    ("Lautaro", "Don Ernesto is Lautaro's foreman and runs the pickers", "The new foreman is his nephew, Leandro.",
+     "Lautaro's new foreman is Leandro"),
+    ("Lautaro", "Lautaro's grandma Rose lives in Mendoza", "Grandma Rose passed away.",
+     "Lautaro's grandma Rose passed away"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1658,6 +1665,9 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
     ("Rui", "Rui's wife works at Siemens", "I started at Bosch.", "Rui started at Bosch"),
     # one has many friends at a time
     ("Kofi", "Kofi's friend is Bea from Kumasi", "My friend is Anna.", "Kofi's friend is Anna"),
+    # a doctor gone from a memory of a medicine: the medicine stays
+    ("Bilal", "Bilal takes sumatriptan, prescribed by Dr Qureshi", "Dr Qureshi retired, so my neurologist is Dr Malik "
+     "now.", "Dr Qureshi retired, so Bilal's neurologist is Dr Malik now"),
 ])
 async def test_a_line_that_ends_or_changes_something_else_leaves_a_memory_as_it_is(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:

@@ -1949,7 +1949,7 @@ UNITS = frozenset(_stem(w) for w in [
 are not about one thing."""
 _TITLES = {t.rstrip(".").lower() for t in TITLES} | {"miss"}
 _TITLE = r"(?:(?:" + "|".join(t.capitalize() for t in sorted(_TITLES)) + r")\.?\s+)?"
-_HOLDER = _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"
+_HOLDER = r"(?:(?i:his|her|their|my|our)\s+[a-z]+,?\s+)?" + _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"
 NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _HOLDER.format("name")
                        + r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)"
                        r"|\b(?P<here>[a-z]{3,}) (?:here|these days|at the moment) (?:is|are) " + _HOLDER.format("there")
@@ -2108,7 +2108,9 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= _content_stems(stored, user_name) & said
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
                 out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
-            out |= new_holder(clause, stored, user_name) | moved_on(clause, stored, user_name)
+            out |= moved_on(clause, stored, user_name)
+        if not own or OWN_WORDS & set(words(sentence)):
+            out |= new_holder(sentence, stored, user_name)
     return out
 
 
@@ -2129,10 +2131,21 @@ def clauses_of(sentence: str) -> list[str]:
     return out
 
 
+GONE = re.compile(r"\b(?P<name>[A-Z][^\W\d_]+)\s+(?:has\s+|had\s+|just\s+)?(?:retired|passed away|died|moved away)\b")
+"""Someone gone from where a memory has them: "Don Ernesto retired after the harvest"."""
+
+
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
-    """The `_stem` of a role (a word) that `clause` says someone else now holds (`NOW_HOLDS`), when
-    a part of the stored memory (a sentence) names it with someone else and holds no health fact."""
+    """The `_stem` of a role (a word) that `clause` (a sentence) says someone else now holds
+    (`NOW_HOLDS`: "The new foreman is his nephew, Leandro"), when a part of the stored memory (a
+    sentence) names it with someone else, or of the name of someone it says is gone (`GONE`) that
+    such a part names; not when that part holds a health fact."""
     out: set[str] = set()
+    for m in GONE.finditer(clause):
+        name = m["name"].lower()
+        if name not in _TITLES and name not in words(user_name):
+            out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in (said := words(sentence))
+                    and not any(health_word(w) for w in said)}
     for m in NOW_HOLDS.finditer(clause):
         role = (m["role"] or m["here"] or m["new"] or m["plain"]).lower()
         name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
