@@ -2144,8 +2144,8 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     for m in GONE.finditer(clause):
         name = m["name"].lower()
         if name not in _TITLES and name not in words(user_name):
-            out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in (said := words(sentence))
-                    and not any(health_word(w) for w in said)}
+            out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in (named := words(sentence))
+                    and not any(health_word(w) for w in named)}
     for m in NOW_HOLDS.finditer(clause):
         role = (m["role"] or m["here"] or m["new"] or m["plain"]).lower()
         name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
