@@ -1242,11 +1242,12 @@ async def test_an_update_does_not_merge_away_a_health_fact_the_candidate_says_no
         "My doctor doubled the atorvastatin to 40 mg.", "Victor's doctor doubled the atorvastatin to 40 mg",
         "Victor's doctor doubled the atorvastatin to 40 mg")
 
+    # the line ends the old dose: the memory keeps the gout ("He" said of whom it starts with), the new dose beside it
     (updated,) = result.updated
-    assert updated.memory_id == old.memory_id
-    assert updated.content == "Victor's doctor doubled the atorvastatin to 40 mg. He also has gout."
-    (kept,) = [r for r in result.rejected if r.path == "decisions[0].text"]
-    assert kept.action == "defaulted" and "gout" in kept.reason
+    assert updated.memory_id == old.memory_id and updated.content == "Victor also has gout."
+    assert [n.content for n in result.added] == ["Victor's doctor doubled the atorvastatin to 40 mg"]
+    (kept,) = [r for r in result.rejected if r.path == "decisions[0]"]
+    assert kept.action == "defaulted" and "also has gout" in kept.reason
 
 
 async def test_an_update_by_a_candidate_saying_nothing_of_a_stored_condition_adds_it_beside(
@@ -1569,6 +1570,10 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
     ("Mirko", "Mirko is taking tacrolimus, 4 mg twice a day. Mirko's ursodeoxycholic acid is finished.",
      "Tacrolimus is down to 2 mg twice a day.", "Mirko's tacrolimus is down to 2 mg twice a day",
      "Mirko's ursodeoxycholic acid is finished."),
+    # fresh9 (qwen1.5b): the whole memory went, and her job and partner with it; "she" is whom it starts with
+    ("Ximena", "Ximena is working from home for now, she is an architect. Her partner Ignacio does the shopping.",
+     "I'm back in the office three days a week.", "Ximena is back in the office three days a week",
+     "Ximena is an architect. Her partner Ignacio does the shopping."),
 ])
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: merged into the candidate's text alone
 async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(
@@ -1581,6 +1586,19 @@ async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_g
     assert [n.content for n in result.added] == [candidate]
     assert (await reme.get_memory(old.memory_id)).content == kept
     assert [(v.node.content, v.event) for v in await reme.history(old.memory_id)] == [(stored, "UPDATE")]
+
+
+async def test_a_memory_whose_rest_cannot_stand_alone_stays_whole_beside_the_candidate(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh9 (qwen1.5b): "Ximena is taking azathioprine and budesonide ..., and Ibuprofen ..." was deleted
+    # whole when the azathioprine ended: what else it said went with it
+    stored = "Wei takes warfarin and aspirin for his heart, and Paracetamol for the pain"
+    old, result = await reconciled(reme, server, "Wei", stored, "They took me off the warfarin.",
+                                   "Wei is off the warfarin", None, action="ADD")
+
+    assert result.updated == [] and [n.content for n in result.added] == ["Wei is off the warfarin"]
+    assert (await reme.get_memory(old.memory_id)).content == stored
+    assert any("cannot stand alone" in r.reason for r in result.rejected)
 
 
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: of the first memory, the other left as it is

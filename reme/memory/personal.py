@@ -1878,6 +1878,13 @@ class Decider:
                 if rest is not None:
                     self._parted(k, j, rest, f"candidates[{k}]", added=True)
                     continue
+                if not nothing_left(over.content, shown.ends[(k, j)]):
+                    # what is left cannot stand alone: the memory stays whole rather than lose it
+                    self.rejected.append(Rejection(
+                        step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
+                        reason=f"its line ends part of {over.content[:80]!r}, and what is left cannot stand "
+                               f"alone: the memory stays as it is, the candidate goes beside it"))
+                    continue
                 try:
                     if not placed:
                         new = revised(over, cand, cand.content, self.history)
@@ -2164,8 +2171,10 @@ def ended(lines: str, stored: str, user_name: str) -> bool:
     return bool(ending(lines, stored, user_name))
 
 
-JOINT = re.compile(r"(,?\s+(?:and|but)\s+)")
-"""Where a sentence's parts meet: "..., and Alasdair is ...", "... and is taking ..."."""
+JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+(?=(?:she|he|they)\s))")
+"""Where a sentence's parts meet: "..., and Alasdair is ...", "... and is taking ...", "..., she is
+an architect"."""
+LEADING_PRONOUN = re.compile(r"^(?:(?P<subject>she|he|they)|(?P<owner>her|his|their))\b", re.IGNORECASE)
 
 
 def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
@@ -2173,7 +2182,26 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     hold one of the `_stem`s `gone`, when some part holds one and what is left stands alone (`flaw`
     finds nothing; `people`, the memory's own names, in words); else None. "Alasdair is
     hypothyroid, diagnosed last autumn" of "..., and he is on levothyroxine, 50 micrograms" when
-    the dose went up; "Soraya is sick" of "... and is taking ondansetron" when she came off it."""
+    the dose went up; "Soraya is sick" of "... and is taking ondansetron" when she came off it.
+    What is left starting with "she" or "her" is said of whom the memory starts with when that is
+    one of `people`: "Ximena is an architect. Ximena's partner Ignacio does the shopping." of
+    "Ximena is working from home for now, she is an architect. Her partner Ignacio does ..."."""
+    out, dropped = _parts_left(stored, gone)
+    text = " ".join(out)
+    first = (stored.strip().split() or [""])[0]
+    if first.lower() in people and (m := LEADING_PRONOUN.match(text)):
+        text = (first if m["subject"] else f"{first}'s") + text[m.end():]
+    return None if not dropped or not text or flaw(text, people) else text
+
+
+def nothing_left(stored: str, gone: set[str]) -> bool:
+    """Whether `kept_apart` drops every part of a stored memory."""
+    return not _parts_left(stored, gone)[0]
+
+
+def _parts_left(stored: str, gone: set[str]) -> tuple[list[str], bool]:
+    """The sentences of a stored memory less the parts that hold one of the `_stem`s `gone`, and
+    whether any part held one (`kept_apart`)."""
     out: list[str] = []
     dropped = False
     for sentence in SENTENCE.split(stored.strip()):
@@ -2184,7 +2212,8 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
         for k, part in enumerate(parts):
             # a part that opens no clause of its own goes with a dropped part before it: "... and
             # is taking ondansetron for morning, noon, and night" loses "night" too
-            going = bool({_stem(w) for w in words(part)} & gone) or (going and not part[:1].isupper())
+            going = bool({_stem(w) for w in words(part)} & gone) or (
+                going and not part[:1].isupper() and not LEADING_PRONOUN.match(part))
             if going:
                 dropped = True
             else:
@@ -2192,8 +2221,7 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
         text = "".join(("" if n == 0 else joints[k]) + parts[k] for n, k in enumerate(kept)).strip(" ,;.!?")
         if text:
             out.append(text[0].upper() + text[1:] + ".")
-    text = " ".join(out)
-    return None if not dropped or not text or flaw(text, people) else text
+    return out, dropped
 
 
 def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
