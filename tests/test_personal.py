@@ -1574,6 +1574,10 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
     ("Ximena", "Ximena is working from home for now, she is an architect. Her partner Ignacio does the shopping.",
      "I'm back in the office three days a week.", "Ximena is back in the office three days a week",
      "Ximena is an architect. Her partner Ignacio does the shopping."),
+    # ... and what follows "and is" is said of whom the memory starts with
+    ("Ximena", "Ximena is taking azathioprine and budesonide for her flare, and is on a low-fibre diet",
+     "I came off the azathioprine and the budesonide.", "Ximena came off the azathioprine and the budesonide",
+     "Ximena is on a low-fibre diet."),
 ])
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: merged into the candidate's text alone
 async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(

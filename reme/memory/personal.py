@@ -2186,9 +2186,9 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     What is left starting with "she" or "her" is said of whom the memory starts with when that is
     one of `people`: "Ximena is an architect. Ximena's partner Ignacio does the shopping." of
     "Ximena is working from home for now, she is an architect. Her partner Ignacio does ..."."""
-    out, dropped = _parts_left(stored, gone)
-    text = " ".join(out)
     first = (stored.strip().split() or [""])[0]
+    out, dropped = _parts_left(stored, gone, first if first.lower() in people else "")
+    text = " ".join(out)
     if first.lower() in people and (m := LEADING_PRONOUN.match(text)):
         text = (first if m["subject"] else f"{first}'s") + text[m.end():]
     return None if not dropped or not text or flaw(text, people) else text
@@ -2196,12 +2196,19 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
 
 def nothing_left(stored: str, gone: set[str]) -> bool:
     """Whether `kept_apart` drops every part of a stored memory."""
-    return not _parts_left(stored, gone)[0]
+    return not _parts_left(stored, gone, "x")[0]
 
 
-def _parts_left(stored: str, gone: set[str]) -> tuple[list[str], bool]:
+PREDICATE = re.compile(r"^(?:is|are|was|has|had|takes|needs|uses|lives|works|can(?:not|['’]t)?|must|should|will"
+                       r"|does(?:n['’]t)?|gets|goes|keeps|avoids)\s", re.IGNORECASE)
+"""A part that says more of the sentence's subject: "... and is on a low-fibre diet"."""
+
+
+def _parts_left(stored: str, gone: set[str], subject: str) -> tuple[list[str], bool]:
     """The sentences of a stored memory less the parts that hold one of the `_stem`s `gone`, and
-    whether any part held one (`kept_apart`)."""
+    whether any part held one (`kept_apart`). A part that says more of the memory's `subject`
+    (`PREDICATE`) after a dropped one stays, with the subject: "Ximena is on a low-fibre diet" of
+    "Ximena is taking azathioprine ... and is on a low-fibre diet"."""
     out: list[str] = []
     dropped = False
     for sentence in SENTENCE.split(stored.strip()):
@@ -2212,11 +2219,14 @@ def _parts_left(stored: str, gone: set[str]) -> tuple[list[str], bool]:
         for k, part in enumerate(parts):
             # a part that opens no clause of its own goes with a dropped part before it: "... and
             # is taking ondansetron for morning, noon, and night" loses "night" too
+            said = bool(subject) and bool(PREDICATE.match(part))
             going = bool({_stem(w) for w in words(part)} & gone) or (
-                going and not part[:1].isupper() and not LEADING_PRONOUN.match(part))
+                going and not part[:1].isupper() and not LEADING_PRONOUN.match(part) and not said)
             if going:
                 dropped = True
             else:
+                if said and (not kept or kept[-1] != k - 1):  # the subject went with the part before
+                    parts[k] = f"{subject} {parts[k]}"
                 kept.append(k)
         text = "".join(("" if n == 0 else joints[k]) + parts[k] for n, k in enumerate(kept)).strip(" ,;.!?")
         if text:
