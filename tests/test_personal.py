@@ -1486,6 +1486,8 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     ("Bilal", "Bilal takes sumatriptan, 50 mg, when one starts", "The sumatriptan helps, so they put it up to 100 mg.",
      "Bilal's sumatriptan was put up to 100 mg"),
     ("Kofi", "Kofi's GP is Dr Mensah in Kumasi", "My GP is Dr Osei.", "Kofi's GP is Dr Osei"),
+    ("Ximena", "Ximena needs a blood test every month", "Blood tests every three months now instead of every month.",
+     "Ximena's blood tests are every three months now"),
     # ... someone gone, a new holder named after whose relation they are
     ("Lautaro", "Don Ernesto is Lautaro's foreman and runs the pickers", "Don Ernesto retired after the harvest.",
      "Lautaro's foreman Don Ernesto retired after the harvest"),
@@ -1685,6 +1687,9 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
     # a move or a new job of someone else, or from where the memory says someone else lives
     ("Wei", "Wei lives in York", "My sister moved to Leeds.", "Wei's sister moved to Leeds"),
     ("Rui", "Rui's wife works at Siemens", "I started at Bosch.", "Rui started at Bosch"),
+    # how often something else is
+    ("Ximena", "Ximena needs a blood test every month", "Physio weekly instead of monthly now.",
+     "Ximena has physio weekly now"),
     # one has many friends at a time
     ("Kofi", "Kofi's friend is Bea from Kumasi", "My friend is Anna.", "Kofi's friend is Anna"),
     # a doctor gone from a memory of a medicine: the medicine stays

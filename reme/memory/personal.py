@@ -1940,6 +1940,17 @@ the metformin: 1000 mg", "down to three times a day"."""
 INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?\binstead of\s+(?:the\s+)?(?P<old>" + _NUMBER + ")",
                      re.IGNORECASE)
 """A value said with the one it replaces: "it's 600 mg now instead of 800"."""
+EVERY = re.compile(r"\b(?:every|each|once an?|once per|per)\s+(?P<unit>day|week|fortnight|month|year)\b"
+                   r"|\b(?P<ly>daily|weekly|fortnightly|monthly|yearly)\b", re.IGNORECASE)
+INSTEAD_OF_EVERY = re.compile(r"\binstead of\s+(?:" + EVERY.pattern + ")", re.IGNORECASE)
+"""How often, and how often it was: "every three months now instead of every month"."""
+
+
+def every_unit(m: re.Match[str]) -> str:
+    """The unit of an `EVERY` match: "month" of "every month" and "monthly"."""
+    return (m["unit"] or {"daily": "day"}.get(m["ly"].lower(), m["ly"].lower()[:-2])).lower()
+
+
 AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
                            r"(?P<w>[a-z]{4,})", re.IGNORECASE)
@@ -2079,8 +2090,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     held = {w for sentence in sentences for clause in CLAUSE.split(sentence) if not ENDED.search(clause)
             for w in _content_stems(clause, user_name)} - UNITS
     # the numbers of each part of the memory ("..., and Alasdair is on levothyroxine, 50 micrograms"), with its words
-    valued = [(_content_stems(part, user_name) - UNITS, amounts(part)) for sentence in sentences
-              for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
+    pieces = [part for sentence in sentences for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
+    valued = [(_content_stems(part, user_name) - UNITS, amounts(part)) for part in pieces]
     stopped = {_stem(m["w"].lower()) for m in STOPPED_DOING.finditer(stored)}
     out: set[str] = set()
     sentences = SENTENCE.split(lines)
@@ -2091,6 +2102,10 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             for m in INSTEAD.finditer(sentence):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
                 out |= {w for about, numbers in valued if old in numbers and new not in numbers for w in about & said}
+            for m in INSTEAD_OF_EVERY.finditer(sentence):  # "every three months now instead of every month"
+                gone = every_unit(m)
+                out |= {w for (about, _), part in zip(valued, pieces)
+                        if gone in {every_unit(e) for e in EVERY.finditer(part)} for w in about & said}
             if s == 0 and asked and "still" in words(asked) and NOT_STILL.match(clauses[0][0]):
                 out |= held & _content_stems(asked, user_name)  # "Still on the warfarin?" "No, ..."
         for i, clause in enumerate(clauses[s]):
