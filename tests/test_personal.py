@@ -2243,6 +2243,27 @@ def test_a_relation_kept_is_one_a_person_said_and_names_the_speaker(lines: list[
     assert unheld_relations(transcript, "ann", [f"{m.content} Ann" for m in messages]) == []
 
 
+async def test_another_speakers_own_fact_citing_the_assistants_next_line_is_still_theirs(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh9 (qwen1.5b): "Giedrė has a collapsed lung last October ..." cited the assistant's line
+    # after Radu's "I had a collapsed lung last October" (sources off by one): it stayed Giedrė's
+    chat = [{"role": "user", "name": "Giedre", "content": "My friend Radu and I are kayaking for five days.",
+             "time": "2026-07-06T09:00:00Z"},
+            {"role": "user", "name": "Radu", "content": "I had a collapsed lung last year. The surgeon cleared me, "
+                                                        "but I'm never allowed to scuba dive again."},
+            {"role": "assistant", "content": "Thanks. Any allergies?"},
+            {"role": "user", "name": "Giedre", "content": "Cefalexin, it gave me a rash all over."}]
+    server.script(EXTRACT, memories(
+        {"content": "Giedre is never allowed to scuba dive again after a collapsed lung", "sources": [2]},
+        {"content": "Giedre is allergic to cefalexin, it gave her a rash all over", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name="giedre")
+
+    added = [n.content for n in result.added]
+    assert "Radu is never allowed to scuba dive again after a collapsed lung" in added
+    assert "Giedre is allergic to cefalexin, it gave her a rash all over" in added
+    assert not any(a.startswith("Giedre is never") for a in added)
+
+
 async def test_what_another_speaker_says_of_themselves_is_stored_under_their_name(
         reme: ReMe, server: OpenAITestServer) -> None:
     # fresh3 (qwen1.5b): the flatmate's "I'm lactose intolerant" and "I'm a nurse" were stored as

@@ -491,6 +491,20 @@ def self_compared(text: str) -> bool:
     return bool(SELF_COMPARED.match(text.strip()))
 
 
+def cited_or_beside(text: str, transcript: Transcript, sources: Sequence[int]) -> list[Message]:
+    """The lines a memory cites, or, when it cites no user's line (a small model's sources are
+    often off by one: fresh9's "Giedrė has a collapsed lung" cited the assistant's next line), the
+    user's line beside one of them that shares the most of its words (`closest_sentences`)."""
+    cited = [transcript.messages[i] for i in sources]
+    if any(m.role == "user" for m in cited):
+        return cited
+    beside = [transcript.messages[j] for i in sources for j in (i - 1, i + 1)
+              if 0 <= j < len(transcript.messages) and transcript.messages[j].role == "user"]
+    names = {w for n in transcript.speakers for w in words(n)}
+    scored = [(closest_sentences(text, [m], names)[1], k) for k, m in enumerate(beside)]
+    return [beside[max(scored)[1]]] if scored and max(scored)[0] else cited
+
+
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
     """(the speaker a memory names first, the one who said it of themselves) when a memory
     starts with one speaker's name ("Leilani is lactose intolerant"; not "Leilani's dad", someone
@@ -1380,7 +1394,8 @@ class PersonalSummarizer:
                 continue
             draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
             cited = [transcript.messages[i] for i in sources]
-            if another := said_by_another(draft.text, cited, transcript.speakers):
+            if another := said_by_another(draft.text, cited_or_beside(draft.text, transcript, sources),
+                                          transcript.speakers):
                 named, speaker = another
                 draft.text = speaker + draft.text.strip()[len(named):]
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
