@@ -366,6 +366,8 @@ def test_reading_part_of_a_session_succeeds_or_rejects_cleanly(h: Harness, sessi
 @given(messages=message_lists, session=sessions, max_chars=mostly(st.integers(1, 50), st.one_of(numbers, texts)),
        ttl=mostly(st.none(), st.one_of(numbers, texts)), threshold=mostly(st.integers(0, 10_000), numbers),
        reserve=mostly(st.integers(0, 100), numbers))
+@example(messages=[{"role": "user", "content": None, "tool_calls": 1}], session="chat", max_chars=1, ttl=None,
+         threshold=0, reserve=0)  # a TypeError leaked: tool_calls not a list
 def test_context_calls_succeed_or_reject_cleanly(h: Harness, messages: Any, session: Any, max_chars: Any, ttl: Any,
                                                  threshold: Any, reserve: Any) -> None:
     h.check(lambda: h.reme.compact_tool_results(messages, session_name=session, max_chars=max_chars, ttl_s=ttl))

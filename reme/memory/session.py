@@ -117,6 +117,10 @@ def message_dict(message: Any, index: int = 0) -> dict[str, Any]:
     content = out.get("content")
     if content is not None and not isinstance(content, (str, list)):
         raise InvalidInputError(f"messages[{index}]: content must be a string, a list of parts or null")
+    calls = out.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise InvalidInputError(f"messages[{index}]: tool_calls must be a list of calls or null, "
+                                f"not {type(calls).__name__}")
     return out
 
 
