@@ -1486,6 +1486,10 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     ("Bilal", "Bilal takes sumatriptan, 50 mg, when one starts", "The sumatriptan helps, so they put it up to 100 mg.",
      "Bilal's sumatriptan was put up to 100 mg"),
     ("Kofi", "Kofi's GP is Dr Mensah in Kumasi", "My GP is Dr Osei.", "Kofi's GP is Dr Osei"),
+    # fresh10 (qwen1.5b kept the old dose): "it" is what the clause before names after its subject
+    ("Nadia", "Nadia's daughter Leila takes levetiracetam, 250 mg twice a day",
+     "The neurologist put her levetiracetam up, so it's 500 mg twice a day now.",
+     "Leila's levetiracetam is 500 mg twice a day now"),
     ("Ximena", "Ximena needs a blood test every month", "Blood tests every three months now instead of every month.",
      "Ximena's blood tests are every three months now"),
     # ... someone gone, a new holder named after whose relation they are

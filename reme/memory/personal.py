@@ -1951,7 +1951,10 @@ CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|
                         r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
                         r"|\b(?:up|down)\s+to\s+(?P<m>" + _NUMBER + ")", re.IGNORECASE)
 """A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "doubled
-the metformin: 1000 mg", "down to three times a day"."""
+the metformin: 1000 mg", "down to three times a day"; or a value of "it" now: "so it's 500 mg twice
+a day now" (after "put her levetiracetam up")."""
+NOW_VALUE = re.compile(r"\b(?:it['’]s|it is|they['’]re|they are)\s+(?:(?:only|just|down|up)\s+)?(?P<n>" + _NUMBER
+                       + r")[^.;!?\d]{0,30}?\bnow\b", re.IGNORECASE)
 INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?\binstead of\s+(?:the\s+)?(?P<old>" + _NUMBER + ")",
                      re.IGNORECASE)
 """A value said with the one it replaces: "it's 600 mg now instead of 800"."""
@@ -2035,9 +2038,11 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
             continue  # "I couldn't find my words"
         if said[0] in PRONOUNS:
             continue
+        whole = held & _content_stems(" ".join(said), user_name)
         while said and said[0] in _DETERMINERS:
             said.pop(0)
-        return held & _content_stems(" ".join(said[:3]), user_name)
+        # its subject, else what it names after: "The neurologist put her levetiracetam up, so it's 500 mg now"
+        return held & _content_stems(" ".join(said[:3]), user_name) or whole
     return held & _content_stems(asked, user_name)
 
 
@@ -2126,6 +2131,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
         for i, clause in enumerate(clauses[s]):
             said = _content_stems(clause, user_name) - UNITS
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
+            changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
             if (not held & said and (not own or OWN_WORDS & set(words(sentence)))
                     and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
                          or SUBJECTLESS.match(clause))):
