@@ -33,6 +33,7 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     usage = Usage()
     rejected: list[str] = []
     errors: list[str] = []
+    changes: list[dict[str, Any]] = []  # what each session wrote: how a memory came and went
     started = time.perf_counter()
     for k, messages in enumerate(dialogue.sessions, start=1):
         now = datetime.fromisoformat(messages[-1]["time"])
@@ -43,6 +44,8 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
             print(f"{dialogue.id}: {errors[-1]}", file=sys.stderr, flush=True)
             continue
         usage.add(result.usage)
+        changes.append({"session": k, **{what: [f"{n.memory_id[:8]} {n.content}" for n in getattr(result, what)]
+                                         for what in ("added", "updated", "deleted")}})
         rejected += [f"{r.step} {r.path} {r.action}: {r.reason}" for r in result.rejected]
     seconds = time.perf_counter() - started
     page = await reme.list_memory(user_name=dialogue.user, memory_type="personal", limit=1000)
@@ -51,7 +54,7 @@ async def run_dialogue(reme: ReMe, dialogue: Dialogue) -> dict[str, Any]:
     await reme.delete_all(user_name=dialogue.user)
     s = score(dialogue, memories)
     return {"id": dialogue.id, "split": dialogue.split, "memories": memories, "sources": sources,
-            "rejected": rejected, "score": s, **({"error": errors[0]} if errors else {}),
+            "rejected": rejected, "changes": changes, "score": s, **({"error": errors[0]} if errors else {}),
             "calls": usage.calls, "steps": usage.steps, "tokens": usage.total_tokens, "seconds": round(seconds, 2)}
 
 
