@@ -14,9 +14,9 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, misnamed, named_subject, not_a_memory,
+from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole,
-                                  health_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names,
+                                  health_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
                                   unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
@@ -719,6 +719,14 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
     ("Kim went to the 30th anniversary party", "I went to the 30th anniversary party",
      "Kim went to the 30th anniversary party"),
     ("Kim flies on the 30th of May", "I fly on the 30th of May", "Kim flies on the 30th of May"),
+    # the month the sentence names for another day (fresh10: "the 12th of May now, not the 19th" was 19 April)
+    ("Kim's due date is the 12th of June now, not the 19th.", "They're saying the 12th of June now, not the 19th.",
+     "Kim's due date is the 12th of June now, not the 19th (19 June 2024)."),
+    ("Kim's due date moved to June 12 from the 19th.", "It moved to June 12 from the 19th.",
+     "Kim's due date moved to June 12 from the 19th (19 June 2024)."),
+    ("Kim flew on the 2nd, back on March 3rd.", "I flew on the 2nd, back on March 3rd.",
+     "Kim flew on the 2nd (2 March 2024), back on March 3rd."),
+    ("Kim may go on the 9th.", "I may go on the 9th.", "Kim may go on the 9th (9 May 2024)."),  # "may" is no month
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
@@ -1120,9 +1128,12 @@ async def test_a_memory_in_other_words_that_holds_a_health_word_or_a_name_said_i
         {"content": "Aisha is a friendly and outgoing person", "sources": [0]}))
     result = await reme.summarize_memory(chat, user_name="aisha")
 
+    # ... and what the restrictions are, which it left out, is kept as said (`restricted`)
     assert [n.content for n in result.added] == ["Aisha is pregnant and has specific dietary restrictions",
-                                                 "Elif requests being addressed as Lif"]
-    assert [r.path for r in result.rejected] == ["memories[2]"]
+                                                 "Elif requests being addressed as Lif",
+                                                 "Aisha is pregnant, so no raw fish for Aisha."]
+    assert [(r.step, r.path) for r in result.rejected] == [("personal/extract", "memories[2]"),
+                                                           ("personal/kept", "")]
 
 
 async def test_a_memory_in_the_first_person_is_named_or_repaired(reme: ReMe, server: OpenAITestServer) -> None:
@@ -1507,6 +1518,16 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
     await updated_in_place(reme, server, user, stored, said, candidate, "ADD", "ended")
 
 
+@pytest.mark.parametrize(("said", "ends"), [
+    # fresh10 (qwen1.5b kept the old date): a new value "now, not" the old one
+    ("The growth scan moved it: they're saying the 12th of May now, not the 19th.", {"19th"}),
+    ("It's the 19th now, not the 12th.", set()),  # the memory's value is the new one
+    ("The 12th of May is the scan, not the birth.", set()),
+])
+def test_a_value_said_now_and_not_the_old_one_ends_the_old(said: str, ends: set[str]) -> None:
+    assert ending(said, "Aroha is 28 weeks pregnant with her first, due on the 19th of May", "Aroha") == ends
+
+
 async def updated_in_place(reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str,
                            action: str, why: str) -> None:
     """The model decides `action` on `candidate`; the stored memory is updated to it instead, and a
@@ -1584,6 +1605,16 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
     ("Ximena", "Ximena is taking azathioprine and budesonide for her flare, and is on a low-fibre diet",
      "I came off the azathioprine and the budesonide.", "Ximena came off the azathioprine and the budesonide",
      "Ximena is on a low-fibre diet."),
+    # fresh10 (qwen1.5b): "..., requiring warfarin ..." is a part of its own: the condition stays
+    ("Bea", "Bea is 71 years old and has atrial fibrillation, requiring warfarin at 3 mg every evening",
+     "They took me off the warfarin in March.", "Bea is off the warfarin", "Bea is 71 years old and has atrial "
+     "fibrillation."),
+    ("Bea", "Bea is 71 years old and has atrial fibrillation, so she is on warfarin, 3 mg every evening at six",
+     "They took me off the warfarin in March.", "Bea is off the warfarin", "Bea is 71 years old and has atrial "
+     "fibrillation."),
+    # ... and what "they" say of her is not said of her: "Bea like her between 2 and 3" was kept
+    ("Bea", "Bea has a stroke behind her. Bea takes warfarin every evening, they like her INR between 2 and 3",
+     "They took me off the warfarin.", "Bea is off the warfarin", "Bea has a stroke behind her."),
 ])
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: merged into the candidate's text alone
 async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_goes_beside_it(
@@ -1830,6 +1861,23 @@ def test_taking_what_the_line_says_someone_is_allergic_to_is_caught(memory: str,
     assert (not_a_memory(memory, messages, [0], "ana") is not None) == wrong
 
 
+@pytest.mark.parametrize(("memory", "answer", "kept"), [
+    # fresh10 (qwen1.5b): "Aroha is allergic to latex." cited "And the latex?", answered "Still allergic, obviously."
+    ("Aroha is allergic to latex.", "Still allergic, obviously.", True),
+    ("Aroha still has the latex allergy.", "Yes, still allergic to it.", True),
+    # the answer holds none of the memory's words: the question's words are still only the assistant's
+    ("Aroha is allergic to latex.", "Oh, and Nikau's parents are staying with us.", False),
+    ("Aroha wants a birth pool.", "Not on insulin, the hospital wants me on the ward.", False),
+])
+def test_what_a_cited_question_asks_is_the_users_when_their_answer_says_it(memory: str, answer: str,
+                                                                          kept: bool) -> None:
+    messages = [Message(role="user", name="Aroha", content="I'm breastfeeding, so no diets for now."),
+                Message(role="assistant", content="And the latex?" if "latex" in memory else
+                        "Would a birth pool be an option for you?"),
+                Message(role="user", name="Aroha", content=answer)]
+    assert (not_a_memory(memory, messages, [1], "aroha") is None) == kept
+
+
 @pytest.mark.parametrize(("memory", "asked", "said", "wrong"), [
     # fresh9 (qwen1.5b): "Ximena is taking Ibuprofen and other NSAIDs" for the answer to what she must avoid
     ("Wei is taking Ibuprofen and other NSAIDs to manage Crohn's disease flares.", "Anything you have to avoid?",
@@ -1884,7 +1932,8 @@ def test_a_health_sentence_kept_as_said_is_a_persons_and_holds_what_no_memory_do
     transcript = Transcript.of(messages, datetime(2024, 5, 3, tzinfo=timezone.utc))
     for index, sentence in unheld_health(transcript, written):
         assert messages[index].role == "user" and sentence.rstrip(".").lower() in messages[index].content.lower()
-        assert not sentence.endswith("?") and any(health_word(w) for w in re.findall(r"\w+", sentence.lower()))
+        assert not sentence.endswith("?") and (any(health_word(w) for w in re.findall(r"\w+", sentence.lower()))
+                                               or restricted(sentence))
     # a memory holding every line holds every health fact
     assert unheld_health(transcript, [m.content for m in messages]) == []
 
@@ -1900,6 +1949,22 @@ def test_a_health_sentence_kept_as_said_is_a_persons_and_holds_what_no_memory_do
 def test_injuries_emergencies_and_medicines_by_their_endings_are_health_facts(sentence: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Ann", content=sentence)], datetime(2025, 3, 1, tzinfo=timezone.utc))
     assert unheld_health(transcript, ["Ann plays volleyball"]) == [(0, sentence)]
+
+
+@pytest.mark.parametrize(("sentence", "kept"), [
+    # fresh10 (qwen1.5b): what someone must not do, said beside a health word or for a time, no memory kept
+    ("The transplant team said no herbal stuff at all, it can mess with the tacrolimus levels.", True),
+    ("Nothing heavier than a kettle for four weeks, and no driving for two weeks.", True),
+    ("I'm breastfeeding, so no diets for now, just eating properly.", True),
+    # no restriction, or none that lasts or touches health
+    ("No worries, the transplant went fine.", False),
+    ("We have no plans this weekend.", False),
+    ("No rush for now.", False),
+])
+def test_what_someone_must_not_do_for_a_while_or_for_their_health_is_a_safety_fact(sentence: str, kept: bool) -> None:
+    transcript = Transcript.of([Message(role="user", name="Ann", content=sentence)], datetime(2025, 3, 1, tzinfo=timezone.utc))
+    held = ["Ann had a transplant and takes tacrolimus, and Ann is breastfeeding, and weeks"]
+    assert unheld_health(transcript, held) == ([(0, sentence)] if kept else [])
 
 
 @pytest.mark.parametrize("word", ["april", "magazine", "stating", "statistics", "broke", "hospitality", "capril",

@@ -672,15 +672,16 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             "defibrill", "dislocat", "sprain", "fractur", "concuss", "physio", "swoll", "swell",
                             "renal", "potassium", "glucos", "glucagon", "sedat", "anaesthe", "anesthe", "chemo",
                             "biops", "vomit", "nause", "paracetamol", "ibuprofen", "aspirin", "codeine", "morphine",
-                            "opioid", "steroid", "antibiot")
+                            "opioid", "steroid", "antibiot", "transplant", "breastfe", "latex", "isophane")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
 """Words that begin as a health word does and are none ("Only the painting.")."""
 DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin", "cycline", "floxacin", "prazole",
                 "oxetine", "azepam", "azolam", "triptan", "formin", "gliptin", "parin", "xaban", "semide", "thiazide",
-                "codone", "trigine", "lukast", "isone", "olone")
+                "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "traline", "alopram")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
-propranolol, amoxicillin, omeprazole, fluoxetine, metformin, ...; fresh6: "They put me on
+propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
+citalopram, ...; fresh6: "They put me on
 amlodipine" was no health fact), each after at least three letters; "april" is none."""
 
 
@@ -799,10 +800,33 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     return out
 
 
+NOT_ALLOWED = re.compile(r"\b(?:no\s+(?:more\s+)?|nothing\s+\w+er\s+than\s+(?:an?\s+|the\s+)?)([a-z][\w-]*)",
+                         re.IGNORECASE)
+"""What a sentence rules out: "no herbal stuff", "no driving", "nothing heavier than a kettle"."""
+NO_RULE = frozenset("""one idea problem problems worries worry rush way thanks need longer doubt kidding matter big
+plans plan news change changes luck time reason wonder chance surprise difference point end sign word pressure
+rain harm hurry clue""".split())
+"""What follows "no" and rules nothing out ("no worries", "no idea")."""
+FOR_A_WHILE = re.compile(r"\b(?:for\s+(?:now|the\s+moment|a\s+while|(?:\d+|a|an|one|two|three|four|five|six|seven"
+                         r"|eight|nine|ten|twelve|a\s+few|a\s+couple\s+of)\s+(?:day|week|month|year)s?)|until)\b",
+                         re.IGNORECASE)
+
+
+def restricted(sentence: str) -> list[str]:
+    """The words of what a sentence says someone must not do or have (`NOT_ALLOWED`), when it says
+    so beside a health word or for a while (`FOR_A_WHILE`): "The transplant team said no herbal
+    stuff at all, it can mess with the tacrolimus levels", "no driving for two weeks" (fresh10:
+    no memory kept either). Not "no worries" (`NO_RULE`), nor "no plans this weekend"."""
+    ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
+    if ruled and (FOR_A_WHILE.search(sentence) or any(health_word(w) for w in words(sentence))):
+        return ruled
+    return []
+
+
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
-    (`health_word`) and a health word or a number that none of `written` (the memories so far)
-    holds, with the index of their line: a safety fact no memory kept ("He's eight and he's
+    (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
+    that none of `written` (the memories so far) holds, with the index of their line: a safety fact no memory kept ("He's eight and he's
     allergic to egg", "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when
     shown the line again). A Chinese line is not judged."""
     held = stems(written)
@@ -810,7 +834,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
         said = words(sentence)
-        health = [w for w in said if health_word(w)]
+        health = [w for w in said if health_word(w)] + restricted(sentence)
         if (health and len(sentence) <= MAX_CONTENT_CHARS
                 and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])):
             out.append((index, sentence))
@@ -1955,9 +1979,10 @@ the metformin: 1000 mg", "down to three times a day"; or a value of "it" now: "s
 a day now" (after "put her levetiracetam up")."""
 NOW_VALUE = re.compile(r"\b(?:it['’]s|it is|they['’]re|they are)\s+(?:(?:only|just|down|up)\s+)?(?P<n>" + _NUMBER
                        + r")[^.;!?\d]{0,30}?\bnow\b", re.IGNORECASE)
-INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?\binstead of\s+(?:the\s+)?(?P<old>" + _NUMBER + ")",
-                     re.IGNORECASE)
-"""A value said with the one it replaces: "it's 600 mg now instead of 800"."""
+INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?(?:\binstead of|\bnow,?\s+not)\s+(?:the\s+)?"
+                     r"(?P<old>" + _NUMBER + ")", re.IGNORECASE)
+"""A value said with the one it replaces: "it's 600 mg now instead of 800", "the 12th of May now, not
+the 19th"."""
 EVERY = re.compile(r"\b(?:every|each|once an?|once per|per)\s+(?P<unit>day|week|fortnight|month|year)\b"
                    r"|\b(?P<ly>daily|weekly|fortnightly|monthly|yearly)\b", re.IGNORECASE)
 INSTEAD_OF_EVERY = re.compile(r"\binstead of\s+(?:" + EVERY.pattern + ")", re.IGNORECASE)
@@ -2207,9 +2232,10 @@ def ended(lines: str, stored: str, user_name: str) -> bool:
     return bool(ending(lines, stored, user_name))
 
 
-JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+(?=(?:she|he|they)\s))")
+_NOT_VERBS = "morning|evening|nothing|something|anything|everything|during|wedding|building|sibling|ceiling|pudding"
+JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+so\s+|,\s+(?=(?:she|he|they)\s)|,\s+(?=(?!(?:" + _NOT_VERBS + r")\b)[a-z]{3,}ing\s))")
 """Where a sentence's parts meet: "..., and Alasdair is ...", "... and is taking ...", "..., she is
-an architect"."""
+an architect", "..., so she is on warfarin", "..., requiring warfarin" (a clause of its own: not "..., morning and night")."""
 LEADING_PRONOUN = re.compile(r"^(?:(?P<subject>she|he|they)|(?P<owner>her|his|their))\b", re.IGNORECASE)
 
 
@@ -2219,14 +2245,14 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     finds nothing; `people`, the memory's own names, in words); else None. "Alasdair is
     hypothyroid, diagnosed last autumn" of "..., and he is on levothyroxine, 50 micrograms" when
     the dose went up; "Soraya is sick" of "... and is taking ondansetron" when she came off it.
-    What is left starting with "she" or "her" is said of whom the memory starts with when that is
-    one of `people`: "Ximena is an architect. Ximena's partner Ignacio does the shopping." of
+    What is left starting with "she" or "her" (not "they") is said of whom the memory starts with
+    when that is one of `people`: "Ximena is an architect. Ximena's partner Ignacio does the shopping." of
     "Ximena is working from home for now, she is an architect. Her partner Ignacio does ..."."""
     first = (stored.strip().split() or [""])[0]
     out, dropped = _parts_left(stored, gone, first if first.lower() in people else "")
     text = " ".join(out)
-    if first.lower() in people and (m := LEADING_PRONOUN.match(text)):
-        text = (first if m["subject"] else f"{first}'s") + text[m.end():]
+    if first.lower() in people and (m := LEADING_PRONOUN.match(text)) and m[0].lower() not in ("they", "their"):
+        text = (first if m["subject"] else f"{first}'s") + text[m.end():]  # "they" is not whom it starts with
     return None if not dropped or not text or flaw(text, people) else text
 
 
@@ -2256,8 +2282,10 @@ def _parts_left(stored: str, gone: set[str], subject: str) -> tuple[list[str], b
             # a part that opens no clause of its own goes with a dropped part before it: "... and
             # is taking ondansetron for morning, noon, and night" loses "night" too
             said = bool(subject) and bool(PREDICATE.match(part))
+            opens = LEADING_PRONOUN.match(part)  # a clause of its own, but "they" tell of the part before
             going = bool({_stem(w) for w in words(part)} & gone) or (
-                going and not part[:1].isupper() and not LEADING_PRONOUN.match(part) and not said)
+                going and not part[:1].isupper() and not (opens and opens[0].lower() not in ("they", "their"))
+                and not said)
             if going:
                 dropped = True
             else:
@@ -2300,6 +2328,10 @@ only over such each""".split())
 """Words too common to say whose idea a memory is."""
 
 
+NO_ANSWER = [[w] for w in ("no", "not", "nope", "nah", "never", "none")]
+"""The first word of an answer that says no: what the question asked is not the person's."""
+
+
 def assistant_words(text: str, messages: list[Message], sources: list[int] | None) -> list[str]:
     """The words of a memory that no person said, when every message it cites is the assistant's
     and they are at least half of its words (of four letters or more, not a speaker's name nor a
@@ -2308,13 +2340,21 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     Museum is a renowned art museum with a vast collection"). Empty otherwise: a small model's
     sources are often off by one, so a memory that cites the assistant but says what a user said
     is kept. `sources` None: whatever it cites, the words only the assistant said (for a memory
-    written of one person's line, which says nothing of the assistant's)."""
+    written of one person's line, which says nothing of the assistant's). A question cited whose
+    answer (the next message, a person's, not a "no": `NO_ANSWER`) says a word of the memory the
+    question does not is the person's too."""
     if sources is not None and (not sources or any(messages[i].role != "assistant" for i in sources)):
         return []
     names = {w for m in messages if m.name for w in words(m.name)}
     by_assistant = stems(m.content for m in messages if m.role == "assistant")
     by_others = stems(m.content for m in messages if m.role != "assistant")
     said = content_words(text, names, filler=False)
+    for i in sources or ():  # a question cited, and a person's answer after it that says a word of the memory:
+        # what it asks is theirs ("And the latex?" "Still allergic, obviously.")
+        if messages[i].content.rstrip().endswith(("?", "？")) and i + 1 < len(messages) \
+                and messages[i + 1].role != "assistant" and words(messages[i + 1].content)[:1] not in NO_ANSWER \
+                and {_stem(w) for w in said} & stems([messages[i + 1].content]) - stems([messages[i].content]):
+            by_others |= stems([messages[i].content])
     borrowed = [w for w in said if _stem(w) not in by_others and (sources is not None or _stem(w) in by_assistant)]
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 

@@ -21,7 +21,7 @@ from calendar import monthrange
 from datetime import date, datetime
 from typing import Sequence
 
-from reme.temporal import IRREGULAR_PAST, Span, day_weeks_ago, find_spans, told_of_past
+from reme.temporal import IRREGULAR_PAST, MONTHS, Span, day_weeks_ago, find_spans, told_of_past
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -193,10 +193,22 @@ ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(t
                     r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with)\b)", re.IGNORECASE)
 """A day of the month without its month: "on the 29th", "the 30th of this month" (not "the 30th
 anniversary", nor "the 30th of May", a date already)."""
-def _day_of_month(day: int, which: str | None, past: bool, said: date) -> date | None:
+_MONTH_NAME = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+MONTH_DAY = re.compile(rf"\b(?:[0-3]?\d(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME}|{_MONTH_NAME.replace('month', 'm2')}"
+                       r"\s+[0-3]?\d(?:st|nd|rd|th)?)\b", re.IGNORECASE)
+"""A day with its month ("the 12th of May", "May 12"): a bare "the 19th" in its sentence is of that
+month ("the 12th of May now, not the 19th")."""
+
+
+def _day_of_month(day: int, which: str | None, past: bool, said: date, month: int | None = None) -> date | None:
     """The date "the `day`th" means when said on `said`: of this, next or last month when it says
-    which; else the latest such day before `said` when told of the past, or the next one from `said`
-    on. None when no month nearby has that day."""
+    which; of `month` when another day of its sentence names it, in the year that puts that month
+    nearest `said`; else the latest such day before `said` when told of the past, or the next one
+    from `said` on. None when no month nearby has that day."""
+    if month is not None:
+        years = [y for y in (said.year - 1, said.year, said.year + 1)
+                 if 1 <= y <= 9999 and 1 <= day <= monthrange(y, month)[1]]
+        return min((date(y, month, day) for y in years), key=lambda d: abs((d - said).days), default=None)
     year, month = said.year, said.month
     shift = {"this": 0, "next": 1, "last": -1}.get((which or "").lower())
     steps = [shift] if shift is not None else (range(0, -13, -1) if past else range(0, 13))
@@ -208,6 +220,13 @@ def _day_of_month(day: int, which: str | None, past: bool, said: date) -> date |
         if shift is not None or (found < said if past else found >= said):
             return found
     return None
+
+
+def _sentence_at(text: str, at: int) -> str:
+    """The sentence of `text` that holds position `at`."""
+    start = max((m.end() for m in re.finditer(r"[.!?;]\s", text[:at])), default=0)
+    end = re.search(r"[.!?;](?:\s|$)", text[at:])
+    return text[start:at + end.start() if end else len(text)]
 
 
 def weekday_spans(text: str, said: datetime, lines: Sequence[str],
@@ -237,7 +256,9 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
             spans = find_spans(f"{'last' if past else 'next'} {m[1].lower()}", said.date())
             day = spans[0][2] if spans else None  # None: before 1 January 1 or after 9999
         else:
-            on = _day_of_month(int(m[1]), m[2], past, said.date())
+            named = MONTH_DAY.search(_sentence_at(text, m.start()))
+            month = MONTHS[(named["month"] or named["m2"]).lower()] if named and not m[2] else None
+            on = _day_of_month(int(m[1]), m[2], past, said.date(), month)
             day = Span(on, on) if on else None
         if day is not None:
             out.append((m.start(), m.end(), day))
