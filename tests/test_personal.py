@@ -1510,6 +1510,12 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "Lautaro's new foreman is Leandro"),
     ("Lautaro", "Lautaro's grandma Rose lives in Mendoza", "Grandma Rose passed away.",
      "Lautaro's grandma Rose passed away"),
+    # fresh10 (qwen1.5b kept both): a practice's name is no health fact; a move said with more words
+    ("Bea", "Bea's GP is Dr Hollis at Brookfield Surgery", "Dr Hollis retired at Christmas.",
+     "Bea's GP Dr Hollis retired at Christmas"),
+    ("Bea", "Bea lives on her own in a first-floor flat on Cowley Road",
+     "At the end of February I moved into the annexe at my daughter Greta's, in Headington.",
+     "Bea moved into the annexe at her daughter Greta's in Headington"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1665,6 +1671,24 @@ async def test_a_line_that_ends_two_memories_updates_one_and_deletes_the_other(
     assert {updated.memory_id, deleted.memory_id} == {n.memory_id for n in stored}
     assert [n.content for n in (await reme.list_memory(user_name="soraya", memory_type="personal"))] == [candidate]
     assert [len(await reme.history(n.memory_id)) for n in stored] == [1, 1]  # each kept as it was
+
+
+@pytest.mark.parametrize(("said", "deletes"), [
+    # fresh10 (qwen1.5b kept "Aroha is taking metformin ..."): a line that names no one else says it of the speaker
+    ("The diabetes went away after the birth, so no insulin and no metformin now.", True),
+    ("Her diabetes went away after the birth, so no insulin and no metformin now.", False),  # someone else's
+    ("Nikau's diabetes went away, so no insulin and no metformin now.", False),
+])
+async def test_a_line_that_names_no_one_else_ends_the_speakers_own(
+        reme: ReMe, server: OpenAITestServer, said: str, deletes: bool) -> None:
+    stored = [await reme.add_memory(text, user_name="aroha") for text in (
+        "Aroha takes metformin, 500 mg with breakfast and dinner", "Aroha started insulin, 8 units at bedtime")]
+    candidate = "Aroha's diabetes went away after the birth, so no insulin and no metformin now"
+    server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Aroha", "content": said}], user_name="aroha")
+
+    assert len(result.updated) == 1 and len(result.deleted) == (1 if deletes else 0)
 
 
 async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: ReMe, server: OpenAITestServer) -> None:
@@ -2331,6 +2355,26 @@ async def test_another_speakers_own_fact_citing_the_assistants_next_line_is_stil
     assert "Radu is never allowed to scuba dive again after a collapsed lung" in added
     assert "Giedre is allergic to cefalexin, it gave her a rash all over" in added
     assert not any(a.startswith("Giedre is never") for a in added)
+
+
+@pytest.mark.parametrize(("said", "memory", "stored"), [
+    # fresh10 (qwen1.5b): "Nikau's parents" (her partner's) became the speaker's own
+    ("Oh, and Nikau's parents, Wiremu and Ana, are staying with us for a month.",
+     "Aroha's parents, Wiremu and Ana, are staying with her for a month.",
+     "Nikau's parents, Wiremu and Ana, are staying with her for a month."),
+    # the speaker's own said too, or no one else's: as written
+    ("My parents and Nikau's parents are staying with us.", "Aroha's parents are staying with her.",
+     "Aroha's parents are staying with her."),
+    ("Wiremu and Ana are staying with us for a month.", "Aroha's parents, Wiremu and Ana, are staying with her.",
+     "Aroha's parents, Wiremu and Ana, are staying with her."),
+])
+async def test_someone_elses_relation_is_not_stored_as_the_speakers(
+        reme: ReMe, server: OpenAITestServer, said: str, memory: str, stored: str) -> None:
+    chat = [{"role": "user", "name": "Aroha", "content": said, "time": "2026-06-09T20:00:00Z"}]
+    server.script(EXTRACT, memories({"content": memory, "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="aroha")
+
+    assert stored in [n.content for n in result.added]
 
 
 async def test_what_another_speaker_says_of_themselves_is_stored_under_their_name(

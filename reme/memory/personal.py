@@ -394,9 +394,7 @@ def own_pronoun(text: str, cited: Sequence[Message], speaker: str) -> str:
         return text
     possessive = m["pronoun"] in ("Her", "His")
     for sentence in closest_sentences(text, cited, set(words(speaker)))[0]:
-        said = words(sentence)
-        while said and said[0] in _LEADING:
-            said.pop(0)
+        said = unled(words(sentence))
         if THIRD_PERSON & set(said) or not said:
             continue
         if possessive and said[:2] == ["my", m["next"].lower()] or not possessive and said[0] == "i":
@@ -454,6 +452,14 @@ the list: Dad's allergic to penicillin")."""
 _LEADING = frozenset("and but so oh also then well plus".split())
 
 
+def unled(said: Sequence[str]) -> list[str]:
+    """The words of a clause without the words that lead into it ("and", "so", "oh": `_LEADING`)."""
+    start = 0
+    while start < len(said) and said[start] in _LEADING:
+        start += 1
+    return list(said[start:])
+
+
 def _subject_at(clauses: list[list[str]], k: int, named: Collection[str]) -> tuple[str, str] | None:
     """`_subject_of` clause `k`; not a name after a clause of a word or two, half of a subject of
     two ("Me and Abbu walked ...")."""
@@ -466,9 +472,7 @@ def _subject_of(clause: list[str], named: Collection[str] = ()) -> tuple[str, st
     pronoun ("she"), a relation ("dad", "my dog"), one of the people `named` (casefolded) or the
     speaker ("i", "we"; the first is "i"); None for a clause that names none ("still gardens
     every day") or someone else."""
-    said = list(clause)
-    while said and said[0] in _LEADING:
-        said.pop(0)
+    said = unled(clause)
     if len(said) >= 2 and said[0] in ("my", "our") and said[1] in _KIN_OF:
         said.pop(0)
     if not said:
@@ -529,6 +533,27 @@ def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> 
             or sentence.rstrip().endswith(("?", "？")):
         return None
     return named, speaker
+
+
+OWNED = re.compile(r"\b(?P<owner>[A-Z][^\W\d_]+)['’]s\s+(?:(?:new|late|older|younger|little|big|elder)\s+)?"
+                   r"(?P<rel>[a-z]+)")
+"""Whose relation: "Nikau's parents", "Aroha's new landlord"."""
+
+
+def wrong_owner(text: str, cited: Sequence[Message]) -> tuple[str, str] | None:
+    """(whom the memory gives a relation, whose it is) when a memory starts with its speaker's
+    relation ("Aroha's parents, Wiremu and Ana, ...") and the lines it cites give that relation
+    to one other person ("Nikau's parents, Wiremu and Ana, are staying with us": qwen1.5b) and
+    never to the speaker ("my parents"); else None."""
+    speakers = {m.name for m in cited if m.role == "user" and m.name}
+    m = OWNED.match(text.strip())
+    if not m or m["owner"] not in speakers or m["rel"] not in _KIN_OF:
+        return None
+    lines = " ".join(c.content for c in cited if c.role == "user")
+    if re.search(rf"\b(?:my|our)\s+(?:[a-z]+\s+)?{m['rel']}\b", lines, re.IGNORECASE):
+        return None
+    others = {o["owner"] for o in OWNED.finditer(lines) if o["rel"] == m["rel"] and o["owner"] not in speakers}
+    return (m["owner"], others.pop()) if len(others) == 1 else None
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -1425,6 +1450,12 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it named {named} for what {speaker} said of themselves: "
                                                  f"{speaker} is named"))
+            if owner := wrong_owner(draft.text, cited):
+                said_of, whose = owner
+                draft.text = whose + draft.text.strip()[len(said_of):]
+                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
+                                          reason=f"it gave {said_of} what the line says is {whose}'s: "
+                                                 f"{whose} is named"))
             draft.problem = flaw(draft.text, people) or (
                 "misnamed" if misnamed(draft.text, cited, transcript.names) or self_compared(draft.text) else None)
             if draft.problem:
@@ -2033,6 +2064,25 @@ def amounts(text: str) -> set[str]:
 
 
 OWN_WORDS = frozenset("i my me we our us".split())
+OTHERS_WORDS = frozenset("he she they him her them his hers their theirs".split())
+
+
+def says_own(clause: str, sentence: str) -> bool:
+    """Whether a clause of a person's line says something of the speaker's own: it says "I", "my",
+    "we"..., or its sentence names no one (no he, she or they, no name after its first word: "The
+    diabetes went away after the birth, so no insulin and no metformin now")."""
+    said = set(words(clause))
+    if OWN_WORDS & said:
+        return True
+    capitals = _CAPITAL.findall(sentence)
+    if capitals and sentence.lstrip().startswith(capitals[0]) and capitals[0].lower() in STARTERS:
+        capitals = capitals[1:]  # "The diabetes ...", not "Nikau's diabetes ..."
+    return not OTHERS_WORDS & set(words(sentence)) and not capitals
+
+
+STARTERS = frozenset("""the a an so and but it its this that these those there then now no not oh well yes all
+everything nothing something both each every one our your""".split())
+"""First words of a sentence that name no one."""
 
 
 SUBJECTLESS = re.compile(r"^\s*(?:(?:and|but|oh|well)\s+)?(?:(?:all|long|completely)\s+)?(?:finished|done|stopped|over)\b",
@@ -2052,9 +2102,7 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
     nearest first-person clause that names one the memory holds ("I was on warfarin, but they took
     me off it"), else of the question."""
     for clause in reversed(before):
-        said = [w for w in words(clause)]
-        while said and said[0] in _LEADING:
-            said.pop(0)
+        said = unled(words(clause))
         if not _content_stems(" ".join(said), user_name):
             continue  # "No", "thank goodness"
         if said[0] in ("i", "we"):
@@ -2072,16 +2120,17 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
 
 
 MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+(?:back\s+)?"
-                      r"(?:to|into)\s+(?P<to>[A-Z][^\W\d_]+)")
-LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\s+in\s+(?P<at>[A-Z][^\W\d_]+)")
+                      r"(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
+LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)\s+(?P<at>[A-Z][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
                     r"\s+(?:at|with)|joined|(?:working|employed)\s+(?:at|for)|work\s+(?:at|for))\s+(?:the\s+)?"
                     r"(?P<to>[A-Z][^\W\d_]+)")
 WORKS_AT = re.compile(r"\b(?:works|work|working|employed|job)\b[^.;!?,]{0,30}?\b(?:at|for)\s+(?:the\s+)?"
                       r"(?P<at>[A-Z][^\W\d_]+)")
-"""A move, a new employer said in the first person ("We moved to Santiago", "I started at Bosch"),
-and where a memory says its user lives or works ("Ines lives in Valparaíso", "Rui works as an
-engineer at Siemens")."""
+"""A move, a new employer said in the first person ("We moved to Santiago", "I moved into the annexe
+at my daughter's, in Headington", "I started at Bosch"), and where a memory says its user lives or
+works ("Ines lives in Valparaíso", "Bea lives on her own in a flat on Cowley Road", "Rui works as
+an engineer at Siemens")."""
 
 
 OFFICE_AGAIN = re.compile(r"\bback (?:in|at|to|into) (?:the |my )?office\b|\b(?:in|at|to) the office again\b",
@@ -2100,7 +2149,7 @@ def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     for said, held in ((MOVED_TO, LIVES_IN), (JOINED, WORKS_AT)):
         for m in said.finditer(clause):
             for part in (p for sentence in SENTENCE.split(stored) for p in JOINT.split(sentence)[0::2]):
-                if name and words(part)[:2] == [*name, *words(part)[1:2]] and not re.match(r"^\S+['’]", part):
+                if name and words(part)[:1] == name and not re.match(r"^\S+['’]", part):
                     out |= {_stem(h["at"].lower()) for h in held.finditer(part)
                             if h["at"].lower() != m["to"].lower() and m["to"].lower() not in words(part)}
     return out
@@ -2118,8 +2167,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     shared word may belong to something else in the same clause: "The Google offsite got
     cancelled" would end "Bob works at Google" (a known false positive of a word rule). `own`:
     only clauses in the first person count ("I've come off the ondansetron", not "a baker who used
-    to work in Barcelona"). The parts of a memory that say something has ended themselves are not
-    ended again, but what they say was stopped ends when a clause says it is done again ("I've
+    to work in Barcelona"), or clauses of a sentence that names no one (`says_own`). The parts of
+    a memory that say something has ended themselves are not ended again, but what they say was stopped ends when a clause says it is done again ("I've
     been cycling to work again" for "Benedikt stopped cycling to work"); a role ends when a clause
     says someone else now holds it ("my neurologist is now Dr Steinwender" for "Benedikt's
     neurologist is Dr Pichler"), unless that part of the memory holds a health fact too (a social
@@ -2142,7 +2191,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
     for s, sentence in enumerate(sentences):
-        if not own or OWN_WORDS & set(words(sentence)):  # "My lithium ..., so it's 600 mg now instead of 800"
+        if not own or says_own(sentence, sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
             for m in INSTEAD.finditer(sentence):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
@@ -2157,7 +2206,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             said = _content_stems(clause, user_name) - UNITS
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
-            if (not held & said and (not own or OWN_WORDS & set(words(sentence)))
+            if (not held & said and (not own or says_own(sentence, sentence))
                     and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
                          or SUBJECTLESS.match(clause))):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
@@ -2165,7 +2214,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 them = referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held, user_name)
                 out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & them} \
                     if changed else them
-            if own and not OWN_WORDS & set(words(clause)):
+            if own and not says_own(clause, sentence):
                 continue
             if held & said and ENDED.search(clause):
                 out |= held & said
@@ -2176,23 +2225,26 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= _content_stems(stored, user_name) & said
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
                 out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
-            out |= moved_on(clause, stored, user_name)
-        if not own or OWN_WORDS & set(words(sentence)):
-            out |= new_holder(sentence, stored, user_name)
+        if not own or says_own(sentence, sentence):
+            out |= new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
     return out
 
 
 LISTED = re.compile(r"^(?:the|my|our|his|her|their)\s+[^\s,]+(?:\s+[^\s,]+){0,2}$", re.IGNORECASE)
 """A clause that is only a thing named ("The ursodeoxycholic acid"): the first of a compound subject."""
+NO_LISTED = re.compile(r"\bno\s+[^\s,]+\s*$", re.IGNORECASE)
+"""A clause that ends in a thing ruled out, before "and no ...": "so no insulin and no metformin now" is one."""
 
 
 def clauses_of(sentence: str) -> list[str]:
     """A sentence's clauses (`CLAUSE`), a thing named before "and" kept with the clause it is the
-    subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one."""
+    subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one, and so is
+    "no insulin and no metformin now"."""
     pieces = re.split(f"({CLAUSE.pattern})", sentence, flags=re.IGNORECASE)
     out = [pieces[0]]
     for joint, clause in zip(pieces[1::2], pieces[2::2]):
-        if joint.strip().lower() == "and" and LISTED.match(out[-1].strip()):
+        if joint.strip().lower() == "and" and (LISTED.match(out[-1].strip()) or NO_LISTED.search(out[-1])
+                                                and clause.lstrip().lower().startswith("no ")):
             out[-1] += joint + clause
         else:
             out.append(clause)
@@ -2212,8 +2264,8 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     for m in GONE.finditer(clause):
         name = m["name"].lower()
         if name not in _TITLES and name not in words(user_name):
-            out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in (named := words(sentence))
-                    and not any(health_word(w) for w in named)}
+            out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in words(sentence)
+                    and not health_said(sentence)}
     for m in NOW_HOLDS.finditer(clause):
         role = (m["role"] or m["here"] or m["new"] or m["plain"]).lower()
         name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
@@ -2222,9 +2274,17 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
         for sentence in SENTENCE.split(stored):
             said = set(words(sentence))
             others = {w.lower() for w in _CAPITAL.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
-            if role in said and name.lower() not in said and others and not any(health_word(w) for w in said):
+            if role in said and name.lower() not in said and others and not health_said(sentence):
                 out.add(_stem(role))
     return out
+
+
+def health_said(sentence: str) -> bool:
+    """Whether a sentence holds a health word (`health_word`) that is not part of a name
+    ("Brookfield Surgery", a GP's practice, is none)."""
+    tokens = re.findall(r"[^\W_][\w'’-]*", sentence)
+    return any(health_word(w) for k, t in enumerate(tokens) if not (k and t[:1].isupper())
+               for w in words(t))
 
 
 def ended(lines: str, stored: str, user_name: str) -> bool:
@@ -2233,9 +2293,11 @@ def ended(lines: str, stored: str, user_name: str) -> bool:
 
 
 _NOT_VERBS = "morning|evening|nothing|something|anything|everything|during|wedding|building|sibling|ceiling|pudding"
-JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+so\s+|,\s+(?=(?:she|he|they)\s)|,\s+(?=(?!(?:" + _NOT_VERBS + r")\b)[a-z]{3,}ing\s))")
+JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+so\s+|,\s+(?=(?:she|he|they)\s)"
+                   r"|,\s+(?=(?!(?:" + _NOT_VERBS + r")\b)[a-z]{3,}ing\s))")
 """Where a sentence's parts meet: "..., and Alasdair is ...", "... and is taking ...", "..., she is
-an architect", "..., so she is on warfarin", "..., requiring warfarin" (a clause of its own: not "..., morning and night")."""
+an architect", "..., so she is on warfarin", "..., requiring warfarin" (a clause of its own: not
+"..., morning and night")."""
 LEADING_PRONOUN = re.compile(r"^(?:(?P<subject>she|he|they)|(?P<owner>her|his|their))\b", re.IGNORECASE)
 
 
