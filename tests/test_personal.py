@@ -2046,6 +2046,9 @@ async def test_an_answer_naming_an_emergency_contact_is_kept_with_the_question(
     ("Noted. Who's his contact back home?", "His mother, Luciana.", None),
     ("Good call. Who else is coming?", "My manager, Obinna.", None),
     ("Who did you call about the boiler?", "Dave the plumber.", None),
+    # fresh10 (qwen1.5b run): a question about the emergency plan asks no one's name
+    ("Is the emergency plan the same?", "Same midazolam. Oh, and Dr Ferreira wants an EEG.", None),
+    ("Emergency contact?", "My sister, Folake.", "Bukola's emergency contacts: My sister, Folake."),
 ])
 def test_an_answer_to_whom_to_call_is_kept_as_the_speakers_emergency_contacts(
         question: str, answer: str, kept: str | None) -> None:
@@ -2357,6 +2360,20 @@ async def test_another_speakers_own_fact_citing_the_assistants_next_line_is_stil
     assert not any(a.startswith("Giedre is never") for a in added)
 
 
+async def test_a_relation_the_line_gives_her_is_not_the_speakers(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh10 (qwen1.5b): "Nadia's class teacher is Ms Park" for "her class teacher there is Ms Park" (Leila's)
+    chat = [{"role": "user", "name": "Nadia", "content": "A lot has changed with Leila.", "time": "2026-01-19T20:00:00Z"},
+            {"role": "user", "name": "Nadia", "content": "She's at Greenfield Academy now, her class teacher there "
+                                                         "is Ms Park."}]
+    server.script(EXTRACT, memories({"content": "Nadia's class teacher is Ms Park.", "sources": [1]},
+                                    {"content": "Leila is at Greenfield Academy now.", "sources": [1]}))
+    server.script(REPAIR, {"memories": [{"index": 0, "content": "Leila's class teacher is Ms Park."}]})
+    result = await reme.summarize_memory(chat, user_name="nadia")
+
+    assert sorted(n.content for n in result.added) == ["Leila is at Greenfield Academy now.",
+                                                       "Leila's class teacher is Ms Park."]
+
+
 @pytest.mark.parametrize(("said", "memory", "stored"), [
     # fresh10 (qwen1.5b): "Nikau's parents" (her partner's) became the speaker's own
     ("Oh, and Nikau's parents, Wiremu and Ana, are staying with us for a month.",
@@ -2367,6 +2384,11 @@ async def test_another_speakers_own_fact_citing_the_assistants_next_line_is_stil
      "Aroha's parents are staying with her."),
     ("Wiremu and Ana are staying with us for a month.", "Aroha's parents, Wiremu and Ana, are staying with her.",
      "Aroha's parents, Wiremu and Ana, are staying with her."),
+    # ... and the speaker's own given to someone else (fresh10: "Leila's husband Karim" for "My husband Karim")
+    ("My husband Karim is the second person to call.", "Leila's husband Karim is the second person to call.",
+     "Aroha's husband Karim is the second person to call."),
+    ("Leila's husband Karim is lovely, and so is my husband.", "Leila's husband Karim is lovely.",
+     "Leila's husband Karim is lovely."),
 ])
 async def test_someone_elses_relation_is_not_stored_as_the_speakers(
         reme: ReMe, server: OpenAITestServer, said: str, memory: str, stored: str) -> None:

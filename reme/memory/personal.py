@@ -535,25 +535,51 @@ def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> 
     return named, speaker
 
 
-OWNED = re.compile(r"\b(?P<owner>[A-Z][^\W\d_]+)['’]s\s+(?:(?:new|late|older|younger|little|big|elder)\s+)?"
-                   r"(?P<rel>[a-z]+)")
-"""Whose relation: "Nikau's parents", "Aroha's new landlord"."""
+OWNED = re.compile(r"\b(?P<owner>[A-Z][^\W\d_]+)['’]s\s+(?P<rel>[a-z]+)(?:\s+(?P<then>[a-z]+))?")
+"""Whose relation: "Nikau's parents", "Aroha's new landlord", "Nadia's class teacher"."""
+
+
+def kin_of(m: re.Match[str]) -> str | None:
+    """The relation an `OWNED` match names: its first word, or the second ("new landlord")."""
+    return m["rel"] if m["rel"] in _KIN_OF else m["then"] if m["then"] in _KIN_OF else None
 
 
 def wrong_owner(text: str, cited: Sequence[Message]) -> tuple[str, str] | None:
     """(whom the memory gives a relation, whose it is) when a memory starts with its speaker's
     relation ("Aroha's parents, Wiremu and Ana, ...") and the lines it cites give that relation
     to one other person ("Nikau's parents, Wiremu and Ana, are staying with us": qwen1.5b) and
-    never to the speaker ("my parents"); else None."""
+    never to the speaker ("my parents"); or when it gives someone else a relation the one speaker
+    of its lines calls only their own ("Leila's husband Karim" for "My husband Karim"); else None."""
     speakers = {m.name for m in cited if m.role == "user" and m.name}
     m = OWNED.match(text.strip())
-    if not m or m["owner"] not in speakers or m["rel"] not in _KIN_OF:
+    kin = kin_of(m) if m else None
+    if not m or not kin:
         return None
     lines = " ".join(c.content for c in cited if c.role == "user")
-    if re.search(rf"\b(?:my|our)\s+(?:[a-z]+\s+)?{m['rel']}\b", lines, re.IGNORECASE):
-        return None
-    others = {o["owner"] for o in OWNED.finditer(lines) if o["rel"] == m["rel"] and o["owner"] not in speakers}
-    return (m["owner"], others.pop()) if len(others) == 1 else None
+    own = re.search(rf"\b(?:my|our)\s+(?:[a-z]+\s+)?{kin}\b", lines, re.IGNORECASE)
+    given = {o["owner"] for o in OWNED.finditer(lines) if kin_of(o) == kin}
+    if m["owner"] not in speakers:  # "My husband Karim" written "Leila's husband Karim"
+        theirs = re.search(rf"\b(?:his|her|their)\s+(?:[a-z]+\s+)?{kin}\b", lines, re.IGNORECASE)
+        return (m["owner"], next(iter(speakers))) if own and len(speakers) == 1 and not given and not theirs \
+            else None
+    others = given - speakers
+    return (m["owner"], others.pop()) if not own and len(others) == 1 else None
+
+
+def anothers_relation(text: str, cited: Sequence[Message]) -> bool:
+    """Whether a memory starts with its speaker's relation ("Nadia's class teacher is Ms Park")
+    that the lines it cites give only to "her", "his" or "their" ("her class teacher there is Ms
+    Park", of her daughter: qwen1.5b), never to the speaker ("my"): whose it is, the repair reads
+    from the lines around."""
+    speakers = {m.name for m in cited if m.role == "user" and m.name}
+    m = OWNED.match(text.strip())
+    kin = kin_of(m) if m else None
+    if not m or m["owner"] not in speakers or not kin:
+        return False
+    lines = " ".join(c.content for c in cited if c.role == "user")
+    related = rf"\s+(?:[a-z]+\s+)?{kin}\b"
+    return bool(re.search(rf"\b(?:his|her|their){related}", lines, re.IGNORECASE)) \
+        and not re.search(rf"\b(?:my|our){related}", lines, re.IGNORECASE)
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -1076,14 +1102,20 @@ ANOTHERS_CONTACT = re.compile(r"\b(?:his|her|their)\s+(?:\w+\s+)?contacts?\b|\b(
 
 
 def asks_whom_to_call(question: str) -> bool:
-    """Whether the assistant's turn asks whom to call for the speaker: it says "emergency", or a
+    """Whether the assistant's turn asks whom to call for the speaker: it says "emergency" (not of
+    a thing: `EMERGENCY_THING`), or a
     question of it asks who is to be called, phoned, rung or contacted ("And who should they
     phone?", "Who's your contact at home if anything happens?"; fresh6), not whom another has or
     whom someone called (`ANOTHERS_CONTACT`)."""
-    if EMERGENCY.search(question):
+    if EMERGENCY.search(question) and not EMERGENCY_THING.search(question):
         return True
     return any(WHO.search(q) and TO_CALL.search(q) and not ANOTHERS_CONTACT.search(q)
                for q in re.findall(r"[^.!?]*\?", question))
+
+
+EMERGENCY_THING = re.compile(r"\bemergency\s+(?:plan|kit|card|pack|bag|medication|medicine|dose|procedure|protocol)s?\b",
+                             re.IGNORECASE)
+"""An emergency question about a thing, not a person: "Is the emergency plan the same?" (fresh10)."""
 
 
 LEAD_WORDS = frozenset("if when whenever since because or not just only first second last either both".split())
@@ -1457,7 +1489,8 @@ class PersonalSummarizer:
                                           reason=f"it gave {said_of} what the line says is {whose}'s: "
                                                  f"{whose} is named"))
             draft.problem = flaw(draft.text, people) or (
-                "misnamed" if misnamed(draft.text, cited, transcript.names) or self_compared(draft.text) else None)
+                "misnamed" if misnamed(draft.text, cited, transcript.names) or self_compared(draft.text)
+                or anothers_relation(draft.text, cited) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
