@@ -877,9 +877,10 @@ def restricted(sentence: str) -> list[str]:
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
-    that none of `written` (the memories so far) holds, with the index of their line: a safety fact no memory kept ("He's eight and he's
-    allergic to egg", "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when
-    shown the line again). A Chinese line is not judged."""
+    that none of `written` (the memories so far) holds, with the index of their line: a safety
+    fact no memory kept ("He's eight and he's allergic to egg", "I take clopidogrel, 75 mg, every
+    morning": qwen1.5b kept neither, even when shown the line again). A Chinese line is not
+    judged."""
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
@@ -1113,8 +1114,8 @@ def asks_whom_to_call(question: str) -> bool:
                for q in re.findall(r"[^.!?]*\?", question))
 
 
-EMERGENCY_THING = re.compile(r"\bemergency\s+(?:plan|kit|card|pack|bag|medication|medicine|dose|procedure|protocol)s?\b",
-                             re.IGNORECASE)
+EMERGENCY_THING = re.compile(r"\bemergency\s+(?:plan|kit|card|pack|bag|medication|medicine|dose|procedure"
+                             r"|protocol)s?\b", re.IGNORECASE)
 """An emergency question about a thing, not a person: "Is the emergency plan the same?" (fresh10)."""
 
 
@@ -2201,11 +2202,11 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     cancelled" would end "Bob works at Google" (a known false positive of a word rule). `own`:
     only clauses in the first person count ("I've come off the ondansetron", not "a baker who used
     to work in Barcelona"), or clauses of a sentence that names no one (`says_own`). The parts of
-    a memory that say something has ended themselves are not ended again, but what they say was stopped ends when a clause says it is done again ("I've
-    been cycling to work again" for "Benedikt stopped cycling to work"); a role ends when a clause
-    says someone else now holds it ("my neurologist is now Dr Steinwender" for "Benedikt's
-    neurologist is Dr Pichler"), unless that part of the memory holds a health fact too (a social
-    worker's word of an allergy stays). What an "it" of an ending clause refers to, or a clause
+    a memory that say something has ended themselves are not ended again, but what they say was
+    stopped ends when a clause says it is done again ("I've been cycling to work again" for
+    "Benedikt stopped cycling to work"); a role ends when a clause says someone else now holds it
+    ("my neurologist is now Dr Steinwender" for "Benedikt's neurologist is Dr Pichler"), unless
+    that part of the memory holds a health fact too (a social worker's word of an allergy stays). What an "it" of an ending clause refers to, or a clause
     that says only "Finished", is found in the clauses before it (`referent`), or in the question
     the first line answers (`asked`: "And the budesonide?" "Finished in August"; a "No" to a
     question with "still" ends what it asks about). A move or a new employer said in the first
