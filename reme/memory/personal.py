@@ -544,22 +544,37 @@ def kin_of(m: re.Match[str]) -> str | None:
     return m["rel"] if m["rel"] in _KIN_OF else m["then"] if m["then"] in _KIN_OF else None
 
 
+def _relation(text: str, cited: Sequence[Message]) -> tuple[re.Match[str], str, set[str], str] | None:
+    """For a memory that starts with someone's relation (`OWNED`: "Aroha's parents"): the match,
+    the relation word, the speakers of the lines it cites and those people's lines joined; else
+    None."""
+    m = OWNED.match(text.strip())
+    kin = kin_of(m) if m else None
+    if not m or not kin:
+        return None
+    speakers = {c.name for c in cited if c.role == "user" and c.name}
+    return m, kin, speakers, " ".join(c.content for c in cited if c.role == "user")
+
+
+def _calls_it(owners: str, kin: str, lines: str) -> bool:
+    """Whether `lines` say "<one of owners> [word] <kin>" ("my husband", "her class teacher")."""
+    return bool(re.search(rf"\b(?:{owners})\s+(?:[a-z]+\s+)?{kin}\b", lines, re.IGNORECASE))
+
+
 def wrong_owner(text: str, cited: Sequence[Message]) -> tuple[str, str] | None:
     """(whom the memory gives a relation, whose it is) when a memory starts with its speaker's
     relation ("Aroha's parents, Wiremu and Ana, ...") and the lines it cites give that relation
     to one other person ("Nikau's parents, Wiremu and Ana, are staying with us": qwen1.5b) and
     never to the speaker ("my parents"); or when it gives someone else a relation the one speaker
     of its lines calls only their own ("Leila's husband Karim" for "My husband Karim"); else None."""
-    speakers = {m.name for m in cited if m.role == "user" and m.name}
-    m = OWNED.match(text.strip())
-    kin = kin_of(m) if m else None
-    if not m or not kin:
+    found = _relation(text, cited)
+    if found is None:
         return None
-    lines = " ".join(c.content for c in cited if c.role == "user")
-    own = re.search(rf"\b(?:my|our)\s+(?:[a-z]+\s+)?{kin}\b", lines, re.IGNORECASE)
+    m, kin, speakers, lines = found
+    own = _calls_it("my|our", kin, lines)
     given = {o["owner"] for o in OWNED.finditer(lines) if kin_of(o) == kin}
     if m["owner"] not in speakers:  # "My husband Karim" written "Leila's husband Karim"
-        theirs = re.search(rf"\b(?:his|her|their)\s+(?:[a-z]+\s+)?{kin}\b", lines, re.IGNORECASE)
+        theirs = _calls_it("his|her|their", kin, lines)
         return (m["owner"], next(iter(speakers))) if own and len(speakers) == 1 and not given and not theirs \
             else None
     others = given - speakers
@@ -571,15 +586,11 @@ def anothers_relation(text: str, cited: Sequence[Message]) -> bool:
     that the lines it cites give only to "her", "his" or "their" ("her class teacher there is Ms
     Park", of her daughter: qwen1.5b), never to the speaker ("my"): whose it is, the repair reads
     from the lines around."""
-    speakers = {m.name for m in cited if m.role == "user" and m.name}
-    m = OWNED.match(text.strip())
-    kin = kin_of(m) if m else None
-    if not m or m["owner"] not in speakers or not kin:
+    found = _relation(text, cited)
+    if found is None:
         return False
-    lines = " ".join(c.content for c in cited if c.role == "user")
-    related = rf"\s+(?:[a-z]+\s+)?{kin}\b"
-    return bool(re.search(rf"\b(?:his|her|their){related}", lines, re.IGNORECASE)) \
-        and not re.search(rf"\b(?:my|our){related}", lines, re.IGNORECASE)
+    m, kin, speakers, lines = found
+    return m["owner"] in speakers and _calls_it("his|her|their", kin, lines) and not _calls_it("my|our", kin, lines)
 
 
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
@@ -2098,15 +2109,16 @@ def amounts(text: str) -> set[str]:
 
 
 OWN_WORDS = frozenset("i my me we our us".split())
-OTHERS_WORDS = frozenset("he she they him her them his hers their theirs".split())
+OTHERS_WORDS = THIRD_PERSON | {"they", "them", "their", "theirs"}
 
 
-def says_own(clause: str, sentence: str) -> bool:
-    """Whether a clause of a person's line says something of the speaker's own: it says "I", "my",
-    "we"..., or its sentence names no one (no he, she or they, no name after its first word: "The
-    diabetes went away after the birth, so no insulin and no metformin now")."""
-    said = set(words(clause))
-    if OWN_WORDS & said:
+def says_own(clause: str, sentence: str | None = None) -> bool:
+    """Whether a clause of a person's line (or a whole sentence) says something of the speaker's
+    own: it says "I", "my", "we"..., or its `sentence` names no one (no he, she or they, no name
+    after its first word: "The diabetes went away after the birth, so no insulin and no metformin
+    now")."""
+    sentence = clause if sentence is None else sentence
+    if OWN_WORDS & set(words(clause)):
         return True
     capitals = _CAPITAL.findall(sentence)
     if capitals and sentence.lstrip().startswith(capitals[0]) and capitals[0].lower() in STARTERS:
@@ -2225,7 +2237,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
     for s, sentence in enumerate(sentences):
-        if not own or says_own(sentence, sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
+        if not own or says_own(sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
             for m in INSTEAD.finditer(sentence):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
@@ -2240,7 +2252,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             said = _content_stems(clause, user_name) - UNITS
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
-            if (not held & said and (not own or says_own(sentence, sentence))
+            if (not held & said and (not own or says_own(sentence))
                     and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
                          or SUBJECTLESS.match(clause))):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
@@ -2259,7 +2271,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= _content_stems(stored, user_name) & said
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
                 out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
-        if not own or says_own(sentence, sentence):
+        if not own or says_own(sentence):
             out |= new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
     return out
 
