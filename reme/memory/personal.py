@@ -452,10 +452,11 @@ the list: Dad's allergic to penicillin")."""
 _LEADING = frozenset("and but so oh also then well plus".split())
 
 
-def unled(said: Sequence[str]) -> list[str]:
-    """The words of a clause without the words that lead into it ("and", "so", "oh": `_LEADING`)."""
+def unled(said: Sequence[str], leading: Collection[str] = _LEADING) -> list[str]:
+    """The words of a clause without the words that lead into it ("and", "so", "oh": `_LEADING`;
+    or those of `leading`)."""
     start = 0
-    while start < len(said) and said[start] in _LEADING:
+    while start < len(said) and said[start] in leading:
         start += 1
     return list(said[start:])
 
@@ -2158,8 +2159,7 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
         if said[0] in PRONOUNS:
             continue
         whole = held & _content_stems(" ".join(said), user_name)
-        while said and said[0] in _DETERMINERS:
-            said.pop(0)
+        said = unled(said, _DETERMINERS)
         # its subject, else what it names after: "The neurologist put her levetiracetam up, so it's 500 mg now"
         return held & _content_stems(" ".join(said[:3]), user_name) or whole
     return held & _content_stems(asked, user_name)
@@ -2218,12 +2218,13 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     stopped ends when a clause says it is done again ("I've been cycling to work again" for
     "Benedikt stopped cycling to work"); a role ends when a clause says someone else now holds it
     ("my neurologist is now Dr Steinwender" for "Benedikt's neurologist is Dr Pichler"), unless
-    that part of the memory holds a health fact too (a social worker's word of an allergy stays). What an "it" of an ending clause refers to, or a clause
-    that says only "Finished", is found in the clauses before it (`referent`), or in the question
-    the first line answers (`asked`: "And the budesonide?" "Finished in August"; a "No" to a
-    question with "still" ends what it asks about). A move or a new employer said in the first
-    person ends where a memory says its user lives or works (`moved_on`); being back at the office
-    ends working from home. Empty for Chinese."""
+    that part of the memory holds a health fact too (a social worker's word of an allergy stays).
+    What an "it" of an ending clause refers to, or a clause that says only "Finished", is found in
+    the clauses before it (`referent`), or in the question the first line answers (`asked`: "And
+    the budesonide?" "Finished in August"; a "No" to a question with "still" ends what it asks
+    about). A move or a new employer said in the first person ends where a memory says its user
+    lives or works (`moved_on`); being back at the office ends working from home. Empty for
+    Chinese."""
     if CJK_CHAR.search(stored + lines):
         return set()
     sentences = SENTENCE.split(PARENTHESES.sub(" ", stored))
@@ -2366,7 +2367,7 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
 
 def nothing_left(stored: str, gone: set[str]) -> bool:
     """Whether `kept_apart` drops every part of a stored memory."""
-    return not _parts_left(stored, gone, "x")[0]
+    return not _parts_left(stored, gone, "", predicates_stay=True)[0]
 
 
 PREDICATE = re.compile(r"^(?:is|are|was|has|had|takes|needs|uses|lives|works|can(?:not|['’]t)?|must|should|will"
@@ -2374,11 +2375,13 @@ PREDICATE = re.compile(r"^(?:is|are|was|has|had|takes|needs|uses|lives|works|can
 """A part that says more of the sentence's subject: "... and is on a low-fibre diet"."""
 
 
-def _parts_left(stored: str, gone: set[str], subject: str) -> tuple[list[str], bool]:
+def _parts_left(stored: str, gone: set[str], subject: str, *,
+                predicates_stay: bool = False) -> tuple[list[str], bool]:
     """The sentences of a stored memory less the parts that hold one of the `_stem`s `gone`, and
     whether any part held one (`kept_apart`). A part that says more of the memory's `subject`
     (`PREDICATE`) after a dropped one stays, with the subject: "Ximena is on a low-fibre diet" of
-    "Ximena is taking azathioprine ... and is on a low-fibre diet"."""
+    "Ximena is taking azathioprine ... and is on a low-fibre diet"; with no subject, only when
+    `predicates_stay` (and as it is)."""
     out: list[str] = []
     dropped = False
     for sentence in SENTENCE.split(stored.strip()):
@@ -2389,7 +2392,7 @@ def _parts_left(stored: str, gone: set[str], subject: str) -> tuple[list[str], b
         for k, part in enumerate(parts):
             # a part that opens no clause of its own goes with a dropped part before it: "... and
             # is taking ondansetron for morning, noon, and night" loses "night" too
-            said = bool(subject) and bool(PREDICATE.match(part))
+            said = (bool(subject) or predicates_stay) and bool(PREDICATE.match(part))
             opens = LEADING_PRONOUN.match(part)  # a clause of its own, but "they" tell of the part before
             going = bool({_stem(w) for w in words(part)} & gone) or (
                 going and not part[:1].isupper() and not (opens and opens[0].lower() not in ("they", "their"))
@@ -2397,7 +2400,7 @@ def _parts_left(stored: str, gone: set[str], subject: str) -> tuple[list[str], b
             if going:
                 dropped = True
             else:
-                if said and (not kept or kept[-1] != k - 1):  # the subject went with the part before
+                if subject and said and (not kept or kept[-1] != k - 1):  # the subject went with the part before
                     parts[k] = f"{subject} {parts[k]}"
                 kept.append(k)
         text = "".join(("" if n == 0 else joints[k]) + parts[k] for n, k in enumerate(kept)).strip(" ,;.!?")
