@@ -57,3 +57,46 @@ def test_a_killed_node_stops_nothing_and_loses_nothing(qdrant_cluster: list[Node
             assert stored[before[0].memory_id].access_count == 1
             assert stored[before[1].memory_id].content == "fact number 1, revised"
             assert [v.node.version for v in reme.history(before[1].memory_id, user_name="user1")] == [1]
+
+
+async def test_collections_made_and_dropped_while_this_process_takes_locks_stall_nothing(
+        qdrant_cluster: list[Node]) -> None:
+    """Qdrant 1.16.3 stalls the whole cluster for about three minutes (its calls time out, then
+    answer again) when a collection holding points is dropped, or made, while an ordered write
+    (`ordering=medium`, as every lock and conditional write is) is under way: seen within a few
+    drops with a lock taken every 50 ms. A scrub drops and makes two collections while its lock is
+    renewed, and other tasks of its process may write meanwhile. The store keeps its own ordered
+    writes and its collection changes apart, so a process alone never meets that stall: every
+    call here is answered within the store's timeout (a tenth of the stall; a call otherwise takes
+    a second or two)."""
+    import asyncio
+
+    from reme import MemoryNode, MemoryType
+    from reme.store import CreateCollection, DropCollection, Upsert, VectorRecord
+    from reme.store.qdrant import QdrantStore
+
+    wipe(qdrant_cluster[0].url)
+    store = QdrantStore(url=qdrant_cluster[0].url, lease=0.15, timeout=20, retry_for=0.0, **SPREAD)
+    records = [VectorRecord(node=MemoryNode(memory_type=MemoryType.PERSONAL, memory_target="alice",
+                                            content=f"fact {i}"), vector=[1.0] * DIM) for i in range(20)]
+    churning = True
+
+    async def take_locks() -> int:
+        taken = 0
+        while churning:
+            async with store.exclusive("busy"):  # an ordered write to take it, one to release it
+                taken += 1
+        return taken
+
+    try:
+        async with store.exclusive("scrub"):  # renewed every 50 ms
+            locking = asyncio.create_task(take_locks())
+            try:
+                for _ in range(8):
+                    await store.write([CreateCollection("churn", DIM), Upsert("churn", records)])
+                    await store.write([DropCollection("churn")])
+            finally:
+                churning = False
+            assert await locking > 0
+    finally:
+        await store.close()

@@ -222,6 +222,59 @@ class _RetryingGrpc:
         return again
 
 
+class _Turns:
+    """A store's ordered writes (`ordering=medium`: locks, conditional writes) and its collection
+    changes (make, drop, index), never at once. Qdrant 1.16.3 stalls a whole cluster for about
+    three minutes (calls time out, then answer again) when a collection is dropped or made while
+    an ordered write is under way (tests/test_cluster.py): a scrub drops and makes collections
+    while its own lock is renewed. Writes go side by side; a change waits until those under way
+    are answered, and writes wait while a change waits or runs. Other processes' writes are not
+    kept apart (docs/scaling.md)."""
+
+    def __init__(self) -> None:
+        self._writes = 0
+        self._changes = 0  # waiting or under way
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._no_writes = self._no_changes = asyncio.Event()
+
+    def _events(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # asyncio's events belong to the loop that first waits on them
+            self._loop, self._no_writes, self._no_changes = loop, asyncio.Event(), asyncio.Event()
+            if not self._writes:
+                self._no_writes.set()
+            if not self._changes:
+                self._no_changes.set()
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[None]:
+        self._events()
+        while self._changes:
+            await self._no_changes.wait()
+        self._writes += 1
+        self._no_writes.clear()
+        try:
+            yield
+        finally:
+            self._writes -= 1
+            if not self._writes:
+                self._no_writes.set()
+
+    @contextlib.asynccontextmanager
+    async def change(self) -> AsyncIterator[None]:
+        self._events()
+        self._changes += 1
+        self._no_changes.clear()
+        try:
+            while self._writes:
+                await self._no_writes.wait()
+            yield
+        finally:
+            self._changes -= 1
+            if not self._changes:
+                self._no_changes.set()
+
+
 class QdrantStore(VectorStore):
     """Qdrant through `qdrant-client`: a server by `url`, or local mode by `location`/`path`."""
 
@@ -256,6 +309,7 @@ class QdrantStore(VectorStore):
         # A server's calls are retried while it cannot answer them (`retry_for` seconds): a node
         # restarting, a cluster noticing a dead peer.
         self._known: set[str] = set()
+        self._turns = _Turns()
         options: dict[str, Any] = ({"transport": _Retrying(retry_for, self._known)}
                                   if url is not None and retry_for > 0 else {})
         if url is not None and not prefer_grpc:
@@ -283,6 +337,11 @@ class QdrantStore(VectorStore):
         except (ApiException, grpc.RpcError, ValueError, RuntimeError, OSError) as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
+    async def _ordered(self, what: str, coro: Any) -> Any:
+        """An ordered write (`ordering=medium`), never while this store changes a collection (`_Turns`)."""
+        async with self._turns.write():
+            return await self._call(what, coro)
+
     async def _recover_collections(self) -> None:
         """Before the first write (opening a ReMe recovers): the server must be one ReMe can write to."""
         if self.local or self._server_checked:
@@ -299,6 +358,10 @@ class QdrantStore(VectorStore):
 
     # -- collections -------------------------------------------------------------------------
     async def _create_collection(self, name: str, dim: int) -> None:
+        async with self._turns.change():
+            await self._make_collection(name, dim)
+
+    async def _make_collection(self, name: str, dim: int) -> None:
         # One server call creates it; a crash before its payload indexes leaves it usable, if slower.
         try:
             await self._call("create collection", self._client.create_collection(
@@ -353,7 +416,8 @@ class QdrantStore(VectorStore):
         check_collection_name(name)
         self._dims.pop(name, None)
         self._known.discard(name)
-        await self._call("delete collection", self._client.delete_collection(name))
+        async with self._turns.change():
+            await self._call("delete collection", self._client.delete_collection(name))
 
     # -- journal -------------------------------------------------------------------------------
     async def _journal(self) -> str:
@@ -361,8 +425,9 @@ class QdrantStore(VectorStore):
             if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                 try:
                     # A 1-d placeholder vector: every server version takes such points.
-                    await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
-                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
+                    async with self._turns.change():
+                        await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
+                            size=1, distance=models.Distance.DOT), **self._spread(shards=1))
                 except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
                         raise
@@ -609,7 +674,7 @@ class QdrantStore(VectorStore):
 
     async def _lock_write(self, point: str, token: str, until: float, condition: models.Filter, *,
                           shielded: bool = False) -> None:
-        write = self._call("lock", self._client.upsert(
+        write = self._ordered("lock", self._client.upsert(
             LOCKS, [models.PointStruct(id=point, vector=[0.0], payload={"holder": token, "until": until})],
             wait=True, update_filter=condition, ordering=models.WriteOrdering.MEDIUM))
         await (asyncio.shield(write) if shielded else write)
@@ -666,7 +731,7 @@ class QdrantStore(VectorStore):
                 failure: StoreError | None = None
                 found_dead = False
                 try:
-                    await self._call("lock", self._client.upsert(
+                    await self._ordered("lock", self._client.upsert(
                         LOCKS, [models.PointStruct(id=p, vector=[0.0], payload={"holder": token, "until": now + self.lease})
                                 for p in todo], wait=True, update_filter=models.Filter(should=free),
                         ordering=models.WriteOrdering.MEDIUM))
@@ -688,7 +753,7 @@ class QdrantStore(VectorStore):
                         except BaseException:
                             # Handed back to the dead holder, ended: whoever takes them next finishes.
                             with contextlib.suppress(StoreError):
-                                await self._call("lock", asyncio.shield(self._client.upsert(
+                                await asyncio.shield(self._ordered("lock", self._client.upsert(
                                     LOCKS, [models.PointStruct(id=p, vector=[0.0], payload={"holder": dead, "until": 1.0})
                                             for p in mine if ended.get(p) == dead],
                                     wait=True, update_filter=_held_by(token), ordering=models.WriteOrdering.MEDIUM)))
@@ -727,22 +792,23 @@ class QdrantStore(VectorStore):
             await asyncio.sleep(self.lease / 3)
             with contextlib.suppress(StoreError):  # the next try may get through before the lease ends
                 # Payload set where this holder still holds them: a point taken over meanwhile is not taken back.
-                await self._call("lock", self._client.set_payload(
+                await self._ordered("lock", self._client.set_payload(
                     LOCKS, {"until": time.time() + self.lease}, points=held, wait=True,
                     ordering=models.WriteOrdering.MEDIUM))
 
     async def _release_all(self, points: list[str], token: str) -> None:
         selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=points),  # type: ignore[arg-type]
                                                                     _held_by(token)]))
-        await self._call("lock", asyncio.shield(self._client.delete(LOCKS, selector, wait=True,
-                                                                    ordering=models.WriteOrdering.MEDIUM)))
+        await asyncio.shield(self._ordered("lock", self._client.delete(LOCKS, selector, wait=True,
+                                                                       ordering=models.WriteOrdering.MEDIUM)))
 
     async def _locks(self) -> None:
         if not self._locks_ready:
             if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                 try:
-                    await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
-                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
+                    async with self._turns.change():
+                        await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
+                            size=1, distance=models.Distance.DOT), **self._spread(shards=1))
                 except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
                     if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
                         raise
@@ -796,8 +862,8 @@ class QdrantStore(VectorStore):
                 operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
                     points=[self._point_vectors(new)], update_filter=models.Filter(must=[_revision_is(token)]))))
         try:
-            await self._call("swap", self._client.batch_update_points(name, operations, wait=True,
-                                                                      ordering=models.WriteOrdering.MEDIUM))
+            await self._ordered("swap", self._client.batch_update_points(name, operations, wait=True,
+                                                                         ordering=models.WriteOrdering.MEDIUM))
         except (StoreError, KeyError) as exc:
             # A record deleted since it was read: its vectors are "not found", and the batch stops
             # there. It lost, so the records it won are put back, whatever the batch wrote of them.
@@ -841,14 +907,14 @@ class QdrantStore(VectorStore):
                 payload=back, filter=where)))
             operations.append(models.UpdateVectorsOperation(update_vectors=models.UpdateVectors(
                 points=[self._point_vectors(old)], update_filter=models.Filter(must=[_revision_is(back[REVISION])]))))
-        await self._call("swap", self._client.batch_update_points(name, operations, wait=True,
-                                                                  ordering=models.WriteOrdering.MEDIUM))
+        await self._ordered("swap", self._client.batch_update_points(name, operations, wait=True,
+                                                                     ordering=models.WriteOrdering.MEDIUM))
 
     async def _delete_swapped(self, name: str, ids: list[str], token: str) -> None:
         selector = models.FilterSelector(filter=models.Filter(must=[models.HasIdCondition(has_id=ids)],  # type: ignore[arg-type]
                                                               should=[_revision_is(_dying(token)), _revision_is(token)]))
-        await self._call("delete", self._client.delete(name, selector, wait=True,
-                                                       ordering=models.WriteOrdering.MEDIUM))
+        await self._ordered("delete", self._client.delete(name, selector, wait=True,
+                                                          ordering=models.WriteOrdering.MEDIUM))
 
     async def get(self, name: str, ids: Sequence[str], *, with_vectors: bool = False) -> GetResult:
         await self._require_dim(name)
