@@ -17,7 +17,7 @@ from reme.embedding import HashEmbedder
 from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole,
                                   health_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
-                                  unheld_relations, with_the_time_said)
+                                  subject_named, unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -2458,3 +2458,49 @@ async def test_a_health_fact_a_stored_memory_holds_is_not_kept_again(reme: ReMe,
     assert "Robert is allergic to latex." not in asked
     # how many candidates there are is said (qwen1.5b went on deciding for candidates 7 to 14 of 7)
     assert "The candidates are numbered 0 to 1\n(2 in all)" in asked
+
+
+async def test_a_memory_the_model_starts_with_he_or_she_is_named_as_its_line_names_it(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh11 (qwen1.5b): "He's diabetic too, gliclazide 80 with breakfast." copied from the line
+    # that named him a sentence before; the repair left it so ("starts with a pronoun")
+    chat = [{"role": "user", "name": "Ines", "time": "2026-03-02T09:00:00Z",
+             "content": "My father-in-law Duarte moved in with us last month. He's diabetic too, gliclazide 80 "
+                        "with breakfast."},
+            {"role": "assistant", "content": "Noted. Anything he can't eat?"},
+            {"role": "user", "name": "Ines", "content": "Not really. She's the one who cooks for him, my wife Leonor."}]
+    server.script(EXTRACT, memories({"content": "Ines's father-in-law Duarte moved in last month", "sources": [0]},
+                                    {"content": "He's diabetic too, gliclazide 80 with breakfast.", "sources": [0]},
+                                    {"content": "She's the one who cooks for him.", "sources": [2]}))
+    server.script(MISSED, memories())
+    server.script(REPAIR, {"memories": []})
+    result = await reme.summarize_memory(chat, user_name="ines")
+
+    added = [n.content for n in result.added]
+    assert "Duarte is diabetic too, gliclazide 80 with breakfast." in added and not any(
+        a.startswith("He") for a in added)
+    # whom "she" is, the line says only after it: left to the repair (which kept it so)
+    assert "She's the one who cooks for him." in added
+    assert len([r for r in server.requests if REPAIR in prompt_of(r["body"])]) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(
+           ["She", "He", "She's", "He's", "my", "husband", "Kofi", "Nomvula", "is", "a", "nurse", ".", "?", ",",
+            " "]), max_size=12).map(" ".join)), min_size=1, max_size=4),
+       st.lists(st.integers(min_value=-1, max_value=4), max_size=2), st.sampled_from(["", " And more."]))
+def test_a_he_or_she_the_model_wrote_is_named_only_by_a_line_it_cites_or_one_beside_it(
+        lines: list[tuple[str, str]], sources: list[int], more: str) -> None:
+    messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Mandla")
+                for role, text in lines]
+    transcript = Transcript.of(messages, datetime(2025, 5, 14, tzinfo=timezone.utc))
+    cited = sorted({i for i in sources if 0 <= i < len(messages)})
+    near = {j for i in cited for j in (i - 1, i, i + 1) if 0 <= j < len(messages)}
+    for sentence in {s.strip() + "." for m in messages for s in m.content.split(".") if s.strip()}:
+        text = sentence + more
+        named = subject_named(text, transcript, cited)
+        if named != text:  # only the pronoun changed, for a name a line at or before one beside it says
+            lead = re.match(r"(?:She|He)(?:['’]s)?(.*)", text, re.S)
+            assert lead and named.endswith(lead[1]) and near
+            name = named[:len(named) - len(lead[1])].split("'")[0].split(" ")[0]
+            assert name not in ("She", "He") and name in "".join(m.content for m in messages[:max(near) + 1])

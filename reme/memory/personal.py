@@ -1013,6 +1013,22 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
 
 
+def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
+    """A memory the model starts with "He" or "She" in a sentence a user line it cites (or one
+    beside it: a small model's sources are often off by one) says word for word ("He's diabetic
+    too, gliclazide 80 with breakfast."), named as `named_subject` names that sentence in its
+    line ("My father-in-law Duarte moved in. He's diabetic too ..."); otherwise as it is."""
+    if not HE_OR_SHE.match(text):
+        return text
+    first = SENTENCE.split(text.strip(), maxsplit=1)[0]
+    near = [*sources, *(j for i in sources for j in (i - 1, i + 1) if j not in sources)]
+    for i in (j for j in near if 0 <= j < len(transcript.messages)):
+        if first in transcript.messages[i].content:
+            named = named_subject(transcript, i, first)
+            return named + text.strip()[len(first):] if named != first else text
+    return text
+
+
 def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """The relations people named in what they said ("my husband Arjun", "Valéria, my running
     coach", "my son Wiremu, he's seven", "Ottilie's dad Lars") that none of `written` (the memories so far) holds (a
@@ -1486,7 +1502,8 @@ class PersonalSummarizer:
             if reason:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
-            draft.text = self._reworded(text, transcript, sources, user_name, draft.said)
+            draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
+                                        draft.said)
             cited = [transcript.messages[i] for i in sources]
             if another := said_by_another(draft.text, cited_or_beside(draft.text, transcript, sources),
                                           transcript.speakers):
