@@ -2092,6 +2092,16 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
     (["My husband Kofi is coming. She's my emergency contact."], "She's my emergency contact.", None),  # his
     (["I told Nomvula about it. She's my emergency contact."], "She's my emergency contact.", None),
     (["She's my emergency contact."], "She's my emergency contact.", None),
+    # no sentence before names anyone so: the one person of that gender introduced with a relation
+    # (fresh11, qwen1.5b copied both as said: "She's four ...", "He's diabetic too ...")
+    (["I need somewhere to keep my daughter Yasmin's allergy details. She's four."], "She's four.",
+     "Yasmin is four."),
+    (["My father-in-law, Haruto, moved in. He's 81 and has Alzheimer's.", "What does he take?",
+      "Donepezil 5 mg at bedtime. He's diabetic too."], "He's diabetic too.", "Haruto is diabetic too."),
+    (["My daughter Yasmin is four and Bethan is her key worker.", "Anything else?", "She's lovely."],
+     "She's lovely.", None),  # Bethan, not introduced with a relation, may be "she"
+    (["My son Wiremu and my brother Tane came.", "Anything else?", "He's seven."], "He's seven.", None),
+    (["My husband Kofi is here.", "Anything else?", "She's seven."], "She's seven.", None),
 ])
 def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_before_says_it(
         lines: list[str], sentence: str, resolved: str | None) -> None:

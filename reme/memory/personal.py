@@ -959,6 +959,26 @@ signed decided agreed asked offered promised stopped quit changed switched finis
 any word ending in "ed", for "she's called" and "she's worried" alike ("'s" is kept)."""
 
 
+def the_one_related(transcript: Transcript, index: int, sentence: str, pronoun: str) -> str | None:
+    """Whom "he" or "she" (`pronoun`) opening `sentence` of line `index` is when no sentence
+    before it says so as `named_subject` reads one: the one person of that gender introduced with
+    a relation ("my daughter Yasmin", "My father-in-law, Haruto,") in the lines up to it, where no
+    clause there starts with another name ("Bethan says ...") than people introduced with a
+    relation ("Donepezil 5 mg at bedtime. He's diabetic too" after "My father-in-law, Haruto, moved
+    in. He's 81 and has Alzheimer's"). None when none or more than one could be."""
+    line = transcript.messages[index].content
+    lines = [m.content for m in transcript.messages[:index]] + [line[:max(line.find(sentence), 0)]]
+    said = [m for t in lines for m in [*MY_KIN.finditer(t), *THEIR_KIN.finditer(t), *KIN_NAMED.finditer(t)]]
+    same, other = (MALE, FEMALE) if pronoun == "He" else (FEMALE, MALE)
+    ones = {m["name"] for m in said if m["rel"].lower() in same}
+    others = {m["name"] for m in said if m["rel"].lower() in other}
+    subjects = {m["name"] for text in lines for said in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(said)
+                if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names}
+    if len(ones) != 1 or not subjects <= ones | others:
+        return None
+    return next(iter(ones))
+
+
 def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     """`sentence` (of line `index`) with the "He" or "She" it starts with named, when what comes
     before says whom it is: the closest sentence before it in its line that names anyone (no
@@ -997,15 +1017,19 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         rel = (found["rel"] or "").casefold() if found else ""
         if (not found or found["name"] not in known or rel in (FEMALE if lead["pronoun"] == "He" else MALE)
                 or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
+            if not found and (related := the_one_related(transcript, index, sentence, lead["pronoun"])):
+                name = related  # "I need somewhere to keep my daughter Yasmin's details. She's four"
+                break
             return sentence
         if len(named) == 1 and found["name"] not in named:
             return sentence  # "And Mere?" -- "Wiremu is fine. She has eczema": which?
         name = found["name"]
         break
     else:
-        if len(named) != 1:
+        if len(named) == 1:
+            name = named.pop()
+        elif named or not (name := the_one_related(transcript, index, sentence, lead["pronoun"])):
             return sentence
-        name = named.pop()
     rest = sentence[lead.end("s" if lead["s"] else "pronoun"):]
     if not lead["s"]:
         return name + rest
