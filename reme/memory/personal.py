@@ -496,6 +496,12 @@ def self_compared(text: str) -> bool:
     return bool(SELF_COMPARED.match(text.strip()))
 
 
+def beside(sources: Sequence[int], count: int) -> list[int]:
+    """The lines next to those a memory cites (a small model's sources are often off by one), of
+    the `count` lines there are, not cited themselves."""
+    return [j for i in sources for j in (i - 1, i + 1) if 0 <= j < count and j not in sources]
+
+
 def cited_or_beside(text: str, transcript: Transcript, sources: Sequence[int]) -> list[Message]:
     """The lines a memory cites, or, when it cites no user's line (a small model's sources are
     often off by one: fresh9's "Giedrė has a collapsed lung" cited the assistant's next line), the
@@ -503,11 +509,11 @@ def cited_or_beside(text: str, transcript: Transcript, sources: Sequence[int]) -
     cited = [transcript.messages[i] for i in sources]
     if any(m.role == "user" for m in cited):
         return cited
-    beside = [transcript.messages[j] for i in sources for j in (i - 1, i + 1)
-              if 0 <= j < len(transcript.messages) and transcript.messages[j].role == "user"]
+    near = [transcript.messages[j] for j in beside(sources, len(transcript.messages))
+            if transcript.messages[j].role == "user"]
     names = {w for n in transcript.speakers for w in words(n)}
-    scored = [(closest_sentences(text, [m], names)[1], k) for k, m in enumerate(beside)]
-    return [beside[max(scored)[1]]] if scored and max(scored)[0] else cited
+    scored = [(closest_sentences(text, [m], names)[1], k) for k, m in enumerate(near)]
+    return [near[max(scored)[1]]] if scored and max(scored)[0] else cited
 
 
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
@@ -972,7 +978,7 @@ def the_one_related(transcript: Transcript, index: int, sentence: str, pronoun: 
     same, other = (MALE, FEMALE) if pronoun == "He" else (FEMALE, MALE)
     ones = {m["name"] for m in said if m["rel"].lower() in same}
     others = {m["name"] for m in said if m["rel"].lower() in other}
-    subjects = {m["name"] for text in lines for said in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(said)
+    subjects = {m["name"] for text in lines for one in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(one)
                 if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names}
     if len(ones) != 1 or not subjects <= ones | others:
         return None
@@ -1045,8 +1051,7 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     if not HE_OR_SHE.match(text):
         return text
     first = SENTENCE.split(text.strip(), maxsplit=1)[0]
-    near = [*sources, *(j for i in sources for j in (i - 1, i + 1) if j not in sources)]
-    for i in (j for j in near if 0 <= j < len(transcript.messages)):
+    for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
         if first in transcript.messages[i].content:
             named = named_subject(transcript, i, first)
             return named + text.strip()[len(first):] if named != first else text
@@ -1701,8 +1706,7 @@ class PersonalSummarizer:
             speakers = {next(n for n in named if n.casefold() == prefix[1].strip().casefold())}
             text = text[prefix.end():]
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
-            near = {j for i in sources for j in (i - 1, i + 1) if 0 <= j < len(transcript.messages)}
-            speakers = {transcript.messages[j].name or user_name for j in near
+            speakers = {transcript.messages[j].name or user_name for j in beside(sources, len(transcript.messages))
                         if transcript.messages[j].role == "user"}
         if len(speakers) == 1:
             speaker = speakers.pop()
