@@ -243,6 +243,27 @@ async def test_a_candidate_whose_decision_is_not_followed_is_added_not_lost(
     assert any("already changed" in r.reason and r.action == "defaulted" for r in result.rejected)
 
 
+@pytest.mark.parametrize("second", ["ADD", "UPDATE"])
+async def test_a_candidate_is_stored_once_whatever_its_decisions(
+        reme: ReMe, server: OpenAITestServer, second: str) -> None:
+    # qwen1.5b, fresh11: "Lamotrigine took its place: 200 mg a day, ..." UPDATEd one memory and was
+    # added beside another's UPDATE that was not followed: the same memory stored twice. A second
+    # UPDATE with the same text left the other memory as it was.
+    home = await reme.add_memory("Alice lives in Paris", user_name="alice")
+    pet = await reme.add_memory("Alice has a dog called Rex", user_name="alice")
+    server.script(EXTRACT, memories({"content": "Alice moved to Berlin", "sources": [0]}))
+    server.script(RECONCILE, decisions(
+        {"candidate": 0, "action": "UPDATE", "id": 0, "text": "Alice moved to Berlin"},
+        {"candidate": 0, "action": second, **({"id": 1, "text": "Alice moved to Berlin"} if second == "UPDATE" else {})}))
+    result = await reme.summarize_memory(told("I moved to Berlin."), user_name="alice")
+
+    stored = [n.content for n in await reme.list_memory(user_name="alice", memory_type="personal")]
+    assert sorted(stored) == ["Alice has a dog called Rex", "Alice moved to Berlin"]
+    assert [n.memory_id for n in result.updated] == [home.memory_id] and result.added == []
+    assert (await reme.get_memory(pet.memory_id)).content == "Alice has a dog called Rex"
+    assert any("once" in r.reason and r.action == "dropped" for r in result.rejected)
+
+
 async def test_a_delete_keeps_what_its_candidate_says(reme: ReMe, server: OpenAITestServer) -> None:
     # The candidate that makes a memory obsolete is news itself: a DELETE without an ADD of it
     # (qwen1.5b's usual answer) must not lose "not vegetarian any more".

@@ -1899,7 +1899,28 @@ class Decider:
                 log.info("reconcile gave no decision for candidate %d; it is added", i)
             self.changes.append(Change(new=cand, vector=shown.vectors[i]))
         self._ended_instead()
+        self._once()
         return self.changes
+
+    def _once(self) -> None:
+        """Each text written once: a change that would give a memory the text an update gives
+        another is not made: an add is dropped, a later update leaves its memory as it is (qwen1.5b,
+        fresh11: "Lamotrigine took its place: ..." UPDATEd one memory and was added beside another's
+        UPDATE that was not followed, so the same memory was stored twice)."""
+        updated = {normalize_text(c.new.content) for c in self.changes if c.new is not None and c.old is not None}
+        seen: set[str] = set()
+        kept: list[Change] = []
+        for change in self.changes:
+            text = normalize_text(change.new.content) if change.new is not None else None
+            if text is not None and (text in seen or change.old is None and text in updated):
+                what = "not added" if change.old is None else f"{change.old.content[:60]!r} stays as it is"
+                self.rejected.append(Rejection(step="personal/reconcile", action="dropped",
+                                               reason=f"{change.new.content[:80]!r} is written once: {what}"))
+                continue
+            if text is not None:
+                seen.add(text)
+            kept.append(change)
+        self.changes = kept
 
     def _reject(self, k: int, reason: str) -> None:
         log.warning("reconcile decision %d ignored: %s", k, reason)
