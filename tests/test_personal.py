@@ -1537,6 +1537,20 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     ("Bea", "Bea lives on her own in a first-floor flat on Cowley Road",
      "At the end of February I moved into the annexe at my daughter Greta's, in Headington.",
      "Bea moved into the annexe at her daughter Greta's in Headington"),
+    # fresh11 (qwen1.5b kept the old ones): "has gone", "'s finished", "ended", "tapered off", "took its
+    # place", "separated", each said here of another thing than in the part tuned on
+    ("Ola", "Ola takes omeprazole, 20 mg a day", "The omeprazole has gone, my stomach settled.",
+     "Ola's omeprazole has gone"),
+    ("Ola", "Ola uses a steroid nasal spray every morning", "The nasal spray's finished; the hay fever is over.",
+     "Ola's nasal spray is finished"),
+    ("Sam", "Sam does hydrotherapy at the Royal on Mondays", "The hydrotherapy ended in May.",
+     "Sam's hydrotherapy ended in May"),
+    ("Wei", "Wei takes warfarin, 3 mg a day", "The cardiologist weaned me off the warfarin over the summer.",
+     "Wei was weaned off warfarin"),
+    ("Wei", "Wei takes warfarin, 3 mg a day", "They tapered me off the warfarin. Apixaban took its place, 5 mg "
+     "twice a day.", "Wei takes apixaban, 5 mg twice a day, in place of warfarin"),
+    ("Kofi", "Kofi's partner Abena is the one to call in an emergency", "Abena and I separated in the spring.",
+     "Kofi and Abena separated in the spring"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -1775,6 +1789,11 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
     # a doctor gone from a memory of a medicine: the medicine stays
     ("Bilal", "Bilal takes sumatriptan, prescribed by Dr Qureshi", "Dr Qureshi retired, so my neurologist is Dr Malik "
      "now.", "Dr Qureshi retired, so Bilal's neurologist is Dr Malik now"),
+    # "ended up", "gone onto": no ending
+    ("Rafa", "Rafa takes prednisolone in a flare", "I ended up on prednisolone for five days.",
+     "Rafa was on prednisolone for five days"),
+    ("Lin", "Lin works at a bank", "I've gone onto early shifts at the bank.", "Lin works early shifts at the bank"),
+    ("Lin", "Lin's son Tom lives in Leeds", "Tom has gone to Leeds for the weekend.", "Tom went to Leeds for the weekend"),
 ])
 async def test_a_line_that_ends_or_changes_something_else_leaves_a_memory_as_it_is(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:

@@ -2108,8 +2108,12 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out"
                    r"|c[oa]me off|coming off|replaced (?:by|with)|discontinued|swapped"
                    r"|t(?:ook|aken?|aking) (?:me|him|her|them|us) off|switched (?:(?:me|him|her|them|us) )?(?:over )?from"
+                   r"|(?:tapered|weaned) (?:(?:me|him|her|them|us) )?off|separated|divorced"
+                   r"|t(?:ook|akes?|aken|aking) its place|in its place"
                    r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
-                   r"|\b(?:is|are|was|were)\s+(?:all\s+)?(?:finished|over)\b"
+                   r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended)\b"
+                   r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
+                   r"|\bended\b(?!\s+up\b)"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
@@ -2203,7 +2207,7 @@ SUBJECTLESS = re.compile(r"^\s*(?:(?:and|but|oh|well)\s+)?(?:(?:all|long|complet
 """A clause that says something ended without saying what: "Finished in August" (after "And the budesonide?")."""
 NOT_STILL = re.compile(r"^\s*(?:no|nope|not any ?more|no longer)\W*$", re.IGNORECASE)
 """A first answer that says no (to a question with "still": "Still on the warfarin?")."""
-REFERRING = frozenset("it them they those".split())
+REFERRING = frozenset("it its them they those".split())
 _DETERMINERS = frozenset("the my our his her their a an".split())
 
 
@@ -2347,17 +2351,20 @@ LISTED = re.compile(r"^(?:the|my|our|his|her|their)\s+[^\s,]+(?:\s+[^\s,]+){0,2}
 """A clause that is only a thing named ("The ursodeoxycholic acid"): the first of a compound subject."""
 NO_LISTED = re.compile(r"\bno\s+[^\s,]+\s*$", re.IGNORECASE)
 """A clause that ends in a thing ruled out, before "and no ...": "so no insulin and no metformin now" is one."""
+NAME_AND_I = re.compile(r"^\s*(?:(?:and|but|so)\s+)?[A-Z][^\W\d_]+\s*$")
+"""A name alone before "and I ...": the two are the clause's subject ("Ama and I separated in the spring")."""
 
 
 def clauses_of(sentence: str) -> list[str]:
     """A sentence's clauses (`CLAUSE`), a thing named before "and" kept with the clause it is the
-    subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one, and so is
-    "no insulin and no metformin now"."""
+    subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one, and so are
+    "no insulin and no metformin now" and "Ama and I separated in the spring"."""
     pieces = re.split(f"({CLAUSE.pattern})", sentence, flags=re.IGNORECASE)
     out = [pieces[0]]
     for joint, clause in zip(pieces[1::2], pieces[2::2]):
         if joint.strip().lower() == "and" and (LISTED.match(out[-1].strip()) or NO_LISTED.search(out[-1])
-                                                and clause.lstrip().lower().startswith("no ")):
+                                                and clause.lstrip().lower().startswith("no ")
+                                                or NAME_AND_I.match(out[-1]) and re.match(r"\s*I\b", clause)):
             out[-1] += joint + clause
         else:
             out.append(clause)
