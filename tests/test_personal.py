@@ -1551,6 +1551,9 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "twice a day.", "Wei takes apixaban, 5 mg twice a day, in place of warfarin"),
     ("Kofi", "Kofi's partner Abena is the one to call in an emergency", "Abena and I separated in the spring.",
      "Kofi and Abena separated in the spring"),
+    # a name of three letters is a word the line and the memory share
+    ("Kofi", "Kofi's partner Tom is the one to call in an emergency", "Tom and I split up before Christmas.",
+     "Kofi and Tom split up before Christmas"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:

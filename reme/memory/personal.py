@@ -2098,10 +2098,21 @@ def revised(old: MemoryNode, cand: MemoryNode, text: str, history: MemoryNode) -
                        ref_ids=list(dict.fromkeys(old.ref_ids + [history.memory_id]))[-MAX_REF_IDS:], metadata=meta)
 
 
+SHORT_NAME = re.compile(r"\b[A-Z][a-z]{1,2}\b(?!['’]?\.)")
+"""A name of two or three letters ("Tom", "Ama", "Bea"), which `content_words` leaves out as too short."""
+SHORT_WORDS = frozenset("""a an and are as at be but by can did do for get got had has he her him his how i if in is it
+its me my no not now of off oh ok on one or our out own she so the too two six ten to up us was we who why yes yet you
+all any few new old may mum dad jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun""".split())
+"""Short words a sentence may start with, months and weekdays cut short, and "Mum" and "Dad": no names."""
+
+
 def _content_stems(text: str, user_name: str) -> set[str]:
     """The `_stem`s of a text's words worth comparing (four letters or more, no filler or common
-    word, not the user's name)."""
-    return {_stem(w) for w in content_words(text, set(words(user_name)))}
+    word, not the user's name), and its short names ("Tom and I split up" shares "tom" with
+    "Kofi's partner Tom")."""
+    skip = set(words(user_name))
+    short = {w.lower() for w in SHORT_NAME.findall(text)} - skip - _TITLES - COMMON_WORDS - SHORT_WORDS
+    return {_stem(w) for w in content_words(text, skip)} | short
 
 
 ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
