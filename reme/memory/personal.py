@@ -1911,14 +1911,16 @@ class Decider:
         seen: set[str] = set()
         kept: list[Change] = []
         for change in self.changes:
-            text = normalize_text(change.new.content) if change.new is not None else None
-            if text is not None and (text in seen or change.old is None and text in updated):
+            if change.new is None:  # a deletion
+                kept.append(change)
+                continue
+            text = normalize_text(change.new.content)
+            if text in seen or change.old is None and text in updated:
                 what = "not added" if change.old is None else f"{change.old.content[:60]!r} stays as it is"
                 self.rejected.append(Rejection(step="personal/reconcile", action="dropped",
                                                reason=f"{change.new.content[:80]!r} is written once: {what}"))
                 continue
-            if text is not None:
-                seen.add(text)
+            seen.add(text)
             kept.append(change)
         self.changes = kept
 
