@@ -235,7 +235,7 @@ class _Turns:
         self._writes = 0
         self._changes = 0  # waiting or under way
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._no_writes = self._no_changes = asyncio.Event()
+        self._no_writes, self._no_changes = asyncio.Event(), asyncio.Event()  # made again per loop: `_events`
 
     def _events(self) -> None:
         loop = asyncio.get_running_loop()
@@ -297,8 +297,7 @@ class QdrantStore(VectorStore):
                                         "write_consistency_factor": write_consistency_factor}
         """How a server spreads the collections this store creates (None: the server's default)."""
         self._own: set[str] = set()  # records this store wrote: replayable at once
-        self._journal_ready = False
-        self._locks_ready = False
+        self._ready: set[str] = set()  # the bookkeeping collections known to be there (`_bookkeeping`)
         self._server_checked = False
         if sum(x is not None for x in (url, location, path)) != 1:
             raise ConfigError("the qdrant backend needs exactly one of url, location (':memory:') or path")
@@ -421,19 +420,24 @@ class QdrantStore(VectorStore):
 
     # -- journal -------------------------------------------------------------------------------
     async def _journal(self) -> str:
-        if not self._journal_ready:
-            if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
-                try:
-                    # A 1-d placeholder vector: every server version takes such points.
-                    async with self._turns.change():
-                        await self._client.create_collection(JOURNAL, vectors_config=models.VectorParams(
-                            size=1, distance=models.Distance.DOT), **self._spread(shards=1))
-                except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
-                    if not await self._call("collection_exists", self._client.collection_exists(JOURNAL)):
-                        raise
-            self._journal_ready = True
-            self._known.add(JOURNAL)
+        await self._bookkeeping(JOURNAL)
         return JOURNAL
+
+    async def _bookkeeping(self, name: str) -> None:
+        """Collection `name` (the journal's or the locks') made if it is not there yet: 1-d
+        placeholder vectors (every server version takes such points), one shard."""
+        if name in self._ready:
+            return
+        if not await self._call("collection_exists", self._client.collection_exists(name)):
+            try:
+                async with self._turns.change():
+                    await self._client.create_collection(name, vectors_config=models.VectorParams(
+                        size=1, distance=models.Distance.DOT), **self._spread(shards=1))
+            except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
+                if not await self._call("collection_exists", self._client.collection_exists(name)):
+                    raise
+        self._ready.add(name)
+        self._known.add(name)
 
     async def _journal_put(self, body: bytes, key: str | None = None) -> str:
         journal = await self._journal()
@@ -803,17 +807,7 @@ class QdrantStore(VectorStore):
                                                                        ordering=models.WriteOrdering.MEDIUM)))
 
     async def _locks(self) -> None:
-        if not self._locks_ready:
-            if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
-                try:
-                    async with self._turns.change():
-                        await self._client.create_collection(LOCKS, vectors_config=models.VectorParams(
-                            size=1, distance=models.Distance.DOT), **self._spread(shards=1))
-                except (ApiException, grpc.RpcError, ValueError, RuntimeError):  # another process made it meanwhile
-                    if not await self._call("collection_exists", self._client.collection_exists(LOCKS)):
-                        raise
-            self._locks_ready = True
-            self._known.add(LOCKS)
+        await self._bookkeeping(LOCKS)
 
     # -- primitives ---------------------------------------------------------------------------
     async def _upsert(self, name: str, records: Sequence[VectorRecord]) -> None:
