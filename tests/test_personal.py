@@ -1256,7 +1256,7 @@ async def test_an_update_to_another_memorys_text_adds_the_candidate_instead(
     server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
     server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 1, "text": other.content}))
     await reme.summarize_memory([{"role": "user", "name": "Kostas", "content": "My blood pressure readings were "
-                                  "still high in August."}], user_name="kostas")
+                                  "still high in August, on the amlodipine."}], user_name="kostas")
 
     (reconcile,) = [prompt_of(r["body"]) for r in server.requests if RECONCILE in prompt_of(r["body"])]
     today = utcnow().date().isoformat()
@@ -1960,6 +1960,60 @@ def test_taking_what_the_line_says_to_avoid_is_caught(memory: str, asked: str, s
     messages = [Message(role="assistant", content=f"Right. {asked}" if asked else "Noted."),
                 Message(role="user", name="Wei", content=said)]
     assert (not_a_memory(memory, messages, [1], "wei") is not None) == wrong
+
+
+@pytest.mark.parametrize(("memory", "said", "invented"), [
+    # fresh12 (qwen1.5b): "Henrique was diagnosed with lung cancer ..." of a biopsy for sarcoidosis
+    ("Henrique was diagnosed with lung cancer in September.", "The diagnosis came from a lung biopsy in "
+     "September. It's sarcoidosis.", True),
+    ("Wei has epilepsy and takes levetiracetam.", "I take lamotrigine for my seizures.", True),
+    ("Wei takes metformin for his diabetes.", "I'm diabetic, on gliclazide.", True),  # a medicine no one named
+    # said in other forms of the same word, or by the assistant and agreed to
+    ("Wei is diabetic and takes metformin.", "I have type 2 diabetes; metformin twice a day.", False),
+    ("Wei has asthma.", "Yes, it is, since I was a child.", False),
+    ("Wei's daughter has epileptic seizures.", "My daughter is epileptic.", False),
+    # the words that are not a diagnosis or a medicine's name may be the model's own
+    ("Wei takes medication for his blood pressure.", "I take ramipril, my pressure runs high.", False),
+    ("Wei has a heart condition.", "I had a heart attack in May.", False),
+])
+def test_a_diagnosis_or_a_medicine_no_one_named_is_not_stored(memory: str, said: str, invented: bool) -> None:
+    messages = [Message(role="assistant", content="Is it asthma?" if "asthma" in memory else "Noted."),
+                Message(role="user", name="Wei", content=said)]
+    reason = not_a_memory(memory, messages, [1], "wei")
+    assert (reason is not None) == invented, reason
+
+
+@pytest.mark.parametrize(("suggested", "answer", "memory", "stored"), [
+    # fresh12 (qwen1.5b): a suggestion the user turned down, stored as what they do
+    ("Would a wearable sleep tracker help you?", "My wife already nudges me when I nod off. That's tracker enough.",
+     "Bartosz uses a wearable sleep tracker.", None),
+    ("Would you like to try a running club, for your lungs?", "I cycle to work every day. I'm not adding running.",
+     "Bartosz would like to try a running club.", None),
+    # ... merged into what they said: the rest stays
+    ("Would you consider a gluten-free diet?", "I'm not cutting out bread on a hunch. I take methotrexate, 15 mg "
+     "a week.", "Bartosz takes methotrexate, 15 mg a week, and a gluten-free diet.",
+     "Bartosz takes methotrexate, 15 mg a week."),
+    # taken up, or stored as turned down: kept
+    ("Would a wearable sleep tracker help you?", "Yes, I'll order one tonight.",
+     "Bartosz will order a wearable sleep tracker.", "Bartosz will order a wearable sleep tracker."),
+    ("Would a wearable sleep tracker help you?", "My wife nudges me. That's tracker enough.",
+     "Bartosz does not want a wearable sleep tracker.", "Bartosz does not want a wearable sleep tracker."),
+    # a word the user said too is theirs
+    ("Would a sleep tracker help you?", "I have a sleep tracker already, a Fitbit.",
+     "Bartosz has a sleep tracker, a Fitbit.", "Bartosz has a sleep tracker, a Fitbit."),
+])
+async def test_a_suggestion_turned_down_is_not_stored_as_taken(
+        reme: ReMe, server: OpenAITestServer, suggested: str, answer: str, memory: str, stored: str | None) -> None:
+    server.script(EXTRACT, memories({"content": memory, "sources": [2]}))
+    result = await reme.summarize_memory([
+        {"role": "user", "name": "Bartosz", "content": "I have narcolepsy, so I nap after lunch."},
+        {"role": "assistant", "content": f"Noted. {suggested}"},
+        {"role": "user", "name": "Bartosz", "content": answer}], user_name="bartosz")
+
+    kept = [n.content for n in result.added]
+    assert (stored in kept) if stored else not any("tracker" in k or "club" in k for k in kept), kept
+    if stored != memory:
+        assert any("assistant suggested" in r.reason for r in result.rejected)
 
 
 async def test_a_health_fact_no_memory_holds_is_kept_as_said(reme: ReMe, server: OpenAITestServer) -> None:

@@ -624,6 +624,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     unsaid = unsaid_words(text, messages, user_name)
     if unsaid:
         return f"{text[:80]!r} says what no one said in the conversation ({', '.join(unsaid[:5])})"
+    if invented := invented_health(text, messages):
+        return f"{text[:80]!r} names {', '.join(invented[:5])}, which no one named in the conversation"
     cited = [messages[i].content for i in sources if 0 <= i < len(messages) and messages[i].role == "user"]
     if allergen := taken_though_allergic(text, cited or [m.content for m in messages if m.role == "user"]):
         return f"{text[:80]!r} says someone takes {allergen}; the line says they are allergic to {allergen}"
@@ -760,6 +762,38 @@ def health_word(word: str) -> bool:
     if word.startswith(HEALTH_STEMS):
         return not word.startswith(NOT_HEALTH)
     return word != "april" and any(word.endswith(e) and len(word) >= len(e) + 3 for e in DRUG_ENDINGS)
+
+
+DIAGNOSES = ("diabet", "asthma", "epilep", "coeliac", "celiac", "cancer", "stroke", "arthrit", "dement", "alzheim",
+             "parkinson", "eczema", "fibrill", "arrhythm", "migrain", "gout", "tumou", "tumor", "leukaem",
+             "leukem", "lymphom", "sclerosis", "copd", "lupus", "crohn", "colitis", "hepatit", "anaemi", "anemi",
+             "osteopor", "bipolar", "schizo", "autis", "adhd", "sarcoid", "narcolep", "psoria", "dementia", "angina")
+"""Beginnings of the names of diagnoses: a memory that names one must have it from the conversation."""
+NAMED_MEDICINES = ("paracetamol", "ibuprofen", "aspirin", "codeine", "morphine", "insulin", "naproxen")
+
+
+def invented_health(text: str, messages: Sequence[Message]) -> list[str]:
+    """The words of a memory that name a diagnosis (`DIAGNOSES`) or a medicine (by its name's
+    ending, `DRUG_ENDINGS`, or `NAMED_MEDICINES`) that no message names (in any form of the word:
+    "diabetic" names diabetes): a small model wrote "diagnosed with lung cancer" of a biopsy that
+    found sarcoidosis. Other health words may be the model's own ("medication", "a heart
+    condition"), and so may a medicine in a memory that says to avoid one. Empty for Chinese."""
+    if CJK_CHAR.search(text):
+        return []
+    said = {w for m in messages for w in words(m.content)}
+    stemmed = {_stem(w) for w in said}
+    told = words(text)
+    # a medicine to avoid may be one the model knows goes with the one named ("avoid penicillin or amoxicillin")
+    avoided = bool(TURNED_DOWN & set(told)) or any(w.startswith(("avoid", "allerg")) for w in told)
+    out: list[str] = []
+    for w in dict.fromkeys(told):
+        if (p := next((p for p in DIAGNOSES if w.startswith(p)), None)) is not None:
+            if not any(p in s for s in said):
+                out.append(w)
+        elif not avoided and (w.startswith(NAMED_MEDICINES) or health_word(w) and not w.startswith(HEALTH_STEMS)) \
+                and _stem(w) not in stemmed:
+            out.append(w)
+    return out
 
 
 _CAPITAL = re.compile(r"[A-Z][a-z]+")
@@ -1531,6 +1565,18 @@ class PersonalSummarizer:
             if reason:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
+            if turned_down := declined(text, transcript.messages):
+                rest = kept_apart(text, {_stem(w) for w in turned_down}, people)
+                what = ", ".join(turned_down[:5])
+                if rest is None:
+                    rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped",
+                                              reason=f"{text[:80]!r} says what the assistant suggested and was not "
+                                                     f"taken up ({what})"))
+                    continue
+                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
+                                          reason=f"{text[:80]!r} says what the assistant suggested and was not taken "
+                                                 f"up ({what}): that part is left out"))
+                text = rest
             draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
                                         draft.said)
             cited = [transcript.messages[i] for i in sources]
@@ -2554,6 +2600,41 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
             by_others |= stems([messages[i].content])
     borrowed = [w for w in said if _stem(w) not in by_others and (sources is not None or _stem(w) in by_assistant)]
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
+
+
+SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:would|should|could|shall|might|how about|what about|why not"
+                      r"|have you (?:thought|considered|tried)|do you want|is it worth|maybe)\b", re.IGNORECASE)
+"""A question that suggests: "Would a sleep tracker help?", "Have you thought about ...?"."""
+ACCEPTS = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok|okay|good idea|great idea|sounds (?:good|great|like a plan)|why not"
+                     r"|i will|i['’]ll|let['’]s|definitely|absolutely|please|that would|that['’]d|go on|done)\b",
+                     re.IGNORECASE)
+"""An answer that takes a suggestion up."""
+TURNED_DOWN = frozenset("not no never without nor t".split())
+"""A memory saying one of these ("does not want", "didn't") may say that a suggestion was turned down."""
+
+
+def declined(text: str, messages: Sequence[Message]) -> list[str]:
+    """The words of a memory that only the assistant said, in a question that suggests
+    (`SUGGESTS`) which the person's answer right after it does not take up (`ACCEPTS`), when the
+    memory does not say no (`TURNED_DOWN`, "declined", "refused"): qwen1.5b wrote "Linnea would
+    like to try a running club" of "Would you like to try a running club?" -- "I'm not adding
+    running." Empty for Chinese."""
+    said = words(text)
+    if CJK_CHAR.search(text) or TURNED_DOWN & set(said) or any(w.startswith(("declin", "refus")) for w in said):
+        return []
+    names = {w for m in messages if m.name for w in words(m.name)}
+    by_others = stems(m.content for m in messages if m.role != "assistant")
+    mine = [w for w in content_words(text, names, filler=False) if _stem(w) not in by_others]
+    out: list[str] = []
+    for i, m in enumerate(messages[:-1]):
+        answer = messages[i + 1]
+        if m.role != "assistant" or answer.role == "assistant" or ACCEPTS.match(answer.content):
+            continue
+        for sentence in SENTENCE.split(m.content):
+            if sentence.strip().endswith("?") and SUGGESTS.match(sentence.strip()):
+                asked = stems([sentence])
+                out += [w for w in mine if _stem(w) in asked]
+    return list(dict.fromkeys(out))
 
 
 def topic_words(text: str) -> set[str]:
