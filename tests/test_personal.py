@@ -2001,6 +2001,9 @@ def test_a_diagnosis_or_a_medicine_no_one_named_is_not_stored(memory: str, said:
     # a word the user said too is theirs
     ("Would a sleep tracker help you?", "I have a sleep tracker already, a Fitbit.",
      "Bartosz has a sleep tracker, a Fitbit.", "Bartosz has a sleep tracker, a Fitbit."),
+    # a question that asks, not suggests
+    ("What about your kids?", "Emi is twelve and Sora is nine.", "Bartosz's kids are Emi, twelve, and Sora, nine.",
+     "Bartosz's kids are Emi, twelve, and Sora, nine."),
 ])
 async def test_a_suggestion_turned_down_is_not_stored_as_taken(
         reme: ReMe, server: OpenAITestServer, suggested: str, answer: str, memory: str, stored: str | None) -> None:

@@ -2602,12 +2602,15 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
-SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:would|should|could|shall|might|how about|what about|why not"
-                      r"|have you (?:thought|considered|tried)|do you want|is it worth|maybe)\b", re.IGNORECASE)
-"""A question that suggests: "Would a sleep tracker help?", "Have you thought about ...?"."""
-ACCEPTS = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok|okay|good idea|great idea|sounds (?:good|great|like a plan)|why not"
-                     r"|i will|i['’]ll|let['’]s|definitely|absolutely|please|that would|that['’]d|go on|done)\b",
-                     re.IGNORECASE)
+SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:would (?:you|a|an|it|some)|should you|could you (?:try|use|take|"
+                      r"get|ask)|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried)|do you want to "
+                      r"(?:try|use|take|get)|is it worth|maybe (?:you|a|an|try)|how about (?:trying|using|taking|getting"
+                      r"|a|an|some))\b", re.IGNORECASE)
+"""A question that suggests: "Would a sleep tracker help?", "Have you thought about ...?" (not "What
+about your kids?", which asks)."""
+ACCEPTS = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok|okay|good (?:idea|shout)|great idea|(?:that )?sounds (?:good|great|"
+                     r"like a plan)|why not|i will|i['’]ll|i['’]d (?:like|love)|i would|let['’]s|definitely|absolutely"
+                     r"|please|that would|that['’]d|go on|done|will do|happy to|love to)\b", re.IGNORECASE)
 """An answer that takes a suggestion up."""
 TURNED_DOWN = frozenset("not no never without nor t".split())
 """A memory saying one of these ("does not want", "didn't") may say that a suggestion was turned down."""
