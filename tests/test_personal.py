@@ -1551,6 +1551,13 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "twice a day.", "Wei takes apixaban, 5 mg twice a day, in place of warfarin"),
     ("Kofi", "Kofi's partner Abena is the one to call in an emergency", "Abena and I separated in the spring.",
      "Kofi and Abena separated in the spring"),
+    # fresh12 (qwen1.5b kept the old ones): "went", "out of the picture", someone who "left"
+    ("Wei", "Wei takes bisoprolol, 5 mg each morning", "I had a pacemaker fitted, and the bisoprolol went.",
+     "Wei had a pacemaker fitted, and his bisoprolol was stopped"),
+    ("Ana", "Ana's piano teacher is Dr Hollis", "Dr Hollis is out of the picture, I learn from videos now.",
+     "Ana learns the piano from videos now"),
+    ("Ana", "Ana's piano teacher is Tomasz, on Mondays", "Tomasz left in June, so it's Marta on Mondays now.",
+     "Ana's piano teacher on Mondays is Marta"),
     # a name of three letters is a word the line and the memory share
     ("Kofi", "Kofi's partner Tom is the one to call in an emergency", "Tom and I split up before Christmas.",
      "Kofi and Tom split up before Christmas"),
@@ -1793,6 +1800,10 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
     ("Bilal", "Bilal takes sumatriptan, prescribed by Dr Qureshi", "Dr Qureshi retired, so my neurologist is Dr Malik "
      "now.", "Dr Qureshi retired, so Bilal's neurologist is Dr Malik now"),
     # "ended up", "gone onto": no ending
+    ("Ana", "Ana's piano teacher is Tomasz, on Mondays", "Tomasz left the sheet music at ours.",
+     "Tomasz left the sheet music at Ana's"),
+    ("Wei", "Wei takes bisoprolol, 5 mg each morning", "The bisoprolol went down fine with breakfast.",
+     "Wei's bisoprolol went down fine with breakfast"),
     ("Rafa", "Rafa takes prednisolone in a flare", "I ended up on prednisolone for five days.",
      "Rafa was on prednisolone for five days"),
     ("Lin", "Lin works at a bank", "I've gone onto early shifts at the bank.", "Lin works early shifts at the bank"),

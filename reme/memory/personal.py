@@ -2168,7 +2168,8 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|c[oa]me off|coming off|replaced (?:by|with)|discontinued|swapped"
                    r"|t(?:ook|aken?|aking) (?:me|him|her|them|us) off|switched (?:(?:me|him|her|them|us) )?(?:over )?from"
                    r"|(?:tapered|weaned) (?:(?:me|him|her|them|us) )?off|separated|divorced"
-                   r"|t(?:ook|akes?|aken|aking) its place|in its place"
+                   r"|t(?:ook|akes?|aken|aking) its place|in its place|out of the picture"
+                   r"|went(?=\s*(?:[.,;!?]|$)|\s+(?:with|too|as well)\b)"
                    r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended)\b"
                    r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
@@ -2430,8 +2431,10 @@ def clauses_of(sentence: str) -> list[str]:
     return out
 
 
-GONE = re.compile(r"\b(?P<name>[A-Z][^\W\d_]+)\s+(?:has\s+|had\s+|just\s+)?(?:retired|passed away|died|moved away)\b")
-"""Someone gone from where a memory has them: "Don Ernesto retired after the harvest"."""
+GONE = re.compile(r"\b(?P<name>[A-Z][^\W\d_]+)\s+(?:has\s+|had\s+|just\s+)?(?:retired|passed away|died|moved away"
+                  r"|left(?=\s*(?:[.,;!?]|$)|\s+(?:in|at|on|last|this|after|before|for good)\b))\b")
+"""Someone gone from where a memory has them: "Don Ernesto retired after the harvest", "Tomasz left
+in June" (not "Tomasz left the sheet music")."""
 
 
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
