@@ -767,7 +767,7 @@ def health_word(word: str) -> bool:
 DIAGNOSES = ("diabet", "asthma", "epilep", "coeliac", "celiac", "cancer", "stroke", "arthrit", "dement", "alzheim",
              "parkinson", "eczema", "fibrill", "arrhythm", "migrain", "gout", "tumou", "tumor", "leukaem",
              "leukem", "lymphom", "sclerosis", "copd", "lupus", "crohn", "colitis", "hepatit", "anaemi", "anemi",
-             "osteopor", "bipolar", "schizo", "autis", "adhd", "sarcoid", "narcolep", "psoria", "dementia", "angina")
+             "osteopor", "bipolar", "schizo", "autis", "adhd", "sarcoid", "narcolep", "psoria", "angina")
 """Beginnings of the names of diagnoses: a memory that names one must have it from the conversation."""
 NAMED_MEDICINES = ("paracetamol", "ibuprofen", "aspirin", "codeine", "morphine", "insulin", "naproxen")
 
