@@ -748,6 +748,16 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
     ("Kim flew on the 2nd, back on March 3rd.", "I flew on the 2nd, back on March 3rd.",
      "Kim flew on the 2nd (2 March 2024), back on March 3rd."),
     ("Kim may go on the 9th.", "I may go on the 9th.", "Kim may go on the 9th (9 May 2024)."),  # "may" is no month
+    # a week after the next one (fresh12: "a liver scan a week on Thursday" was dated the next Thursday)
+    ("Kim's scan is a week on Thursday.", "A liver scan a week on Thursday.",
+     "Kim's scan is a week on Thursday (16 May 2024)."),
+    ("Kim's scan is on Thursday week.", "The scan's on Thursday week.", "Kim's scan is on Thursday week (16 May 2024)."),
+    ("Kim's scan is on Thursday.", "The scan is a week on Thursday.", "Kim's scan is on Thursday (16 May 2024)."),
+    ("Kim flies a fortnight on Monday.", "I fly a fortnight on Monday.", "Kim flies a fortnight on Monday (20 May 2024)."),
+    ("Kim met Ana on Thursday, a week ago.", "I met Ana on Thursday, a week ago.",
+     "Kim met Ana on Thursday (2 May 2024), a week ago."),
+    # "a week on Thursday" of the past says nothing sure: no date rather than a wrong one
+    ("Kim saw him a week on Thursday.", "I saw him a week on Thursday.", "Kim saw him a week on Thursday."),
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
@@ -769,6 +779,19 @@ def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: st
 ])
 def test_a_memory_that_names_no_time_takes_the_time_of_the_clause_it_holds(text: str, line: str, expected: str) -> None:
     assert with_the_time_said(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # fresh12 (qwen1.5b): "on the 4th of next month" was dated "next month (November 2026)", the day lost
+    ("Henrique has a lung function test on the 4th of next month.",
+     "Henrique has a lung function test on the 4th of next month (4 November 2026)."),
+    ("Henrique moves next month.", "Henrique moves next month (November 2026)."),
+    ("Henrique's test is the 30th of this month.", "Henrique's test is the 30th of this month (30 October 2026)."),
+])
+def test_a_day_of_next_month_is_dated_as_that_day(text: str, expected: str) -> None:
+    said = datetime(2026, 10, 8, 10, tzinfo=timezone.utc)
+    line = "An eye check, and a lung function test on the 4th of next month; the 30th of this month too."
+    assert anchor_weekdays(anchor_times(text, said), said, [line, "I move next month."]) == expected
 
 
 def test_a_weekday_no_cited_line_says_is_dated_as_another_line_tells_it() -> None:
@@ -819,7 +842,12 @@ def test_dating_a_weekday_keeps_any_text_and_never_fails(text: str, line: str, s
     ("Wei is 34.", "She's 91 and I'm 34.", None),
     # fresh7 (qwen1.5b): it says whom by the relation ("his son"), the line by "he"
     ("Wei mentions that his son has G6PD deficiency", "minh, he's 3. he has g6pd deficiency, so some foods and "
-                                                      "medicines can break down his red blood cells", None),
+                                                      "medicines can break down his red blood cells", None),    # fresh12 (qwen1.5b): "She's diabetic too" of his mother written "Kwabena's diabetic too": "'s" for "is"
+    ("Wei's diabetic too, on linagliptin 5 mg.", "She's diabetic too, on linagliptin 5 mg. She's allergic to penicillin.",
+     "she"),
+    ("Wei's got two kids", "My brother Tomasz lives in Gdansk. He's got two kids.", "he"),
+    ("Wei's diabetic too", "I'm diabetic too.", None),  # the speaker's own
+    ("Wei's sister is diabetic", "She's diabetic too.", None),  # a possessive: whose it is, the memory says
 ])
 def test_a_memory_is_misnamed_when_it_says_of_the_speaker_what_the_line_says_of_she(
         memory: str, line: str, pronoun: str | None) -> None:
@@ -1994,6 +2022,20 @@ def test_a_diagnosis_or_a_medicine_no_one_named_is_not_stored(memory: str, said:
     assert (reason is not None) == invented, reason
 
 
+@pytest.mark.parametrize(("memory", "cut"), [
+    # fresh12 (qwen1.5b): another speaker takes it; the one asked said no
+    ("Sipho takes acetazolamide as a precaution.", ["takes", "acetazolamide", "precaution"]),
+    ("Thandeka is on acetazolamide, 125 mg twice a day.", []),  # hers: she said it
+    ("Sipho will go slowly.", []),
+])
+def test_what_another_speaker_takes_is_no_answer_to_a_suggestion_turned_down(memory: str, cut: list[str]) -> None:
+    from reme.memory.personal import declined
+    messages = [Message(role="user", name="Thandeka", content="I'm on acetazolamide, 125 mg twice a day."),
+                Message(role="assistant", content="Should you take acetazolamide as well, as a precaution?"),
+                Message(role="user", name="Sipho", content="No, Dr Naidoo said I'm fine without it. I'll go slowly.")]
+    assert declined(memory, messages) == cut
+
+
 @pytest.mark.parametrize(("suggested", "answer", "memory", "stored"), [
     # fresh12 (qwen1.5b): a suggestion the user turned down, stored as what they do
     ("Would a wearable sleep tracker help you?", "My wife already nudges me when I nod off. That's tracker enough.",
@@ -2167,6 +2209,39 @@ def test_an_answer_to_whom_to_call_is_kept_as_the_speakers_emergency_contacts(
                 Message(role="assistant", content=question), Message(role="user", name="Bukola", content=answer)]
     transcript = Transcript.of(messages, datetime(2026, 2, 11, tzinfo=timezone.utc))
     assert unheld_answers(transcript, "Bukola", ["Bukola has epilepsy"]) == ([(2, kept)] if kept else [])
+
+
+@pytest.mark.parametrize(("sentence", "held", "kept"), [
+    # fresh12 (qwen1.5b): what to do when the speaker falls ill, with no health word, was in no memory
+    ("If I ever go yellow or start talking nonsense, call Kaloyan first, he knows what to do, then the clinic.",
+     "Kaloyan is Teodora's younger brother", True),
+    ("When she stops answering the phone, ring my cousin Dara straight away.", "Dara is Teodora's cousin", True),
+    ("Should I pass out, get Mirela from next door.", "Mirela lives next door", True),
+    # a memory holds the condition; no condition of the speaker's or anyone's; a request to the assistant
+    ("If I ever go yellow or start talking nonsense, call Kaloyan first, he knows what to do, then the clinic.",
+     "If Teodora goes yellow or starts talking nonsense, call her brother Kaloyan first, then the clinic.", False),
+    ("If you're in town, call Dave.", "Teodora knows Dave", False),
+    ("Call me when it's ready.", "Teodora ordered a sofa", False),
+])
+def test_what_to_do_when_the_speaker_is_unwell_is_a_safety_fact(sentence: str, held: str, kept: bool) -> None:
+    transcript = Transcript.of([Message(role="user", name="Teodora", content=sentence)],
+                               datetime(2026, 4, 21, tzinfo=timezone.utc))
+    assert unheld_health(transcript, [held]) == ([(0, sentence)] if kept else [])
+
+
+def test_an_answer_to_another_speakers_question_about_whom_to_call_is_kept() -> None:
+    # fresh12 (qwen1.5b): the guide asked, not the assistant, and the memory named the travel doctor
+    messages = [Message(role="user", name="Sipho", content="I had my spleen out, so penicillin V for life."),
+                Message(role="user", name="Joseph", content="I'll put the spleen on the emergency sheet. Who's the contact?"),
+                Message(role="user", name="Sipho", content="My wife Lindiwe, at home in Durban."),
+                Message(role="user", name="Joseph", content="Who's bringing the tent?"),
+                Message(role="user", name="Sipho", content="Thandeka.")]
+    transcript = Transcript.of(messages, datetime(2026, 8, 10, tzinfo=timezone.utc))
+    assert unheld_answers(transcript, "Sipho", ["Sipho's wife Lindiwe is at home in Durban"]) == [
+        (2, "Sipho's emergency contacts: My wife Lindiwe, at home in Durban.")]
+    # one's own question is no one else's answer
+    alone = [messages[0], Message(role="user", name="Sipho", content="Who's the emergency contact? My wife Lindiwe.")]
+    assert unheld_answers(Transcript.of(alone, datetime(2026, 8, 10, tzinfo=timezone.utc)), "Sipho", []) == []
 
 
 def test_an_emergency_contact_is_a_safety_fact() -> None:

@@ -415,13 +415,19 @@ def misnamed(text: str, cited: Sequence[Message], known: Collection[str] = ()) -
     itself ("Kate has a cat called Miso" for "My cat Miso comes along"). None when the memory
     starts with someone else or a possessive ("Wei's grandmother..."), or for a Chinese memory.
     `known`: the conversation's names of people (`Transcript.names`), subjects too ("Abbu did a
-    20 km practice walk"), but not half of a subject of two ("Me and Abbu walked")."""
+    20 km practice walk"), but not half of a subject of two ("Me and Abbu walked"). A memory
+    starting "Wei's <word>" is read as "Wei is" when a cited line says "she's <word>" or "he's
+    <word>" (fresh12: "Kwabena's diabetic too" for "She's diabetic too", of his mother)."""
     speakers = {m.name for m in cited if m.role == "user" and m.name}
     if len(speakers) != 1 or CJK_CHAR.search(text):
         return None
     name = speakers.pop()
-    if not re.match(rf"{re.escape(name)}\b(?!['’])", text.strip()):
+    start = re.match(rf"{re.escape(name)}\b(?P<s>['’]s\s+(?P<next>[^\W\d_]+))?", text.strip())
+    if not start or text.strip()[start.end():start.end() + 1] in ("'", "’"):
         return None
+    if start["s"] and not any(re.search(rf"\b(?:she|he)['’]s\s+{re.escape(start['next'])}\b", m.content, re.IGNORECASE)
+                              for m in cited if m.role == "user"):
+        return None  # "Wei's sister": whose; "Wei's diabetic" where the line says "She's diabetic": "is"
     others = frozenset(n.casefold() for n in known) - {w.casefold() for w in words(name)}
     names = set(words(name))
     own = own_words(text, names)
@@ -926,10 +932,28 @@ def restricted(sentence: str) -> list[str]:
     return []
 
 
+_CALL = r"(?:call|ring|phone|contact|get|fetch|text)\s+(?!(?:me|you|us)\b)"
+_UNWELL = r"(?:if|when|whenever|should|in\s+case)\s+(?!you\b)(?:i|he|she|they|my\s+\w+|(?-i:[A-Z][^\W\d_]+))\b[^,;.]*"
+CALL_WHEN = re.compile(rf"^(?:(?:and|but|so|oh|also|just)\s+)*(?P<cond>{_UNWELL})[,;]\s*(?:(?:then|just|please)\s+)?"
+                       rf"{_CALL}|^(?:(?:and|but|so|just|please)\s+)*{_CALL}[^,;.]*?\s(?P<after>{_UNWELL})",
+                       re.IGNORECASE)
+"""Whom to call when the speaker (or someone they speak of) is not well: "If I ever go yellow or start
+talking nonsense, call Kaloyan first" (fresh12: no health word, and no memory kept it); not "If
+you're in town, call Dave", nor "Call me when it's ready"."""
+
+
+def call_when(sentence: str) -> list[str]:
+    """The words of the condition (`CALL_WHEN`) of a sentence saying whom to call when someone is
+    not well, or none."""
+    found = CALL_WHEN.search(sentence)
+    return content_words(found["cond"] or found["after"]) if found else []
+
+
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
-    that none of `written` (the memories so far) holds, with the index of their line: a safety
+    that none of `written` (the memories so far) holds, or whom to call when someone is unwell
+    (`call_when`) with a condition no memory holds half of, with the index of their line: a safety
     fact no memory kept ("He's eight and he's allergic to egg", "I take clopidogrel, 75 mg, every
     morning": qwen1.5b kept neither, even when shown the line again). A Chinese line is not
     judged."""
@@ -939,8 +963,10 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         sentence = said_whole(sentence)
         said = words(sentence)
         health = [w for w in said if health_word(w)] + restricted(sentence)
-        if (health and len(sentence) <= MAX_CONTENT_CHARS
-                and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])):
+        condition = call_when(sentence)
+        if len(sentence) <= MAX_CONTENT_CHARS and (
+                health and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])
+                or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)):
             out.append((index, sentence))
     return out
 
@@ -1221,13 +1247,16 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
     someone no memory with an emergency word names, as "<speaker>'s emergency contacts: <the
     answer>", with the index of its line: the emergency word is the question's, the names the
     answer's, so no sentence of either holds the fact (fresh5: four emergency contacts lost so).
-    A Chinese line is not judged."""
+    The question may be another speaker's (fresh12: the guide's "Who's the contact?"). A Chinese
+    line is not judged."""
     speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
     held = [set(words(text)) for text in written if EMERGENCY.search(text)]
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages[1:], start=1):
         asked = transcript.messages[index - 1]
-        if (message.role != "user" or asked.role != "assistant" or "?" not in asked.content
+        if (message.role != "user" or "?" not in asked.content
+                or asked.role != "assistant" and not (asked.role == "user" and asked.name and message.name
+                                                      and asked.name != message.name)
                 or not asks_whom_to_call(asked.content) or CJK_CHAR.search(message.content)):
             continue
         answer = " ".join(message.content.split())
@@ -2624,18 +2653,23 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
     (`SUGGESTS`) which the person's answer right after it does not take up (`ACCEPTS`), when the
     memory does not say no (`TURNED_DOWN`, "declined", "refused"): qwen1.5b wrote "Linnea would
     like to try a running club" of "Would you like to try a running club?" -- "I'm not adding
-    running." Empty for Chinese."""
+    running." Words another speaker said are not the answer's, unless the memory names that
+    speaker (fresh12: "Should you take acetazolamide as well?" -- "No, ..." to Sipho, where
+    Thandeka takes it). Empty for Chinese."""
     said = words(text)
     if CJK_CHAR.search(text) or TURNED_DOWN & set(said) or any(w.startswith(("declin", "refus")) for w in said):
         return []
     names = {w for m in messages if m.name for w in words(m.name)}
-    by_others = stems(m.content for m in messages if m.role != "assistant")
-    mine = [w for w in content_words(text, names, filler=False) if _stem(w) not in by_others]
+    named = {m.name for m in messages if m.name and set(words(m.name)) & set(said)}
     out: list[str] = []
     for i, m in enumerate(messages[:-1]):
         answer = messages[i + 1]
         if m.role != "assistant" or answer.role == "assistant" or ACCEPTS.match(answer.content):
             continue
+        # what the one asked, or someone the memory names, said is theirs; not another speaker's words
+        by_them = stems(n.content for n in messages if n.role != "assistant" and (
+            n.name in named or n.name == answer.name or not (n.name and answer.name)))
+        mine = [w for w in content_words(text, names, filler=False) if _stem(w) not in by_them]
         for sentence in SENTENCE.split(m.content):
             if sentence.strip().endswith("?") and SUGGESTS.match(sentence.strip()):
                 asked = stems([sentence])

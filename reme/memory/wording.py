@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from calendar import monthrange
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Sequence
 
 from reme.temporal import IRREGULAR_PAST, MONTHS, Span, day_weeks_ago, find_spans, told_of_past
@@ -162,7 +162,11 @@ def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     if YEAR.search(text):
         return []
     return [(start, end, span) for start, end, span in find_spans(text, said.date())
-            if RELATIVE.search(text[start:end])]
+            if RELATIVE.search(text[start:end]) and not DAY_OF.search(text[:start])]
+
+
+DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
+"""Before "next month" in "the 4th of next month": a day, which `weekday_spans` dates."""
 
 
 def anchor_times(text: str, said: datetime) -> str:
@@ -252,17 +256,47 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         if not told:
             continue
         past = told_of_past(told[0])
+        end = m.end()
         if weekday:
+            later = _weeks_on(text[:m.start()], text[m.end():], m[1]) or _weeks_on("", told[0], m[1], anywhere=True)
+            if later and past:
+                continue  # "a week on Thursday" of the past: no date rather than a wrong one
+            if later and (after := WEEK_AFTER.match(text[m.end():])):
+                end += after.end()
             spans = find_spans(f"{'last' if past else 'next'} {m[1].lower()}", said.date())
             day = spans[0][2] if spans else None  # None: before 1 January 1 or after 9999
+            if day is not None and later:
+                try:
+                    day = Span(day.first + timedelta(days=later), day.last + timedelta(days=later))
+                except OverflowError:
+                    day = None
         else:
             named = MONTH_DAY.search(_sentence_at(text, m.start()))
             month = MONTHS[(named["month"] or named["m2"]).lower()] if named and not m[2] else None
             on = _day_of_month(int(m[1]), m[2], past, said.date(), month)
             day = Span(on, on) if on else None
         if day is not None:
-            out.append((m.start(), m.end(), day))
+            out.append((m.start(), end, day))
     return out
+
+
+WEEKS_BEFORE = re.compile(r"\ba\s+(week|fortnight)\s+$", re.IGNORECASE)
+WEEK_AFTER = re.compile(r"\s+week\b(?!\s*(?:ago|end)|['’]s)", re.IGNORECASE)
+"""The British "a week on Thursday" (a fortnight on) and "on Thursday week": that weekday a week
+(two) after the next one."""
+
+
+def _weeks_on(before: str, after: str, day: str, anywhere: bool = False) -> int:
+    """The days "a week on <day>" (7), "a fortnight on <day>" (14) or "on <day> week" (7) add to the
+    next `day`, reading the text `before` and `after` "on <day>"; with `anywhere`, wherever
+    `after` (a whole sentence) says so of `day`. 0 when it does not."""
+    if anywhere:
+        found = re.search(rf"\ba\s+(week|fortnight)\s+on\s+{day}\b|\bon\s+{day}(?=\s+week\b(?!\s*(?:ago|end)|['’]s))",
+                          after, re.IGNORECASE)
+        return 0 if not found else 14 if (found[1] or "").lower() == "fortnight" else 7
+    if (ahead := WEEKS_BEFORE.search(before)) is not None:
+        return 14 if ahead[1].lower() == "fortnight" else 7
+    return 7 if WEEK_AFTER.match(after) else 0
 
 
 def anchor_weekdays(text: str, said: datetime, lines: Sequence[str], others: Sequence[str] = ()) -> str:
