@@ -47,13 +47,16 @@ understood woke wore wove wept won wound wrote""".split())
 PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split "
                                   "burst".split())
 """Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
-_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have))\s+"
-                        r"(?:just\s+|[a-z]+ly\s+)?[a-z]{2,}ed\b")
+_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have)"
+                        r"|(?i:the|a|an|my|our|his|her|their|this|that)\s+(?:[a-z]+\s+)?[a-z]+)\s+"
+                        r"(?:just\s+|[a-z]+ly\s+)?(?!(?:called|named|based|used|supposed|scheduled|planned|booked"
+                        r"|related|located|designed)\b)[a-z]{2,}ed\b")
 
 
 def told_of_past(sentence: str) -> bool:
     """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
-    finished"; not "gets a crown fitted"), or a past tense of `PAST_WORDS` ("I went", "paid")."""
+    finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), or a past
+    tense of `PAST_WORDS` ("I went", "paid")."""
     return bool(_TOLD_PAST.search(sentence)) or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
 
 

@@ -756,6 +756,14 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
     ("Kim flies a fortnight on Monday.", "I fly a fortnight on Monday.", "Kim flies a fortnight on Monday (20 May 2024)."),
     ("Kim met Ana on Thursday, a week ago.", "I met Ana on Thursday, a week ago.",
      "Kim met Ana on Thursday (2 May 2024), a week ago."),
+    # a past told of a thing, not a person (fresh12: "a new one arrived on Saturday" was the next Saturday)
+    ("Kim's foster child Ruby arrived on Saturday.", "And a new one arrived on Saturday: Ruby, she's three.",
+     "Kim's foster child Ruby arrived on Saturday (27 April 2024)."),
+    ("Kim's parcel arrived on Monday.", "The parcel arrived on Monday.", "Kim's parcel arrived on Monday (29 April 2024)."),
+    ("Kim meets a man called Dave on Monday.", "I meet a man called Dave on Monday.",
+     "Kim meets a man called Dave on Monday (6 May 2024)."),
+    ("Kim sees the doctor based in Leeds on Monday.", "I see the doctor based in Leeds on Monday.",
+     "Kim sees the doctor based in Leeds on Monday (6 May 2024)."),
     # "a week on Thursday" of the past says nothing sure: no date rather than a wrong one
     ("Kim saw him a week on Thursday.", "I saw him a week on Thursday.", "Kim saw him a week on Thursday."),
 ])
@@ -1721,6 +1729,33 @@ async def test_a_memory_whose_rest_cannot_stand_alone_stays_whole_beside_the_can
     assert any("cannot stand alone" in r.reason for r in result.rejected)
 
 
+@pytest.mark.parametrize(("stored", "said", "kept"), [
+    # fresh12 (qwen1.5b): the dose went up, what was left without it could not stand ("Never after
+    # noon" of the medicine), so the old dose stayed stated beside the new one
+    ("Oisín is nine, he has ADHD, and he takes Equasym XL 20 mg at breakfast. Never after noon, or he won't sleep.",
+     "His consultant moved him up to 30 mg of the Equasym.",
+     "Oisín is nine, he has ADHD, and he takes Equasym XL 30 mg at breakfast. Never after noon, or he won't sleep."),
+    ("Oisín is nine and takes melatonin, three mg at bedtime.", "His consultant moved him up to 5 mg of the melatonin.",
+     "Oisín is nine and takes melatonin, 5 mg at bedtime."),
+    # two numbers where the medicine is: not changed in place
+    ("Oisín is nine, he has ADHD, and he takes Equasym XL 20 mg at 8 and noon. Never after noon, or he won't sleep.",
+     "His consultant moved him up to 30 mg of the Equasym.", None),
+])
+async def test_a_changed_value_in_a_memory_whose_rest_cannot_stand_alone_is_changed_in_place(
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str, kept: str | None) -> None:
+    candidate = said.replace("His", "Oisín's", 1).rstrip(".")
+    old, result = await reconciled(reme, server, "Maeve", stored, said, candidate, None, action="ADD")
+
+    assert [n.content for n in result.added] == [candidate]
+    now = (await reme.get_memory(old.memory_id)).content
+    if kept:
+        assert now == kept
+        assert [(v.node.content, v.event) for v in await reme.history(old.memory_id)] == [(stored, "UPDATE")]
+        assert any(f"to {said.split()[6]} in" in r.reason and "in place" in r.reason for r in result.rejected)
+    else:
+        assert "30" not in now and not any("in place" in r.reason for r in result.rejected)
+
+
 @pytest.mark.parametrize("action", ["ADD", "UPDATE"])  # UPDATE: of the first memory, the other left as it is
 async def test_a_line_that_ends_two_memories_updates_one_and_deletes_the_other(
         reme: ReMe, server: OpenAITestServer, action: str) -> None:
@@ -2034,6 +2069,25 @@ def test_what_another_speaker_takes_is_no_answer_to_a_suggestion_turned_down(mem
                 Message(role="assistant", content="Should you take acetazolamide as well, as a precaution?"),
                 Message(role="user", name="Sipho", content="No, Dr Naidoo said I'm fine without it. I'll go slowly.")]
     assert declined(memory, messages) == cut
+
+
+@pytest.mark.parametrize(("memory", "line", "wrong"), [
+    # fresh12 (qwen1.5b): "Dragan is a cardiologist at the Institute" of "My cardiologist is at the Institute"
+    ("Dragan is a cardiologist at the Institute in Sremska Kamenica.",
+     "My cardiologist is Dr Petrović, at the Institute in Sremska Kamenica.", True),
+    ("Dragan is a retired nurse.", "My nurse is Johanna, she's retired.", True),
+    # the speaker's own: said of themselves, or never said of anyone else
+    ("Dragan is a nurse.", "I'm a nurse, and my nurse friend Ana is too.", False),
+    ("Dragan works as an electrician.", "I work as an electrician.", False),
+    ("Dragan is a cardiologist.", "I was a cardiologist for thirty years.", False),
+    ("Dragan's cardiologist is Dr Petrović.", "My cardiologist is Dr Petrović.", False),
+    ("Dragan is a barista.", "I handed in my barista notice, the lab job starts soon.", False),
+])
+def test_the_speakers_doctor_is_not_the_speaker(memory: str, line: str, wrong: bool) -> None:
+    messages = [Message(role="assistant", content="Who looks after you?"),
+                Message(role="user", name="Dragan", content=line)]
+    reason = not_a_memory(memory, messages, [1], "dragan")
+    assert (reason is not None) == wrong, reason
 
 
 @pytest.mark.parametrize(("suggested", "answer", "memory", "stored"), [

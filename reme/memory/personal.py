@@ -630,6 +630,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     unsaid = unsaid_words(text, messages, user_name)
     if unsaid:
         return f"{text[:80]!r} says what no one said in the conversation ({', '.join(unsaid[:5])})"
+    if role := anothers_role(text, messages):
+        return f"{text[:80]!r} says its person is a {role}; the lines say their {role} is someone else"
     if invented := invented_health(text, messages):
         return f"{text[:80]!r} names {', '.join(invented[:5])}, which no one named in the conversation"
     cited = [messages[i].content for i in sources if 0 <= i < len(messages) and messages[i].role == "user"]
@@ -638,6 +640,32 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     asked = asked_before(messages, min(sources)) if cited else ""
     if avoided := taken_though_avoided(text, cited, asked):
         return f"{text[:80]!r} says someone takes {avoided}; the line says it is to be avoided"
+    return None
+
+
+IS_A = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?)\s+(?:is|was|works\s+as)\s+an?\s+"
+                  r"(?P<first>[a-z]+)\b(?:\s+(?P<second>[a-z]+)\b)?")
+"""A memory that says what someone is: "Dragan is a cardiologist at the Institute"."""
+
+
+def anothers_role(text: str, messages: Sequence[Message]) -> str | None:
+    """The role a memory gives a speaker ("Dragan is a cardiologist") that their lines give only
+    to someone of theirs, named or said to be or do something ("My cardiologist is Dr Petrović,
+    at the Institute": qwen1.5b; not "my barista job"), never to themselves ("I'm a ...", "I work
+    as a ..."); else None."""
+    m = IS_A.match(text.strip())
+    if not m:
+        return None
+    lines = " ".join(x.content for x in messages if x.role == "user" and x.name
+                     and set(words(x.name)) <= set(words(m["name"])))
+    roles: list[str] = [m["first"], *([m["second"]] if m["second"] else [])]
+    for role in roles:  # "a cardiologist at", "a retired nurse"
+        said = re.escape(role)
+        if lines and re.search(rf"\b(?i:my|our)\s+(?:[a-zA-Z]+\s+)?(?i:{said})(?:['’]s\b|\s+(?i:is|was|says|said|called"
+                               rf"|named)\b|\s*,?\s+(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ])", lines) and not re.search(
+                rf"\b(?:i['’]m|i\s+am|i\s+was|i\s+work(?:ed)?\s+as|i['’]ve\s+been|i\s+have\s+been)\s+(?:an?\s+)?"
+                rf"(?:[a-z]+\s+)?{said}\b", lines, re.IGNORECASE):
+            return role
     return None
 
 
@@ -2094,9 +2122,10 @@ class Decider:
         except ValidationError as exc:
             self._reject(k, f"UPDATE of memory id {d.id}: {describe(exc)[:200]}")
 
-    def _parted(self, k: int, j: int, rest: str, path: str, *, added: bool = False) -> None:
+    def _parted(self, k: int, j: int, rest: str, path: str, *, added: bool = False, why: str = "") -> None:
         """Candidate `k`'s line ends part of memory `j` shown: the memory keeps the rest
-        (`kept_apart`) and the candidate goes beside it (`added`: it is among the changes already)."""
+        (`kept_apart`), or takes the value changed (`revalued`, `why` says so), and the candidate
+        goes beside it (`added`: it is among the changes already)."""
         cand, over = self.shown.candidates[k], self.shown.existing[j]
         try:
             node = over.revised(content=rest, ref_ids=list(dict.fromkeys(over.ref_ids + [self.history.memory_id]))[
@@ -2110,8 +2139,8 @@ class Decider:
         if not added:
             self._add(k)
         self.rejected.append(Rejection(step="personal/reconcile", path=path, action="defaulted",
-                                       reason=f"its line ends part of {over.content[:80]!r}: what it says of "
-                                              f"{rest[:60]!r} stays in it, the candidate goes beside it"))
+                                       reason=why or f"its line ends part of {over.content[:80]!r}: what it says of "
+                                                     f"{rest[:60]!r} stays in it, the candidate goes beside it"))
 
     def _ended_instead(self) -> None:
         """A candidate to be added, or one that updated a memory, whose cited lines say that
@@ -2119,7 +2148,8 @@ class Decider:
         state has changed, ends them: the parts of such a memory that say something else stay in
         it (`kept_apart`: "Alasdair is hypothyroid" of "Alasdair is hypothyroid, and Alasdair is
         on levothyroxine, 50 micrograms" when the dose went up), and the candidate is added beside
-        it; a memory with nothing left is updated to the candidate instead of the candidate being
+        it; when what is left cannot stand alone, the one number the line changes is changed in
+        place (`revalued`), or else the memory stays whole; a memory with nothing left is updated to the candidate instead of the candidate being
         added beside it (qwen1.5b added "Irene quit Deloitte ..." beside "Irene works as an
         accountant at Deloitte"), or, once the candidate took the place of another (here or by an
         UPDATE), deleted (when the line says so in the first person: "I've come off the
@@ -2137,7 +2167,14 @@ class Decider:
                 if rest is not None:
                     self._parted(k, j, rest, f"candidates[{k}]", added=True)
                     continue
-                if not nothing_left(over.content, shown.ends[(k, j)]):
+                left = not nothing_left(over.content, shown.ends[(k, j)])
+                if left and (changed := revalued(over.content, shown.cited[k])) is not None:
+                    self._parted(k, j, changed[0], f"candidates[{k}]", added=True,
+                                 why=f"its line changes {changed[1]} to {changed[2]} in {over.content[:80]!r}, and "
+                                     "what is left without it cannot stand alone: changed in place, the candidate "
+                                     "goes beside it")
+                    continue
+                if left:
                     # what is left cannot stand alone: the memory stays whole rather than lose it
                     self.rejected.append(Rejection(
                         step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
@@ -2527,6 +2564,38 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     if first.lower() in people and (m := LEADING_PRONOUN.match(text)) and m[0].lower() not in ("they", "their"):
         text = (first if m["subject"] else f"{first}'s") + text[m.end():]  # "they" is not whom it starts with
     return None if not dropped or not text or flaw(text, people) else text
+
+
+def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
+    """A stored memory with the one number a line changes (`CHANGED_TO`: "moved him up to 30 mg of
+    the Equasym") put in place of the one it states of the same thing, with the old number and the
+    new: the part of the memory (a sentence, or its part joined by "and" or "but") that shares a
+    medicine's or a name's word with the line's sentence and states exactly one number (fresh12:
+    "he takes Equasym XL 20 mg at breakfast. Never after noon, ..." kept its 20 mg beside the 30,
+    since what was left without it could not stand). None when no such part, or more than one."""
+    if CJK_CHAR.search(stored + lines):
+        return None
+    found: list[tuple[str, str, str, str]] = []
+    for sentence in SENTENCE.split(lines):
+        for m in CHANGED_TO.finditer(sentence):
+            said = m["n"] or m["m"]
+            new = SPELLED.get(said.lower(), said)
+            things = {_stem(w) for w in words(sentence) if health_word(w)} | {
+                _stem(w.lower()) for w in _CAPITAL.findall(sentence)[1:] if w.lower() not in STARTERS}
+            for sentence_held in SENTENCE.split(stored):
+                for part in JOINT.split(sentence_held)[0::2]:
+                    numbers = [n for n in AMOUNT.finditer(PARENTHESES.sub(lambda p: " " * len(p[0]), part))
+                               if not YEAR.fullmatch(n[0])]
+                    if len(numbers) != 1 or not things & {_stem(w) for w in words(part)}:
+                        continue
+                    old = SPELLED.get(numbers[0][0].lower(), numbers[0][0])
+                    if old != new:
+                        at = numbers[0]
+                        found.append((part, part[:at.start()] + new + part[at.end():], old, new))
+    if len(set(found)) != 1:
+        return None
+    part, changed, old, new = found[0]
+    return stored.replace(part, changed, 1), old, new
 
 
 def nothing_left(stored: str, gone: set[str]) -> bool:
