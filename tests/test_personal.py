@@ -2057,6 +2057,43 @@ def test_a_diagnosis_or_a_medicine_no_one_named_is_not_stored(memory: str, said:
     assert (reason is not None) == invented, reason
 
 
+@pytest.mark.parametrize(("memory", "stored"), [
+    # fresh12 (qwen1.5b): a memory of the line that says the modafinil stopped, stating it as taken
+    ("Bartosz is taking modafinil and pitolisant in the morning.", None),
+    ("Bartosz takes pitolisant, 36 mg, and modafinil in the morning.", "Bartosz takes pitolisant, 36 mg."),
+    # what the line says ended, said so; what it did not end
+    ("Bartosz stopped modafinil because it made his heart race.", "Bartosz stopped modafinil because it made his "
+                                                                  "heart race."),
+    ("Bartosz takes pitolisant, 36 mg in the morning.", "Bartosz takes pitolisant, 36 mg in the morning."),
+])
+async def test_a_memory_stating_as_current_what_its_own_line_ends_is_not_stored_so(
+        reme: ReMe, server: OpenAITestServer, memory: str, stored: str | None) -> None:
+    line = ("The modafinil stopped working and made my heart race, so since the start of the month it's pitolisant, "
+            "36 mg in the morning.")
+    server.script(EXTRACT, memories({"content": memory, "sources": [0]}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Bartosz", "content": line}], user_name="bartosz")
+
+    kept = [n.content for n in result.added]
+    assert not any(re.search(r"\b(?:taking|takes)\b[^.]*modafinil", k) for k in kept), kept
+    if stored:
+        assert stored in kept
+    else:
+        assert any("pitolisant" in k for k in kept) and any("has ended" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("memory", "line", "stopped"), [
+    ("Wei takes warfarin and apixaban.", "They tapered me off the warfarin. Apixaban took its place.", {"warfa"}),
+    ("Wei is on ondansetron, 4 mg.", "I've come off the ondansetron.", {"ondan"}),
+    # what took its place; a stop the memory says; another thing stopped
+    ("Wei takes apixaban, 5 mg twice a day.", "They tapered me off the warfarin. Apixaban took its place.", set()),
+    ("Wei is off warfarin.", "They took me off the warfarin.", set()),
+    ("Wei takes the bus to work.", "I stopped driving.", set()),
+])
+def test_what_a_line_says_was_stopped_is_not_taken_now(memory: str, line: str, stopped: set[str]) -> None:
+    from reme.memory.personal import still_taken
+    assert still_taken(memory, line) == stopped
+
+
 @pytest.mark.parametrize(("memory", "cut"), [
     # fresh12 (qwen1.5b): another speaker takes it; the one asked said no
     ("Sipho takes acetazolamide as a precaution.", ["takes", "acetazolamide", "precaution"]),

@@ -1634,6 +1634,17 @@ class PersonalSummarizer:
                                           reason=f"{text[:80]!r} says what the assistant suggested and was not taken "
                                                  f"up ({what}): that part is left out"))
                 text = rest
+            lines = " ".join(transcript.messages[i].content for i in sources if transcript.messages[i].role == "user")
+            if lines and (gone := still_taken(text, lines)):
+                # qwen1.5b: "Bartosz is taking modafinil and pitolisant" of "The modafinil stopped working, ..."
+                rest = kept_apart(text, gone, people)
+                what = f"{text[:80]!r} states as current what its own line says has ended ({', '.join(sorted(gone))})"
+                if rest is None:
+                    rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=what))
+                    continue
+                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
+                                          reason=f"{what}: that part is left out"))
+                text = rest
             draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
                                         draft.said)
             cited = [transcript.messages[i] for i in sources]
@@ -2596,6 +2607,29 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
         return None
     part, changed, old, new = found[0]
     return stored.replace(part, changed, 1), old, new
+
+
+STOPPED_THING = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<a>[a-z][\w-]{3,})\s+(?:stopped working|(?:was|got|"
+                           r"has been|have been|were|is|are) (?:stopped|discontinued|finished))\b"
+                           r"|\b(?:stopped|quit|c[oa]me off|coming off|off|discontinued|no longer (?:on|taking))\s+"
+                           r"(?:taking\s+)?(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<b>[a-z][\w-]{3,})", re.IGNORECASE)
+"""A medicine (or anything taken) a line says was stopped: "The modafinil stopped working", "they
+took me off the warfarin", "I've come off the ondansetron"."""
+STILL = r"\b(?:takes?|taking|is on|are on|uses?|using|prescribed)\b(?:\s+[\w-]+,?){0,6}?\s+"
+"""A memory's words that say something is taken now, before what is taken."""
+OFF_WORDS = re.compile(r"\b(?:off|stopp\w*|quit|no longer|used to|replac\w*|switch\w*|instead|former\w*|previous\w*"
+                       r"|until|before|was|were|had)\b", re.IGNORECASE)
+
+
+def still_taken(text: str, lines: str) -> set[str]:
+    """The `_stem`s of what a memory says is taken now ("Bartosz is taking modafinil and
+    pitolisant") that the lines it cites say was stopped (`STOPPED_THING`: "The modafinil stopped
+    working and made my heart race, so ... it's pitolisant": qwen1.5b); none when the memory
+    speaks of a stop or of the past itself (`OFF_WORDS`: "Wei is off warfarin", "switched from")."""
+    if CJK_CHAR.search(text) or OFF_WORDS.search(text):
+        return set()
+    stopped = {(m["a"] or m["b"]).lower() for m in STOPPED_THING.finditer(lines)} - COMMON_WORDS - FILLER
+    return {_stem(w) for w in stopped if re.search(STILL + re.escape(w) + r"\b", text, re.IGNORECASE)}
 
 
 def nothing_left(stored: str, gone: set[str]) -> bool:
