@@ -2335,6 +2335,23 @@ def test_an_answer_to_another_speakers_question_about_whom_to_call_is_kept() -> 
     assert unheld_answers(Transcript.of(alone, datetime(2026, 8, 10, tzinfo=timezone.utc)), "Sipho", []) == []
 
 
+@pytest.mark.parametrize(("line", "sentence", "named"), [
+    # fresh12 (qwen1.5b): "It comes down by 5 mg every four weeks." was kept as said, "it" unnamed
+    ("Prednisolone, 20 mg every morning, started ten days ago. It comes down by 5 mg every four weeks.",
+     "It comes down by 5 mg every four weeks.", "Prednisolone comes down by 5 mg every four weeks."),
+    ("The metformin stopped working. It's too weak now, 500 mg.", "It's too weak now, 500 mg.",
+     "The metformin is too weak now, 500 mg."),
+    ("Metformin, 500 mg. It's been stopped now.", "It's been stopped now.", "Metformin's been stopped now."),
+    # no medicine just before; a question between: as it is
+    ("The weather was awful. It rained for 5 days.", "It rained for 5 days.", "It rained for 5 days."),
+    ("Prednisolone, 20 mg. Is that a lot? It comes down by 5 mg.", "It comes down by 5 mg.", "It comes down by 5 mg."),
+])
+def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentence: str, named: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Henrique", content=line)],
+                               datetime(2026, 10, 8, tzinfo=timezone.utc))
+    assert named_subject(transcript, 0, sentence) == named
+
+
 def test_an_emergency_contact_is_a_safety_fact() -> None:
     # fresh4 (qwen1.5b): "She's my emergency contact anyway" and "he's the emergency contact on
     # the forms" were in no memory: who to call is safety, like an allergy

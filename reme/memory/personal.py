@@ -1073,6 +1073,27 @@ def the_one_related(transcript: Transcript, index: int, sentence: str, pronoun: 
     return next(iter(ones))
 
 
+IT_LEADS = re.compile(r"It(?P<s>['’]s)?\s+(?=\S)")
+THE_THING = re.compile(r"^(?P<thing>(?:(?:The|My|Her|His|Their)\s+)?(?P<word>[A-Za-z][\w-]+))\b")
+
+
+def named_thing(before: str, sentence: str) -> str:
+    """`sentence` with the "It" it starts with named, when the sentence just before it (`before`
+    is its line up to it; no question) starts with a medicine or other health word ("Prednisolone,
+    20 mg every morning, started ten days ago. It comes down by 5 mg every four weeks.": qwen1.5b
+    kept the second as said, "it" unnamed); else as it is."""
+    said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
+    found = THE_THING.match(said[-1]) if said and not said[-1].endswith(("?", "？")) else None
+    if not found or not health_word(found["word"].lower()):
+        return sentence
+    lead = IT_LEADS.match(sentence)
+    assert lead is not None
+    rest = sentence[lead.end():]
+    after = [w for w in words(rest) if w not in ADVERBS][:1]  # "It's been stopped": "... 's been stopped"
+    participle = bool(after) and (after[0] in PARTICIPLES or after[0].endswith("ed"))
+    return found["thing"] + (("'s " if participle else " is ") if lead["s"] else " ") + rest
+
+
 def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     """`sentence` (of line `index`) with the "He" or "She" it starts with named, when what comes
     before says whom it is: the closest sentence before it in its line that names anyone (no
@@ -1085,9 +1106,12 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     capitalized word the conversation writes inside a sentence somewhere (not "Nervous, but
     OK."). Not when its line says "his" or "him" before a "She" (or "her" before a "He").
     Otherwise `sentence` as it is (the repair's to mend). "She's" becomes "Nomvula is", or
-    "Nomvula's" before a participle ("He's had anaphylaxis", "She's called twice")."""
+    "Nomvula's" before a participle ("He's had anaphylaxis", "She's called twice"). A sentence
+    starting with "It" names the medicine the sentence before starts with (`named_thing`)."""
     lead = HE_OR_SHE.match(sentence)
     message = transcript.messages[index]
+    if IT_LEADS.match(sentence) and message.role == "user" and sentence in message.content:
+        return named_thing(message.content[:message.content.find(sentence)], sentence)
     if not lead or message.role != "user" or sentence not in message.content or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
     known = transcript.names
