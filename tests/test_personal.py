@@ -983,6 +983,22 @@ async def test_a_memory_saying_she_for_the_speakers_own_i_names_the_speaker_with
     assert repaired == (stored == written)
 
 
+async def test_a_misnamed_memory_citing_the_assistants_line_beside_is_found_by_the_line_it_comes_from(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh12 (qwen1.5b): "Ximena is allergic to bee stings ..." (her daughter's) cited "Good idea."
+    chat = [{"role": "user", "name": "Ximena", "content": "My daughter Antonia is eight."},
+            {"role": "assistant", "content": "And Antonia?"},
+            {"role": "user", "name": "Ximena", "content": "She's allergic to bee stings, so I've given the school one "
+                                                          "of her EpiPens."},
+            {"role": "assistant", "content": "Good idea."}]
+    server.script(EXTRACT, memories({"content": "Ximena is allergic to bee stings.", "sources": [3]},
+                                    {"content": "Ximena's daughter Antonia is eight.", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="ximena")
+
+    assert not any(n.content.startswith("Ximena is allergic") for n in result.added), result.added
+    assert any(REPAIR in prompt_of(r["body"]) for r in server.requests)
+
+
 async def test_fragments_and_memories_naming_no_one_get_one_repair_call(
         reme: ReMe, server: OpenAITestServer) -> None:
     chat = [{"role": "user", "name": "Kate", "content": "I started a PhD in Edinburgh.",

@@ -1685,8 +1685,9 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it gave {said_of} what the line says is {whose}'s: "
                                                  f"{whose} is named"))
-            draft.problem = flaw(draft.text, people) or (
-                "misnamed" if misnamed(draft.text, cited, transcript.names) or self_compared(draft.text)
+            draft.problem = flaw(draft.text, people) or (  # the line beside, when it cites no one's (off by one)
+                "misnamed" if misnamed(draft.text, cited_or_beside(draft.text, transcript, sources), transcript.names)
+                or self_compared(draft.text)
                 or anothers_relation(draft.text, cited) else None)
             if draft.problem:
                 flawed.append(draft)
