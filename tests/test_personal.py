@@ -993,6 +993,7 @@ async def test_a_misnamed_memory_citing_the_assistants_line_beside_is_found_by_t
             {"role": "assistant", "content": "Good idea."}]
     server.script(EXTRACT, memories({"content": "Ximena is allergic to bee stings.", "sources": [3]},
                                     {"content": "Ximena's daughter Antonia is eight.", "sources": [0]}))
+    server.script(REPAIR, {"memories": [{"index": 0, "content": "Ximena is allergic to bee stings."}]})  # the same
     result = await reme.summarize_memory(chat, user_name="ximena")
 
     assert not any(n.content.startswith("Ximena is allergic") for n in result.added), result.added

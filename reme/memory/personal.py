@@ -1779,7 +1779,7 @@ class PersonalSummarizer:
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
                 if not fragment(text) and not dangling(text, people) and not self_compared(text) and not misnamed(
-                        text, [transcript.messages[i] for i in draft.sources], transcript.names):
+                        text, cited_or_beside(text, transcript, draft.sources), transcript.names):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
             # a sentence kept as said that starts with "it" or "he" is the model's to write, not ours
