@@ -1000,6 +1000,27 @@ async def test_a_misnamed_memory_citing_the_assistants_line_beside_is_found_by_t
     assert any(REPAIR in prompt_of(r["body"]) for r in server.requests)
 
 
+@pytest.mark.parametrize(("note", "sources"), [("(says 'I', 'we' or 'my': name them)", [2, 3]),
+                                             ('(says "I", "we" or "my": name them)', [2, 3]),
+                                             ("(a fragment, not a sentence)", [2, 3]),
+                                             ("", [1, 3])])  # two speakers cited: whose "my"?
+async def test_the_repairs_copy_of_the_problem_note_is_not_stored_nor_a_rewrite_still_in_the_first_person(
+        reme: ReMe, server: OpenAITestServer, note: str, sources: list[int]) -> None:
+    # fresh13 (qwen0.5b): the repair wrote "Kasper first, then my sister Tahira (says 'I', 'we' or
+    # 'my': name them)" for a memory it was to name, and it was stored so
+    chat = [{"role": "user", "name": "Shireen", "content": "Kasper's here too."},
+            {"role": "user", "name": "Kasper", "content": "Hello."},
+            {"role": "assistant", "content": "Who should the hospital contact if needed?"},
+            {"role": "user", "name": "Shireen", "content": "Kasper first, then my sister Tahira."}]
+    server.script(EXTRACT, memories({"content": "Kasper first.", "sources": sources}))  # a fragment
+    server.script(REPAIR, {"memories": [{"index": 0, "content": f"Kasper first, then my sister Tahira {note}"}]})
+    result = await reme.summarize_memory(chat, user_name="shireen")
+
+    assert any(REPAIR in prompt_of(r["body"]) for r in server.requests)
+    assert not any("name them" in n.content or "fragment" in n.content or "my sister" in n.content
+                   for n in result.added), [n.content for n in result.added]
+
+
 async def test_fragments_and_memories_naming_no_one_get_one_repair_call(
         reme: ReMe, server: OpenAITestServer) -> None:
     chat = [{"role": "user", "name": "Kate", "content": "I started a PhD in Edinburgh.",
@@ -1614,6 +1635,9 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     # a name of three letters is a word the line and the memory share
     ("Kofi", "Kofi's partner Tom is the one to call in an emergency", "Tom and I split up before Christmas.",
      "Kofi and Tom split up before Christmas"),
+    # fresh13 (qwen1.5b): a last cigarette ends smoking
+    ("Wendelin", "Wendelin smokes, which sets off his cluster headaches",
+     "I smoked my last cigarette at Christmas.", "Wendelin smoked his last cigarette at Christmas"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -2144,6 +2168,24 @@ def test_the_speakers_doctor_is_not_the_speaker(memory: str, line: str, wrong: b
     assert (reason is not None) == wrong, reason
 
 
+@pytest.mark.parametrize(("memory", "whose"), [
+    # fresh13 (qwen1.5b): the user named for what a friend said of himself, citing the user's first line
+    ("Zubair is coeliac and is bringing his own food.", "Cormac"),
+    ("Zubair is a GP and has packed a proper first aid kit.", "Brynja"),
+    # the user said so too, or no one else said it of themselves
+    ("Zubair is 58.", None),
+    ("Zubair is a keen sailor.", None),
+    ("Zubair is also 58 and well.", None),  # "also", "and": no word of what he is
+])
+def test_what_another_speaker_says_they_are_is_not_the_users(memory: str, whose: str | None) -> None:
+    from reme.memory.personal import claimed_by_another
+    messages = [Message(role="user", name="Zubair", content="I'm 58 and I'm a keen sailor, I've had a valve for years."),
+                Message(role="user", name="Brynja", content="I'm a GP, so I've packed a proper first aid kit."),
+                Message(role="user", name="Cormac", content="I'm coeliac, so I'm bringing my own food. I'm 58 too."),
+                Message(role="user", name="Zubair", content="Which leaves me the steering.")]
+    assert claimed_by_another(memory, messages) == (("Zubair", whose) if whose else None)
+
+
 @pytest.mark.parametrize(("suggested", "answer", "memory", "stored"), [
     # fresh12 (qwen1.5b): a suggestion the user turned down, stored as what they do
     ("Would a wearable sleep tracker help you?", "My wife already nudges me when I nod off. That's tracker enough.",
@@ -2162,6 +2204,11 @@ def test_the_speakers_doctor_is_not_the_speaker(memory: str, line: str, wrong: b
     # a word the user said too is theirs
     ("Would a sleep tracker help you?", "I have a sleep tracker already, a Fitbit.",
      "Bartosz has a sleep tracker, a Fitbit.", "Bartosz has a sleep tracker, a Fitbit."),
+    # fresh13 (qwen1.5b): more ways to suggest ("considering hypnobirthing classes" was stored)
+    ("Have you looked into hypnobirthing classes?", "No, we've done the NHS antenatal classes.",
+     "Bartosz is considering hypnobirthing classes.", None),
+    ("Would calamine lotion help with the itching?", "Oonagh says it does nothing for this kind of itch.",
+     "Bartosz uses calamine lotion for the itching.", None),
     # a question that asks, not suggests
     ("What about your kids?", "Emi is twelve and Sora is nine.", "Bartosz's kids are Emi, twelve, and Sora, nine.",
      "Bartosz's kids are Emi, twelve, and Sora, nine."),
@@ -2175,7 +2222,8 @@ async def test_a_suggestion_turned_down_is_not_stored_as_taken(
         {"role": "user", "name": "Bartosz", "content": answer}], user_name="bartosz")
 
     kept = [n.content for n in result.added]
-    assert (stored in kept) if stored else not any("tracker" in k or "club" in k for k in kept), kept
+    assert (stored in kept) if stored else not any(w in k for k in kept for w in ("tracker", "club", "hypno",
+                                                                               "calamine")), kept
     if stored != memory:
         assert any("assistant suggested" in r.reason for r in result.rejected)
 
@@ -2420,6 +2468,15 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
                 Message(role="user", name="Mandla", content=line) for line in lines]
     transcript = Transcript.of(messages, datetime(2025, 5, 14, tzinfo=timezone.utc))
     assert named_subject(transcript, len(messages) - 1, sentence) == (resolved or sentence)
+
+
+def test_a_he_after_a_semicolon_is_named_too() -> None:
+    # fresh13 (qwen1.5b): "he's the one to call in an emergency." was kept as said, "he" unnamed
+    line = "My partner Davide comes with me to everything; he's the one to call in an emergency."
+    transcript = Transcript.of([Message(role="user", name="Chiara", content=line)],
+                               datetime(2026, 1, 27, tzinfo=timezone.utc))
+    assert named_subject(transcript, 0, "he's the one to call in an emergency.") == \
+        "Davide is the one to call in an emergency."
 
 
 @settings(max_examples=200, deadline=None)

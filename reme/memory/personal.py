@@ -669,6 +669,38 @@ def anothers_role(text: str, messages: Sequence[Message]) -> str | None:
     return None
 
 
+IS_WHAT = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?)\s+(?:is|was)\s+(?:an?\s+)?"
+                     r"(?P<first>[A-Za-z]+)\b(?:\s+(?P<second>[A-Za-z]+)\b)?")
+"""A memory that says what someone is: "Zubair is coeliac", "Zubair is a GP"."""
+
+
+def claimed_by_another(text: str, messages: Sequence[Message]) -> tuple[str, str] | None:
+    """(the speaker a memory names, the one speaker who said it of themselves) when a memory says
+    what a speaker is ("Zubair is coeliac", "Zubair is a GP") that one other speaker said of
+    themselves ("I'm coeliac, so ...", Cormac's) and the one named never did (fresh13: qwen1.5b
+    cited the user's first line for a friend's words, so no check of the cited lines saw it);
+    else None."""
+    m = IS_WHAT.match(text.strip())
+    if not m or m["first"].lower() in COMMON_WORDS or m["first"].lower() in FILLER:
+        return None
+    lines: dict[str, str] = {}
+    for x in messages:
+        if x.role == "user" and x.name:
+            lines[x.name] = lines.get(x.name, "") + " " + x.content
+    if m["name"] not in lines:
+        return None
+    for said in (w for w in (m["first"], m["second"]) if w and w.lower() not in COMMON_WORDS | FILLER | SHORT_WORDS
+                 | ADVERBS):
+        # "a GP and", "a keen sailor"
+        claim = re.compile(rf"\b(?:i['’]m|i\s+am)\s+(?:an?\s+)?(?:[a-z]+\s+)?{re.escape(said)}\b", re.IGNORECASE)
+        if claim.search(lines[m["name"]]):
+            return None
+        others = [name for name, said_by in lines.items() if name != m["name"] and claim.search(said_by)]
+        if len(others) == 1:
+            return m["name"], others[0]
+    return None
+
+
 ALLERGIC_TO = re.compile(r"\ballerg(?:ic|y|ies)\s+to\s+(?:the\s+|any\s+|all\s+|some\s+)?([^\W\d_][\w-]*)"
                          r"|\b([^\W\d_][\w-]*)\s+allerg(?:y|ies)\b", re.IGNORECASE)
 TAKES = (r"\b(?:takes?|taking|took|taken|uses?|using|prescribed|(?:is|was|are|were|been|be|being|put|started|stays?|"
@@ -1037,7 +1069,7 @@ hi hello hey sure okay ok sorry please also plus anyway actually honestly funny 
 me us them""".split()) | TIME_WORDS
 
 
-HE_OR_SHE = re.compile(r"(?P<pronoun>She|He)(?P<s>['’]s)?\s+(?P<next>[\w’']+)")
+HE_OR_SHE = re.compile(r"(?P<pronoun>[Ss]he|[Hh]e)(?P<s>['’]s)?\s+(?P<next>[\w’']+)")
 SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+)?"
                           rf"(?P<name>{_NAME})\b(?!['’])")
 CAPITALIZED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+")
@@ -1115,7 +1147,8 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     if not lead or message.role != "user" or sentence not in message.content or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
     known = transcript.names
-    other = "He" if lead["pronoun"] == "She" else "She"
+    pronoun = lead["pronoun"].capitalize()  # "he's the one to call" after a semicolon
+    other = "He" if pronoun == "She" else "She"
     asked = transcript.messages[index - 1] if index and transcript.messages[index - 1].role == "assistant" else None
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
     name = None
@@ -1133,9 +1166,9 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         k = max(k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known})
         found = SUBJECT_NAME.match(clauses[k])
         rel = (found["rel"] or "").casefold() if found else ""
-        if (not found or found["name"] not in known or rel in (FEMALE if lead["pronoun"] == "He" else MALE)
+        if (not found or found["name"] not in known or rel in (FEMALE if pronoun == "He" else MALE)
                 or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
-            if not found and (related := the_one_related(transcript, index, sentence, lead["pronoun"])):
+            if not found and (related := the_one_related(transcript, index, sentence, pronoun)):
                 name = related  # "I need somewhere to keep my daughter Yasmin's details. She's four"
                 break
             return sentence
@@ -1146,7 +1179,7 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     else:
         if len(named) == 1:
             name = named.pop()
-        elif named or not (name := the_one_related(transcript, index, sentence, lead["pronoun"])):
+        elif named or not (name := the_one_related(transcript, index, sentence, pronoun)):
             return sentence
     rest = sentence[lead.end("s" if lead["s"] else "pronoun"):]
     if not lead["s"]:
@@ -1679,6 +1712,12 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it named {named} for what {speaker} said of themselves: "
                                                  f"{speaker} is named"))
+            elif another := claimed_by_another(draft.text, transcript.messages):
+                named, speaker = another
+                draft.text = speaker + draft.text.strip()[len(named):]
+                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
+                                          reason=f"it named {named} for what {speaker} said they are: "
+                                                 f"{speaker} is named"))
             if owner := wrong_owner(draft.text, cited):
                 said_of, whose = owner
                 draft.text = whose + draft.text.strip()[len(said_of):]
@@ -1763,10 +1802,10 @@ class PersonalSummarizer:
                 self.prompts.messages("personal/repair", user_name=user_name, conversation=lines, memories=shown),
                 Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
                 budget=64 + 96 * len(flawed))
+            notes = [words(problem) for problem in PROBLEMS.values()]
             for r in reply.memories:
-                content = r.content
-                for problem in PROBLEMS.values():  # "the PhD (a fragment, not a sentence)": the line as shown
-                    content = content.replace(f"({problem})", "")
+                # "the PhD (a fragment, not a sentence)": the line as shown, its note copied, in any quotes
+                content = re.sub(r"\s*\(([^()]*)\)", lambda m: "" if words(m[1]) in notes else m[0], r.content)
                 if 0 <= r.index < len(flawed) and content.strip():
                     rewrites.setdefault(r.index, content.strip())
         except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
@@ -1778,7 +1817,9 @@ class PersonalSummarizer:
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
-                if not fragment(text) and not dangling(text, people) and not self_compared(text) and not misnamed(
+                # a rewrite still in the first person, or starting with a pronoun, mends nothing
+                if flaw(text, people) not in ("first_person", "pronoun") and not fragment(text) and not dangling(
+                        text, people) and not self_compared(text) and not misnamed(
                         text, cited_or_beside(text, transcript, draft.sources), transcript.names):
                     draft.raw, draft.text = rewrites[k], text
                     draft.problem = None
@@ -2272,6 +2313,7 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|(?:tapered|weaned) (?:(?:me|him|her|them|us) )?off|separated|divorced"
                    r"|t(?:ook|akes?|aken|aking) its place|in its place|out of the picture"
                    r"|went(?=\s*(?:[.,;!?]|$)|\s+(?:with|too|as well)\b)"
+                   r"|(?:smoked|had|drank|took) (?:my|his|her|their|our) (?:very )?last"
                    r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended)\b"
                    r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
@@ -2438,7 +2480,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     whose value has changed (empty: none). A clause ends the words it shares with the memory
     when it says "quit", "stopped", "no longer", "not ... any more", "no more", "used to",
     "pulled out", "called off", "cancelled", "dropped out", "broke up", "moved out", "came off",
-    "no ... now" or "not ... after all" ("I quit Deloitte" for "Irene works as an accountant at
+    "smoked my last", "no ... now" or "not ... after all" ("I quit Deloitte" for "Irene works as an accountant at
     Deloitte"; "I stopped drinking coffee, but I love my job at Google" does not end "Bob works at
     Google"), or when it changes a number to one the memory does not state, which states one
     ("they upped my levothyroxine to 75" for "Alasdair is on levothyroxine, 50 micrograms"). The
@@ -2762,12 +2804,14 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
-SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:would (?:you|a|an|it|some)|should you|could you (?:try|use|take|"
-                      r"get|ask)|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried)|do you want to "
+SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
+                      r"|should you|could you (?:try|use|take|"
+                      r"get|ask)|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
+                      r"|checked out)|do you want to "
                       r"(?:try|use|take|get)|is it worth|maybe (?:you|a|an|try)|how about (?:trying|using|taking|getting"
                       r"|a|an|some))\b", re.IGNORECASE)
-"""A question that suggests: "Would a sleep tracker help?", "Have you thought about ...?" (not "What
-about your kids?", which asks)."""
+"""A question that suggests: "Would a sleep tracker help?", "Would calamine lotion help ...?", "Have
+you thought about ...?", "Have you looked into ...?" (not "What about your kids?", which asks)."""
 ACCEPTS = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok|okay|good (?:idea|shout)|great idea|(?:that )?sounds (?:good|great|"
                      r"like a plan)|why not|i will|i['’]ll|i['’]d (?:like|love)|i would|let['’]s|definitely|absolutely"
                      r"|please|that would|that['’]d|go on|done|will do|happy to|love to)\b", re.IGNORECASE)
