@@ -14,7 +14,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (_KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
+from reme.memory.personal import (claimed_by_another, declined, taken_though_stopped,
+                                  _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole,
                                   health_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
                                   subject_named, unheld_relations, with_the_time_said)
@@ -2101,7 +2102,7 @@ def test_a_diagnosis_or_a_medicine_no_one_named_is_not_stored(memory: str, said:
 @pytest.mark.parametrize(("memory", "stored"), [
     # fresh12 (qwen1.5b): a memory of the line that says the modafinil stopped, stating it as taken
     ("Bartosz is taking modafinil and pitolisant in the morning.", None),
-    ("Bartosz takes pitolisant, 36 mg, and modafinil in the morning.", "Bartosz takes pitolisant, 36 mg."),
+    ("Bartosz takes pitolisant and modafinil, 36 mg in the morning.", "Bartosz takes pitolisant."),
     # what the line says ended, said so; what it did not end
     ("Bartosz stopped modafinil because it made his heart race.", "Bartosz stopped modafinil because it made his "
                                                                   "heart race."),
@@ -2131,8 +2132,7 @@ async def test_a_memory_stating_as_current_what_its_own_line_ends_is_not_stored_
     ("Wei takes the bus to work.", "I stopped driving.", set()),
 ])
 def test_what_a_line_says_was_stopped_is_not_taken_now(memory: str, line: str, stopped: set[str]) -> None:
-    from reme.memory.personal import still_taken
-    assert still_taken(memory, line) == stopped
+    assert taken_though_stopped(memory, line) == stopped
 
 
 @pytest.mark.parametrize(("memory", "cut"), [
@@ -2142,7 +2142,6 @@ def test_what_a_line_says_was_stopped_is_not_taken_now(memory: str, line: str, s
     ("Sipho will go slowly.", []),
 ])
 def test_what_another_speaker_takes_is_no_answer_to_a_suggestion_turned_down(memory: str, cut: list[str]) -> None:
-    from reme.memory.personal import declined
     messages = [Message(role="user", name="Thandeka", content="I'm on acetazolamide, 125 mg twice a day."),
                 Message(role="assistant", content="Should you take acetazolamide as well, as a precaution?"),
                 Message(role="user", name="Sipho", content="No, Dr Naidoo said I'm fine without it. I'll go slowly.")]
@@ -2178,7 +2177,6 @@ def test_the_speakers_doctor_is_not_the_speaker(memory: str, line: str, wrong: b
     ("Zubair is also 58 and well.", None),  # "also", "and": no word of what he is
 ])
 def test_what_another_speaker_says_they_are_is_not_the_users(memory: str, whose: str | None) -> None:
-    from reme.memory.personal import claimed_by_another
     messages = [Message(role="user", name="Zubair", content="I'm 58 and I'm a keen sailor, I've had a valve for years."),
                 Message(role="user", name="Brynja", content="I'm a GP, so I've packed a proper first aid kit."),
                 Message(role="user", name="Cormac", content="I'm coeliac, so I'm bringing my own food. I'm 58 too."),

@@ -643,59 +643,64 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     return None
 
 
-IS_A = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?)\s+(?:is|was|works\s+as)\s+an?\s+"
-                  r"(?P<first>[a-z]+)\b(?:\s+(?P<second>[a-z]+)\b)?")
-"""A memory that says what someone is: "Dragan is a cardiologist at the Institute"."""
+IS_WHAT = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?)\s+(?:is|was|works\s+as)\s+"
+                     r"(?P<article>an?\s+)?(?P<first>[A-Za-z]+)\b(?:\s+(?P<second>[A-Za-z]+)\b)?")
+"""A memory that says what someone is: "Dragan is a cardiologist at the Institute", "Zubair is
+coeliac"; its first two words after it ("a retired nurse")."""
+
+
+def _what_they_are(m: re.Match[str]) -> list[str]:
+    """The words of an `IS_WHAT` match that may say what someone is: not "also", "and", "the"."""
+    return [w for w in (m["first"], m["second"]) if w and w.lower() not in COMMON_WORDS | FILLER | SHORT_WORDS | ADVERBS]
+
+
+def says_they_are(word: str, lines: str) -> bool:
+    """Whether `lines` say in the first person that the speaker is (or works as) `word`: "I'm a
+    GP", "I am coeliac", "I work as a nurse", "I've been a paramedic"."""
+    return bool(re.search(rf"\b(?:i['’]m|i\s+am|i\s+was|i\s+work(?:ed)?\s+as|i['’]ve\s+been|i\s+have\s+been)\s+"
+                          rf"(?:an?\s+)?(?:[a-z]+\s+)?{re.escape(word)}\b", lines, re.IGNORECASE))
+
+
+def _lines_by(messages: Sequence[Message]) -> dict[str, str]:
+    """Each named speaker's lines, joined."""
+    out: dict[str, str] = {}
+    for x in messages:
+        if x.role == "user" and x.name:
+            out[x.name] = out.get(x.name, "") + " " + x.content
+    return out
 
 
 def anothers_role(text: str, messages: Sequence[Message]) -> str | None:
     """The role a memory gives a speaker ("Dragan is a cardiologist") that their lines give only
     to someone of theirs, named or said to be or do something ("My cardiologist is Dr Petrović,
-    at the Institute": qwen1.5b; not "my barista job"), never to themselves ("I'm a ...", "I work
-    as a ..."); else None."""
-    m = IS_A.match(text.strip())
-    if not m:
+    at the Institute": qwen1.5b; not "my barista job"), never to themselves (`says_they_are`);
+    else None."""
+    m = IS_WHAT.match(text.strip())
+    if not m or not m["article"]:
         return None
-    lines = " ".join(x.content for x in messages if x.role == "user" and x.name
-                     and set(words(x.name)) <= set(words(m["name"])))
-    roles: list[str] = [m["first"], *([m["second"]] if m["second"] else [])]
-    for role in roles:  # "a cardiologist at", "a retired nurse"
-        said = re.escape(role)
-        if lines and re.search(rf"\b(?i:my|our)\s+(?:[a-zA-Z]+\s+)?(?i:{said})(?:['’]s\b|\s+(?i:is|was|says|said|called"
-                               rf"|named)\b|\s*,?\s+(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ])", lines) and not re.search(
-                rf"\b(?:i['’]m|i\s+am|i\s+was|i\s+work(?:ed)?\s+as|i['’]ve\s+been|i\s+have\s+been)\s+(?:an?\s+)?"
-                rf"(?:[a-z]+\s+)?{said}\b", lines, re.IGNORECASE):
+    lines = " ".join(said for name, said in _lines_by(messages).items() if set(words(name)) <= set(words(m["name"])))
+    for role in _what_they_are(m):  # "a cardiologist at", "a retired nurse"
+        if lines and re.search(rf"\b(?i:my|our)\s+(?:[a-zA-Z]+\s+)?(?i:{re.escape(role)})(?:['’]s\b|\s+(?i:is|was|says"
+                               rf"|said|called|named)\b|\s*,?\s+(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ])", lines) \
+                and not says_they_are(role, lines):
             return role
     return None
-
-
-IS_WHAT = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?)\s+(?:is|was)\s+(?:an?\s+)?"
-                     r"(?P<first>[A-Za-z]+)\b(?:\s+(?P<second>[A-Za-z]+)\b)?")
-"""A memory that says what someone is: "Zubair is coeliac", "Zubair is a GP"."""
 
 
 def claimed_by_another(text: str, messages: Sequence[Message]) -> tuple[str, str] | None:
     """(the speaker a memory names, the one speaker who said it of themselves) when a memory says
     what a speaker is ("Zubair is coeliac", "Zubair is a GP") that one other speaker said of
-    themselves ("I'm coeliac, so ...", Cormac's) and the one named never did (fresh13: qwen1.5b
-    cited the user's first line for a friend's words, so no check of the cited lines saw it);
-    else None."""
+    themselves (`says_they_are`: "I'm coeliac, so ...", Cormac's) and the one named never did
+    (fresh13: qwen1.5b cited the user's first line for a friend's words, so no check of the cited
+    lines saw it); else None."""
     m = IS_WHAT.match(text.strip())
-    if not m or m["first"].lower() in COMMON_WORDS or m["first"].lower() in FILLER:
+    lines = _lines_by(messages)
+    if not m or m["name"] not in lines:
         return None
-    lines: dict[str, str] = {}
-    for x in messages:
-        if x.role == "user" and x.name:
-            lines[x.name] = lines.get(x.name, "") + " " + x.content
-    if m["name"] not in lines:
-        return None
-    for said in (w for w in (m["first"], m["second"]) if w and w.lower() not in COMMON_WORDS | FILLER | SHORT_WORDS
-                 | ADVERBS):
-        # "a GP and", "a keen sailor"
-        claim = re.compile(rf"\b(?:i['’]m|i\s+am)\s+(?:an?\s+)?(?:[a-z]+\s+)?{re.escape(said)}\b", re.IGNORECASE)
-        if claim.search(lines[m["name"]]):
+    for said in _what_they_are(m):  # "a GP and", "a keen sailor"
+        if says_they_are(said, lines[m["name"]]):
             return None
-        others = [name for name, said_by in lines.items() if name != m["name"] and claim.search(said_by)]
+        others = [name for name, by in lines.items() if name != m["name"] and says_they_are(said, by)]
         if len(others) == 1:
             return m["name"], others[0]
     return None
@@ -1692,7 +1697,7 @@ class PersonalSummarizer:
                                                  f"up ({what}): that part is left out"))
                 text = rest
             lines = " ".join(transcript.messages[i].content for i in sources if transcript.messages[i].role == "user")
-            if lines and (gone := still_taken(text, lines)):
+            if lines and (gone := taken_though_stopped(text, lines)):
                 # qwen1.5b: "Bartosz is taking modafinil and pitolisant" of "The modafinil stopped working, ..."
                 rest = kept_apart(text, gone, people)
                 what = f"{text[:80]!r} states as current what its own line says has ended ({', '.join(sorted(gone))})"
@@ -1705,18 +1710,13 @@ class PersonalSummarizer:
             draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
                                         draft.said)
             cited = [transcript.messages[i] for i in sources]
+            # another speaker's words in the lines it cites, or what another says they are anywhere
             if another := said_by_another(draft.text, cited_or_beside(draft.text, transcript, sources),
-                                          transcript.speakers):
+                                          transcript.speakers) or claimed_by_another(draft.text, transcript.messages):
                 named, speaker = another
                 draft.text = speaker + draft.text.strip()[len(named):]
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it named {named} for what {speaker} said of themselves: "
-                                                 f"{speaker} is named"))
-            elif another := claimed_by_another(draft.text, transcript.messages):
-                named, speaker = another
-                draft.text = speaker + draft.text.strip()[len(named):]
-                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
-                                          reason=f"it named {named} for what {speaker} said they are: "
                                                  f"{speaker} is named"))
             if owner := wrong_owner(draft.text, cited):
                 said_of, whose = owner
@@ -2682,21 +2682,20 @@ STOPPED_THING = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<a>[a-
                            r"(?:taking\s+)?(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<b>[a-z][\w-]{3,})", re.IGNORECASE)
 """A medicine (or anything taken) a line says was stopped: "The modafinil stopped working", "they
 took me off the warfarin", "I've come off the ondansetron"."""
-STILL = r"\b(?:takes?|taking|is on|are on|uses?|using|prescribed)\b(?:\s+[\w-]+,?){0,6}?\s+"
-"""A memory's words that say something is taken now, before what is taken."""
 OFF_WORDS = re.compile(r"\b(?:off|stopp\w*|quit|no longer|used to|replac\w*|switch\w*|instead|former\w*|previous\w*"
                        r"|until|before|was|were|had)\b", re.IGNORECASE)
+"""A memory that speaks of a stop or of the past itself ("Wei is off warfarin", "switched from")."""
 
 
-def still_taken(text: str, lines: str) -> set[str]:
-    """The `_stem`s of what a memory says is taken now ("Bartosz is taking modafinil and
-    pitolisant") that the lines it cites say was stopped (`STOPPED_THING`: "The modafinil stopped
-    working and made my heart race, so ... it's pitolisant": qwen1.5b); none when the memory
-    speaks of a stop or of the past itself (`OFF_WORDS`: "Wei is off warfarin", "switched from")."""
+def taken_though_stopped(text: str, lines: str) -> set[str]:
+    """The `_stem`s of what a memory says is taken (`_taken_though_not`, as for an allergy:
+    "Bartosz is taking modafinil and pitolisant") that the lines it cites say was stopped
+    (`STOPPED_THING`: "The modafinil stopped working and made my heart race, so ... it's
+    pitolisant": qwen1.5b); none when the memory speaks of a stop or of the past (`OFF_WORDS`)."""
     if CJK_CHAR.search(text) or OFF_WORDS.search(text):
         return set()
-    stopped = {(m["a"] or m["b"]).lower() for m in STOPPED_THING.finditer(lines)} - COMMON_WORDS - FILLER
-    return {_stem(w) for w in stopped if re.search(STILL + re.escape(w) + r"\b", text, re.IGNORECASE)}
+    stopped = {(m["a"] or m["b"]).lower() for m in STOPPED_THING.finditer(lines)}
+    return {_stem(w) for w in stopped if _taken_though_not(w, text, lines)}
 
 
 def nothing_left(stored: str, gone: set[str]) -> bool:
