@@ -960,6 +960,38 @@ async def test_a_copy_of_the_assistants_advice_is_not_stored_and_complete_memori
     assert result.usage.calls == 1  # every memory kept stands on its own: no repair call
 
 
+ZUBAIR = [{"role": "user", "name": "Zubair", "content": "I'm on acenocoumarol for my valve."},
+          {"role": "assistant", "content": "Anything to avoid?"},
+          {"role": "user", "name": "Zubair", "content": "No cranberry juice, ever, and no ibuprofen."}]
+
+
+async def test_memories_that_only_name_no_one_are_kept_as_they_are_without_a_repair_call(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh13 (qwen1.5b): asked to name whom "No cranberry juice, ever, and no ibuprofen." is about, the
+    # repair blanked most such memories; each is the user's (stored under them) and stands as said
+    server.script(EXTRACT, memories({"content": "Zubair takes acenocoumarol for his heart valve", "sources": [0]},
+                                    {"content": "No cranberry juice, ever, and no ibuprofen.", "sources": [2]}))
+    result = await reme.summarize_memory(ZUBAIR, user_name="zubair")
+
+    assert [n.content for n in result.added] == ["Zubair takes acenocoumarol for his heart valve",
+                                                 "No cranberry juice, ever, and no ibuprofen."]
+    assert result.usage.calls == 1 and not any(REPAIR in prompt_of(r["body"]) for r in server.requests)
+
+
+async def test_beside_a_memory_the_repair_must_mend_one_naming_no_one_is_shown_too(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    server.script(EXTRACT, memories({"content": "Acenocoumarol.", "sources": [0]},  # a fragment: the repair's
+                                    {"content": "No cranberry juice, ever, and no ibuprofen.", "sources": [2]}))
+    server.script(REPAIR, {"memories": [
+        {"index": 0, "content": "Zubair takes acenocoumarol for his valve."},
+        {"index": 1, "content": "Zubair must avoid cranberry juice and ibuprofen."}]})
+    result = await reme.summarize_memory(ZUBAIR, user_name="zubair")
+
+    assert sorted(n.content for n in result.added) == ["Zubair must avoid cranberry juice and ibuprofen.",
+                                                       "Zubair takes acenocoumarol for his valve."]
+    assert result.usage.steps["personal/repair"] == 1
+
+
 @pytest.mark.parametrize(("said", "written", "stored"), [
     # fresh9 (qwen1.5b, a long dialogue): "She needs an eye check ..." was stored for "I need ..."
     ("I need an eye check every year because of the hydroxychloroquine.",

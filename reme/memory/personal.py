@@ -950,6 +950,13 @@ def worth_holding(text: str) -> list[str]:
     return [w for w in words(text) if (len(w) >= 3 or w.isdigit()) and w not in FILLER]
 
 
+def salient(sentence: str) -> list[str]:
+    """The words of a sentence that tell a fact whatever else it says: a number, a name (a
+    capitalized word not first in it, nor a weekday or month), a health word."""
+    names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.startswith(m)} - TIME_WORDS
+    return [w for w in worth_holding(sentence) if w.isdigit() or w in names or health_word(w)]
+
+
 def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     """The lines a person said (not the assistant) with a statement none of `written` (the
     memories so far) holds anything of: a sentence that is no question and has a number, a name
@@ -962,11 +969,7 @@ def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
     for index, sentence in statements(transcript):
         if out and out[-1] == index:
             continue  # the line is left out already
-        said = worth_holding(sentence)
-        names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence))
-                 if k or not sentence.startswith(m)} - TIME_WORDS
-        salient = [w for w in said if w.isdigit() or w in names or health_word(w)]
-        if any(_stem(w) not in held for w in salient) or any(
+        if any(_stem(w) not in held for w in salient(sentence)) or any(
                 len(content) >= 2 and not any(_stem(w) in held for w in content)
                 for content in ([w for w in words(clause) if len(w) >= 3 and w not in FILLER
                                  and w not in TIME_WORDS] for clause in CLAUSE.split(sentence))):
@@ -1294,8 +1297,8 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
         sentence = said_whole(sentence)
         if words(sentence)[:1] and words(sentence)[0] in ASKING:
             continue  # "Rate the songs I liked this year 5 stars." asks the assistant: no fact
-        salient = named_in(sentence, speakers)
-        if salient and len(sentence) <= MAX_CONTENT_CHARS and any(_stem(w) not in held for w in salient):
+        named = named_in(sentence, speakers)
+        if named and len(sentence) <= MAX_CONTENT_CHARS and any(_stem(w) not in held for w in named):
             out.append((index, sentence))
             held |= stems([sentence])
     return out
@@ -1781,39 +1784,24 @@ class PersonalSummarizer:
             else:
                 kept.append(item)
         reply.memories = kept
+        log.debug("second look at lines %s: kept %s", missed, [m.content[:80] for m in kept])
         return (*self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
                                   step="personal/missed"), spare)
 
     async def _repair(self, flawed: list[Draft], transcript: Transcript, history: MemoryNode, user_name: str,
                       now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
-        """One LLM call rewrites the memories that cannot stand on their own, shown beside the
-        lines they cite and the lines around them (an answer and its question). A rewrite that is
-        still a fragment, a question or the assistant's, or a failed call, drops a fragment; a
-        memory that only names no one, or starts with a pronoun, is kept as it was."""
-        # an answer and its question; for "she" said of someone, the line before that question too
-        near = sorted({j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
-                       if 0 <= j < len(transcript.lines)})
-        lines = "\n".join(f"[{j}] {transcript.lines[j]}" for j in near) if near else transcript.numbered
-        shown = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
-                 for k, d in enumerate(flawed)]
-        rewrites: dict[int, str] = {}
-        try:
-            reply = await self.llm.structured(
-                self.prompts.messages("personal/repair", user_name=user_name, conversation=lines, memories=shown),
-                Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
-                budget=64 + 96 * len(flawed))
-            notes = [words(problem) for problem in PROBLEMS.values()]
-            for r in reply.memories:
-                # "the PhD (a fragment, not a sentence)": the line as shown, its note copied, in any quotes
-                content = re.sub(r"\s*\(([^()]*)\)", lambda m: "" if words(m[1]) in notes else m[0], r.content)
-                if 0 <= r.index < len(flawed) and content.strip():
-                    rewrites.setdefault(r.index, content.strip())
-        except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
-            log.warning("memory repair skipped: %s", exc)
-            plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
+        """One LLM call rewrites the memories that cannot stand on their own (`_rewrites`); none
+        when each only names no one: kept as it is ("No cranberry juice, ever, and no ibuprofen."
+        under the user it was said by), as when the call fails (fresh13, qwen1.5b: the call
+        named two of eleven such and blanked most of the rest). A rewrite that is still a
+        fragment, a question or the assistant's, or no rewrite, drops a fragment; a memory that
+        only names no one, or starts with a pronoun, is kept as it was."""
+        rewrites = {} if all(d.problem == "nobody" for d in flawed) else await self._rewrites(
+            flawed, transcript, user_name, plan)
         out: list[MemoryNode] = []
         people = transcript.people(user_name)
         for k, draft in enumerate(flawed):
+            log.debug("repair: %s %s %r -> %r", draft.step, draft.problem, draft.text[:100], rewrites.get(k, "")[:100])
             text = rewrites.get(k)
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
@@ -1845,6 +1833,35 @@ class PersonalSummarizer:
             if node is not None:
                 out.append(node)
         return out
+
+    async def _rewrites(self, flawed: list[Draft], transcript: Transcript, user_name: str,
+                        plan: Plan) -> dict[int, str]:
+        """The repair call: the memories `flawed`, each with its problem, shown beside the lines
+        they cite and the lines around them (an answer and its question); their rewrites by
+        index, with any copy of a problem's note taken out. None when the call fails."""
+        # an answer and its question; for "she" said of someone, the line before that question too
+        near = sorted({j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
+                       if 0 <= j < len(transcript.lines)})
+        lines = "\n".join(f"[{j}] {transcript.lines[j]}" for j in near) if near else transcript.numbered
+        shown = [{"index": k, "content": d.text, "problem": PROBLEMS.get(d.problem or "", "")}
+                 for k, d in enumerate(flawed)]
+        rewrites: dict[int, str] = {}
+        try:
+            reply = await self.llm.structured(
+                self.prompts.messages("personal/repair", user_name=user_name, conversation=lines, memories=shown),
+                Repairs, usage=plan.usage, rejected=plan.rejected, step="personal/repair",
+                budget=64 + 96 * len(flawed))
+        except LLMError as exc:  # the repair only mends wording: without it, keep what can stand
+            log.warning("memory repair skipped: %s", exc)
+            plan.rejected.append(Rejection(step="personal/repair", action="dropped", reason=str(exc)[:300]))
+            return rewrites
+        notes = [words(problem) for problem in PROBLEMS.values()]
+        for r in reply.memories:
+            # "the PhD (a fragment, not a sentence)": the line as shown, its note copied, in any quotes
+            content = re.sub(r"\s*\(([^()]*)\)", lambda m: "" if words(m[1]) in notes else m[0], r.content)
+            if 0 <= r.index < len(flawed) and content.strip():
+                rewrites.setdefault(r.index, content.strip())
+        return rewrites
 
     @staticmethod
     def _node(draft: Draft, transcript: Transcript, history: MemoryNode, user_name: str, now: datetime,
