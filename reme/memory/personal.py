@@ -1784,7 +1784,10 @@ class PersonalSummarizer:
             else:
                 kept.append(item)
         reply.memories = kept
-        log.debug("second look at lines %s: kept %s", missed, [m.content[:80] for m in kept])
+        if log.isEnabledFor(logging.DEBUG):  # which lines held only a clause of words (no number, name or health word)
+            log.debug("second look at lines %s (%s with a number, name or health word): kept %s", missed,
+                      [i for i in missed if any(salient(t) for k, t in statements(transcript) if k == i)],
+                      [m.content[:80] for m in kept])
         return (*self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
                                   step="personal/missed"), spare)
 
