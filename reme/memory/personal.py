@@ -1128,10 +1128,17 @@ def named_thing(before: str, sentence: str) -> str:
         return sentence
     lead = IT_LEADS.match(sentence)
     assert lead is not None
-    rest = sentence[lead.end():]
-    after = [w for w in words(rest) if w not in ADVERBS][:1]  # "It's been stopped": "... 's been stopped"
-    participle = bool(after) and (after[0] in PARTICIPLES or after[0].endswith("ed"))
-    return found["thing"] + (("'s " if participle else " is ") if lead["s"] else " ") + rest
+    return _subject_put(found["thing"], " " + sentence[lead.end():], bool(lead["s"]))  # "It's been stopped"
+
+
+def _subject_put(name: str, rest: str, s: bool) -> str:
+    """`name` in place of the pronoun a sentence starts with, `rest` the words after it (after its
+    "'s" when `s`): "Nomvula is" for "She's", or "Nomvula's" before a participle ("She's had
+    anaphylaxis", "She's called twice")."""
+    if not s:
+        return name + rest
+    after = [w for w in words(rest) if w not in ADVERBS][:1]  # the word after "'s" and any adverb
+    return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
 
 
 def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
@@ -1189,11 +1196,7 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
             name = named.pop()
         elif named or not (name := the_one_related(transcript, index, sentence, pronoun)):
             return sentence
-    rest = sentence[lead.end("s" if lead["s"] else "pronoun"):]
-    if not lead["s"]:
-        return name + rest
-    after = [w for w in words(rest) if w not in ADVERBS][:1]  # the word after "'s" and any adverb
-    return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
+    return _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
 
 
 def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
@@ -1688,28 +1691,21 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=reason))
                 continue
             if turned_down := declined(text, transcript.messages):
-                rest = kept_apart(text, {_stem(w) for w in turned_down}, people)
-                what = ", ".join(turned_down[:5])
-                if rest is None:
-                    rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped",
-                                              reason=f"{text[:80]!r} says what the assistant suggested and was not "
-                                                     f"taken up ({what})"))
+                left = without(text, {_stem(w) for w in turned_down}, people, rejected, step, index,
+                               f"{text[:80]!r} says what the assistant suggested and was not taken up "
+                               f"({', '.join(turned_down[:5])})")
+                if left is None:
                     continue
-                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
-                                          reason=f"{text[:80]!r} says what the assistant suggested and was not taken "
-                                                 f"up ({what}): that part is left out"))
-                text = rest
+                text = left
             lines = " ".join(transcript.messages[i].content for i in sources if transcript.messages[i].role == "user")
             if lines and (gone := taken_though_stopped(text, lines)):
                 # qwen1.5b: "Bartosz is taking modafinil and pitolisant" of "The modafinil stopped working, ..."
-                rest = kept_apart(text, gone, people)
-                what = f"{text[:80]!r} states as current what its own line says has ended ({', '.join(sorted(gone))})"
-                if rest is None:
-                    rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped", reason=what))
+                left = without(text, gone, people, rejected, step, index,
+                               f"{text[:80]!r} states as current what its own line says has ended "
+                               f"({', '.join(sorted(gone))})")
+                if left is None:
                     continue
-                rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
-                                          reason=f"{what}: that part is left out"))
-                text = rest
+                text = left
             draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
                                         draft.said)
             cited = [transcript.messages[i] for i in sources]
@@ -2645,6 +2641,17 @@ JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+so\s+|,\s+(?=(?:she|he|they)\s)"
 an architect", "..., so she is on warfarin", "..., requiring warfarin" (a clause of its own: not
 "..., morning and night")."""
 LEADING_PRONOUN = re.compile(r"^(?:(?P<subject>she|he|they)|(?P<owner>her|his|their))\b", re.IGNORECASE)
+
+
+def without(text: str, gone: set[str], people: set[str], rejected: list[Rejection], step: str, index: int,
+            what: str) -> str | None:
+    """A candidate less its parts that hold one of the `_stem`s `gone` (`kept_apart`), listed in
+    `rejected` as `what` ("...: that part is left out"); None, listed as dropped, when what is left
+    cannot stand alone."""
+    rest = kept_apart(text, gone, people)
+    rejected.append(Rejection(step=step, path=f"memories[{index}]", action="dropped" if rest is None else "defaulted",
+                              reason=what if rest is None else f"{what}: that part is left out"))
+    return rest
 
 
 def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:

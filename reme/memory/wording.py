@@ -258,7 +258,7 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         past = told_of_past(told[0])
         end = m.end()
         if weekday:
-            later = _weeks_on(text[:m.start()], text[m.end():], m[1]) or _weeks_on("", told[0], m[1], anywhere=True)
+            later = _weeks_on(text[:m.start()], text[m.end():]) or _weeks_on_in(told[0], m[1])
             if later and past:
                 continue  # "a week on Thursday" of the past: no date rather than a wrong one
             if later and (after := WEEK_AFTER.match(text[m.end():])):
@@ -286,17 +286,18 @@ WEEK_AFTER = re.compile(r"\s+week\b(?!\s*(?:ago|end)|['’]s)", re.IGNORECASE)
 (two) after the next one."""
 
 
-def _weeks_on(before: str, after: str, day: str, anywhere: bool = False) -> int:
+def _weeks_on(before: str, after: str) -> int:
     """The days "a week on <day>" (7), "a fortnight on <day>" (14) or "on <day> week" (7) add to the
-    next `day`, reading the text `before` and `after` "on <day>"; with `anywhere`, wherever
-    `after` (a whole sentence) says so of `day`. 0 when it does not."""
-    if anywhere:
-        found = re.search(rf"\ba\s+(week|fortnight)\s+on\s+{day}\b|\bon\s+{day}(?=\s+week\b(?!\s*(?:ago|end)|['’]s))",
-                          after, re.IGNORECASE)
-        return 0 if not found else 14 if (found[1] or "").lower() == "fortnight" else 7
+    next <day>, reading the text `before` and `after` "on <day>". 0 when it does not."""
     if (ahead := WEEKS_BEFORE.search(before)) is not None:
         return 14 if ahead[1].lower() == "fortnight" else 7
     return 7 if WEEK_AFTER.match(after) else 0
+
+
+def _weeks_on_in(sentence: str, day: str) -> int:
+    """`_weeks_on` of the first "on <day>" of `sentence` that says so (0: none does)."""
+    return next((n for m in re.finditer(rf"\bon\s+{day}\b", sentence, re.IGNORECASE)
+                 if (n := _weeks_on(sentence[:m.start()], sentence[m.end():]))), 0)
 
 
 def anchor_weekdays(text: str, said: datetime, lines: Sequence[str], others: Sequence[str] = ()) -> str:
