@@ -24,7 +24,6 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "user_name": "str: whose memories to extract",
         "conversation": "str: the lines worth reading, marked `> `, and the line before each, "
                         "`[index] [time] speaker: text`",
-        "today": "str: the conversation's date (YYYY-MM-DD), to resolve relative dates against",
     },
     "personal/reconcile": {
         "user_name": "str: whose memories these are",

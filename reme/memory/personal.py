@@ -1537,8 +1537,7 @@ class PersonalSummarizer:
         parts = [window for window in transcript.windows() if transcript.marked_in(window, marked)]
         replies = await asyncio.gather(*(self.llm.structured(
             self.prompts.messages("personal/extract", user_name=user_name,
-                                  conversation=transcript.marked_in(window, marked),
-                                  today=transcript.times[window[-1]].date().isoformat()),
+                                  conversation=transcript.marked_in(window, marked)),
             Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract",
             budget=96 + 160 * sum(1 for i in marked if i in window))
             for window in parts))
