@@ -1184,6 +1184,18 @@ def test_the_lines_worth_reading(said: list[str], read: list[int]) -> None:
     assert sorted(worth_reading(Transcript.of(messages, T0))) == read
 
 
+async def test_a_chinese_conversation_is_read_with_the_chinese_prompt(make_reme: Callable[..., ReMe],
+                                                                     server: OpenAITestServer) -> None:
+    server.script("阅读下面的对话", memories({"content": "小林对花生过敏", "sources": [0], "importance": 1.0}))
+    async with make_reme(prompts={"language": "zh"}) as zh:
+        result = await zh.summarize_memory([{"role": "user", "name": "小林", "content": "我对花生过敏。"},
+                                            {"role": "assistant", "content": "记住了。"}], user_name="小林")
+
+    assert [n.content for n in result.added] == ["小林对花生过敏"]
+    (prompt,) = [prompt_of(r["body"]) for r in server.requests]
+    assert "> [0]" in prompt and "记住了" not in prompt  # the assistant's reply after it is not read
+
+
 async def test_memories_that_hold_every_line_need_one_call(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Everyone calls Robert Bobby; Robert feels too formal", "sources": [0]},
                                     {"content": "Robert is a high school chemistry teacher", "sources": [2]},
