@@ -1837,7 +1837,8 @@ class PersonalSummarizer:
                         plan: Plan) -> dict[int, str]:
         """The repair call: the memories `flawed`, each with its problem, shown beside the lines
         they cite and the lines around them (an answer and its question); their rewrites by
-        index, with any copy of a problem's note taken out. None when the call fails."""
+        index, with any copy of a problem's note taken out; none when the call fails (listed in
+        `plan.rejected`)."""
         # an answer and its question; for "she" said of someone, the line before that question too
         near = sorted({j for d in flawed for i in d.sources for j in range(i - 1 - (d.problem == "misnamed"), i + 2)
                        if 0 <= j < len(transcript.lines)})
