@@ -22,8 +22,8 @@ LANGUAGES = ("en", "zh")
 TEMPLATES: dict[str, dict[str, str]] = {
     "personal/extract": {
         "user_name": "str: whose memories to extract",
-        "conversation": "str: the transcript, one `[index] [time] speaker: text` line per message",
-        "today": "str: the conversation's date (YYYY-MM-DD), to resolve relative dates against",
+        "conversation": "str: the lines worth reading, marked `> `, and the line before each, "
+                        "`[index] [time] speaker: text`",
     },
     "personal/reconcile": {
         "user_name": "str: whose memories these are",
@@ -34,11 +34,6 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "user_name": "str: whose memories these are",
         "conversation": "str: the lines the memories cite and those around them, `[index] [time] speaker: text`",
         "memories": "list of {index: int, content: str, problem: str}: memories that cannot stand on their own",
-    },
-    "personal/missed": {
-        "user_name": "str: whose memories these are",
-        "conversation": "str: the lines no memory covers, marked `> `, and the line before each, "
-                        "`[index] [time] speaker: text`",
     },
     "personal/rewrite": {
         "query": "str: the question to answer",

@@ -174,9 +174,6 @@ async def reme(reme_factory: Callable[..., ReMe]) -> AsyncIterator[ReMe]:
 def server() -> Iterator[OpenAITestServer]:
     """The scripted OpenAI-compatible server on 127.0.0.1 (see openai_server.py)."""
     with OpenAITestServer() as s:
-        # The summarizer's second look at lines no extracted memory holds: a test that scripts an
-        # extraction and does not care about it gets what a model finding nothing more answers.
-        s.script("Read the lines marked", {"memories": []}, fallback=True)
         yield s
 
 

@@ -320,12 +320,14 @@ async def test_bad_import_files_are_invalid_input(seeded: ReMe, tmp_path: Path, 
 async def test_an_llm_answering_200_with_garbage_is_an_llm_error(
         llm_reme: ReMe, server: OpenAITestServer, body: str, content_type: str) -> None:
     server.raw_next(body, content_type=content_type, times=10)
-    await rejected(llm_reme, LLMError, lambda: llm_reme.summarize_memory([{"content": "hi"}], user_name="alice"))
+    await rejected(llm_reme, LLMError, lambda: llm_reme.summarize_memory([{"content": "I live in Berlin."}],
+                                                                        user_name="alice"))
 
 
 async def test_an_llm_reply_nested_too_deep_is_an_output_error(llm_reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, "[" * 100_000)
-    await rejected(llm_reme, LLMOutputError, lambda: llm_reme.summarize_memory([{"content": "hi"}], user_name="a"))
+    await rejected(llm_reme, LLMOutputError, lambda: llm_reme.summarize_memory([{"content": "I live in Berlin."}],
+                                                                              user_name="a"))
 
 
 @pytest.mark.parametrize("vectors", [

@@ -67,7 +67,7 @@ async def test_a_summary_with_one_part_is_an_answer(llm_reme: ReMe, server: Open
 async def test_an_empty_extraction_means_no_facts_and_stores_only_the_conversation(
         llm_reme: ReMe, server: OpenAITestServer) -> None:
     server.script("Read the conversation below", {"memories": []})
-    result = await llm_reme.summarize_memory([{"role": "user", "content": "hi"}], user_name="alice")
+    result = await llm_reme.summarize_memory([{"role": "user", "content": "My flat is tiny and cold."}], user_name="alice")
     assert result.added == [] and len(result.history) == 1 and result.usage.calls == 1
 
 

@@ -327,7 +327,7 @@ def test_a_failed_command_keeps_a_store_that_was_there(tmp_path: Path) -> None:
 
 
 def test_a_failed_summary_with_an_unreachable_llm_leaves_no_store(tmp_path: Path) -> None:
-    (tmp_path / "m.json").write_text('[{"role": "user", "content": "hi"}]')
+    (tmp_path / "m.json").write_text('[{"role": "user", "content": "I live in Berlin."}]')
     wd = tmp_path / "wd"
     cli(wd, "summarize", str(tmp_path / "m.json"), "--user", "alice", check=6,
         env={"REME_LLM__MODEL": "m", "REME_LLM__BASE_URL": "http://127.0.0.1:9/v1", "REME_LLM__API_KEY": "k",

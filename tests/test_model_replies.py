@@ -355,7 +355,8 @@ async def test_a_reply_budget_lowers_max_tokens_only_when_one_is_set(make_reme: 
                                     user_name="alice")
     (extract, _), (reconcile,) = [[r for r in server.chat_requests if step in prompt_of(r)]
                                   for step in (EXTRACT, RECONCILE)]
-    assert extract["max_tokens"] == 5000 and reconcile["max_tokens"] == 64 + 160  # one candidate
+    assert extract["max_tokens"] == 96 + 160 * 2  # two lines worth reading
+    assert reconcile["max_tokens"] == 64 + 160  # one candidate
     async with make_reme(llm=llm_config) as reme:
         await reme.retrieve_memory("where", user_name="bob")
     assert "max_tokens" not in server.chat_requests[-1]  # none set: none sent (some endpoints refuse it)

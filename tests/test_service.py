@@ -563,7 +563,7 @@ async def test_limits_are_typed_4xx(guarded: Served, llm: OpenAITestServer) -> N
         llm.script([EXTRACT, "slowpoke"], {"memories": []}, times=1)
         llm.hang_next(2.5)
         with pytest.raises(RequestTimeoutError) as caught:
-            await admin.summarize_memory([{"role": "user", "content": "slowpoke"}], user_name="slow")
+            await admin.summarize_memory([{"role": "user", "content": "I am a slowpoke at chess."}], user_name="slow")
         assert caught.value.status_code == 408
     # A declared length over the limit is refused before the body is read.
     with socket.create_connection(("127.0.0.1", guarded.port), timeout=5) as sock:
@@ -702,8 +702,8 @@ async def test_a_stop_signal_lets_an_inflight_write_finish_then_closes_the_store
                                                      "sources": [0], "importance": 0.5, "time": None}]}, times=1)
     llm.hang_next(1.5)
     async with ReMeClient(served.url, retries=0) as client:
-        pending = asyncio.create_task(client.summarize_memory([{"role": "user", "content": "graceful"}],
-                                                              user_name="ivy"))
+        drill = [{"role": "user", "content": "Ivy finished the graceful exit drill."}]
+        pending = asyncio.create_task(client.summarize_memory(drill, user_name="ivy"))
         await asyncio.sleep(0.7)
         served.proc.send_signal(sig)
         result = await pending

@@ -208,7 +208,8 @@ async def test_summarize_memory_reads_a_session_by_name(make_reme: Callable[...,
         result = await reme.summarize_memory(session_name="chat", user_name="alice")
         assert [n.content for n in result.added] == ["Alice is moving to Lisbon in May"]
         (prompt,) = [prompt_of(r) for r in server.chat_requests if "Read the conversation below" in prompt_of(r)]
-        assert "I'm moving to Lisbon in May!" in prompt and "Oslo: 4 degrees" in prompt
+        assert "> [0]" in prompt and "I'm moving to Lisbon in May!" in prompt  # the line worth reading
+        assert "Oslo: 4 degrees" in result.history[0].content  # the tool's result is in the conversation kept
         with pytest.raises(InvalidInputError):
             await reme.summarize_memory(session_name="empty", user_name="alice")
 

@@ -2,13 +2,13 @@
 
 Summarizer, per user:
   1. the conversation becomes a `history` node of the user (what memories cite in `ref_ids`);
-  2. one LLM call extracts atomic memories (`prompts/personal/extract`); code then names the
-     speaker of a memory left in the first person and dates its relative times ("last week")
-     from when they were said (`reme.memory.wording`), drops what is no memory (a question, the
-     assistant's words copied, the conversation itself, words no one said), sends the lines no
-     memory holds anything of (`left_out`) to one "second look" call (`prompts/personal/missed`),
-     and what cannot stand on its own (a fragment, a leading pronoun, "I" or "we" of two
-     speakers, no one named) to one repair call (`prompts/personal/repair`);
+  2. one LLM call writes a memory of each line worth reading (`worth_reading`), shown marked
+     after the line before it (`prompts/personal/extract`); code then names the speaker of a
+     memory left in the first person and dates its relative times ("last week") from when they
+     were said (`reme.memory.wording`), drops what is no memory (a question, the assistant's
+     words copied, the conversation itself, words no one said), keeps as said a health fact,
+     name or time no memory holds, and sends what cannot stand on its own (a fragment, a leading
+     pronoun, "I" or "we" of two speakers) to one repair call (`prompts/personal/repair`);
   3. the user's stored memories most similar to them are found (hybrid search) and, when there
      are any, one LLM call decides ADD / UPDATE / DELETE / NONE per candidate
      (`prompts/personal/reconcile`); stored memories are shown by short integers, so an id the
@@ -192,6 +192,14 @@ class Transcript:
         """The lines of `window`, each with its index in the whole conversation."""
         return "\n".join(f"[{i}] {self.lines[i]}" for i in window)
 
+    def marked_in(self, window: range, marked: Collection[int]) -> str:
+        """The lines of `window` that are `marked`, each after "> " and with its index in the whole
+        conversation, and before each the line before it (what it answers), unmarked; empty when
+        none is. A later window's first `OVERLAP` lines are the one before's to read."""
+        read = [i for i in window if i in marked and (i >= window[0] + OVERLAP or window[0] == 0)]
+        shown = sorted({j for i in read for j in (i - 1, i) if j >= 0})
+        return "\n".join(f"{'> ' if j in read else '  '}[{j}] {self.lines[j]}" for j in shown)
+
     def windows(self) -> list[range]:
         """The parts read by one extraction call each: the whole when it has at most `WINDOW`
         lines, else as many even parts as that needs, each after the last `OVERLAP` lines of
@@ -286,7 +294,7 @@ class Draft:
     said: datetime
     problem: str | None = None
     step: str = "personal/extract"
-    """The call that wrote it (`personal/extract`, or `personal/missed`)."""
+    """The step that wrote it: `personal/extract`, or code keeping a sentence as said (`personal/kept`, ...)."""
 
 
 ELLIPSIS_ENDINGS = frozenset("""will won't can can't could would should does doesn't did didn't do don't is isn't
@@ -931,16 +939,16 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
     return (back, tied) if addressed else ([], lasting)
 
 
-def statements(transcript: Transcript) -> Iterator[tuple[int, str]]:
-    """The sentences people said (not the assistant, nor a tool's result) that are no question,
-    stripped, each with the index of its line; a Chinese line is not judged (its words are not
-    split)."""
+def statements(transcript: Transcript, *, questions: bool = False) -> Iterator[tuple[int, str]]:
+    """The sentences people said (not the assistant, nor a tool's result) that are no question
+    (with `questions`, those too), stripped, each with the index of its line; a Chinese line is
+    not judged (its words are not split)."""
     for index, message in enumerate(transcript.messages):
         if message.role != "user" or CJK_CHAR.search(message.content):
             continue
         for sentence in SENTENCE.split(message.content):
             sentence = sentence.strip()
-            if sentence and not sentence.endswith(("?", "？")):
+            if sentence and (questions or not sentence.endswith(("?", "？"))):
                 yield index, sentence
 
 
@@ -957,23 +965,24 @@ def salient(sentence: str) -> list[str]:
     return [w for w in worth_holding(sentence) if w.isdigit() or w in names or health_word(w)]
 
 
-def left_out(transcript: Transcript, written: Sequence[str]) -> list[int]:
-    """The lines a person said (not the assistant) with a statement none of `written` (the
-    memories so far) holds anything of: a sentence that is no question and has a number, a name
-    or a health word that no memory has, or a clause of it (`CLAUSE`) with two words worth
-    remembering and none of them in a memory. Small talk ("Thanks, have a good one!") has neither. Words are compared by their
-    first five letters ("allergic", "allergy"). A Chinese line is not judged (its words are not
-    split)."""
-    held = stems(written)
-    out: list[int] = []
-    for index, sentence in statements(transcript):
-        if out and out[-1] == index:
-            continue  # the line is left out already
-        if any(_stem(w) not in held for w in salient(sentence)) or any(
-                len(content) >= 2 and not any(_stem(w) in held for w in content)
-                for content in ([w for w in words(clause) if len(w) >= 3 and w not in FILLER
-                                 and w not in TIME_WORDS] for clause in CLAUSE.split(sentence))):
-            out.append(index)
+def worth_reading(transcript: Transcript) -> set[int]:
+    """The lines the extraction reads: those a person said (not the assistant) with a sentence
+    that has a number, a name or a health word (`salient`; a question too: "I outgrew my cat
+    allergy, can you believe it?"), or, no question, a clause (`CLAUSE`) with two words worth
+    remembering ("Everyone calls me Bobby"; not "How are you?"); an answer
+    to the line before's question ("Are you still vegetarian?" -- "Nope."); and any a person said
+    in Chinese (not judged: its words are not split). Not small talk ("Thanks, have a good one!").
+    Shown only these, each after the line before it, and asked for a memory of each, qwen1.5b
+    found as much as when it read the whole conversation and was then shown the lines none of its
+    memories held anything of, in half the calls (fresh13)."""
+    messages = transcript.messages
+    out = {i for i, m in enumerate(messages) if m.role == "user" and (CJK_CHAR.search(m.content) or (
+        i and messages[i - 1].content.rstrip().endswith(("?", "？")) and words(m.content)))}
+    for index, sentence in statements(transcript, questions=True):
+        if index not in out and (salient(sentence) or not sentence.endswith(("?", "？")) and any(
+                len([w for w in words(clause) if len(w) >= 3 and w not in FILLER and w not in TIME_WORDS]) >= 2
+                for clause in CLAUSE.split(sentence))):
+            out.add(index)
     return out
 
 
@@ -1290,7 +1299,7 @@ shall should do does did""".split())
 def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a number or a name (not
     a speaker's) that none of `written` (the memories so far) holds, lead-in dropped, with the
-    index of their line: what the second look was shown and still did not keep ("We're planning
+    index of their line: what the extraction was shown and still did not keep ("We're planning
     my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b);
     not a request to the assistant (`ASKING`). A Chinese line is not judged."""
     speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
@@ -1521,26 +1530,20 @@ class PersonalSummarizer:
     async def _memories_of(self, transcript: Transcript, history: MemoryNode, user_name: str, now: datetime,
                            plan: Plan) -> list[MemoryNode]:
         """The memories the conversation holds, checked, before they meet the stored ones: one
-        extraction call per window, a second look at the lines none holds anything of, the
-        health facts none holds kept as said, and one repair call for those that cannot stand on
-        their own."""
-        parts = await asyncio.gather(*(self.llm.structured(
-            self.prompts.messages("personal/extract", user_name=user_name, conversation=transcript.numbered_in(window),
-                                  today=transcript.times[window[-1]].date().isoformat()),
-            Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract")
-            for window in transcript.windows()))
-        extraction = Extraction(memories=[m for part in parts for m in part.memories])
+        extraction call per window that holds a line worth reading (`worth_reading`), shown those
+        lines marked, each after the line before it; the health facts, names and times none holds
+        kept as said; and one repair call for those that cannot stand on their own."""
+        marked = worth_reading(transcript)
+        parts = [window for window in transcript.windows() if transcript.marked_in(window, marked)]
+        replies = await asyncio.gather(*(self.llm.structured(
+            self.prompts.messages("personal/extract", user_name=user_name,
+                                  conversation=transcript.marked_in(window, marked)),
+            Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/extract",
+            budget=96 + 160 * sum(1 for i in marked if i in window))
+            for window in parts))
+        extraction = Extraction(memories=[m for reply in replies for m in reply.memories])
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
-        missed = left_out(transcript, [c.content for c in candidates] + [d.text for d in flawed])
-        spare: list[ExtractedMemory] = []
-        looked = None
-        if missed:
-            looked = await self._second_look(missed, candidates, flawed, transcript, history, user_name, now, plan,
-                                             written)
-            more, more_flawed, spare = looked or ([], [], [])
-            candidates += more
-            flawed += more_flawed
         so_far = [c.content for c in candidates] + [d.text for d in flawed]
         unheld = unheld_health(transcript, so_far)
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
@@ -1563,10 +1566,10 @@ class PersonalSummarizer:
             candidates += more
             flawed += more_flawed
             so_far += [text for _, text in answered]
-        # the same for a name or number no memory holds, once the second look was shown its line
-        # and kept nothing of it (a relation written below holds its name)
+        # the same for a name or number no memory holds, once the model was shown its line and kept
+        # nothing of it (a relation written below holds its name)
         named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
-            transcript, user_name, so_far)]) if looked is not None else []
+            transcript, user_name, so_far)]) if parts else []
         if named:
             speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
             more, more_flawed = self._kept_as_said(
@@ -1584,11 +1587,6 @@ class PersonalSummarizer:
             flawed += more_flawed
         if flawed:
             candidates += await self._repair(flawed, transcript, history, user_name, now, plan, written)
-        held = stems(c.content for c in candidates)
-        spare = [item for item in spare if any(_stem(w) not in held for w in worth_holding(item.content))]
-        if spare:  # what the second look said that only memories the repair then dropped held
-            candidates += self._unrepaired(Extraction(memories=spare), transcript, history, user_name, now, plan,
-                                           written, "personal/missed")
 
         related = unheld_relations(transcript, user_name, [c.content for c in candidates])
         if related:  # written by code: who a person is to the speaker
@@ -1734,58 +1732,6 @@ class PersonalSummarizer:
             if node is not None:
                 out.append(node)
         return out, flawed
-
-    async def _second_look(self, missed: list[int], candidates: list[MemoryNode], flawed: list[Draft],
-                           transcript: Transcript, history: MemoryNode, user_name: str, now: datetime, plan: Plan,
-                           written: set[str]) -> tuple[list[MemoryNode], list[Draft], list[ExtractedMemory]] | None:
-        """One LLM call for what the extraction left out (`left_out`): the lines no memory holds
-        anything of, marked, each after the line before it (the question it answers); not the
-        memories so far (qwen1.5b copied those back): one of its memories with no word they lack
-        is dropped here, or kept aside (the third list) when only memories still to be repaired
-        (`flawed`) have its words: the repair may drop them. Its memories are checked as the
-        extraction's are. A failed call adds nothing (None; it is listed in `plan.rejected`)."""
-        marked = set(missed)
-        shown = sorted({j for i in missed for j in (i - 1, i) if j >= 0})
-        lines = "\n".join(f"{'> ' if j in marked else '  '}[{j}] {transcript.lines[j]}" for j in shown)
-        try:
-            reply = await self.llm.structured(
-                self.prompts.messages("personal/missed", user_name=user_name, conversation=lines),
-                Extraction, usage=plan.usage, rejected=plan.rejected, step="personal/missed",
-                budget=96 + 160 * len(missed))
-        except LLMError as exc:  # the second look only adds: without it, keep what the extraction found
-            log.warning("second look at the lines no memory holds skipped: %s", exc)
-            plan.rejected.append(Rejection(step="personal/missed", action="dropped", reason=str(exc)[:300]))
-            return None
-        firm = stems(c.content for c in candidates)
-        held = firm | stems(d.text for d in flawed)
-        kept: list[ExtractedMemory] = []
-        spare: list[ExtractedMemory] = []
-        for k, item in enumerate(reply.memories):
-            why = None
-            said = worth_holding(item.content)
-            # What the extraction wrote, in other words; a small model's sources are often off by one.
-            if item.sources and not {j for i in item.sources for j in (i - 1, i, i + 1)} & marked:
-                why = "cites no marked line, nor one beside it"
-            elif not any(_stem(w) not in held for w in said):
-                why = "has no word the memories so far do not have"
-                if any(_stem(w) not in firm for w in said):
-                    spare.append(item)
-                    why += " (kept aside until the repair: only memories to repair have them)"
-            elif borrowed := assistant_words(item.content, transcript.messages, None):
-                # the line before a marked one is shown to explain it: often the assistant's suggestion
-                why = f"says what only the assistant said ({', '.join(borrowed[:5])})"
-            if why:
-                plan.rejected.append(Rejection(step="personal/missed", path=f"memories[{k}]", action="dropped",
-                                               reason=f"{item.content[:80]!r} {why}"))
-            else:
-                kept.append(item)
-        reply.memories = kept
-        if log.isEnabledFor(logging.DEBUG):  # which lines held only a clause of words (no number, name or health word)
-            log.debug("second look at lines %s (%s with a number, name or health word): kept %s", missed,
-                      [i for i in missed if any(salient(t) for k, t in statements(transcript) if k == i)],
-                      [m.content[:80] for m in kept])
-        return (*self._candidates(reply, transcript, history, user_name, now, plan.rejected, written,
-                                  step="personal/missed"), spare)
 
     async def _repair(self, flawed: list[Draft], transcript: Transcript, history: MemoryNode, user_name: str,
                       now: datetime, plan: Plan, written: set[str]) -> list[MemoryNode]:
@@ -2774,7 +2720,7 @@ def distinct(candidates: list[MemoryNode], vectors: list[list[float]],
              rejected: list[Rejection]) -> tuple[list[MemoryNode], list[list[float]]]:
     """The candidates less those that repeat an earlier one (`NEAR_DUPLICATE`), each dropped one
     listed in `rejected`; where the later one adds a number or a health word to the earlier's
-    words, the earlier goes instead (the second look wrote the dose, "21 mg", the extraction left
+    words, the earlier goes instead (a later memory wrote the dose, "21 mg", an earlier one left
     out; a model looping adds other words: "... again")."""
     kept: list[int] = []
     said = [set(words(c.content)) for c in candidates]
