@@ -35,9 +35,10 @@ def memories(*contents: str) -> dict[str, Any]:
                          for c in contents]}
 
 
-def script_personal(llm: OpenAITestServer, fact: str, when: str, queries: list[str]) -> None:
-    """Extraction finds `fact` in a conversation that mentions `when`, nothing in others."""
-    llm.script(EXTRACT, lambda body: memories(fact) if when in prompt_of(body) else {"memories": []})
+def script_personal(llm: OpenAITestServer, fact: str | list[str], when: str, queries: list[str]) -> None:
+    """Extraction finds `fact` (or each of a list) in a conversation that mentions `when`, nothing in others."""
+    facts = [fact] if isinstance(fact, str) else fact
+    llm.script(EXTRACT, lambda body: memories(*facts) if when in prompt_of(body) else {"memories": []})
     llm.script(RECONCILE, {"decisions": []})
     llm.script(REWRITE, {"queries": queries})
 
@@ -65,8 +66,16 @@ def run_steps(llm: OpenAITestServer) -> str:
     return runs[0].split("Run:", 1)[1]
 
 
-# A conversation over three turns (user, agent) whose first turn holds a fact, and the agent turns
+async def histories(reme: ReMe, user_name: str) -> list[str]:
+    """The conversations recorded for `user_name` (one history memory per summary), oldest first."""
+    nodes = await reme.list_memory(user_name=user_name, memory_type="history", sort_key="time_created",
+                                  direction="asc")
+    return [n.content for n in nodes]
+
+
+# A conversation over three turns (user, agent) whose first turn holds two facts, and the agent turns
 # of a model that records two facts with a tool, then searches them with another.
+GREEN_TEA_FACTS = ["Alice moved to Berlin", "Alice loves green tea"]
 GREEN_TEA = [("I moved to Berlin and I love green tea.", "Noted: green tea."),
              ("What should I drink this afternoon?", "Try a sencha: you love green tea."),
              ("Any plans for Berlin in May?", "Berlin is lovely in May.")]
@@ -80,13 +89,21 @@ RECORD_THEN_SEARCH = [
     ("", "You prefer the aisle.")]
 
 
-def assert_each_turn_summarized_once(llm: OpenAITestServer, conversation: list[tuple[str, str]], hint: str) -> None:
-    """One summary per turn, each holding that turn's messages only, never the injected memories."""
-    extracts = prompts(llm, EXTRACT)
-    assert len(extracts) == len(conversation)
+async def assert_each_turn_summarized_once(llm: OpenAITestServer, reme: ReMe, conversation: list[tuple[str, str]],
+                                           hint: str) -> None:
+    """One summary per turn, each holding that turn's messages only, never the injected memories:
+    a history memory per turn; the extraction reads a line at most once (only the lines worth
+    reading: a question with nothing in it to remember costs no call)."""
+    recorded = await histories(reme, "alice")
+    assert len(recorded) == len(conversation)
+    for (said, reply), history in zip(conversation, recorded):
+        assert said in history and reply in history, history
     for said in (text for turn in conversation for text in turn):
-        assert sum(said in p for p in extracts) == 1, said
-    assert not any(hint in p for p in extracts)
+        assert sum(said in h for h in recorded) == 1, said
+    extracts = prompts(llm, EXTRACT)
+    assert 1 <= len(extracts) <= len(conversation)
+    assert sum(conversation[0][0] in p for p in extracts) == 1
+    assert not any(hint in text for text in [*extracts, *recorded])
 
 
 def run_readme(env: str, llm: OpenAITestServer, tmp_path: Path, name: str | None = None) -> str:

@@ -13,9 +13,9 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.memory import InMemoryMemory, LongTermMemoryBase
 from agentscope.message import Msg
 from agentscope.model import OpenAIChatModel
-from agent_loops import (EXTRACT, GREEN_TEA, GUIDE, LESSON, RECORD_THEN_SEARCH, REWRITE, SUCCESS,
-                         assert_each_turn_summarized_once, memories, open_reme, prompts, run_steps, script_personal,
-                         script_task, turns)
+from agent_loops import (EXTRACT, GREEN_TEA, GREEN_TEA_FACTS, GUIDE, LESSON, RECORD_THEN_SEARCH, REWRITE, SUCCESS,
+                         assert_each_turn_summarized_once, histories, memories, open_reme, prompts, run_steps,
+                         script_personal, script_task, turns)
 from openai_server import Message, OpenAITestServer, prompt_of
 
 from reme import LLMOutputError, ReMe
@@ -52,7 +52,7 @@ async def say(a: ReActAgent, text: str) -> str:
 
 async def test_static_mode_records_each_message_once_and_never_the_injected_memories(
         llm: OpenAITestServer, reme: ReMe) -> None:
-    script_personal(llm, "Alice loves green tea", "green tea", ["Alice drink preference green tea"])
+    script_personal(llm, GREEN_TEA_FACTS, "green tea", ["Alice drink preference green tea"])
     turns(llm, SYS, *(reply for _, reply in GREEN_TEA), "I know nothing about your drinks yet.")
     ltm = ReMePersonalMemory(reme, user_name="alice")
     friday = agent(llm, ltm, "static_control")
@@ -63,9 +63,9 @@ async def test_static_mode_records_each_message_once_and_never_the_injected_memo
     second = json.dumps(agent_requests(llm)[1]["messages"])
     assert "<long_term_memory>" in second and "Alice loves green tea" in second
     # three summaries, each of that turn's new messages only: no old turn, no injected block
-    assert_each_turn_summarized_once(llm, GREEN_TEA, "long_term_memory")
+    await assert_each_turn_summarized_once(llm, reme, GREEN_TEA, "long_term_memory")
     stored = await reme.list_memory(user_name="alice", memory_type="personal")
-    assert [n.content for n in stored] == ["Alice loves green tea"]
+    assert sorted(n.content for n in stored) == sorted(GREEN_TEA_FACTS)
     assert len(ltm.recorded_ids) == 6 and ltm.state_dict()["recorded_ids"] == ltm.recorded_ids
 
 
@@ -105,9 +105,12 @@ async def test_both_modes_together_record_tool_turns_without_their_calls(llm: Op
 
     stored = await reme.list_memory(user_name="alice", memory_type="personal")
     assert [n.content for n in stored] == ["Alice has a cat named Mochi"]  # tool and summary: stored once
-    extracts = prompts(llm, EXTRACT)
-    assert len(extracts) == 2 and sum("My cat is called Mochi" in p for p in extracts) == 1
-    assert not any("record_to_memory" in p or "<long_term_memory>" in p for p in extracts)
+    extracts = prompts(llm, EXTRACT)  # the question holds nothing to remember: no call for it
+    assert len(extracts) == 1 and "My cat is called Mochi" in extracts[0]
+    recorded = await histories(reme, "alice")
+    assert [("My cat is called Mochi" in h, "What is my cat's name?" in h) for h in recorded] == [(True, False),
+                                                                                                  (False, True)]
+    assert not any("record_to_memory" in p or "<long_term_memory>" in p for p in [*extracts, *recorded])
     assert "Alice has a cat named Mochi" in json.dumps(agent_requests(llm)[-1]["messages"])
 
 
@@ -128,8 +131,9 @@ async def test_a_malformed_summary_fails_the_reply_and_the_turn_is_recorded_late
 
     broken["on"] = False
     await say(friday, "Good morning!")
-    extracts = prompts(llm, EXTRACT)
-    assert "I love green tea." in extracts[-1] and "Good morning!" in extracts[-1]  # the failed turn too
+    assert "I love green tea." in prompts(llm, EXTRACT)[-1]  # the failed turn, read with the next one
+    (recorded,) = await histories(reme, "alice")
+    assert "I love green tea." in recorded and "Good morning!" in recorded
     stored = await reme.list_memory(user_name="alice", memory_type="personal")
     assert [n.content for n in stored] == ["Alice loves green tea"]
 
@@ -202,4 +206,4 @@ async def test_recorded_ids_survive_a_state_round_trip(llm: OpenAITestServer, re
     restored = ReMePersonalMemory(reme, user_name="alice")
     restored.load_state_dict(ltm.state_dict())
     await restored.record([*msgs, Msg("Alice", "Bye", "user")])
-    assert [("Hello" in p, "Bye" in p) for p in prompts(llm, EXTRACT)] == [(True, False), (False, True)]
+    assert [("Hello" in h, "Bye" in h) for h in await histories(reme, "alice")] == [(True, False), (False, True)]
