@@ -624,7 +624,8 @@ async def test_the_extraction_prompt_asks_for_health_and_safety_facts_in_the_thi
 
     prompt = prompt_of(server.chat_requests[0])
     assert "health or safety fact" in prompt and "third person" in prompt
-    assert 'memory for each line marked ">"' in prompt and "says only what its marked" in prompt
+    assert 'marked ">", write a memory of each fact' in prompt and "a line that states two facts gives two memories" in prompt
+    assert "says only what its marked" in prompt
 
 
 async def test_a_merged_text_in_the_first_person_names_the_speaker_too(reme: ReMe, server: OpenAITestServer) -> None:
