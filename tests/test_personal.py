@@ -2547,6 +2547,27 @@ async def test_a_name_or_number_no_memory_holds_is_kept_as_said(reme: ReMe, serv
     assert result.usage.steps == {"personal/extract": 1, "personal/repair": 1}
 
 
+async def test_a_name_a_sentence_only_calls_someone_by_is_not_kept_as_said(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # LoCoMo conv-26 (qwen1.5b): "Totally agree, Mel." was kept as a memory of Caroline's, for the
+    # name "Mel" (Melanie's short name) no memory held; a name that only addresses someone is no fact
+    chat = [{"role": "user", "name": "Melanie", "content": "Painting is how I relax after a long day.",
+             "time": "2023-05-08T13:56:00Z"},
+            {"role": "user", "name": "Caroline", "content": "Totally agree, Mel. Relaxing and expressing ourselves is key. "
+                                                              "Well, I'm off to go do some research."},
+            {"role": "user", "name": "Melanie", "content": "Thanks, Caro! I'm off to go swimming with the kids."},
+            {"role": "user", "name": "Caroline", "content": "Hey Mel, my cousin Ingrid moved to Oslo."}]
+    server.script(EXTRACT, memories({"content": "Melanie relaxes by painting after a long day", "sources": [0]},
+                                    {"content": "Melanie goes swimming with her kids", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name=["Caroline", "Melanie"])
+
+    for user in ("Caroline", "Melanie"):  # Ingrid and Oslo: news; Mel and Caro: whom they speak to
+        assert [n.content for n in result.added if n.memory_target == user] == [
+            "Melanie relaxes by painting after a long day", "Melanie goes swimming with her kids",
+            "Caroline's cousin Ingrid moved to Oslo."]
+    assert result.usage.steps == {"personal/extract": 2}
+
+
 async def test_a_time_no_memory_dates_is_kept_as_said(reme: ReMe, server: OpenAITestServer) -> None:
     # fresh4 (qwen1.5b): "I started at an engineering firm in Calgary three weeks ago" became "...
     # works at an engineering firm in Calgary"; "Ren, who started last Monday" lost its Monday.

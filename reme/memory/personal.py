@@ -1069,7 +1069,9 @@ _AGE_WORDS = ("one two three four five six seven eight nine ten eleven twelve th
 _AGE = (r"(?:\s*,\s*|\s+)(?:(?i:who|he|she)(?:['’]s|\s+is)|aged)\s+(?P<age>(?:\d{1,2}|" + "|".join(_AGE_WORDS)
         + r")(?:\s+(?:years?|months?|weeks?)\s+old)?)(?![\w-])(?!\s*(?:kg|kilo|pound|lb|cm|%|percent|minute|hour))")
 MY_KIN = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
-KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b")
+KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
+"""A name the relation after it says ("Tove, my sister, ..."); not one called before a relation
+that names its own ("Hey Mel, my cousin Ingrid ...": Ingrid is the cousin)."""
 THEIR_KIN = re.compile(rf"\b(?P<owner>{_NAME})['’]s\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
 NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(?P<name>{_NAME})\b")
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
@@ -1281,11 +1283,18 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
     return out
 
 
+ADDRESSED = re.compile(r"^(?:(?i:hey|hi|hiya|hello|thanks|thank\s+you|bye|morning|yep|yeah|wow|oh|dear)\W+)?"
+                       r"([A-Z][a-z]+)(?=\s*[,!])|\b[a-z]+[.!]?,\s*([A-Z][a-z]+)\s*[.!?]*$")
+"""A name a sentence only calls someone by ("Hey Mel, ...", "Totally agree, Mel."): whom the
+speaker talks to, no fact (LoCoMo: "Mel" is Melanie, "Caro" Caroline; their short names)."""
+
+
 def named_in(sentence: str, speakers: Collection[str] = ()) -> list[str]:
     """The words of a sentence that are numbers, or names written inside it (capitalized, not
-    first; not a weekday or month, nor a word of `speakers`' names), lower case."""
+    first; not a weekday or month, nor a word of `speakers`' names, nor one the sentence only
+    calls someone by: `ADDRESSED`), lower case."""
     names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.startswith(m)}
-    names -= TIME_WORDS | set(speakers)
+    names -= TIME_WORDS | set(speakers) | {n.lower() for m in ADDRESSED.finditer(sentence) for n in m.groups() if n}
     return [w for w in words(sentence) if w.isdigit() or w in names]
 
 
@@ -1449,12 +1458,15 @@ def said_whole(sentence: str) -> str:
     rest = sentence
     while (shorter := LEAD_IN.sub("", rest)) != rest:  # "Oh, and I'm allergic ...": every lead-in goes
         rest = shorter
-    if rest != sentence:  # "And from next week a carer" -> "From next week ..."
+    if rest != sentence:  # "And from next week a carer" -> "From next week ..."; "Hey Mel, my cousin" -> "My cousin"
+        rest = CALLED.sub("", rest)
         sentence = rest[:1].upper() + rest[1:]
     sentence = sentence.rstrip(";:, ")
     return sentence if not sentence or sentence.endswith(SENTENCE_ENDS) else sentence + "."
 
 
+CALLED = re.compile(r"^[A-Z][a-z]+,\s+")
+"""The name a greeting calls someone by ("Hey Mel, ..."), after the greeting."""
 SAID_STEPS = frozenset({"personal/said", "personal/dated"})
 """The steps that keep a sentence as said for what it holds that no memory does (a name, a date):
 one that starts with a pronoun the repair did not mend is dropped, as the model's to write."""
