@@ -1070,13 +1070,12 @@ async def test_fragments_and_memories_naming_no_one_get_one_repair_call(
         {"content": "Kate started a PhD in Edinburgh", "sources": [0]},
         {"content": "Marine biology.", "sources": [2]},  # a fragment: its subject is the assistant's question
         {"content": "Tomas will.", "sources": [4]},
-        {"content": "She has a cat called Miso", "sources": [2]},  # a pronoun for a subject
+        {"content": "She has a cat called Miso", "sources": [2]},  # Kate's "My cat": named by code, no repair
         {"content": "Miso comes along", "sources": [2]}))  # names no one of the conversation
     server.script(REPAIR, {"memories": [
         {"index": 0, "content": "Kate's PhD is in marine biology"},
         {"index": 1, "content": "Tomas will."},  # still a fragment: dropped
-        {"index": 2, "content": "Kate has a cat called Miso"},
-        {"index": 3, "content": ""}]})  # nothing to say: the memory stays as it was
+        {"index": 2, "content": ""}]})  # nothing to say: the memory stays as it was
     result = await reme.summarize_memory(chat, user_name="kate")
 
     assert sorted(n.content for n in result.added) == ["Kate has a cat called Miso", "Kate started a PhD in Edinburgh",
@@ -2422,6 +2421,10 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
     (["My mother Carmen is flying in. She's never met Tomás."], "She's never met Tomás.",
      "Carmen's never met Tomás."),
     (["My sister Aino is getting married. She's not nervous."], "She's not nervous.", "Aino is not nervous."),
+    # another name of hers is no one new (fresh14, qwen1.5b: both "She's" sentences kept unnamed)
+    (["Everyone loves Doña Chayo.", "My mother, Rosario, though everyone calls her Doña Chayo. She's 81 and "
+      "diabetic. She's also allergic to aspirin."], "She's also allergic to aspirin.",
+     "Rosario is also allergic to aspirin."),
     (["How is Tomás?", "Back at work, his first shift. He's called twice."], "He's called twice.",
      "Tomás's called twice."),
     (["How is Tomás?", "Back at work, his first shift. She's called twice."], "She's called twice.", None),
@@ -2843,6 +2846,29 @@ async def test_a_memory_the_model_starts_with_he_or_she_is_named_as_its_line_nam
     assert len([r for r in server.requests if REPAIR in prompt_of(r["body"])]) == 1
 
 
+@pytest.mark.parametrize(("lines", "memory", "named"), [
+    # fresh14 (qwen1.5b): Sunniva's own line, in the first person, written "She ..." and kept so
+    (["How has it been?", "My kidney numbers went up. My homocysteine was high too, so I take vitamin B6, 50 mg "
+      "a day."], "She takes vitamin B6, 50 mg a day.", "Sunniva takes vitamin B6, 50 mg a day."),
+    (["I carry an emergency card in my phone case."], "She's got an emergency card in her phone case.",
+     "Sunniva's got an emergency card in her phone case."),
+    (["I told Anna about the aspirin."], "She told Anna about the aspirin.", "Sunniva told Anna about the aspirin."),
+    # the pronoun may stand for someone the line speaks of: as it is (the repair's to mend)
+    (["My mum takes aspirin every day."], "She takes aspirin every day.", None),
+    (["I told Anna about the aspirin."], "She knows about the aspirin.", None),
+    (["Dr Fonoti has taken over my care. She moved the furosemide down to 20 mg, because my kidneys were dry."],
+     "She moved the furosemide down to 20 mg.", None),
+    (["The furosemide is down to 20 mg."], "She takes furosemide, 20 mg.", None),  # no "I": whose?
+    (["I take furosemide, 20 mg."], "He takes furosemide, 20 mg.", "Sunniva takes furosemide, 20 mg."),
+])
+def test_a_she_or_he_the_model_wrote_for_the_speaker_of_a_first_person_line_is_named(
+        lines: list[str], memory: str, named: str | None) -> None:
+    messages = [Message(role="assistant", content=line) if line.endswith("?") else
+                Message(role="user", name="Sunniva", content=line) for line in lines]
+    transcript = Transcript.of(messages, datetime(2026, 3, 1, tzinfo=timezone.utc))
+    assert subject_named(memory, transcript, [len(lines) - 1]) == (named or memory)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(
            ["She", "He", "She's", "He's", "my", "husband", "Kofi", "Nomvula", "is", "a", "nurse", ".", "?", ",",
@@ -2858,8 +2884,10 @@ def test_a_he_or_she_the_model_wrote_is_named_only_by_a_line_it_cites_or_one_bes
     for sentence in {s.strip() + "." for m in messages for s in m.content.split(".") if s.strip()}:
         text = sentence + more
         named = subject_named(text, transcript, cited)
-        if named != text:  # only the pronoun changed, for a name a line at or before one beside it says
+        if named != text:  # only the pronoun changed, for a name a line at or before one beside it says,
+            # or the speaker's, for a sentence no line near says word for word
             lead = re.match(r"(?:She|He)(?:['’]s)?(.*)", text, re.S)
             assert lead and named.endswith(lead[1]) and near
             name = named[:len(named) - len(lead[1])].split("'")[0].split(" ")[0]
-            assert name not in ("She", "He") and name in "".join(m.content for m in messages[:max(near) + 1])
+            assert name not in ("She", "He") and (name in "".join(m.content for m in messages[:max(near) + 1]) or (
+                name == "Mandla" and not any(text.split(".")[0] + "." in messages[i].content for i in near)))

@@ -1094,6 +1094,8 @@ SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my
 CAPITALIZED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+")
 """A capitalized word, accents too ("Tomás")."""
 TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "St.", "Prof.")
+ALIAS = re.compile(r"\b(?:call(?:s|ed)?\s+(?:her|him|them)|known\s+as|goes\s+by|nicknamed)\b", re.IGNORECASE)
+"""A clause giving another name of someone ("though everyone calls her Doña Chayo")."""
 HIS = frozenset("he him his himself".split())
 HERS = frozenset("she her hers herself".split())
 ADVERBS = frozenset("never always already just also still really only ever recently".split())
@@ -1186,10 +1188,14 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
             continue
         if re.match(rf"{other}\b", said):
             return sentence  # "She ... He ...": the referent changed
-        if not {m for m in CAPITALIZED.findall(said) if m in known}:
-            continue
+        # a clause giving another name of someone named before it is no one new ("My mother,
+        # Rosario, though everyone calls her Doña Chayo": fresh14)
         clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
-        k = max(k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known})
+        naming = [k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known}
+                  and not (k and ALIAS.search(c))]
+        if not naming:
+            continue
+        k = naming[-1]
         found = SUBJECT_NAME.match(clauses[k])
         rel = (found["rel"] or "").casefold() if found else ""
         if (not found or found["name"] not in known or rel in (FEMALE if pronoun == "He" else MALE)
@@ -1214,7 +1220,8 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     """A memory the model starts with "He" or "She" in a sentence a user line it cites (or one
     beside it: a small model's sources are often off by one) says word for word ("He's diabetic
     too, gliclazide 80 with breakfast."), named as `named_subject` names that sentence in its
-    line ("My father-in-law Duarte moved in. He's diabetic too ..."); otherwise as it is."""
+    line ("My father-in-law Duarte moved in. He's diabetic too ..."); one no such line says word
+    for word, for the speaker, when that can be no one else (`speaker_meant`); otherwise as it is."""
     if not HE_OR_SHE.match(text):
         return text
     first = SENTENCE.split(text.strip(), maxsplit=1)[0]
@@ -1222,7 +1229,39 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
         if first in transcript.messages[i].content:
             named = named_subject(transcript, i, first)
             return named + text.strip()[len(first):] if named != first else text
-    return text
+    return speaker_meant(text, transcript, [j for j in sources if 0 <= j < len(transcript.messages)])
+
+
+KIN_WORD = re.compile(rf"\b{_REL}\b")
+
+
+def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
+    """A memory the model starts with "She" or "He" for the one who said the lines it cites, in
+    the first person ("My homocysteine was high too, so I take vitamin B6, 50 mg a day" ->
+    "She takes vitamin B6, 50 mg a day": fresh14, qwen1.5b), with the speaker's name: when those
+    user lines (or the one beside them, `cited_or_beside`) are one speaker's, say "I", "me" or
+    "my", never the pronoun ("she", "her" for "She"), and name no one and no relation the memory
+    does not (so the pronoun stands for no one they speak of: "My mum takes aspirin" -> "She
+    takes aspirin" stays as it is, the repair's to mend). Otherwise `text` as it is."""
+    lead = HE_OR_SHE.match(text)
+    if lead is None:
+        return text
+    lines = [m for m in cited_or_beside(text, transcript, sources) if m.role == "user"]
+    speakers = {m.name for m in lines}
+    if len(speakers) != 1 or None in speakers:
+        return text
+    speaker = speakers.pop()
+    assert speaker is not None
+    said = " ".join(m.content for m in lines)
+    told = set(words(said))
+    own = HERS if lead["pronoun"].lower() == "she" else HIS
+    mine = {w for w in words(speaker)}
+    others = {n for n in CAPITALIZED.findall(said) if n in transcript.names and n.lower() not in mine}
+    kin = {m["rel"].lower() for m in KIN_WORD.finditer(said)}
+    if own & told or not I_WORDS & told or not others <= set(CAPITALIZED.findall(text)) \
+            or not kin <= set(words(text)):
+        return text
+    return _subject_put(speaker, text[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
 
 
 def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
