@@ -30,6 +30,13 @@ WEEKDAYS = {name: i for i, name in enumerate(("monday", "tuesday", "wednesday", 
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2, "couple of": 2,
            "a few": 3, "few": 3, "several": 4}
+_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+COUNTS = {**NUMBERS, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+          "nineteen": 19, **_TENS, **{f"{t}{sep}{u}": tv + uv for t, tv in _TENS.items() for u, uv in _UNITS.items()
+                                      for sep in ("-", " ")}}
+"""The counts a time is said with: `NUMBERS` and thirteen to ninety-nine in words ("twenty-four
+years ago" is 24 years, not 4)."""
 FUZZY = {"a couple of", "a couple", "couple of", "a few", "few", "several"}
 """Counts that are not exact: "a few days ago" is a range of days around three."""
 SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11), "winter": (12, 2)}
@@ -65,7 +72,7 @@ _SENTENCE_END = re.compile(r"[.!?;\n]")
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_NUM = r"(?P<n>\d{1,3}|" + "|".join(sorted((re.escape(k) for k in NUMBERS), key=len, reverse=True)) + ")"
+_NUM = r"(?<![\w-])(?P<n>\d{1,3}|" + "|".join(sorted((re.escape(k) for k in COUNTS), key=len, reverse=True)) + ")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")s?"
 
@@ -139,7 +146,7 @@ def _absolute_day(m: re.Match[str], today: date) -> Span | None:
 def _count(raw: str) -> int:
     """The number a count says: "3", "three", "a couple of" (2)."""
     raw = raw.lower()
-    return int(raw) if raw.isdigit() else NUMBERS.get(raw, 1)
+    return int(raw) if raw.isdigit() else COUNTS.get(re.sub(r"\s+", " ", raw), 1)
 
 
 _WEEKS_AGO = re.compile(rf"{_NUM}\s+weeks?\s+ago", re.IGNORECASE)

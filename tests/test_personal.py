@@ -695,6 +695,12 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2025-05-20", "Kim had a blood test a week ago", "Kim had a blood test a week ago (about 13 May 2025)"),
     ("2025-05-20", "Kim left a few weeks ago", "Kim left a few weeks ago (26 April - 2 May 2025)"),
     ("2024-05-03", "Kim starts in a few days", "Kim starts in a few days (5-7 May 2024)"),
+    # a count in two words is the whole count (fresh14: "twenty-four years ago" was dated four years ago)
+    ("2026-09-10", "They found it when Bronagh was fourteen, twenty-four years ago",
+     "They found it when Bronagh was fourteen, twenty-four years ago (2002)"),
+    ("2026-09-10", "Kim moved here thirty years ago", "Kim moved here thirty years ago (1996)"),
+    ("2026-09-10", "Kim started fifteen days ago", "Kim started fifteen days ago (26 August 2026)"),
+    ("2026-09-10", "Kim left forty one days ago", "Kim left forty one days ago (31 July 2026)"),
     # "this Saturday" is the coming one unless told of the past (fresh4: "the honey harvest this Saturday")
     ("2025-05-14", "Mandla helps with the honey harvest this Saturday",
      "Mandla helps with the honey harvest this Saturday (17 May 2025)"),
