@@ -1093,6 +1093,25 @@ async def test_fragments_and_memories_naming_no_one_get_one_repair_call(
     assert "I started a PhD" not in repair  # and only those
 
 
+async def test_a_rewrite_keeping_nothing_the_memory_named_is_not_taken(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh14 (qwen1.5b): "Never an ACE inhibitor, ramipril, lisinopril ..." went to the repair and
+    # no memory of it was stored; a small model's rewrites can be one index off
+    chat = [{"role": "user", "name": "Bronagh", "content": "Never an ACE inhibitor, ramipril, lisinopril, any of the "
+                                                            "prils, they can bring on a bad attack. No pill with "
+                                                            "oestrogen in it either, so I have the copper coil.",
+             "time": "2026-09-10T09:20:00Z"}]
+    server.script(EXTRACT, memories(
+        {"content": "Never an ACE inhibitor, ramipril, lisinopril, any of the prils.", "sources": [0]},
+        {"content": "They can bring on a bad attack.", "sources": [0]}))  # a pronoun: the repair is called
+    server.script(REPAIR, {"memories": [{"index": 0, "content": "Bronagh has the copper coil because of oestrogen"}]})
+    result = await reme.summarize_memory(chat, user_name="bronagh")
+
+    added = [n.content for n in result.added]
+    assert "Never an ACE inhibitor, ramipril, lisinopril, any of the prils." in added  # kept as it was
+    assert "Bronagh has the copper coil because of oestrogen" not in added, (added, result.rejected, result.usage.steps)
+    assert result.usage.steps.get("personal/repair") == 1
+
+
 async def test_a_failed_repair_drops_the_fragments_and_keeps_the_rest(reme: ReMe, server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Ines has coeliac disease", "sources": [0]},
                                     {"content": "Sunday.", "sources": [2]},

@@ -1790,7 +1790,8 @@ class PersonalSummarizer:
         when each only names no one: kept as it is ("No cranberry juice, ever, and no ibuprofen."
         under the user it was said by), as when the call fails (fresh13, qwen1.5b: the call
         named two of eleven such and blanked most of the rest). A rewrite that is still a
-        fragment, a question or the assistant's, or no rewrite, drops a fragment; a memory that
+        fragment, a question or the assistant's, that keeps none of the numbers, names and health
+        words the memory held (one index off), or no rewrite, drops a fragment; a memory that
         only names no one, or starts with a pronoun, is kept as it was."""
         rewrites = {} if all(d.problem == "nobody" for d in flawed) else await self._rewrites(
             flawed, transcript, user_name, plan)
@@ -1799,6 +1800,15 @@ class PersonalSummarizer:
         for k, draft in enumerate(flawed):
             log.debug("repair: %s %s %r -> %r", draft.step, draft.problem, draft.text[:100], rewrites.get(k, "")[:100])
             text = rewrites.get(k)
+            held = {_stem(w) for w in salient(draft.text)}
+            if text is not None and held and not held & stems([text]):
+                # fresh14 (qwen1.5b): a rewrite one index off ("Bronagh has the copper coil" for
+                # "Never an ACE inhibitor, ramipril, lisinopril ...") keeps none of its numbers, names
+                # or health words: not a rewrite of it
+                plan.rejected.append(Rejection(step="personal/repair", path=f"memories[{draft.index}]",
+                                               action="dropped", reason=f"the rewrite {text[:80]!r} keeps nothing "
+                                                                        f"{draft.text[:60]!r} named"))
+                text = None
             if text is not None and not not_a_memory(text, transcript.messages, draft.sources, user_name):
                 text = self._reworded(text, transcript, draft.sources, user_name, draft.said)
                 # a rewrite still in the first person, or starting with a pronoun, mends nothing
