@@ -974,7 +974,8 @@ def worth_reading(transcript: Transcript) -> set[int]:
     in Chinese (not judged: its words are not split). Not small talk ("Thanks, have a good one!").
     Shown only these, each after the line before it, and asked for a memory of each, qwen1.5b
     found as much as when it read the whole conversation and was then shown the lines none of its
-    memories held anything of, in half the calls (fresh13)."""
+    memories held anything of, in half the calls (fresh13); it is now asked for a memory of each
+    fact a line states (a LoCoMo line often holds several)."""
     messages = transcript.messages
     out = {i for i, m in enumerate(messages) if m.role == "user" and (CJK_CHAR.search(m.content) or (
         i and messages[i - 1].content.rstrip().endswith(("?", "？")) and words(m.content)))}
