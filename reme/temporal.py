@@ -30,7 +30,7 @@ WEEKDAYS = {name: i for i, name in enumerate(("monday", "tuesday", "wednesday", 
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2, "couple of": 2,
            "a few": 3, "few": 3, "several": 4}
-_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+_UNITS = {k: NUMBERS[k] for k in "one two three four five six seven eight nine".split()}
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 COUNTS = {**NUMBERS, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
           "nineteen": 19, **_TENS, **{f"{t}{sep}{u}": tv + uv for t, tv in _TENS.items() for u, uv in _UNITS.items()

@@ -1249,14 +1249,13 @@ def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> 
         return text
     lines = [m for m in cited_or_beside(text, transcript, sources) if m.role == "user"]
     speakers = {m.name for m in lines}
-    if len(speakers) != 1 or None in speakers:
+    speaker = speakers.pop() if len(speakers) == 1 else None
+    if speaker is None:
         return text
-    speaker = speakers.pop()
-    assert speaker is not None
     said = " ".join(m.content for m in lines)
     told = set(words(said))
     own = HERS if lead["pronoun"].lower() == "she" else HIS
-    mine = {w for w in words(speaker)}
+    mine = set(words(speaker))
     others = {n for n in CAPITALIZED.findall(said) if n in transcript.names and n.lower() not in mine}
     kin = {m["rel"].lower() for m in KIN_WORD.finditer(said)}
     if own & told or not I_WORDS & told or not others <= set(CAPITALIZED.findall(text)) \
