@@ -2916,3 +2916,24 @@ def test_a_he_or_she_the_model_wrote_is_named_only_by_a_line_it_cites_or_one_bes
             name = named[:len(named) - len(lead[1])].split("'")[0].split(" ")[0]
             assert name not in ("She", "He") and (name in "".join(m.content for m in messages[:max(near) + 1]) or (
                 name == "Mandla" and not any(text.split(".")[0] + "." in messages[i].content for i in near)))
+
+
+@pytest.mark.parametrize(("user", "stored", "said", "candidate", "now"), [
+    # fresh14 (qwen1.5b): "... took me off the trams for good. Before each infusion I get an
+    # antihistamine" ended the tram job, and the memory took the antihistamine's text: the job was
+    # lost (and so was the line's news about it)
+    ("Lotte", "Lotte drives trams for the GVB in Amsterdam, early shifts",
+     "No. The company doctor took me off the trams for good. Before each infusion I get an antihistamine.",
+     "Before each infusion Lotte gets an antihistamine",
+     "The company doctor took Lotte off the trams for good."),
+    ("Tevita", "Tevita is driving the 18 bus for Auckland Transport",
+     "The cardiologist fitted an ICD, so my bus driving days are over. I sleep better now.", "Tevita sleeps better now",
+     "The cardiologist fitted an ICD, so Tevita's bus driving days are over."),
+])
+async def test_a_memory_a_line_ends_takes_what_the_line_says_of_it_not_a_candidate_about_something_else(
+        reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str, now: str) -> None:
+    old, result = await reconciled(reme, server, user, stored, said, candidate, None, action="ADD")
+
+    assert (await reme.get_memory(old.memory_id)).content == now
+    assert candidate in [n.content for n in result.added]
+    assert any(r.action == "defaulted" and "what its line says of it" in r.reason for r in result.rejected)

@@ -1705,9 +1705,15 @@ class PersonalSummarizer:
                 self.prompts.messages("personal/reconcile", user_name=user_name, existing=existing, candidates=listed),
                 Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
                 budget=64 + 160 * len(shown.candidates))  # at most two decisions of a merged sentence each
+        def said(sentence: str, cand: MemoryNode) -> str | None:
+            sources = cand.metadata["source_turns"]
+            text = self._reworded(subject_named(sentence.strip(), transcript, sources), transcript, sources,
+                                  user_name, cand.message_time)
+            return None if not text or flaw(text, transcript.people(user_name)) else text
+
         decider = Decider(shown, history, plan.rejected,
                           lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                            user_name, cand.message_time))
+                                                            user_name, cand.message_time), said)
         return decider.decide(decisions, stored)
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -2013,6 +2019,10 @@ class Decider:
     history: MemoryNode
     rejected: list[Rejection]
     reword: Callable[[str, MemoryNode], str]
+    said: Callable[[str, MemoryNode], str | None] | None = None
+    """A sentence of a candidate's lines as a memory (its speaker named, its times dated), or None
+    when it cannot stand alone."""
+    stored: list[list[float]] | None = None  # the vectors of the memories shown (`decide`)
     changes: list[Change] = field(default_factory=list)
     decided: set[int] = field(default_factory=set)  # candidates
     claimed: set[int] = field(default_factory=set)  # memories shown
@@ -2045,6 +2055,7 @@ class Decider:
         what made that memory obsolete); one added beside a memory its line says has ended updates
         that memory instead (`_ended_instead`)."""
         shown = self.shown
+        self.stored = stored
         apart = self.apart(decisions, shown, stored)
         deleting: set[int] = set()  # candidates whose DELETE was followed
         for k, d in enumerate(decisions.decisions):
@@ -2105,6 +2116,55 @@ class Decider:
         self._ended_instead()
         self._once()
         return self.changes
+
+    def _ending(self, k: int, j: int) -> list[str]:
+        """The sentences of candidate `k`'s lines that end memory `j` (`ending`, each read after
+        the sentence before it, the first after the question it answers)."""
+        shown = self.shown
+        stored, target = shown.existing[j].content, shown.existing[j].memory_target
+        sentences = [s for s in SENTENCE.split(shown.cited[k]) if s.strip()]
+        return [s for i, s in enumerate(sentences)
+                if ending(" ".join(sentences[max(0, i - 1):i + 1]), stored, target, asked=shown.asked[k] if i < 2 else "")
+                - (ending(sentences[i - 1], stored, target, asked=shown.asked[k] if i < 2 else "") if i else set())]
+
+    def _about(self, k: int, j: int) -> bool:
+        """Whether candidate `k` is about what its lines end of memory `j`: it holds a word they
+        end (`shown.ends`), says nothing but what a sentence of its lines that ends it and the
+        memory say (`_ending`: "Irene is a pastry chef now" of "I quit Deloitte and now I'm a
+        pastry chef"; "Ana learns the piano from videos now" of "Dr Hollis is out of the picture, I
+        learn from videos now" for "Ana's piano teacher is Dr Hollis"),
+        or its vector is near the memory's (`SAME_SUBJECT`)."""
+        shown = self.shown
+        target = shown.existing[j].memory_target
+        own = _content_stems(shown.candidates[k].content, target) - UNITS
+        told = _content_stems(" ".join([*self._ending(k, j), shown.existing[j].content]), target)
+        if own & shown.ends[(k, j)] or own and own <= told:
+            return True
+        return self.stored is not None and cosine(self.stored[j], shown.vectors[k]) >= SAME_SUBJECT
+
+    def _as_said(self, k: int, j: int) -> None:
+        """Memory `j`, which candidate `k`'s lines end though the candidate is about something
+        else (`_about`), takes what those lines say of it, as said (`said`: "The company doctor
+        took Lotte off the trams for good."); it stays as it is when that cannot stand alone."""
+        cand, over = self.shown.candidates[k], self.shown.existing[j]
+        text = self.said(" ".join(self._ending(k, j)), cand) if self.said is not None else None
+        if text and normalize_text(text) != normalize_text(cand.content) and self._stored(text) is None:
+            try:
+                node = revised(over, cand, text, self.history)
+            except ValidationError:
+                node = None
+            if node is not None:
+                self.claimed.add(j)
+                self.changes.append(Change(new=node, old=over, reason=f"ended by: {text}"))
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
+                    reason=f"its line says {over.content[:80]!r} has ended, and the candidate is about something "
+                           "else: the memory takes what its line says of it, the candidate goes beside it"))
+                return
+        self.rejected.append(Rejection(
+            step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
+            reason=f"its line says {over.content[:80]!r} has ended, and the candidate is about something else: "
+                   "the memory stays as it is (what its line says of it cannot stand alone)"))
 
     def _once(self) -> None:
         """Each text written once: a change that would give a memory the text an update gives
@@ -2281,6 +2341,13 @@ class Decider:
                         step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
                         reason=f"its line ends part of {over.content[:80]!r}, and what is left cannot stand "
                                f"alone: the memory stays as it is, the candidate goes beside it"))
+                    continue
+                if not placed and not self._about(k, j):
+                    # fresh14 (qwen1.5b): "... took me off the trams for good. Before each infusion I get
+                    # an antihistamine": the tram job took the antihistamine's text, and was lost
+                    if not any(self._about(other, j) for other in adding.keys() | self.placed
+                               if other != k and (other, j) in shown.ends):
+                        self._as_said(k, j)
                     continue
                 try:
                     if not placed:
