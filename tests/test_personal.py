@@ -2937,3 +2937,33 @@ async def test_a_memory_a_line_ends_takes_what_the_line_says_of_it_not_a_candida
     assert (await reme.get_memory(old.memory_id)).content == now
     assert candidate in [n.content for n in result.added]
     assert any(r.action == "defaulted" and "what its line says of it" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("said", "ends"), [
+    # fresh14 (qwen1.5b kept the old doses beside the new): a dose said again, not "up to" it
+    ("The doses went up in steps. Bisoprolol is 5 mg, and the ramipril is the same.", {"bisop"}),
+    ("It's the 49/51 of the bisoprolol now.", {"bisop"}),
+    ("Bisoprolol is still 1.25 mg.", set()),  # the same dose
+    ("Ramipril is 5 mg.", set()),  # another medicine's
+    ("I've been on bisoprolol for 3 weeks, and my dose is 1.25 mg.", set()),  # not a dose
+    ("My wife's dose is 5 mg.", set()),  # only "dose" shared
+])
+def test_a_dose_said_again_ends_another_of_the_same_medicine(said: str, ends: set[str]) -> None:
+    assert ending(said, "Wei takes bisoprolol, 1.25 mg every morning", "Wei") == ends
+
+
+@pytest.mark.parametrize(("stored", "said", "candidate", "now"), [
+    ("Wei takes bisoprolol, 1.25 mg every morning.", "The doses went up in steps. Bisoprolol is 5 mg now.",
+     "Wei's doses went up in steps", "Wei takes bisoprolol, 5 mg every morning."),
+    ("Wei takes givosiran, an injection every month, 2.5 mg per kilo, at the Karolinska.",
+     "My kidney numbers rose, so the givosiran is 1.25 mg per kilo now.", "Wei's kidney numbers rose",
+     "Wei takes givosiran, an injection every month, 1.25 mg per kilo, at the Karolinska."),
+    ("Wei takes bisoprolol, 5 mg every morning.", "Bisoprolol is 5 mg, same as before.", "Wei's bisoprolol is the same",
+     "Wei takes bisoprolol, 5 mg every morning."),
+])
+async def test_a_dose_said_again_changes_the_stored_one_in_place(
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str, candidate: str, now: str) -> None:
+    old, result = await reconciled(reme, server, "Wei", stored, said, candidate, None, action="ADD")
+
+    assert (await reme.get_memory(old.memory_id)).content == now
+    assert candidate in [n.content for n in result.added]

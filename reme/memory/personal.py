@@ -2329,11 +2329,16 @@ class Decider:
                     self._parted(k, j, rest, f"candidates[{k}]", added=True)
                     continue
                 left = not nothing_left(over.content, shown.ends[(k, j)])
-                if left and (changed := revalued(over.content, shown.cited[k])) is not None:
+                about = self._about(k, j)
+                changed = revalued(over.content, shown.cited[k])
+                if changed is not None and (left or not about or changed[2] not in amounts(cand.content)):
+                    # the candidate need not say the new value: "My kidney numbers rose, so the givosiran is
+                    # 1.25 mg per kilo now" gave "Wei's kidney numbers rose"
                     self._parted(k, j, changed[0], f"candidates[{k}]", added=True,
                                  why=f"its line changes {changed[1]} to {changed[2]} in {over.content[:80]!r}, and "
-                                     "what is left without it cannot stand alone: changed in place, the candidate "
-                                     "goes beside it")
+                                     + ("what is left without it cannot stand alone" if left else
+                                        "the candidate is about something else")
+                                     + ": changed in place, the candidate goes beside it")
                     continue
                 if left:
                     # what is left cannot stand alone: the memory stays whole rather than lose it
@@ -2342,7 +2347,7 @@ class Decider:
                         reason=f"its line ends part of {over.content[:80]!r}, and what is left cannot stand "
                                f"alone: the memory stays as it is, the candidate goes beside it"))
                     continue
-                if not placed and not self._about(k, j):
+                if not placed and not about:
                     # fresh14 (qwen1.5b): "... took me off the trams for good. Before each infusion I get
                     # an antihistamine": the tram job took the antihistamine's text, and was lost
                     if not any(self._about(other, j) for other in adding.keys() | self.placed
@@ -2465,6 +2470,19 @@ ONE_HOLDER = ("ologist", "iatrist", "ician", "gp", "doctor", "dentist", "therapi
               "consultant", "landlord", "landlady", "boss", "manager", "headteacher", "principal", "solicitor",
               "lawyer", "vet", "caseworker", "keyworker", "nurse", "carer", "childminder", "nanny", "tutor", "coach")
 """The endings of roles a person has one of at a time: a new name in one ends the old."""
+
+
+DOSE = re.compile(r"(?<![\d./])(?P<n>\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?)\s*(?:mg|milligrams?|mcg|micrograms?|µg|g|grams?"
+                  r"|ml|millilit(?:re|er)s?|units?|iu)\b|(?<![\d./])(?P<s>\d+/\d+)(?![\d/])", re.IGNORECASE)
+"""A dose: a number with its unit ("1.25 mg", "50 micrograms", "8 units"), or a strength ("the 49/51")."""
+DOSE_WORDS = frozenset(_stem(w) for w in "dose doses dosage tablet tablets pill pills capsule capsules take takes "
+                                          "taking injection injections strength medicine medicines".split())
+"""Words a dose of any medicine is said with: two mentions that share only these are not of one thing."""
+
+
+def doses(text: str) -> set[str]:
+    """The doses a text states (`DOSE`), less what is in parentheses."""
+    return {m["n"] or m["s"] for m in DOSE.finditer(PARENTHESES.sub(" ", text))}
 
 
 def amounts(text: str) -> set[str]:
@@ -2633,6 +2651,9 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
+            if dosed := doses(clause):  # a dose said again: "Bisoprolol is 5 mg" of "Bisoprolol, 1.25 mg ..."
+                out |= {w for (about, _), part in zip(valued, pieces) if (was := doses(part)) and not dosed & was
+                        for w in about & said - DOSE_WORDS}
             if stopped and any(_stem((m["w"] or m["v"] or m["x"]).lower()) in stopped for m in AGAIN.finditer(clause)):
                 out |= _content_stems(stored, user_name) & said
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
@@ -2757,11 +2778,14 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
         return None
     found: list[tuple[str, str, str, str]] = []
     for sentence in SENTENCE.split(lines):
-        for m in CHANGED_TO.finditer(sentence):
-            said = m["n"] or m["m"]
-            new = SPELLED.get(said.lower(), said)
-            things = {_stem(w) for w in words(sentence) if health_word(w)} | {
-                _stem(w.lower()) for w in _CAPITAL.findall(sentence)[1:] if w.lower() not in STARTERS}
+        values = [(SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]),
+                   {_stem(w) for w in words(sentence) if health_word(w)} | {
+                       _stem(w.lower()) for w in _CAPITAL.findall(sentence)[1:] if w.lower() not in STARTERS}, False)
+                  for m in CHANGED_TO.finditer(sentence)]
+        # a dose said again, of what its clause names ("Bisoprolol is 5 mg now"), for a dose
+        values += [(dose, _content_stems(clause, "") - UNITS - DOSE_WORDS, True) for clause in clauses_of(sentence)
+                   if not CHANGED_TO.search(clause) for dose in doses(clause) if "/" not in dose]
+        for new, things, dose in values:
             for sentence_held in SENTENCE.split(stored):
                 for part in JOINT.split(sentence_held)[0::2]:
                     numbers = [n for n in AMOUNT.finditer(PARENTHESES.sub(lambda p: " " * len(p[0]), part))
@@ -2769,7 +2793,7 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
                     if len(numbers) != 1 or not things & {_stem(w) for w in words(part)}:
                         continue
                     old = SPELLED.get(numbers[0][0].lower(), numbers[0][0])
-                    if old != new:
+                    if old != new and (not dose or old in doses(part)):
                         at = numbers[0]
                         found.append((part, part[:at.start()] + new + part[at.end():], old, new))
     if len(set(found)) != 1:
