@@ -1663,6 +1663,12 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
     # a name of three letters is a word the line and the memory share
     ("Kofi", "Kofi's partner Tom is the one to call in an emergency", "Tom and I split up before Christmas.",
      "Kofi and Tom split up before Christmas"),
+    # fresh14 (qwen1.5b kept the old ones): a doctor who handed someone over, or is away
+    ("Noor", "Noor's neurologist is Dr Hendriks at the Radboud",
+     "Dr Hendriks has handed me over to Dr Smit, so she's my neurologist from now on.",
+     "Noor's neurologist is Dr Smit from now on"),
+    ("Noor", "Noor's GP is Dr Okoye", "Dr Okoye has gone on maternity leave, and Dr Ward is my GP until the spring.",
+     "Dr Okoye has gone on maternity leave, and Noor's GP is Dr Ward until the spring"),
     # fresh13 (qwen1.5b): a last cigarette ends smoking
     ("Wendelin", "Wendelin smokes, which sets off his cluster headaches",
      "I smoked my last cigarette at Christmas.", "Wendelin smoked his last cigarette at Christmas"),
@@ -1940,6 +1946,8 @@ async def test_a_line_that_ends_what_another_person_did_deletes_no_memory(reme: 
      "Rafa was on prednisolone for five days"),
     ("Lin", "Lin works at a bank", "I've gone onto early shifts at the bank.", "Lin works early shifts at the bank"),
     ("Lin", "Lin's son Tom lives in Leeds", "Tom has gone to Leeds for the weekend.", "Tom went to Leeds for the weekend"),
+    ("Noor", "Noor's neurologist is Dr Hendriks", "Dr Hendriks handed me over a leaflet.",
+     "Dr Hendriks handed Noor a leaflet"),
 ])
 async def test_a_line_that_ends_or_changes_something_else_leaves_a_memory_as_it_is(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -2967,3 +2975,27 @@ async def test_a_dose_said_again_changes_the_stored_one_in_place(
 
     assert (await reme.get_memory(old.memory_id)).content == now
     assert candidate in [n.content for n in result.added]
+
+
+@pytest.mark.parametrize(("stored", "said", "kept"), [
+    # fresh14 (qwen1.5b wrote nothing of these lines; the names they hold were in stored memories, so the
+    # sentences kept as said were dropped: the new job and the dog that died were lost). Of a line the
+    # model wrote a memory of, a sentence whose names a memory holds is not kept (`test_a_line_that_ends_or_...`)
+    ("Tevita works for Auckland Transport", "Auckland Transport have found me a job in the depot, doing the rosters.",
+     "Auckland Transport have found Tevita a job in the depot, doing the rosters."),
+    ("Tevita's dogs are Biscuit and Tango", "We lost Biscuit in April, so it's just Tango now.",
+     "Tevita lost Biscuit in April, so it's just Tango now."),
+])
+async def test_a_sentence_kept_for_its_names_is_kept_when_it_says_more_than_the_memory_holding_them(
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str, kept: str) -> None:
+    await reme.add_memory(stored, user_name="tevita")
+    server.script(EXTRACT, memories())
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Tevita", "content": said,
+                                           "time": "2026-06-01T10:00:00Z"}], user_name="tevita")
+
+    assert kept in [n.content for n in result.added]
+    # told again: the memory holds every word of it now
+    again = await reme.summarize_memory([{"role": "user", "name": "Tevita", "content": said,
+                                          "time": "2026-06-01T10:00:00Z"}], user_name="tevita")
+    assert again.added == [] and again.updated == []

@@ -1623,11 +1623,22 @@ class PersonalSummarizer:
             transcript, user_name, so_far)]) if parts else []
         if named:
             speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
-            more, more_flawed = self._kept_as_said(
-                named, "personal/said", "has a name or number no memory holds", transcript, history, user_name, now,
-                plan, written, lambda text: {_stem(w) for w in named_in(text, speakers)})
-            candidates += more
-            flawed += more_flawed
+            cited = {i for c in candidates for i in c.metadata["source_turns"]} | {i for d in flawed for i in d.sources}
+            for group, news in (
+                    ([(i, text) for i, text in named if i in cited], lambda text: {
+                        _stem(w) for w in named_in(text, speakers)}),
+                    # of a line no memory was written of, its names and its words: a stored memory holding
+                    # its names need not hold what it says of them (fresh14: "Auckland Transport have found me
+                    # a job in the depot" beside "... drives the 70 bus for Auckland Transport")
+                    ([(i, text) for i, text in named if i not in cited], lambda text: {
+                        _stem(w) for w in named_in(text, speakers)} | ({
+                            _stem(w) for w in content_words(text, speakers)} - UNITS))):
+                if group:
+                    more, more_flawed = self._kept_as_said(
+                        group, "personal/said", "has a name or number no memory holds", transcript, history,
+                        user_name, now, plan, written, news)
+                    candidates += more
+                    flawed += more_flawed
         # the same for a time no memory dates ("I started ... three weeks ago" kept as "works at")
         dated = unheld_dates(transcript, [c.content for c in candidates] + [d.text for d in flawed])
         if dated:
@@ -2123,9 +2134,10 @@ class Decider:
         shown = self.shown
         stored, target = shown.existing[j].content, shown.existing[j].memory_target
         sentences = [s for s in SENTENCE.split(shown.cited[k]) if s.strip()]
-        return [s for i, s in enumerate(sentences)
-                if ending(" ".join(sentences[max(0, i - 1):i + 1]), stored, target, asked=shown.asked[k] if i < 2 else "")
-                - (ending(sentences[i - 1], stored, target, asked=shown.asked[k] if i < 2 else "") if i else set())]
+        at = [i for i in range(len(sentences))
+              if ending(" ".join(sentences[max(0, i - 1):i + 1]), stored, target, asked=shown.asked[k] if i < 2 else "")
+              - (ending(sentences[i - 1], stored, target, asked=shown.asked[k] if i < 2 else "") if i else set())]
+        return [sentences[i] for i in at]
 
     def _about(self, k: int, j: int) -> bool:
         """Whether candidate `k` is about what its lines end of memory `j`: it holds a word they
@@ -2687,10 +2699,13 @@ def clauses_of(sentence: str) -> list[str]:
     return out
 
 
-GONE = re.compile(r"\b(?P<name>[A-Z][^\W\d_]+)\s+(?:has\s+|had\s+|just\s+)?(?:retired|passed away|died|moved away"
-                  r"|left(?=\s*(?:[.,;!?]|$)|\s+(?:in|at|on|last|this|after|before|for good)\b))\b")
+GONE = re.compile(r"\b(?P<name>[A-Z][^\W\d_]+)\s+(?:has\s+|had\s+|is\s+|just\s+)?(?:retired|passed away|died|moved away"
+                  r"|left(?=\s*(?:[.,;!?]|$)|\s+(?:in|at|on|last|this|after|before|for good)\b)"
+                  r"|hand(?:ed|ing|s) (?:me|him|her|them|us) over(?!\s+(?:a|an|the|some|his|her|my)\b)"
+                  r"|(?:gone|going|went) on (?:sabbatical|leave|maternity leave|paternity leave|long leave))\b")
 """Someone gone from where a memory has them: "Don Ernesto retired after the harvest", "Tomasz left
-in June" (not "Tomasz left the sheet music")."""
+in June" (not "Tomasz left the sheet music"), "Dr Visser has handed me over to Dr Bakker", "Dr
+Tuilagi has gone on sabbatical" (not "handed me over a leaflet")."""
 
 
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
