@@ -2886,6 +2886,21 @@ async def test_a_memory_the_model_starts_with_he_or_she_is_named_as_its_line_nam
     (["I carry an emergency card in my phone case."], "She's got an emergency card in her phone case.",
      "Sunniva's got an emergency card in her phone case."),
     (["I told Anna about the aspirin."], "She told Anna about the aspirin.", "Sunniva told Anna about the aspirin."),
+    # the names and pronouns of other sentences of the line than the one copied (and the one before it)
+    # do not count (fresh14: "Givosiran, Givlaari, ... at Haukeland in Bergen. For an attack it's haem
+    # arginate, Normosang, ...", and "my partner Eirik knows ... when he rings ... The emergency card lives
+    # in my phone case": each written "She ..." and kept so)
+    (["How is it treated?", "Ribavirin, an injection every month, 2.5 mg per kilo, at the Karolinska. For a flare "
+      "it's Solu-Medrol. Before I take any new medicine, someone checks the NAPOS list."],
+     "She takes ribavirin, an injection every month, 2.5 mg per kilo, at the Karolinska.",
+     "Sunniva takes ribavirin, an injection every month, 2.5 mg per kilo, at the Karolinska."),
+    (["Yes. And my partner Eirik knows to say it first when he rings. I'm a geologist. The emergency card lives in "
+      "my phone case."], "She has an emergency card in her phone case.",
+     "Sunniva has an emergency card in her phone case."),
+    (["My mum Rosa came to stay. The emergency card lives in my phone case."],
+     "She has an emergency card in her phone case.", None),
+    (["My mum came to stay. The emergency card lives in her phone case."],
+     "She has an emergency card in her phone case.", None),
     # the pronoun may stand for someone the line speaks of: as it is (the repair's to mend)
     (["My mum takes aspirin every day."], "She takes aspirin every day.", None),
     (["I told Anna about the aspirin."], "She knows about the aspirin.", None),

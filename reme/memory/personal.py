@@ -1241,9 +1241,10 @@ def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     the first person ("My homocysteine was high too, so I take vitamin B6, 50 mg a day" ->
     "She takes vitamin B6, 50 mg a day": fresh14, qwen1.5b), with the speaker's name: when those
     user lines (or the one beside them, `cited_or_beside`) are one speaker's, say "I", "me" or
-    "my", never the pronoun ("she", "her" for "She"), and name no one and no relation the memory
-    does not (so the pronoun stands for no one they speak of: "My mum takes aspirin" -> "She
-    takes aspirin" stays as it is, the repair's to mend). Otherwise `text` as it is."""
+    "my", and the sentence the memory copies (with the one before it, `copied_from`) never says
+    the pronoun ("she", "her" for "She") and names no one and no relation the memory does not
+    (so the pronoun stands for no one they speak of: "My mum takes aspirin" -> "She takes aspirin"
+    stays as it is, the repair's to mend). Otherwise `text` as it is."""
     lead = HE_OR_SHE.match(text)
     if lead is None:
         return text
@@ -1253,15 +1254,29 @@ def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     if speaker is None:
         return text
     said = " ".join(m.content for m in lines)
-    told = set(words(said))
+    near = copied_from(text, said, speaker)
+    told = set(words(near))
     own = HERS if lead["pronoun"].lower() == "she" else HIS
     mine = set(words(speaker))
-    others = {n for n in CAPITALIZED.findall(said) if n in transcript.names and n.lower() not in mine}
-    kin = {m["rel"].lower() for m in KIN_WORD.finditer(said)}
-    if own & told or not I_WORDS & told or not others <= set(CAPITALIZED.findall(text)) \
+    others = {n for n in CAPITALIZED.findall(near) if n in transcript.names and n.lower() not in mine}
+    kin = {m["rel"].lower() for m in KIN_WORD.finditer(near)}
+    if own & told or not I_WORDS & set(words(said)) or not others <= set(CAPITALIZED.findall(text)) \
             or not kin <= set(words(text)):
         return text
     return _subject_put(speaker, text[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+
+
+def copied_from(text: str, said: str, speaker: str) -> str:
+    """The sentence of `said` that a memory holds most of (at least half of its words worth
+    comparing, and two), with the sentence before it (what a pronoun in it may stand for); all of
+    `said` when none is."""
+    held = _content_stems(text, speaker)
+    sentences = [s for s in SENTENCE.split(said) if s.strip()]
+    shared = [len(held & _content_stems(s, speaker)) for s in sentences]
+    if not shared or max(shared) < max(2, (len(held) + 1) // 2):
+        return said
+    at = shared.index(max(shared))
+    return " ".join(sentences[max(0, at - 1):at + 1])
 
 
 def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
