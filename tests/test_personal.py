@@ -2458,6 +2458,9 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
     (["Everyone loves Doña Chayo.", "My mother, Rosario, though everyone calls her Doña Chayo. She's 81 and "
       "diabetic. She's also allergic to aspirin."], "She's also allergic to aspirin.",
      "Rosario is also allergic to aspirin."),
+    # a name with its title (fresh14, qwen1.5b: "She moved the furosemide down", kept unnamed)
+    (["Dr Ahmed retired and Dr Vance runs my clinic now. She moved the bisoprolol down to 2.5 mg."],
+     "She moved the bisoprolol down to 2.5 mg.", "Dr Vance moved the bisoprolol down to 2.5 mg."),
     (["How is Tomás?", "Back at work, his first shift. He's called twice."], "He's called twice.",
      "Tomás's called twice."),
     (["How is Tomás?", "Back at work, his first shift. She's called twice."], "She's called twice.", None),

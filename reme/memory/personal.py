@@ -1199,7 +1199,7 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         k = naming[-1]
         found = SUBJECT_NAME.match(clauses[k])
         rel = (found["rel"] or "").casefold() if found else ""
-        if (not found or found["name"] not in known or rel in (FEMALE if pronoun == "He" else MALE)
+        if (not found or found["name"].split()[-1] not in known or rel in (FEMALE if pronoun == "He" else MALE)
                 or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
             if not found and (related := the_one_related(transcript, index, sentence, pronoun)):
                 name = related  # "I need somewhere to keep my daughter Yasmin's details. She's four"
