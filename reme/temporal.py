@@ -73,7 +73,7 @@ _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _NUM = r"(?<![\w-])(?P<n>\d{1,3}|" + "|".join(sorted((re.escape(k) for k in COUNTS), key=len, reverse=True)) + ")"
-_UNIT = r"(?P<unit>day|week|month|year)s?"
+_UNIT = r"(?P<unit>day|week|fortnight|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")s?"
 
 
@@ -149,7 +149,7 @@ def _count(raw: str) -> int:
     return int(raw) if raw.isdigit() else COUNTS.get(re.sub(r"\s+", " ", raw), 1)
 
 
-_WEEKS_AGO = re.compile(rf"{_NUM}\s+weeks?\s+ago", re.IGNORECASE)
+_WEEKS_AGO = re.compile(rf"{_NUM}\s+(?P<unit>week|fortnight)s?\s+ago", re.IGNORECASE)
 
 
 def day_weeks_ago(expression: str, today: date) -> date | None:
@@ -159,13 +159,19 @@ def day_weeks_ago(expression: str, today: date) -> date | None:
     m = _WEEKS_AGO.fullmatch(expression.strip())
     if m is None or m["n"].lower() in FUZZY or _count(m["n"]) > 400:
         return None
-    return today - timedelta(weeks=_count(m["n"]))
+    return today - timedelta(weeks=_count(m["n"]) * (2 if m["unit"].lower() == "fortnight" else 1))
+
+
+def _counted(m: re.Match[str]) -> tuple[int, str, bool]:
+    """A count of units a match says, its unit (a fortnight as two weeks), and whether the count
+    is not exact ("a few")."""
+    raw, unit = m["n"].lower(), m["unit"].lower()
+    n = _count(raw)
+    return (n * 2, "week", raw in FUZZY) if unit == "fortnight" else (n, unit, raw in FUZZY)
 
 
 def _relative_unit(m: re.Match[str], today: date) -> Span | None:
-    raw = m["n"].lower()
-    n = _count(raw)
-    unit, fuzzy = m["unit"].lower(), raw in FUZZY
+    n, unit, fuzzy = _counted(m)
     if n > 400:
         return None
     if unit == "day":
@@ -195,9 +201,7 @@ def _ahead(m: re.Match[str], today: date) -> Span | None:
     course in ten days" is a time it took."""
     if told_of_past(_sentence_of(m)):
         return None
-    raw = m["n"].lower()
-    n = _count(raw)
-    unit, fuzzy = m["unit"].lower(), raw in FUZZY
+    n, unit, fuzzy = _counted(m)
     if n > 400:
         return None
     if unit in ("day", "week"):
@@ -238,6 +242,17 @@ def _relative_period(m: re.Match[str], today: date) -> Span | None:
             year -= 1
         return _season(unit, year)
     return _season(unit, today.year + shift)
+
+
+def _named_month(m: re.Match[str], today: date) -> Span:
+    """ "last October": the latest October before this month; "next March": the first March after
+    it; "this September": this year's."""
+    month, which = _month(m), m["which"].lower()
+    if which == "last":
+        return _month_span(today.year if month < today.month else today.year - 1, month)
+    if which == "this":
+        return _month_span(today.year, month)
+    return _month_span(today.year if month > today.month else today.year + 1, month)
 
 
 def _weekday(m: re.Match[str], today: date) -> Span | None:
@@ -300,6 +315,7 @@ RULES: list[Rule] = [
      lambda m, t: _season(m["unit"].lower(), int(m["year"]))),
     (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)(?P<year>)", _F), _absolute_day),
     (re.compile(rf"\b(?:on\s+)?{_MONTH}\s+{_DAY}\b(?P<year>)(?!,?\s*\d)", _F), _absolute_day),
+    (re.compile(rf"\b(?P<which>last|this|next|coming)\s+{_MONTH}(?!\w)", _F), _named_month),
     (re.compile(rf"\b(?:in|during|since|by|throughout|early|late|mid)[\s-]+{_MONTH}(?!\w)", _F),
      lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
     (re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}(?:['’]\s*time)?\b", _F), _ahead),

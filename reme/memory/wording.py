@@ -120,7 +120,8 @@ RELATIVE = re.compile(
     r"yesterday|today|tonight|tomorrow|last\s+night|this\s+(?:morning|afternoon|evening)|\bago\b|"
     r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
     r"winter)\b|^(?:last|next|past|this|this\s+coming|coming)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
-    r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|month|year)|\sfrom\s+(?:now|today)$|"
+    r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|fortnight|month|year)|\sfrom\s+(?:now|today)$|"
+    r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
     re.IGNORECASE)
 """The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
