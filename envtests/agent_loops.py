@@ -122,7 +122,7 @@ REME_COMPACT = "You keep the working memory of an AI agent"
 TRIP_SUMMARY = {"goal": "Plan a trip to Lisbon in May", "constraints": ["Alice is vegetarian"],
                 "progress": ["Flights compared: TAP is cheapest"], "decisions": [], "next_steps": ["Book the hotel"],
                 "critical_context": ["Budget 900 EUR"]}
-TRIP_FACTS = ["Alice is planning a trip to Lisbon in May", "Alice is vegetarian", "Alice's budget is 900 EUR"]
+TRIP_FACTS = ["Alice is planning a trip to Lisbon", "Alice is vegetarian", "Alice's budget is 900 EUR"]
 TRIP = [("Plan a trip to Lisbon in May. I am vegetarian.", "Lisbon in May: good choice."),
         ("My budget is 900 EUR.", "Noted, 900 EUR."),
         ("Compare the flights.", "TAP is cheapest.")]

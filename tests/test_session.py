@@ -203,10 +203,10 @@ async def test_summarize_memory_reads_a_session_by_name(make_reme: Callable[...,
     server.script("Read the conversation below", {"memories": [
         {"content": "Alice is moving to Lisbon in May", "kind": "plan", "sources": [0], "importance": 0.8}]})
     async with make_reme() as reme:
-        await reme.add_messages([{"role": "user", "name": "Alice", "content": "I'm moving to Lisbon in May!"},
-                                 CALL, RESULT], session_name="chat")
+        await reme.add_messages([{"role": "user", "name": "Alice", "content": "I'm moving to Lisbon in May!",
+                                  "time": "2026-03-01T10:00:00Z"}, CALL, RESULT], session_name="chat")
         result = await reme.summarize_memory(session_name="chat", user_name="alice")
-        assert [n.content for n in result.added] == ["Alice is moving to Lisbon in May"]
+        assert [n.content for n in result.added] == ["Alice is moving to Lisbon in May 2026"]  # the May ahead
         (prompt,) = [prompt_of(r) for r in server.chat_requests if "Read the conversation below" in prompt_of(r)]
         assert "> [0]" in prompt and "I'm moving to Lisbon in May!" in prompt  # the line worth reading
         assert "Oslo: 4 degrees" in result.history[0].content  # the tool's result is in the conversation kept

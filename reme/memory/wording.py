@@ -170,13 +170,54 @@ DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
 """Before "next month" in "the 4th of next month": a day, which `weekday_spans` dates."""
 
 
+BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid)[\s-]+(?P<month>"
+                        + "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len,
+                                          reverse=True))
+                        + r")\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
+"""A month said without its year or day: "in July", "by February" (capitalized: "may" and "march"
+are verbs too)."""
+FUTURE = re.compile(r"\b(?:will|won['’]t|shall|going to|gonna|due|plan(?:s|ned|ning)?\s+to|hop(?:e|es|ing) to"
+                    r"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+\w+ing\b|['’](?:m|re|s)\s+\w+ing\b",
+                    re.IGNORECASE)
+"""What says a sentence is of a time ahead: "will", "is due", "are getting married"."""
+
+
+def year_of_months(text: str, said: date, *, named: bool = True) -> str:
+    """`text` with the year put after each month it says alone ("in July" -> "in July 2026"), when
+    its sentence's tense tells which: the latest such month before `said`'s when told of the past,
+    the next one after it when of a time ahead (`FUTURE`); not `said`'s own month (this year's or
+    another?), nor in a text that names a year (`named`: check it does not)."""
+    if named and YEAR.search(text):
+        return text
+    out, pos = [], 0
+    for m in BARE_MONTH.finditer(text):
+        month = MONTHS[m["month"].lower()]
+        sentence = text[text.rfind(".", 0, m.start()) + 1:]
+        sentence = sentence[:sentence.find(".")] if "." in sentence else sentence
+        if month == said.month:
+            continue
+        if told_of_past(sentence):
+            year = said.year if month < said.month else said.year - 1
+        elif FUTURE.search(sentence):
+            year = said.year if month > said.month else said.year + 1
+        else:
+            continue
+        out.append(f"{text[pos:m.end()]} {year}")
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def anchor_times(text: str, said: datetime) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
-    6 May 2025)"); unchanged when it names a year already."""
+    6 May 2025)"), and the year after a month said alone where the tense tells it
+    (`year_of_months`); unchanged when it names a year already."""
+    if YEAR.search(text):
+        return text
     found = relative_spans(text, said)
     if not found:
-        return text
+        return year_of_months(text, said.date())
     iso = bool(CJK.search(text))
     out, pos = [], 0
     for start, end, span in found:
@@ -190,7 +231,7 @@ def anchor_times(text: str, said: datetime) -> str:
         out.append(text[pos:end] + said_as)
         pos = end
     out.append(text[pos:])
-    return "".join(out)
+    return year_of_months("".join(out), said.date(), named=False)
 
 ON_WEEKDAY = re.compile(r"\bon\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s*[(（])",
                         re.IGNORECASE)
