@@ -2975,9 +2975,14 @@ def test_a_he_or_she_the_model_wrote_is_named_only_by_a_line_it_cites_or_one_bes
     # antihistamine" ended the tram job, and the memory took the antihistamine's text: the job was
     # lost (and so was the line's news about it)
     ("Lotte", "Lotte drives trams for the GVB in Amsterdam, early shifts",
-     "No. The company doctor took me off the trams for good. Before each infusion I get an antihistamine.",
+     "The company doctor took me off the trams for good. Before each infusion I get an antihistamine.",
      "Before each infusion Lotte gets an antihistamine",
      "The company doctor took Lotte off the trams for good."),
+    # the answer to "Still driving the trams?" is no sentence that stands alone: the next one is taken
+    ("Lotte", "Lotte is driving trams for the GVB in Amsterdam, early shifts",
+     "No. My eye is better, but the company doctor took me off the trams for good. Before each infusion I get an "
+     "antihistamine.", "Before each infusion Lotte gets an antihistamine",
+     "Lotte's eye is better, but the company doctor took Lotte off the trams for good."),
     ("Tevita", "Tevita is driving the 18 bus for Auckland Transport",
      "The cardiologist fitted an ICD, so my bus driving days are over. I sleep better now.", "Tevita sleeps better now",
      "The cardiologist fitted an ICD, so Tevita's bus driving days are over."),

@@ -2144,15 +2144,16 @@ class Decider:
         return self.changes
 
     def _ending(self, k: int, j: int) -> list[str]:
-        """The sentences of candidate `k`'s lines that end memory `j` (`ending`, each read after
-        the sentence before it, the first after the question it answers)."""
+        """The sentences of candidate `k`'s lines that end memory `j` (`ending`), alone (the first
+        after the question it answers: "No." to "Still driving the trams?") or after the sentence
+        before it ("I was on warfarin. They took me off it.")."""
         shown = self.shown
         stored, target = shown.existing[j].content, shown.existing[j].memory_target
         sentences = [s for s in SENTENCE.split(shown.cited[k]) if s.strip()]
-        at = [i for i in range(len(sentences))
-              if ending(" ".join(sentences[max(0, i - 1):i + 1]), stored, target, asked=shown.asked[k] if i < 2 else "")
-              - (ending(sentences[i - 1], stored, target, asked=shown.asked[k] if i < 2 else "") if i else set())]
-        return [sentences[i] for i in at]
+        return [s for i, s in enumerate(sentences)
+                if ending(s, stored, target, asked=shown.asked[k] if i == 0 else "")
+                or i and ending(" ".join(sentences[i - 1:i + 1]), stored, target)
+                - ending(sentences[i - 1], stored, target)]
 
     def _about(self, k: int, j: int) -> bool:
         """Whether candidate `k` is about what its lines end of memory `j`: it holds a word they
@@ -2174,7 +2175,9 @@ class Decider:
         else (`_about`), takes what those lines say of it, as said (`said`: "The company doctor
         took Lotte off the trams for good."); it stays as it is when that cannot stand alone."""
         cand, over = self.shown.candidates[k], self.shown.existing[j]
-        text = self.said(" ".join(self._ending(k, j)), cand) if self.said is not None else None
+        # the first of its sentences that stands alone ("No." to "Still driving the trams?" does not)
+        text = next((said for sentence in self._ending(k, j) if self.said is not None
+                     and (said := self.said(sentence, cand))), None)
         if text and normalize_text(text) != normalize_text(cand.content) and self._stored(text) is None:
             try:
                 node = revised(over, cand, text, self.history)
