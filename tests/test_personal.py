@@ -744,6 +744,7 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2026-10-20", "Kim's baby is due in March", "Kim's baby is due in March 2027"),
     ("2026-05-20", "Kim will start lecturing in August", "Kim will start lecturing in August 2026"),
     ("2026-10-20", "Kim goes skiing in February", "Kim goes skiing in February"),  # a habit, or which?
+    ("2026-10-20", "Kim says Lisbon is amazing in May", "Kim says Lisbon is amazing in May"),
     ("2026-10-20", "Kim had a relapse in October", "Kim had a relapse in October"),  # this month: which year?
     ("2026-10-20", "Kim had a relapse in July 2025", "Kim had a relapse in July 2025"),
     ("2026-10-20", "Kim had a relapse in July, and a scan last week",

@@ -176,10 +176,13 @@ BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid
                         + r")\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
 """A month said without its year or day: "in July", "by February" (capitalized: "may" and "march"
 are verbs too)."""
+_QUALITY = r"(?!(?:amazing|interesting|boring|exciting|stunning|charming|relaxing|refreshing|appealing|inviting" \
+           r"|pleasing|tempting|thrilling|depressing|annoying|tiring|freezing|sweltering|lovely|nothing|something)\b)"
 FUTURE = re.compile(r"\b(?:will|won['’]t|shall|going to|gonna|due|plan(?:s|ned|ning)?\s+to|hop(?:e|es|ing) to"
-                    r"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+\w+ing\b|['’](?:m|re|s)\s+\w+ing\b",
-                    re.IGNORECASE)
-"""What says a sentence is of a time ahead: "will", "is due", "are getting married"."""
+                    rf"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+{_QUALITY}\w+ing\b"
+                    rf"|['’](?:m|re|s)\s+{_QUALITY}\w+ing\b", re.IGNORECASE)
+"""What says a sentence is of a time ahead: "will", "is due", "are getting married" (not "is
+amazing": "Lisbon is amazing in May" is of every May)."""
 
 
 def year_of_months(text: str, said: date, *, named: bool = True) -> str:
@@ -201,6 +204,8 @@ def year_of_months(text: str, said: date, *, named: bool = True) -> str:
         elif FUTURE.search(sentence):
             year = said.year if month > said.month else said.year + 1
         else:
+            continue
+        if not 1 <= year <= 9999:
             continue
         out.append(f"{text[pos:m.end()]} {year}")
         pos = m.end()
