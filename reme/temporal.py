@@ -67,6 +67,35 @@ def told_of_past(sentence: str) -> bool:
     return bool(_TOLD_PAST.search(sentence)) or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
 
 
+_QUALITY = r"(?!(?:amazing|interesting|boring|exciting|stunning|charming|relaxing|refreshing|appealing|inviting" \
+           r"|pleasing|tempting|thrilling|depressing|annoying|tiring|freezing|sweltering|lovely|nothing|something)\b)"
+_FUTURE = re.compile(r"\b(?:will|won['’]t|shall|going to|gonna|due|plan(?:s|ned|ning)?\s+to|hop(?:e|es|ing) to"
+                    rf"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+{_QUALITY}\w+ing\b"
+                    rf"|['’](?:m|re|s)\s+{_QUALITY}\w+ing\b", re.IGNORECASE)
+
+
+def told_of_future(sentence: str) -> bool:
+    """Whether a sentence tells of a time ahead: "will", "is due", "are getting married" (not "is
+    amazing": "Lisbon is amazing in May" is of every May)."""
+    return bool(_FUTURE.search(sentence))
+
+
+def month_year(month: int, today: date, sentence: str) -> int | None:
+    """The year of a month a sentence says alone ("in July"), when its tense tells which: the
+    latest such month before today's when told of the past, the next one after it when of a time
+    ahead; None for today's own month (this year's or another?), a sentence of neither (a habit:
+    "goes skiing in February"), or a year out of range."""
+    if month == today.month:
+        return None
+    if told_of_past(sentence):
+        year = today.year if month < today.month else today.year - 1
+    elif told_of_future(sentence):
+        year = today.year if month > today.month else today.year + 1
+    else:
+        return None
+    return year if 1 <= year <= 9999 else None
+
+
 _SENTENCE_END = re.compile(r"[.!?;\n]")
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"

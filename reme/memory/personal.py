@@ -1639,15 +1639,18 @@ class PersonalSummarizer:
         if named:
             speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
             cited = {i for c in candidates for i in c.metadata["source_turns"]} | {i for d in flawed for i in d.sources}
-            for group, news in (
-                    ([(i, text) for i, text in named if i in cited], lambda text: {
-                        _stem(w) for w in named_in(text, speakers)}),
-                    # of a line no memory was written of, its names and its words: a stored memory holding
-                    # its names need not hold what it says of them (fresh14: "Auckland Transport have found me
-                    # a job in the depot" beside "... drives the 70 bus for Auckland Transport")
-                    ([(i, text) for i, text in named if i not in cited], lambda text: {
-                        _stem(w) for w in named_in(text, speakers)} | ({
-                            _stem(w) for w in content_words(text, speakers)} - UNITS))):
+
+            def names(text: str) -> set[str]:
+                return {_stem(w) for w in named_in(text, speakers)}
+
+            def names_and_words(text: str) -> set[str]:
+                # of a line no memory was written of: a stored memory holding its names need not hold what
+                # it says of them (fresh14: "Auckland Transport have found me a job in the depot" beside
+                # "... drives the 70 bus for Auckland Transport")
+                return names(text) | ({_stem(w) for w in content_words(text, speakers)} - UNITS)
+
+            for group, news in (([(i, text) for i, text in named if i in cited], names),
+                                ([(i, text) for i, text in named if i not in cited], names_and_words)):
                 if group:
                     more, more_flawed = self._kept_as_said(
                         group, "personal/said", "has a name or number no memory holds", transcript, history,
@@ -1739,8 +1742,8 @@ class PersonalSummarizer:
 
         decider = Decider(shown, history, plan.rejected,
                           lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                            user_name, cand.message_time), said)
-        return decider.decide(decisions, stored)
+                                                            user_name, cand.message_time), said, stored)
+        return decider.decide(decisions)
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
                     user_name: str, now: datetime, rejected: list[Rejection], written: set[str], *,
@@ -2045,15 +2048,17 @@ class Decider:
     history: MemoryNode
     rejected: list[Rejection]
     reword: Callable[[str, MemoryNode], str]
-    said: Callable[[str, MemoryNode], str | None] | None = None
+    said: Callable[[str, MemoryNode], str | None]
     """A sentence of a candidate's lines as a memory (its speaker named, its times dated), or None
     when it cannot stand alone."""
-    stored: list[list[float]] | None = None  # the vectors of the memories shown (`decide`)
+    stored: list[list[float]] | None
+    """The vectors of the memories shown (None: the embedder embeds no meaning; `apart`)."""
     changes: list[Change] = field(default_factory=list)
     decided: set[int] = field(default_factory=set)  # candidates
     claimed: set[int] = field(default_factory=set)  # memories shown
     added: set[int] = field(default_factory=set)  # candidates
     placed: set[int] = field(default_factory=set)  # candidates that took a memory's place (an update)
+    endings: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # `_ending`, by (candidate, memory)
     texts: dict[str, int] = field(init=False)  # normalized text of a memory shown -> its id
 
     def __post_init__(self) -> None:
@@ -2074,15 +2079,14 @@ class Decider:
                 and 0 <= d.candidate < len(shown.vectors) and (d.candidate, d.id) not in shown.ends
                 and cosine(stored[d.id], shown.vectors[d.candidate]) < SAME_SUBJECT}
 
-    def decide(self, decisions: Decisions, stored: list[list[float]] | None) -> list[Change]:
-        """`stored`: the vectors of the memories shown (`apart`: an UPDATE or DELETE of a memory
-        about something else adds the candidate instead). A candidate left without a decision is
+    def decide(self, decisions: Decisions) -> list[Change]:
+        """The writes the decisions call for (`apart`: an UPDATE or DELETE of a memory about
+        something else adds the candidate instead). A candidate left without a decision is
         added, and so is one whose decisions were not followed or only DELETEd a memory (it states
         what made that memory obsolete); one added beside a memory its line says has ended updates
         that memory instead (`_ended_instead`)."""
         shown = self.shown
-        self.stored = stored
-        apart = self.apart(decisions, shown, stored)
+        apart = self.apart(decisions, shown, self.stored)
         deleting: set[int] = set()  # candidates whose DELETE was followed
         for k, d in enumerate(decisions.decisions):
             if not 0 <= d.candidate < len(shown.candidates):
@@ -2146,14 +2150,16 @@ class Decider:
     def _ending(self, k: int, j: int) -> list[str]:
         """The sentences of candidate `k`'s lines that end memory `j` (`ending`), alone (the first
         after the question it answers: "No." to "Still driving the trams?") or after the sentence
-        before it ("I was on warfarin. They took me off it.")."""
+        before it ("I was on warfarin. They took me off it."); worked out once per pair."""
+        if (k, j) in self.endings:
+            return self.endings[(k, j)]
         shown = self.shown
         stored, target = shown.existing[j].content, shown.existing[j].memory_target
         sentences = [s for s in SENTENCE.split(shown.cited[k]) if s.strip()]
-        return [s for i, s in enumerate(sentences)
+        return self.endings.setdefault((k, j), [s for i, s in enumerate(sentences)
                 if ending(s, stored, target, asked=shown.asked[k] if i == 0 else "")
                 or i and ending(" ".join(sentences[i - 1:i + 1]), stored, target)
-                - ending(sentences[i - 1], stored, target)]
+                - ending(sentences[i - 1], stored, target)])
 
     def _about(self, k: int, j: int) -> bool:
         """Whether candidate `k` is about what its lines end of memory `j`: it holds a word they
@@ -2176,8 +2182,7 @@ class Decider:
         took Lotte off the trams for good."); it stays as it is when that cannot stand alone."""
         cand, over = self.shown.candidates[k], self.shown.existing[j]
         # the first of its sentences that stands alone ("No." to "Still driving the trams?" does not)
-        text = next((said for sentence in self._ending(k, j) if self.said is not None
-                     and (said := self.said(sentence, cand))), None)
+        text = next((said for sentence in self._ending(k, j) if (said := self.said(sentence, cand))), None)
         if text and normalize_text(text) != normalize_text(cand.content) and self._stored(text) is None:
             try:
                 node = revised(over, cand, text, self.history)
@@ -2359,9 +2364,8 @@ class Decider:
                     self._parted(k, j, rest, f"candidates[{k}]", added=True)
                     continue
                 left = not nothing_left(over.content, shown.ends[(k, j)])
-                about = self._about(k, j)
                 changed = revalued(over.content, shown.cited[k])
-                if changed is not None and (left or not about or changed[2] not in amounts(cand.content)):
+                if changed is not None and (left or changed[2] not in amounts(cand.content) or not self._about(k, j)):
                     # the candidate need not say the new value: "My kidney numbers rose, so the givosiran is
                     # 1.25 mg per kilo now" gave "Wei's kidney numbers rose"
                     self._parted(k, j, changed[0], f"candidates[{k}]", added=True,
@@ -2377,7 +2381,7 @@ class Decider:
                         reason=f"its line ends part of {over.content[:80]!r}, and what is left cannot stand "
                                f"alone: the memory stays as it is, the candidate goes beside it"))
                     continue
-                if not placed and not about:
+                if not placed and not self._about(k, j):
                     # fresh14 (qwen1.5b): "... took me off the trams for good. Before each infusion I get
                     # an antihistamine": the tram job took the antihistamine's text, and was lost
                     if not any(self._about(other, j) for other in adding.keys() | self.placed

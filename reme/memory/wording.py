@@ -21,7 +21,7 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Sequence
 
-from reme.temporal import IRREGULAR_PAST, MONTHS, Span, day_weeks_ago, find_spans, told_of_past
+from reme.temporal import IRREGULAR_PAST, MONTHS, Span, day_weeks_ago, find_spans, month_year, told_of_past
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -176,20 +176,10 @@ BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid
                         + r")\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
 """A month said without its year or day: "in July", "by February" (capitalized: "may" and "march"
 are verbs too)."""
-_QUALITY = r"(?!(?:amazing|interesting|boring|exciting|stunning|charming|relaxing|refreshing|appealing|inviting" \
-           r"|pleasing|tempting|thrilling|depressing|annoying|tiring|freezing|sweltering|lovely|nothing|something)\b)"
-FUTURE = re.compile(r"\b(?:will|won['’]t|shall|going to|gonna|due|plan(?:s|ned|ning)?\s+to|hop(?:e|es|ing) to"
-                    rf"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+{_QUALITY}\w+ing\b"
-                    rf"|['’](?:m|re|s)\s+{_QUALITY}\w+ing\b", re.IGNORECASE)
-"""What says a sentence is of a time ahead: "will", "is due", "are getting married" (not "is
-amazing": "Lisbon is amazing in May" is of every May)."""
-
-
 def year_of_months(text: str, said: date, *, named: bool = True) -> str:
     """`text` with the year put after each month it says alone ("in July" -> "in July 2026"), when
-    its sentence's tense tells which: the latest such month before `said`'s when told of the past,
-    the next one after it when of a time ahead (`FUTURE`); not `said`'s own month (this year's or
-    another?), nor in a text that names a year (`named`: check it does not)."""
+    its sentence's tense tells which (`month_year`), not in a text that names a year (`named`:
+    check it does not)."""
     if named and YEAR.search(text):
         return text
     out, pos = [], 0
@@ -197,15 +187,8 @@ def year_of_months(text: str, said: date, *, named: bool = True) -> str:
         month = MONTHS[m["month"].lower()]
         sentence = text[text.rfind(".", 0, m.start()) + 1:]
         sentence = sentence[:sentence.find(".")] if "." in sentence else sentence
-        if month == said.month:
-            continue
-        if told_of_past(sentence):
-            year = said.year if month < said.month else said.year - 1
-        elif FUTURE.search(sentence):
-            year = said.year if month > said.month else said.year + 1
-        else:
-            continue
-        if not 1 <= year <= 9999:
+        year = month_year(month, said, sentence)
+        if year is None:
             continue
         out.append(f"{text[pos:m.end()]} {year}")
         pos = m.end()
