@@ -68,6 +68,15 @@ def test_a_pattern_matches_whole_words_prefixes_and_phrases_case_folded() -> Non
     dose = Pattern.of({"k": ["atorvastatin", "40"]})  # a number is a word even when a unit sticks to it
     assert dose.matches("Victor takes atorvastatin 40mg daily") and dose.matches("Victor takes 40 mg of atorvastatin")
     assert not dose.matches("Victor takes atorvastatin 400mg") and Pattern.of({"k": ["40mg"]}).matches("40 mg")
+    # a number spelled out is the number (fresh15 says its doses in words: "Nadolol, forty milligrams")
+    assert dose.matches("Victor takes atorvastatin, forty milligrams") and not dose.matches("forty-four mg atorvastatin")
+    assert Pattern.of({"k": ["metformin", "1000"]}).matches("Metformin, a thousand milligrams twice a day")
+    assert Pattern.of({"k": ["weigh*", "142"]}).matches("Lerato weighs a hundred and forty-two kilos")
+    assert Pattern.of({"k": ["follitropin", "225"]}).matches("follitropin, two hundred and twenty-five units")
+    assert Pattern.of({"k": ["sodium", "1500"]}).matches("under fifteen hundred milligrams of sodium")
+    assert Pattern.of({"k": ["12 and a half"]}).matches("down to twelve and a half")
+    assert Pattern.of({"k": ["one to one*", "wednesday*"]}).matches("one-to-ones every Wednesday")  # "one" alone stays
+    assert Pattern.of({"k": ["29", "2 metres"]}).matches("twenty-nine, two metres tall")  # two numbers, not 31
 
 
 def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times() -> None:

@@ -40,10 +40,56 @@ in time once it is read later."""
 NUMBER_THEN_LETTER = re.compile(r"(\d)(?=[^\W\d_])")
 
 
+_ONES = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                      "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_SCALES = {"hundred": 100, "thousand": 1000}
+
+
+def _spelled(said: list[str], i: int) -> tuple[int, int] | None:
+    """The number spelled out in words from `said[i]` ("a hundred and forty two", "fifteen hundred",
+    "twenty five") and the index after it; None when none starts there, or only "one" does."""
+    total = part = 0
+    j, last = i, ""
+    if said[i] == "a" and i + 1 < len(said) and said[i + 1] in _SCALES:
+        part, j, last = 1, i + 1, "a"
+    while j < len(said):
+        w = said[j]
+        if w in _ONES or w in _TENS:
+            if last and not (last in _SCALES or last == "and" or last in _TENS and _ONES.get(w, 10) < 10):
+                break
+            part += _ONES.get(w, 0) + _TENS.get(w, 0)
+        elif w in _SCALES and last and last not in _SCALES and last != "and":
+            part = part * _SCALES[w]
+            if w == "thousand":
+                total, part = total + part, 0
+        elif w == "and" and last in _SCALES and j + 1 < len(said) and (said[j + 1] in _ONES or said[j + 1] in _TENS):
+            pass
+        else:
+            break
+        last = w
+        j += 1
+    if j == i or last in ("a", "and") or said[i:j] == ["one"]:  # "one" alone: "one-to-ones", "the one thing"
+        return None
+    return total + part, j
+
+
 def words(text: str) -> list[str]:
     """`reme.retrieval.words` of `text`, a number apart from a unit stuck to it: "40mg" is `40 mg`,
-    so a fact's "40" is found in "atorvastatin 40mg" as in "40 mg"."""
-    return _split(NUMBER_THEN_LETTER.sub(r"\1 ", text))
+    so a fact's "40" is found in "atorvastatin 40mg" as in "40 mg"; a number spelled out is its
+    digits ("forty milligrams" is `40 milligrams`, "a hundred and forty-two kilos" `142 kilos`),
+    in the facts as in the memories."""
+    said = _split(NUMBER_THEN_LETTER.sub(r"\1 ", text))
+    out: list[str] = []
+    i = 0
+    while i < len(said):
+        if (found := _spelled(said, i)) is not None:
+            out.append(str(found[0]))
+            i = found[1]
+        else:
+            out.append(said[i])
+            i += 1
+    return out
 
 
 @dataclass(frozen=True)
