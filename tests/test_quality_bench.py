@@ -77,6 +77,10 @@ def test_a_pattern_matches_whole_words_prefixes_and_phrases_case_folded() -> Non
     assert Pattern.of({"k": ["12 and a half"]}).matches("down to twelve and a half")
     assert Pattern.of({"k": ["one to one*", "wednesday*"]}).matches("one-to-ones every Wednesday")  # "one" alone stays
     assert Pattern.of({"k": ["29", "2 metres"]}).matches("twenty-nine, two metres tall")  # two numbers, not 31
+    smoke = Pattern.of({"k": ["smok*", "1 may|may 1|1st of may"]})  # a day of a month in words
+    assert smoke.matches("Kemal quit smoking on the first of May") and smoke.matches("quit smoking May first")
+    assert Pattern.of({"k": ["21st of june"]}).matches("on the twenty-first of June")
+    assert not smoke.matches("Kemal quit smoking on the first day, in May")
 
 
 def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times() -> None:

@@ -74,12 +74,41 @@ def _spelled(said: list[str], i: int) -> tuple[int, int] | None:
     return total + part, j
 
 
+_ORDINALS = {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+                                          "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+                                          "nineteenth twentieth".split(), start=1)} | {"thirtieth": 30}
+_MONTH_WORDS = frozenset("january february march april may june july august september october november december "
+                         "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+
+
+def _day_ordinals(said: list[str]) -> list[str]:
+    """`said` with a day of a month said in words as digits: "the first of may" is `the 1 st of may`
+    as "the 1st of May" is, "may twenty first" `may 21 st` (an ordinal beside no month stays a
+    word: "the first scan")."""
+    out = list(said)
+    for i, w in enumerate(said):
+        if w not in _ORDINALS:
+            continue
+        tens = 20 if i and said[i - 1] == "twenty" else 30 if i and said[i - 1] == "thirty" else 0
+        after = said[i + 1:i + 3]
+        before = said[max(0, i - (2 if tens else 1)):i - (1 if tens else 0)]
+        if after[:1] and after[0] in _MONTH_WORDS or after[:1] == ["of"] and after[1:] and after[1] in _MONTH_WORDS \
+                or before and before[-1] in _MONTH_WORDS:
+            n = tens + _ORDINALS[w]
+            suffix = "th" if 10 < n % 100 < 14 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+            out[i] = f"{n} {suffix}"  # as "1st" is read: `1 st`
+            if tens:
+                out[i - 1] = ""
+    return [part for w in out for part in w.split()]
+
+
 def words(text: str) -> list[str]:
     """`reme.retrieval.words` of `text`, a number apart from a unit stuck to it: "40mg" is `40 mg`,
     so a fact's "40" is found in "atorvastatin 40mg" as in "40 mg"; a number spelled out is its
     digits ("forty milligrams" is `40 milligrams`, "a hundred and forty-two kilos" `142 kilos`),
-    in the facts as in the memories."""
-    said = _split(NUMBER_THEN_LETTER.sub(r"\1 ", text))
+    and so is a day of a month ("the first of May" is `the 1st of may`), in the facts as in the
+    memories."""
+    said = _day_ordinals(_split(NUMBER_THEN_LETTER.sub(r"\1 ", text)))
     out: list[str] = []
     i = 0
     while i < len(said):
