@@ -745,10 +745,31 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2026-05-20", "Kim will start lecturing in August", "Kim will start lecturing in August 2026"),
     ("2026-10-20", "Kim goes skiing in February", "Kim goes skiing in February"),  # a habit, or which?
     ("2026-10-20", "Kim says Lisbon is amazing in May", "Kim says Lisbon is amazing in May"),
-    ("2026-10-20", "Kim had a relapse in October", "Kim had a relapse in October"),  # this month: which year?
+    ("2026-10-20", "Kim had a relapse in October", "Kim had a relapse in October 2026"),  # this month: this year's
     ("2026-10-20", "Kim had a relapse in July 2025", "Kim had a relapse in July 2025"),
     ("2026-10-20", "Kim had a relapse in July, and a scan last week",
      "Kim had a relapse in July 2026, and a scan last week (12-18 October 2026)"),
+    # fresh15: the month at the start or end of a sentence with no subject, or in a part of its month
+    ("2026-10-27", "Kristjan moved to Tartu at the start of October",
+     "Kristjan moved to Tartu at the start of October 2026"),
+    ("2026-11-10", "Kristjan moved to Tartu at the start of October",
+     "Kristjan moved to Tartu at the start of October 2026"),
+    ("2026-10-27", "Kristjan has driven since the end of September", "Kristjan has driven since the end of September"),
+    ("2026-10-27", "Kristjan was allowed to drive again since the end of September",
+     "Kristjan was allowed to drive again since the end of September 2026"),
+    ("2026-08-04", "Stopped the betahistine in June, no point", "Stopped the betahistine in June 2026, no point"),
+    ("2026-08-04", "Dr Kovacs retired at the end of June", "Dr Kovacs retired at the end of June 2026"),
+    # a day of a month said without its year (fresh15: "The bone scan is on the 5th of May", "next time on the
+    # 19th of January"): the next such day, or the last one when the sentence tells of the past
+    ("2026-04-14", "The bone scan is on the 5th of May", "The bone scan is on the 5th of May 2026"),
+    ("2026-11-10", "Dr Botha checks Wouter's moles, next time on the 19th of January",
+     "Dr Botha checks Wouter's moles, next time on the 19th of January 2027"),
+    ("2026-07-14", "The baby is due on November 30th", "The baby is due on November 30th 2026"),
+    ("2026-04-14", "Kim was diagnosed on the 3rd of March", "Kim was diagnosed on the 3rd of March 2026"),
+    ("2026-02-14", "Kim was diagnosed on the 3rd of March", "Kim was diagnosed on the 3rd of March 2025"),
+    ("2026-04-14", "Kim's scan is on 5 May 2027", "Kim's scan is on 5 May 2027"),
+    ("2026-04-14", "Kim may march on the 5th", "Kim may march on the 5th"),
+    ("2026-04-14", "Kim's 31st of February party", "Kim's 31st of February party"),  # no such day
     # a time it took, not a time ahead: the sentence tells of the past
     ("2024-05-03", "Kim finished the course in ten days", "Kim finished the course in ten days"),
     ("2024-05-03", "Kim lost 5 kg in two months", "Kim lost 5 kg in two months"),
@@ -1608,7 +1629,8 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
      "The ursodeoxycholic acid and the cholestyramine are finished.",
      "Mirko has finished the ursodeoxycholic acid and the cholestyramine"),
     ("Filipa", "Filipa takes progesterone capsules, 100 mg at bedtime",
-     "And the progesterone capsules are replaced by a Mirena coil.", "Filipa has a Mirena coil instead of the capsules"),
+     "And the progesterone capsules are replaced by a Mirena coil.",
+     "Filipa has a Mirena coil instead of the progesterone capsules"),
     # ... a new value said instead of the old one, of what the sentence is about (fresh7)
     ("Esteban", "Esteban takes 800 mg of lithium at night",
      "My lithium level came back too high at the clinic, so it's 600 mg now instead of 800.",
@@ -1708,6 +1730,15 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
 
 
 @pytest.mark.parametrize(("said", "ends"), [
+    # fresh15 (qwen1.5b): what a clause before a colon says has ended is not what the clause after it says
+    ("Dr Demirtas chose the dose, but she's not my doctor any more: Selin and I got married in September.", set()),
+    ("Selin is not my girlfriend any more: we got married in September.", {"selin", "girlf"}),
+])
+def test_a_colon_parts_the_clauses_of_what_has_ended(said: str, ends: set[str]) -> None:
+    assert ending(said, "Selin is Kemal's girlfriend", "Kemal", own=True) == ends
+
+
+@pytest.mark.parametrize(("said", "ends"), [
     # fresh10 (qwen1.5b kept the old date): a new value "now, not" the old one
     ("The growth scan moved it: they're saying the 12th of May now, not the 19th.", {"19th"}),
     ("It's the 19th now, not the 12th.", set()),  # the memory's value is the new one
@@ -1801,6 +1832,13 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
     ("Bea", "Bea is 71 years old and has atrial fibrillation, so she is on warfarin, 3 mg every evening at six",
      "They took me off the warfarin in March.", "Bea is off the warfarin", "Bea is 71 years old and has atrial "
      "fibrillation."),
+    # fresh15 (qwen1.5b): a medicine of a list that goes on is no part of the one before it that ended: the
+    # clindamycin went with the doxycycline, and the adalimumab's candidate took the whole memory's place
+    ("Kemal", "Kemal is on adalimumab, forty milligrams every week; doxycycline, a hundred milligrams a day, and "
+     "clindamycin gel on the lumps morning and night", "The adalimumab stopped working over the summer, so I'm on "
+     "secukinumab now, three hundred milligrams every four weeks. The doxycycline is gone too.",
+     "Kemal's adalimumab stopped working, so Kemal is on secukinumab now, three hundred milligrams every four weeks, "
+     "and the doxycycline is gone too", "Kemal is on clindamycin gel on the lumps morning and night."),
     # ... and what "they" say of her is not said of her: "Bea like her between 2 and 3" was kept
     ("Bea", "Bea has a stroke behind her. Bea takes warfarin every evening, they like her INR between 2 and 3",
      "They took me off the warfarin.", "Bea is off the warfarin", "Bea has a stroke behind her."),
@@ -2117,11 +2155,36 @@ def test_what_a_cited_question_asks_is_the_users_when_their_answer_says_it(memor
     ("Wei is on warfarin, so he must avoid aspirin.", "", "I'm on warfarin, so I must not take aspirin.", False),
     # what the answer names first is avoided only when the question asks what to avoid
     ("Wei takes aspirin every day.", "What do you take?", "Aspirin, every day.", False),
+    # fresh15 (qwen1.5b): a medicine named in answer to "Any allergies?" written as one taken or prescribed
+    ("Wei is taking ciprofloxacin, which tore his Achilles tendon in 2019.",
+     "Any allergies the surgical team should know about?", "Ciprofloxacin. It tore my Achilles tendon in 2019.", True),
+    ("Sulfa antibiotics were prescribed to Wei.", "Any allergies?",
+     "Sulfa antibiotics. They gave me a rash with blisters in my mouth.", True),
+    ("Wei was given penicillin after the operation.", "Are there medicines you react to?",
+     "Penicillin. Hives all over.", True),
+    ("Wei reacts badly to penicillin: hives all over.", "Are there medicines you react to?",
+     "Penicillin. Hives all over.", False),
 ])
 def test_taking_what_the_line_says_to_avoid_is_caught(memory: str, asked: str, said: str, wrong: bool) -> None:
     messages = [Message(role="assistant", content=f"Right. {asked}" if asked else "Noted."),
                 Message(role="user", name="Wei", content=said)]
     assert (not_a_memory(memory, messages, [1], "wei") is not None) == wrong
+
+
+@pytest.mark.parametrize(("memory", "said", "invented"), [
+    # fresh15 (qwen1.5b): ages no one said, of a man who said his age in no line
+    ("Kristjan is a 51-year-old man with a history of heart disease.", "I have Marfan syndrome.", True),
+    ("Wouter is a 26-year-old man with a medical history of colitis.", "Then I got colitis from it.", True),
+    ("Wouter is aged 40 and farms citrus.", "I farm citrus.", True),
+    # an age said, in digits or in words
+    ("Kristjan is 29 years old and has Marfan syndrome.", "I have Marfan syndrome. I'm twenty-nine.", False),
+    ("Ruan is a twenty-year-old student.", "Our son Ruan, who's 20, is at college.", False),
+    ("Bakkies was sixteen years old.", "Bakkies died in April. Sixteen years old.", False),
+])
+def test_an_age_no_one_said_is_not_stored(memory: str, said: str, invented: bool) -> None:
+    messages = [Message(role="assistant", content="Noted."), Message(role="user", name="Wei", content=said)]
+    reason = not_a_memory(memory, messages, [1], "wei")
+    assert (reason is not None) == invented, reason
 
 
 @pytest.mark.parametrize(("memory", "said", "invented"), [
@@ -2327,6 +2390,41 @@ def test_injuries_emergencies_and_medicines_by_their_endings_are_health_facts(se
     assert unheld_health(transcript, ["Ann plays volleyball"]) == [(0, sentence)]
 
 
+@pytest.mark.parametrize("sentence", [
+    # fresh15 (qwen1.5b): doses in words, procedures, body parts, specialists and medicines by the stems of their
+    # international names: no memory kept these, and no check knew them for health facts
+    "Fifteen milligrams every morning with breakfast.", "Zinc gluconate, ninety milligrams a day.",
+    "Intermittent catheters every four hours, day and night.", "Pounding headache, a blocked nose.",
+    "The chemist packs the blister pack: losartan in the morning.", "For an attack itself, prochlorperazine.",
+    "It can turn into giant cell arteritis, and that can blind you.", "Her eye injection is every eight weeks.",
+    "From Thursday I add cetrorelix every morning.", "I stopped the betahistine in June.",
+    "I sleep with a CPAP machine every night.", "Adalimumab every week.",
+])
+def test_doses_in_words_procedures_and_medicines_by_their_stems_are_health_facts(sentence: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Ann", content=sentence)], datetime(2025, 3, 1, tzinfo=timezone.utc))
+    assert unheld_health(transcript, ["Ann plays volleyball"]) == [(0, sentence)]
+
+
+@pytest.mark.parametrize(("line", "kept"), [
+    # fresh15 (qwen1.5b): a medicine named alone, answering "Any allergies?", then what it did: the sentence kept as
+    # said held the reaction without the medicine ("Hives all over, in Wouter's twenties.")
+    ("Trimethoprim. Hives all over, in my twenties.", ["Trimethoprim. Hives all over, in my twenties."]),
+    ("Metamizole. Dipyrone. Here they give it for everything, and it sent me into anaphylaxis six years ago.",
+     ["Metamizole. Dipyrone. Here they give it for everything, and it sent me into anaphylaxis six years ago."]),
+    ("Sulfa antibiotics. They gave me a rash with blisters. And yes, I smoke, ten a day.",
+     ["Sulfa antibiotics. They gave me a rash with blisters."]),
+    # "It" is named by the medicine before it (named_thing); a greeting or a word of no health joins nothing
+    ("Aspirin. It makes me wheezy.", ["Aspirin.", "It makes me wheezy."]),
+    ("Evening. I'm allergic to latex.", ["I'm allergic to latex."]),
+    ("Nervous. We've been trying for three years, since my diabetes was found.",
+     ["We've been trying for three years, since my diabetes was found."]),
+])
+def test_a_health_word_said_alone_is_kept_with_the_sentence_after_it(line: str, kept: list[str]) -> None:
+    transcript = Transcript.of([Message(role="assistant", content="Any allergies?"),
+                                Message(role="user", name="Ann", content=line)], datetime(2026, 3, 1, tzinfo=timezone.utc))
+    assert unheld_health(transcript, ["Ann plays volleyball"]) == [(1, sentence) for sentence in kept]
+
+
 @pytest.mark.parametrize(("sentence", "kept"), [
     # fresh10 (qwen1.5b): what someone must not do, said beside a health word or for a time, no memory kept
     ("The transplant team said no herbal stuff at all, it can mess with the tacrolimus levels.", True),
@@ -2344,7 +2442,7 @@ def test_what_someone_must_not_do_for_a_while_or_for_their_health_is_a_safety_fa
 
 
 @pytest.mark.parametrize("word", ["april", "magazine", "stating", "statistics", "broke", "hospitality", "capril",
-                                  "painting", "physics"])
+                                  "painting", "physics", "clothes", "mongrel", "cardigan", "rasher"])
 def test_words_that_only_look_like_medicines_are_no_health_words(word: str) -> None:
     assert not health_word(word)
 
@@ -2512,6 +2610,39 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
     (["My husband Kofi is here.", "Anything else?", "She's seven."], "She's seven.", None),
 ])
 def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_before_says_it(
+        lines: list[str], sentence: str, resolved: str | None) -> None:
+    messages = [Message(role="assistant", content=line) if line.endswith("?") else
+                Message(role="user", name="Mandla", content=line) for line in lines]
+    transcript = Transcript.of(messages, datetime(2025, 5, 14, tzinfo=timezone.utc))
+    assert named_subject(transcript, len(messages) - 1, sentence) == (resolved or sentence)
+
+
+@pytest.mark.parametrize(("lines", "sentence", "resolved"), [
+    # fresh15 (qwen1.5b): a state said with no subject is of the one the sentence before names, or of the speaker
+    (["And your son?", "Sahan, he's seven. Anaphylactic to cashews and pistachios."],
+     "Anaphylactic to cashews and pistachios.", "Sahan is anaphylactic to cashews and pistachios."),
+    (["Any allergies?", "Allergic to penicillin, hives."], "Allergic to penicillin, hives.",
+     "Mandla is allergic to penicillin, hives."),
+    (["And the kids?", "Sahan and Nethmi are here. Allergic to cashews."], "Allergic to cashews.", None),  # which?
+    # "his" or "her" of the one person the question names (fresh15: "His sister Anoma flies down ...")
+    (["Is anyone helping Ruwan?", "His sister Anoma flies down from Sydney on Sunday."],
+     "His sister Anoma flies down from Sydney on Sunday.", "Ruwan's sister Anoma flies down from Sydney on Sunday."),
+    (["Is anyone helping Ruwan and Kusuma?", "His sister Anoma flies down."], "His sister Anoma flies down.", None),
+    (["Is anyone helping?", "His sister Anoma flies down."], "His sister Anoma flies down.", None),
+    # a time or a place alone answering when or where something is (fresh15: "Next Wednesday, at a hotel in
+    # Negombo." kept without the wedding)
+    (["When is the wedding itself?", "Next Wednesday, at a hotel in Negombo."],
+     "Next Wednesday, at a hotel in Negombo.", "The wedding itself is next Wednesday, at a hotel in Negombo."),
+    (["Kristjan, when's the surgery?", "Four weeks from today, with Dr Ilves, the cardiac surgeon in Tartu."],
+     "Four weeks from today, with Dr Ilves, the cardiac surgeon in Tartu.",
+     "The surgery is four weeks from today, with Dr Ilves, the cardiac surgeon in Tartu."),
+    (["Where is your clinic?", "Out in Soweto, near the mall."], "Out in Soweto, near the mall.",
+     "Mandla's clinic is out in Soweto, near the mall."),
+    (["When is the wedding?", "Next Wednesday. I'm giving the speech in Negombo."],
+     "I'm giving the speech in Negombo.", None),  # not the answer's first sentence
+    (["When is the wedding?", "We fly out on Friday to Negombo."], "We fly out on Friday to Negombo.", None),
+])
+def test_a_sentence_kept_as_said_is_given_the_subject_its_line_or_question_says(
         lines: list[str], sentence: str, resolved: str | None) -> None:
     messages = [Message(role="assistant", content=line) if line.endswith("?") else
                 Message(role="user", name="Mandla", content=line) for line in lines]
@@ -2698,6 +2829,19 @@ def test_a_sentence_kept_for_its_date_is_a_persons_and_dates_what_no_memory_does
         assert anchor_weekdays(anchor_times(sentence, now), now, [sentence]) != sentence  # it has a date
     # each sentence dated, as a memory would hold it: nothing left to keep
     assert unheld_dates(transcript, [anchor_weekdays(anchor_times(s, now), now, [s]) for _, s in kept] + written) == []
+
+
+@pytest.mark.parametrize(("said", "written", "kept"), [
+    # fresh15 (qwen1.5b): a day of a month without its year, left out by every memory
+    ("The bone scan is on the 5th of May.", ["Dorothea swims at the Rheinbad."], True),
+    ("Our baby is due on the 30th of November.", ["Liis is pregnant."], True),
+    ("The bone scan is on the 5th of May.", ["Dorothea's bone scan is on 5 May 2026."], False),
+    ("The bone scan is on the 5th of May.", ["Dorothea's bone scan is on the 5th of May."], False),
+    ("The bone scan is on 5 May 2027.", ["Dorothea swims."], False),  # a date with its year is no relative time
+])
+def test_a_day_of_a_month_no_memory_dates_is_kept(said: str, written: list[str], kept: bool) -> None:
+    transcript = Transcript.of([Message(role="user", name="Ann", content=said)], datetime(2026, 4, 14, tzinfo=timezone.utc))
+    assert unheld_dates(transcript, written) == ([(0, said)] if kept else [])
 
 
 @pytest.mark.parametrize(("lines", "expected"), [

@@ -40,7 +40,7 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import (PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span,
+from reme.memory.wording import (PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span, year_of_days,
                                  name_the_speaker, relative_spans, weekday_spans)
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
@@ -48,7 +48,7 @@ from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF
                          MAX_TAGS, Fallback, MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope,
                          SearchResult, SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import And, Filter
-from reme.temporal import FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window
+from reme.temporal import COUNTS, FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window
 
 log = logging.getLogger("reme.personal")
 
@@ -642,6 +642,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
         return f"{text[:80]!r} says its person is a {role}; the lines say their {role} is someone else"
     if invented := invented_health(text, messages):
         return f"{text[:80]!r} names {', '.join(invented[:5])}, which no one named in the conversation"
+    if (age := invented_age(text, messages)) is not None:
+        return f"{text[:80]!r} gives an age, {age}, that no one said in the conversation"
     cited = [messages[i].content for i in sources if 0 <= i < len(messages) and messages[i].role == "user"]
     if allergen := taken_though_allergic(text, cited or [m.content for m in messages if m.role == "user"]):
         return f"{text[:80]!r} says someone takes {allergen}; the line says they are allergic to {allergen}"
@@ -649,6 +651,29 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     if avoided := taken_though_avoided(text, cited, asked):
         return f"{text[:80]!r} says someone takes {avoided}; the line says it is to be avoided"
     return None
+
+
+_COUNT_WORD = r"(?:" + "|".join(sorted((re.escape(k) for k in COUNTS if k not in FUZZY and not k.startswith("a")),
+                                        key=len, reverse=True)) + r")"
+AGE = re.compile(rf"\b(?P<n>\d{{1,3}}|{_COUNT_WORD})[\s-]+years?[\s-]+old\b|\baged\s+(?P<m>\d{{1,3}}|{_COUNT_WORD})\b",
+                 re.IGNORECASE)
+"""An age a memory gives: "a 51-year-old man", "twenty years old", "aged 40"."""
+COUNT_SAID = re.compile(rf"\b(?:\d{{1,3}}|{_COUNT_WORD})\b", re.IGNORECASE)
+
+
+def _count_of(raw: str) -> int:
+    raw = re.sub(r"[\s-]+", " ", raw.casefold())
+    return int(raw) if raw.isdigit() else COUNTS.get(raw, COUNTS.get(raw.replace(" ", "-"), -1))
+
+
+def invented_age(text: str, messages: Sequence[Message]) -> int | None:
+    """An age a memory gives (`AGE`) that no message says, in digits or words (fresh15: qwen1.5b
+    wrote "Kristjan is a 51-year-old man" of a man who said no age); else None."""
+    ages = [_count_of(m["n"] or m["m"]) for m in AGE.finditer(text)]
+    if not ages:
+        return None
+    said = {_count_of(n) for message in messages for n in COUNT_SAID.findall(message.content)}
+    return next((age for age in ages if age not in said), None)
 
 
 IS_WHAT = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?)\s+(?:is|was|works\s+as)\s+"
@@ -733,6 +758,10 @@ def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
 AVOID = re.compile(r"\b(?:avoid(?:s|ing)?|can(?:no|['’])?t\s+(?:have|take|eat|drink)|(?:must|should)\s*(?:n['’]t|\s+not)\s+"
                    r"(?:have|take|eat|drink)|stay\s+away\s+from|not\s+allowed)\b", re.IGNORECASE)
 AVOIDED = re.compile(AVOID.pattern + r"\s+(?:the\s+|any\s+|all\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
+REACTS = re.compile(r"\b(?:allerg|react|intoleran|sensitiv)", re.IGNORECASE)
+"""A question of what someone reacts to ("Any allergies?", "Are there medicines you react to?"):
+the answer names first what is not to be given (fresh15: "Ciprofloxacin. It tore my Achilles
+tendon" became "Lerato is taking ciprofloxacin")."""
 
 
 def taken_though_avoided(text: str, lines: Sequence[str], asked: str = "") -> str | None:
@@ -743,7 +772,7 @@ def taken_though_avoided(text: str, lines: Sequence[str], asked: str = "") -> st
     taken too."""
     said = " ".join(lines)
     things = [m[1].casefold() for m in AVOIDED.finditer(said)]
-    if asked and AVOID.search(asked) and lines:
+    if asked and (AVOID.search(asked) or REACTS.search(asked)) and lines:
         first = [w for w in words(lines[0]) if w not in _LEADING]
         things += first[:1]
     return next((thing for thing in things if _taken_though_not(thing, text, said)), None)
@@ -754,7 +783,11 @@ def _taken_though_not(thing: str, text: str, said: str) -> bool:
     `said` do not ("I can't take aspirin" does not)."""
     if thing in COMMON_WORDS or thing in FIRST_PERSON or thing in FILLER or len(thing) < 3:
         return False
-    taken = re.compile(TAKES + re.escape(thing) + r"\b(?![-\s]?free)", re.IGNORECASE)  # "peanut-free"
+    taken = re.compile(TAKES + re.escape(thing) + r"\b(?![-\s]?free)"  # "peanut-free"
+                       # or given it: "Sulfa antibiotics were prescribed to Kemal", "was given penicillin"
+                       r"|\b" + re.escape(thing) + r"\b(?:\s+[\w'’-]+){0,2}?\s+(?:is|are|was|were|been)\s+"
+                       r"(?:being\s+)?(?:prescribed|given|taken)\b|\b(?:was|were|been|being)\s+given\s+"
+                       r"(?:[\w'’-]+\s+){0,2}?" + re.escape(thing) + r"\b", re.IGNORECASE)
     return all(any(not NOT_TO.search(t[:m.start()]) for m in taken.finditer(t)) == (t is text) for t in (text, said))
 
 
@@ -822,17 +855,34 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             "defibrill", "dislocat", "sprain", "fractur", "concuss", "physio", "swoll", "swell",
                             "renal", "potassium", "glucos", "glucagon", "sedat", "anaesthe", "anesthe", "chemo",
                             "biops", "vomit", "nause", "paracetamol", "ibuprofen", "aspirin", "codeine", "morphine",
-                            "opioid", "steroid", "antibiot", "transplant", "breastfe", "latex", "isophane")
+                            "opioid", "steroid", "antibiot", "transplant", "breastfe", "latex", "isophane",
+                            # fresh15: a dose in words, what is done to a body, its parts and troubles ("Fifteen
+                            # milligrams every morning", "Intermittent catheters every four hours", "Pounding
+                            # headache"; not whose care it is: "my oncologist" is a name's to keep)
+                            "milligram", "millilit", "inject", "infus", "transfus", "cathet", "bladder", "bowel",
+                            "urin", "headach", "backach", "syndrom", "symptom", "diagnos", "surgeon", "surgical",
+                            "melanom", "carcinom", "lymphom", "sarcom", "myelom", "glaucom", "tumour", "tumor",
+                            "spasm", "wheez", "ulcer", "apnoea", "apnea", "cpap", "wheelchair", "parapleg",
+                            "tetrapleg", "quadripleg", "hemipleg", "dysreflex", "dyslex", "dysprax", "dysphag",
+                            "cardiac", "vaccin", "immunis", "immuniz", "clot", "thyrox", "rash")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
-NOT_HEALTH = ("paint", "hearth", "hearty", "stingy")
+NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
 DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin", "cycline", "floxacin", "prazole",
                 "oxetine", "azepam", "azolam", "triptan", "formin", "gliptin", "parin", "xaban", "semide", "thiazide",
-                "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "traline", "alopram")
+                "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "traline", "alopram",
+                # the stems of international nonproprietary names, WHO's list (fresh15: betahistine, gentamicin,
+                # adalimumab, tizanidine, prochlorperazine, nitrofurantoin, trimethoprim, pseudoephedrine, ...)
+                "mab", "tinib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin", "oprim",
+                "ephedrine", "farin", "alexin", "setron", "peridone", "dronate", "dronic", "purinol", "tropin",
+                "relix", "sterone", "ynin", "fenac", "profen", "afil", "gliflozin", "glutide", "triptyline",
+                "chicine", "idogrel", "goxin", "darone", "sonide", "gabalin", "itis")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
-citalopram, ...; fresh6: "They put me on
-amlodipine" was no health fact), each after at least three letters; "april" is none."""
+citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
+inflammation ("colitis", "arteritis"), each after at least two letters."""
+NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines"})
+"""Words that end as a medicine's name does and are none."""
 
 
 def health_word(word: str) -> bool:
@@ -840,7 +890,7 @@ def health_word(word: str) -> bool:
     does, or ends as a medicine's name does (`DRUG_ENDINGS`)."""
     if word.startswith(HEALTH_STEMS):
         return not word.startswith(NOT_HEALTH)
-    return word != "april" and any(word.endswith(e) and len(word) >= len(e) + 3 for e in DRUG_ENDINGS)
+    return word not in NOT_DRUGS and any(word.endswith(e) and len(word) >= len(e) + 2 for e in DRUG_ENDINGS)
 
 
 DIAGNOSES = ("diabet", "asthma", "epilep", "coeliac", "celiac", "cancer", "stroke", "arthrit", "dement", "alzheim",
@@ -1027,6 +1077,39 @@ def call_when(sentence: str) -> list[str]:
     return content_words(found["cond"] or found["after"]) if found else []
 
 
+NOT_FRAGMENT = frozenset("i we he she they it you is are am was were be been have has had do does did s m re ve ll d "
+                         "take takes took get got make makes made give gave".split())
+"""Words that make a sentence more than a thing named alone: a subject, a verb."""
+
+
+def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
+    """The sentences people said (`statements`), each run of things named alone ("Trimethoprim.",
+    "Sulfa antibiotics.": four words or fewer, no subject or verb of `NOT_FRAGMENT`) that holds a
+    health word joined to the sentence after it in its line ("Trimethoprim. Hives all over, in my
+    twenties.": the reaction kept without the medicine is no safety fact); not to one starting
+    with "It", which `named_thing` names."""
+    run: list[str] = []
+    line = -1
+    for index, sentence in statements(transcript):
+        if index != line:
+            yield from ((line, kept) for kept in run)
+            run, line = [], index
+        told = words(sentence)
+        if len(told) <= 4 and sentence.endswith(".") and NOT_FRAGMENT.isdisjoint(told):
+            run.append(sentence)
+            continue
+        if run and any(health_word(w) for kept in run for w in words(kept)) and not IT_LEADS.match(sentence):
+            content = transcript.messages[index].content  # as said, spaces and all
+            start = content.find(run[0])
+            end = content.find(sentence, start)
+            sentence = content[start:end + len(sentence)] if 0 <= start <= end else " ".join([*run, sentence])
+        else:
+            yield from ((index, kept) for kept in run)
+        run = []
+        yield index, sentence
+    yield from ((line, kept) for kept in run)
+
+
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
@@ -1037,7 +1120,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     judged."""
     held = stems(written)
     out: list[tuple[int, str]] = []
-    for index, sentence in statements(transcript):
+    for index, sentence in health_led(transcript):
         sentence = said_whole(sentence)
         said = words(sentence)
         health = [w for w in said if health_word(w)] + restricted(sentence)
@@ -1173,6 +1256,8 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     message = transcript.messages[index]
     if IT_LEADS.match(sentence) and message.role == "user" and sentence in message.content:
         return named_thing(message.content[:message.content.find(sentence)], sentence)
+    if not lead and message.role == "user" and sentence in message.content:
+        return subject_given(transcript, index, sentence)
     if not lead or message.role != "user" or sentence not in message.content or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
     known = transcript.names
@@ -1215,6 +1300,56 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         elif named or not (name := the_one_related(transcript, index, sentence, pronoun)):
             return sentence
     return _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+
+
+STATE_LEADS = re.compile(r"(?:Allergic|Anaphylactic|Intolerant|Sensitive|Diabetic|Epileptic|Coeliac|Celiac|Asthmatic"
+                         r"|Pregnant)\b")
+"""A sentence that says a state with no subject: "Anaphylactic to cashews and pistachios."."""
+OWNER_LEADS = re.compile(r"(?:His|Her)\s+(?=[^\W\d_])")
+WHEN_WHERE = re.compile(r"^(?:(?:and|so)\s+)?(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+)?(?:when|where)(?:['’]s|\s+(?P<verb>is|are|was|were))"
+                        r"\s+(?P<thing>[^?]{3,60}?)\s*\?$", re.IGNORECASE)
+"""A question of when or where something is: "When is the wedding itself?", "Kristjan, when's the surgery?"."""
+
+
+def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
+    """`sentence` (of line `index`, a person's; it starts with no "he" or "she") with the subject
+    it leaves out (fresh15, qwen1.5b left each out of a memory): a state said alone ("Anaphylactic
+    to cashews") is of the one person the sentence before it in its line names, or, when none
+    before it names anyone, of the speaker; a "His" or "Her" it starts with is of the one person
+    the question just before names, when its line names no one before it ("Is anyone helping
+    Ruwan?" "His sister Anoma ..."); a line's first sentence that is a time or a place alone
+    answers the question of when or where something is ("When is the wedding itself?" "Next
+    Wednesday, at a hotel in Negombo."). Otherwise as it is."""
+    message = transcript.messages[index]
+    known = transcript.names
+    before = [t.strip() for t in SENTENCE.split(message.content[:message.content.find(sentence)]) if t.strip()]
+    named = [{n for n in CAPITALIZED.findall(t) if n in known} for t in before]
+    if STATE_LEADS.match(sentence):
+        # the sentence before may start with the name ("Sahan, he's seven."): a capitalized word no other word is
+        last = {n for n in CAPITALIZED.findall(before[-1]) if n in known or n.lower() not in
+                STARTERS | COMMON_WORDS | FILLER | TIME_WORDS | I_WORDS} if before else set()
+        if len(last) == 1:
+            who = next(iter(last))
+        elif not any(named) and message.name:
+            who = message.name
+        else:
+            return sentence
+        return f"{who} is {sentence[0].lower()}{sentence[1:]}"
+    asked = asked_before(transcript.messages, index)
+    if (owner := OWNER_LEADS.match(sentence)) and not any(named):
+        asked_of = {n for n in CAPITALIZED.findall(asked) if n in known}
+        return f"{asked_of.pop()}'s {sentence[owner.end():]}" if len(asked_of) == 1 else sentence
+    question = WHEN_WHERE.match(asked) if asked and not before else None
+    if question is None or not NOT_FRAGMENT.isdisjoint(words(sentence)):
+        return sentence
+    thing = question["thing"]
+    if re.match(r"your\b", thing, re.IGNORECASE):
+        if not message.name:
+            return sentence
+        thing = f"{message.name}'s{thing[4:]}"
+    first = sentence.split(" ", 1)[0].strip(",.;:")
+    start = sentence if first in known or first in TITLES else sentence[0].lower() + sentence[1:]
+    return f"{thing[0].upper()}{thing[1:]} {(question['verb'] or 'is').lower()} {start}"
 
 
 def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
@@ -1447,7 +1582,8 @@ def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int,
 def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant, no request to it) with a time
     relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
-    not one that is only that day: "today") that no date of `written` (the memories so far, dated)
+    not one that is only that day: "today"), or a day of a month without its year ("on the 5th of
+    May", `year_of_days`), that no date of `written` (the memories so far, dated)
     falls in and that say something besides (three words worth comparing), lead-in dropped, with
     the index of their line: qwen1.5b wrote "Rustam works at an engineering firm in Calgary" of
     "I started at an engineering firm in Calgary three weeks ago", and nothing of "Ren started
@@ -1457,16 +1593,19 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
-        if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
-                or len(content_words(sentence, I_WORDS | TIME_WORDS)) < 3):
-            continue  # a request, or too little besides its time to stand alone ("We decided on Saturday")
         said = transcript.times[index]
         today = said.date()
+        dated = year_of_days(sentence, today)  # a day of a month: "The bone scan is on the 5th of May" (fresh15)
+        if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
+                or len(content_words(sentence, I_WORDS | TIME_WORDS)) < (1 if dated != sentence else 3)):
+            continue  # a request, or too little besides its time to stand alone ("We decided on Saturday")
         spans = [span for _, _, span in times_said(sentence, said, sentence)]
+        if dated != sentence:
+            spans += [span for start, end, span in find_spans(dated, today) if YEAR.search(dated[start:end])]
         if not spans:
             continue
         if today not in held:
-            held[today] = [span for text in written for _, _, span in find_spans(text, today)]
+            held[today] = [span for text in written for _, _, span in find_spans(year_of_days(text, today), today)]
         if any(not any(h.first <= span.last and span.first <= h.last for h in held[today] + kept) for span in spans):
             out.append((index, sentence))
             kept += spans
@@ -2708,13 +2847,15 @@ NAME_AND_I = re.compile(r"^\s*(?:(?:and|but|so)\s+)?[A-Z][^\W\d_]+\s*$")
 def clauses_of(sentence: str) -> list[str]:
     """A sentence's clauses (`CLAUSE`), a thing named before "and" kept with the clause it is the
     subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one, and so are
-    "no insulin and no metformin now" and "Ama and I separated in the spring"."""
-    pieces = re.split(f"({CLAUSE.pattern})", sentence, flags=re.IGNORECASE)
+    "no insulin and no metformin now" and "Ama and I separated in the spring"; a thing named after
+    "and" goes with the clause before it ("I came off the azathioprine and the budesonide")."""
+    pieces = re.split(f"({CLAUSE.pattern}|:\\s+)", sentence, flags=re.IGNORECASE)  # and after a colon (fresh15)
     out = [pieces[0]]
     for joint, clause in zip(pieces[1::2], pieces[2::2]):
         if joint.strip().lower() == "and" and (LISTED.match(out[-1].strip()) or NO_LISTED.search(out[-1])
                                                 and clause.lstrip().lower().startswith("no ")
-                                                or NAME_AND_I.match(out[-1]) and re.match(r"\s*I\b", clause)):
+                                                or NAME_AND_I.match(out[-1]) and re.match(r"\s*I\b", clause)
+                                                or LISTED.match(clause.strip().rstrip(".!;"))):
             out[-1] += joint + clause
         else:
             out.append(clause)
@@ -2801,7 +2942,15 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     text = " ".join(out)
     if first.lower() in people and (m := LEADING_PRONOUN.match(text)) and m[0].lower() not in ("they", "their"):
         text = (first if m["subject"] else f"{first}'s") + text[m.end():]  # "they" is not whom it starts with
+    head = LIST_HEAD.match(stored.strip())
+    if head and text and head["who"].lower() in people and not text.startswith(head["who"]) \
+            and any(health_word(w) and not w.startswith(HEALTH_STEMS) for w in words(text.split(" ", 1)[0])):
+        text = head[0] + text[0].lower() + text[1:]  # what is left of a list of medicines: "Kemal is on" it
     return None if not dropped or not text or flaw(text, people) else text
+
+
+LIST_HEAD = re.compile(r"(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is\s+(?:on|taking|using)|takes|uses)\s+")
+"""How a memory listing someone's medicines starts: "Kemal is on adalimumab, ...; doxycycline"."""
 
 
 def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
@@ -2890,9 +3039,13 @@ def _parts_left(stored: str, gone: set[str], subject: str, *,
             # is taking ondansetron for morning, noon, and night" loses "night" too
             said = (bool(subject) or predicates_stay) and bool(PREDICATE.match(part))
             opens = LEADING_PRONOUN.match(part)  # a clause of its own, but "they" tell of the part before
-            going = bool({_stem(w) for w in words(part)} & gone) or (
+            held = {_stem(w) for w in words(part)}
+            # a medicine of a list that goes on is a thing of its own: "...; doxycycline, 100 mg a day, and
+            # clindamycin gel on the lumps" keeps the clindamycin when the doxycycline ends (fresh15)
+            listed = any(health_word(w) and not w.startswith(HEALTH_STEMS) for w in words(part))
+            going = bool(held & gone) or (
                 going and not part[:1].isupper() and not (opens and opens[0].lower() not in ("they", "their"))
-                and not said)
+                and not said and not listed)
             if going:
                 dropped = True
             else:
