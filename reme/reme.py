@@ -75,7 +75,10 @@ def _named(user_name: Any, task_name: Any, tool_name: Any) -> tuple[str, Any] | 
 def _scope(kind: str, name: Any) -> Scope:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInputError(f"{kind}_name must be a non-empty string")
-    return Scope(kind, name.strip())
+    try:  # a NUL or a lone surrogate: no memory can be stored under it, and the filter on it fails to build
+        return Scope(kind, safe_text(name.strip(), f"{kind}_name"))
+    except ValueError as e:
+        raise InvalidInputError(str(e)) from None
 
 
 def scope_of(user_name: str | None, task_name: str | None, tool_name: str | None) -> Scope | None:

@@ -411,3 +411,19 @@ def test_cli_last_resort_handler_prints_one_line_and_exits_1(
     code = cli_module.main(["add", "hi", "--user", "a", "--working-dir", str(tmp_path / "wd"), "--embedding", "hash"])
     err = capsys.readouterr().err
     assert code == 1 and err == "reme add: RuntimeError: a bug with two lines\n"
+
+
+@pytest.mark.parametrize("name", ["\x00", "alice\x00", "\ud800"])
+@pytest.mark.parametrize("call", ["search", "list", "count", "retrieve", "delete_all"])
+async def test_a_name_that_cannot_be_stored_is_an_invalid_input_on_every_reading_call(
+        reme: ReMe, name: str, call: str) -> None:
+    # the service's property test found it: search with user_name "\x00" answered 500, "unexpected ValidationError"
+    await reme.add_memory("Alice likes tea", user_name="alice")
+    calls = {"search": lambda: reme.search_memory("tea", user_name=name),
+             "list": lambda: reme.list_memory(user_name=name),
+             "count": lambda: reme.count_memory(user_name=name),
+             "retrieve": lambda: reme.retrieve_memory("tea", user_name=name),
+             "delete_all": lambda: reme.delete_all(user_name=name)}
+    with pytest.raises(InvalidInputError, match="user_name"):
+        await calls[call]()
+    assert await reme.count_memory(user_name="alice") == 1  # a rejected call changes nothing
