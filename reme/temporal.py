@@ -60,11 +60,18 @@ _TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he
                         r"|related|located|designed)\b)[a-z]{2,}ed\b")
 
 
+_LEADING_PAST = re.compile(r"^\s*(?!(?:Scheduled|Booked|Planned|Supposed|Expected|Pencilled|Penciled)\b)"
+                           r"[A-Z][a-z]{2,}ed\b(?!\s+(?:by|to|for)\b)")
+"""A sentence that starts with its verb in "-ed", its subject left out: "Stopped it in June"."""
+
+
 def told_of_past(sentence: str) -> bool:
     """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
-    finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), or a past
-    tense of `PAST_WORDS` ("I went", "paid")."""
-    return bool(_TOLD_PAST.search(sentence)) or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
+    finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), a verb in
+    "-ed" it starts with ("Stopped it in June"), or a past tense of `PAST_WORDS` ("I went",
+    "paid")."""
+    return bool(_TOLD_PAST.search(sentence) or _LEADING_PAST.match(sentence)) \
+        or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
 
 
 _QUALITY = r"(?!(?:amazing|interesting|boring|exciting|stunning|charming|relaxing|refreshing|appealing|inviting" \
@@ -82,15 +89,14 @@ def told_of_future(sentence: str) -> bool:
 
 def month_year(month: int, today: date, sentence: str) -> int | None:
     """The year of a month a sentence says alone ("in July"), when its tense tells which: the
-    latest such month before today's when told of the past, the next one after it when of a time
-    ahead; None for today's own month (this year's or another?), a sentence of neither (a habit:
-    "goes skiing in February"), or a year out of range."""
-    if month == today.month:
-        return None
+    latest such month up to today's when told of the past, the next one from it on when of a time
+    ahead (today's own month is this year's: "We moved at the start of October", said in October,
+    fresh15); None for a sentence of neither (a habit: "goes skiing in February"), or a year out of
+    range."""
     if told_of_past(sentence):
-        year = today.year if month < today.month else today.year - 1
+        year = today.year if month <= today.month else today.year - 1
     elif told_of_future(sentence):
-        year = today.year if month > today.month else today.year + 1
+        year = today.year if month >= today.month else today.year + 1
     else:
         return None
     return year if 1 <= year <= 9999 else None

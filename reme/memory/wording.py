@@ -170,12 +170,13 @@ DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
 """Before "next month" in "the 4th of next month": a day, which `weekday_spans` dates."""
 
 
-BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid)[\s-]+(?P<month>"
+BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid|(?:start|end|beginning|middle)\s+of)"
+                        r"[\s-]+(?P<month>"
                         + "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len,
                                           reverse=True))
                         + r")\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
-"""A month said without its year or day: "in July", "by February" (capitalized: "may" and "march"
-are verbs too)."""
+"""A month said without its year or day: "in July", "by February", "at the end of June"
+(capitalized: "may" and "march" are verbs too)."""
 def year_of_months(text: str, said: date, *, named: bool = True) -> str:
     """`text` with the year put after each month it says alone ("in July" -> "in July 2026"), when
     its sentence's tense tells which (`month_year`), not in a text that names a year (`named`:
@@ -196,16 +197,56 @@ def year_of_months(text: str, said: date, *, named: bool = True) -> str:
     return "".join(out)
 
 
+_CAPITAL_MONTH = "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len, reverse=True))
+DAY_AND_MONTH = re.compile(rf"\b(?:(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_CAPITAL_MONTH})"
+                           rf"|(?P<month2>{_CAPITAL_MONTH})\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?)\b"
+                           r"(?!,?\s*(?:19|20)\d\d|\s*[-–]|\s*[:.]\d)")
+"""A day with its month and no year: "the 5th of May", "November 30th" (capitalized: "may" is a
+verb too; not the first day of a range, "28 September - 4 October")."""
+
+
+def year_of_days(text: str, said: date, *, named: bool = True) -> str:
+    """`text` with the year put after each day of a month it says without one (`DAY_AND_MONTH`,
+    outside brackets): the last such day on or before `said` when its sentence tells of the past
+    (`told_of_past`), else the next one on or after it ("The bone scan is on the 5th of May",
+    "next time on the 19th of January"); not in a text that names a year (`named`)."""
+    if named and YEAR.search(text):
+        return text
+    hidden = PARENTHESES.sub(lambda p: " " * len(p[0]), text)
+    out, pos = [], 0
+    for m in DAY_AND_MONTH.finditer(hidden):
+        month = MONTHS[(m["month"] or m["month2"]).lower()]
+        day = int(m["day"] or m["day2"])
+        if not 1 <= day <= 31:
+            continue
+        start = max(hidden.rfind(c, 0, m.start()) for c in ".!?;") + 1
+        ends = [i for i in (hidden.find(c, m.end()) for c in ".!?;") if i >= 0]
+        past = told_of_past(hidden[start:min(ends, default=len(hidden))])
+        year = None
+        for y in ((said.year, said.year - 1) if past else (said.year, said.year + 1)):
+            if day <= monthrange(y, month)[1] and ((y, month, day) <= (said.year, said.month, said.day) if past
+                                                     else (y, month, day) >= (said.year, said.month, said.day)):
+                year = y
+                break
+        if year is None or not 1 <= year <= 9999:
+            continue
+        out.append(f"{text[pos:m.end()]} {year}")
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def anchor_times(text: str, said: datetime) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
-    6 May 2025)"), and the year after a month said alone where the tense tells it
-    (`year_of_months`); unchanged when it names a year already."""
+    6 May 2025)"), the year after a month said alone where the tense tells it
+    (`year_of_months`), and after a day of a month (`year_of_days`); unchanged when it names a
+    year already."""
     if YEAR.search(text):
         return text
     found = relative_spans(text, said)
     if not found:
-        return year_of_months(text, said.date())
+        return year_of_days(year_of_months(text, said.date()), said.date())
     iso = bool(CJK.search(text))
     out, pos = [], 0
     for start, end, span in found:
@@ -219,7 +260,7 @@ def anchor_times(text: str, said: datetime) -> str:
         out.append(text[pos:end] + said_as)
         pos = end
     out.append(text[pos:])
-    return year_of_months("".join(out), said.date(), named=False)
+    return year_of_days(year_of_months("".join(out), said.date(), named=False), said.date(), named=False)
 
 ON_WEEKDAY = re.compile(r"\bon\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s*[(（])",
                         re.IGNORECASE)
