@@ -170,11 +170,10 @@ DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
 """Before "next month" in "the 4th of next month": a day, which `weekday_spans` dates."""
 
 
+_CAPITAL_MONTH = "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len, reverse=True))
+"""The months' names and short forms, capitalized: "may" and "march" are verbs too."""
 BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid|(?:start|end|beginning|middle)\s+of)"
-                        r"[\s-]+(?P<month>"
-                        + "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len,
-                                          reverse=True))
-                        + r")\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
+                        rf"[\s-]+(?P<month>{_CAPITAL_MONTH})\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
 """A month said without its year or day: "in July", "by February", "at the end of June"
 (capitalized: "may" and "march" are verbs too)."""
 def year_of_months(text: str, said: date, *, named: bool = True) -> str:
@@ -185,10 +184,7 @@ def year_of_months(text: str, said: date, *, named: bool = True) -> str:
         return text
     out, pos = [], 0
     for m in BARE_MONTH.finditer(text):
-        month = MONTHS[m["month"].lower()]
-        sentence = text[text.rfind(".", 0, m.start()) + 1:]
-        sentence = sentence[:sentence.find(".")] if "." in sentence else sentence
-        year = month_year(month, said, sentence)
+        year = month_year(MONTHS[m["month"].lower()], said, _sentence_at(text, m.start()))
         if year is None:
             continue
         out.append(f"{text[pos:m.end()]} {year}")
@@ -197,7 +193,6 @@ def year_of_months(text: str, said: date, *, named: bool = True) -> str:
     return "".join(out)
 
 
-_CAPITAL_MONTH = "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len, reverse=True))
 DAY_AND_MONTH = re.compile(rf"\b(?:(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_CAPITAL_MONTH})"
                            rf"|(?P<month2>{_CAPITAL_MONTH})\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?)\b"
                            r"(?!,?\s*(?:19|20)\d\d|\s*[-–]|\s*[:.]\d)")
@@ -219,9 +214,7 @@ def year_of_days(text: str, said: date, *, named: bool = True) -> str:
         day = int(m["day"] or m["day2"])
         if not 1 <= day <= 31:
             continue
-        start = max(hidden.rfind(c, 0, m.start()) for c in ".!?;") + 1
-        ends = [i for i in (hidden.find(c, m.end()) for c in ".!?;") if i >= 0]
-        past = told_of_past(hidden[start:min(ends, default=len(hidden))])
+        past = told_of_past(_sentence_at(hidden, m.start()))
         year = None
         for y in ((said.year, said.year - 1) if past else (said.year, said.year + 1)):
             if day <= monthrange(y, month)[1] and ((y, month, day) <= (said.year, said.month, said.day) if past
