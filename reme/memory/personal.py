@@ -653,7 +653,7 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     return None
 
 
-_COUNT_WORD = r"(?:" + "|".join(sorted((re.escape(k) for k in COUNTS if k not in FUZZY and not k.startswith("a")),
+_COUNT_WORD = r"(?:" + "|".join(sorted((re.escape(k) for k in COUNTS if k not in FUZZY and k not in ("a", "an")),
                                         key=len, reverse=True)) + r")"
 AGE = re.compile(rf"\b(?P<n>\d{{1,3}}|{_COUNT_WORD})[\s-]+years?[\s-]+old\b|\baged\s+(?P<m>\d{{1,3}}|{_COUNT_WORD})\b",
                  re.IGNORECASE)
@@ -662,8 +662,9 @@ COUNT_SAID = re.compile(rf"\b(?:\d{{1,3}}|{_COUNT_WORD})\b", re.IGNORECASE)
 
 
 def _count_of(raw: str) -> int:
-    raw = re.sub(r"[\s-]+", " ", raw.casefold())
-    return int(raw) if raw.isdigit() else COUNTS.get(raw, COUNTS.get(raw.replace(" ", "-"), -1))
+    """A count in digits or words (`COUNTS` has "twenty-nine" and "twenty nine" both)."""
+    raw = re.sub(r"\s+", " ", raw.casefold())
+    return int(raw) if raw.isdigit() else COUNTS.get(raw, -1)
 
 
 def invented_age(text: str, messages: Sequence[Message]) -> int | None:
@@ -893,6 +894,12 @@ def health_word(word: str) -> bool:
     return word not in NOT_DRUGS and any(word.endswith(e) and len(word) >= len(e) + 2 for e in DRUG_ENDINGS)
 
 
+def medicine_word(word: str) -> bool:
+    """Whether a word (lower case) is a medicine's name by its ending (`DRUG_ENDINGS`), not a
+    health word by its beginning ("clindamycin", not "tablet")."""
+    return health_word(word) and not word.startswith(HEALTH_STEMS)
+
+
 DIAGNOSES = ("diabet", "asthma", "epilep", "coeliac", "celiac", "cancer", "stroke", "arthrit", "dement", "alzheim",
              "parkinson", "eczema", "fibrill", "arrhythm", "migrain", "gout", "tumou", "tumor", "leukaem",
              "leukem", "lymphom", "sclerosis", "copd", "lupus", "crohn", "colitis", "hepatit", "anaemi", "anemi",
@@ -919,7 +926,7 @@ def invented_health(text: str, messages: Sequence[Message]) -> list[str]:
         if (p := next((p for p in DIAGNOSES if w.startswith(p)), None)) is not None:
             if not any(p in s for s in said):
                 out.append(w)
-        elif not avoided and (w.startswith(NAMED_MEDICINES) or health_word(w) and not w.startswith(HEALTH_STEMS)) \
+        elif not avoided and (w.startswith(NAMED_MEDICINES) or medicine_word(w)) \
                 and _stem(w) not in stemmed:
             out.append(w)
     return out
@@ -2945,7 +2952,7 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
         text = (first if m["subject"] else f"{first}'s") + text[m.end():]  # "they" is not whom it starts with
     head = LIST_HEAD.match(stored.strip())
     if head and text and head["who"].lower() in people and not text.startswith(head["who"]) \
-            and any(health_word(w) and not w.startswith(HEALTH_STEMS) for w in words(text.split(" ", 1)[0])):
+            and any(medicine_word(w) for w in words(text.split(" ", 1)[0])):
         text = head[0] + text[0].lower() + text[1:]  # what is left of a list of medicines: "Kemal is on" it
     return None if not dropped or not text or flaw(text, people) else text
 
@@ -3040,11 +3047,10 @@ def _parts_left(stored: str, gone: set[str], subject: str, *,
             # is taking ondansetron for morning, noon, and night" loses "night" too
             said = (bool(subject) or predicates_stay) and bool(PREDICATE.match(part))
             opens = LEADING_PRONOUN.match(part)  # a clause of its own, but "they" tell of the part before
-            held = {_stem(w) for w in words(part)}
             # a medicine of a list that goes on is a thing of its own: "...; doxycycline, 100 mg a day, and
             # clindamycin gel on the lumps" keeps the clindamycin when the doxycycline ends (fresh15)
-            listed = any(health_word(w) and not w.startswith(HEALTH_STEMS) for w in words(part))
-            going = bool(held & gone) or (
+            listed = any(medicine_word(w) for w in words(part))
+            going = bool({_stem(w) for w in words(part)} & gone) or (
                 going and not part[:1].isupper() and not (opens and opens[0].lower() not in ("they", "their"))
                 and not said and not listed)
             if going:
