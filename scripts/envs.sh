@@ -4,6 +4,7 @@
 # AppWorld's pins), nor the main .venv.
 #   scripts/envs.sh               every suite
 #   scripts/envs.sh langgraph     the named ones; extra arguments after `--` go to pytest
+#   REME_ENVS_JOBS=1 scripts/envs.sh   one suite at a time (default: 2 at a time)
 #
 # An environment is built once per content and reused: it lives in the cache,
 # $REME_ENVS_CACHE (default ~/.cache/reme-envs), as NAME-KEY, and .venvs/NAME links to it. KEY is a
@@ -103,12 +104,14 @@ prune() {  # environments of $1, other than $2, that no run has used for 14 days
 }
 
 mkdir -p "$CACHE" .venvs
-failed=()
+# First every environment, one at a time (pip); then the suites, JOBS at a time: a suite waits on
+# its test servers and subprocesses for much of its time, which another suite's CPU fills. Each
+# suite's output comes whole when it ends, with its wall and CPU time.
+JOBS=${REME_ENVS_JOBS:-2}
 for name in "${names[@]}"; do
   [ -f "envtests/$name/requirements.txt" ] || { echo "envs: no envtests/$name/requirements.txt" >&2; exit 2; }
   env="$CACHE/$name-$(key "$name")"
   echo "== $name ($env)"
-  start=$(date +%s)
   time (
     if has_flock; then flock 9; fi  # another run building or pruning this environment: wait for it
     if [ -f "$env/.reme-env-complete" ]; then
@@ -122,8 +125,30 @@ for name in "${names[@]}"; do
   if [ -d ".venvs/$name" ] && [ ! -L ".venvs/$name" ]; then rm -rf ".venvs/$name"; fi  # one this script made before the cache
   ln -sfn "$env" ".venvs/$name"
   prune "$name" "$env"
-  time PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" ".venvs/$name/bin/python" -m pytest -q "envtests/$name" "$@" \
-    || failed+=("$name")
-  echo "   $name done in $(( $(date +%s) - start )) s"
+done
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+suite() {  # run envtests/$1's suite; its output into $logs/$1.log, printed whole at the end
+  local name=$1 start rc=0
+  shift
+  start=$(date +%s)
+  {
+    echo "== $name: suite"
+    time PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" ".venvs/$name/bin/python" -m pytest -q "envtests/$name" "$@" \
+      || rc=$?
+    echo "   $name done in $(( $(date +%s) - start )) s"
+  } >"$logs/$name.log" 2>&1
+  echo "$rc" >"$logs/$name.rc"
+  if has_flock; then ( flock 8; cat "$logs/$name.log" ) 8>"$logs/print.lock"; else cat "$logs/$name.log"; fi
+}
+for name in "${names[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  suite "$name" "$@" &
+done
+wait
+failed=()
+for name in "${names[@]}"; do
+  [ "$(cat "$logs/$name.rc" 2>/dev/null || echo 1)" = 0 ] || failed+=("$name")
 done
 if [ ${#failed[@]} -gt 0 ]; then echo "envs: failed: ${failed[*]}" >&2; exit 1; fi

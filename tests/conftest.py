@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterator
 
@@ -152,13 +154,46 @@ def another_store(vector_store: dict[str, Any], tmp_path: Path) -> dict[str, Any
             "vector_store": {**vector_store, "collection": f"{vector_store.get('collection', 'reme')}-b"}}
 
 
+HASH_EMBEDDING = {"backend": "hash", "dimensions": DIM}
+
+
+@pytest.fixture(scope="session")
+def empty_working_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A working directory holding an empty embedded store for `HASH_EMBEDDING`, made once per
+    session (each xdist worker its own) by ReMe itself. Making a store takes most of a second here:
+    the engine flushes every file of a collection at each of its payload indexes (2 collections x
+    16), and the suite opens a new store in hundreds of tests; a sparse copy of this one takes a
+    fraction of that. Tests of a first open make their own (they pass a store or embedder of their own,
+    or run the CLI, or tests/test_crash.py's runner)."""
+    wd = tmp_path_factory.mktemp("empty") / "wd"
+
+    async def make() -> None:
+        async with ReMe(working_dir=wd, embedding=HASH_EMBEDDING):
+            pass
+
+    asyncio.run(make())
+    return wd
+
+
+def start_empty(kwargs: dict[str, Any], template: Path) -> None:
+    """Copy `template` (see `empty_working_dir`) to the working directory `kwargs` open, when they
+    open the embedded store of `HASH_EMBEDDING` in a directory that does not exist yet."""
+    wd = Path(str(kwargs["working_dir"]))
+    defaults_only = not set(kwargs) & {"config", "config_file", "store", "embedder", "vector_store"}
+    if defaults_only and kwargs.get("embedding") == HASH_EMBEDDING and not wd.exists():
+        wd.parent.mkdir(parents=True, exist_ok=True)
+        # The engine's files are mostly holes (about 500 MB apparent, 2 MB used): copied sparse.
+        subprocess.run(["cp", "-r", "--sparse=always", str(template), str(wd)], check=True)
+
+
 @pytest.fixture
-def reme_factory(tmp_path: Path, vector_store: dict[str, Any]) -> Callable[..., ReMe]:
+def reme_factory(tmp_path: Path, vector_store: dict[str, Any], empty_working_dir: Path) -> Callable[..., ReMe]:
     def make(**kwargs: object) -> ReMe:
         kwargs.setdefault("working_dir", tmp_path / "wd")
-        kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
+        kwargs.setdefault("embedding", HASH_EMBEDDING)
         if vector_store:
             kwargs.setdefault("vector_store", vector_store)
+        start_empty(kwargs, empty_working_dir)
         return ReMe(**kwargs)  # type: ignore[arg-type]
 
     return make
@@ -178,15 +213,17 @@ def server() -> Iterator[OpenAITestServer]:
 
 
 @pytest.fixture
-def make_reme(tmp_path: Path, server: OpenAITestServer, vector_store: dict[str, Any]) -> Callable[..., ReMe]:
+def make_reme(tmp_path: Path, server: OpenAITestServer, vector_store: dict[str, Any],
+              empty_working_dir: Path) -> Callable[..., ReMe]:
     """A ReMe whose LLM is the scripted server (pass llm={} for none)."""
     def make(**kwargs: Any) -> ReMe:
         if vector_store:
             kwargs.setdefault("vector_store", vector_store)
         kwargs.setdefault("working_dir", tmp_path / "wd")
-        kwargs.setdefault("embedding", {"backend": "hash", "dimensions": DIM})
+        kwargs.setdefault("embedding", HASH_EMBEDDING)
         kwargs.setdefault("llm", {"base_url": server.base_url, "api_key": "k", "model": "test-model",
                                   "max_retries": 2, "timeout": 5})
+        start_empty(kwargs, empty_working_dir)
         return ReMe(**kwargs)
 
     return make
