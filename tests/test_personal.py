@@ -2430,6 +2430,11 @@ def test_a_health_word_said_alone_is_kept_with_the_sentence_after_it(line: str, 
     ("The transplant team said no herbal stuff at all, it can mess with the tacrolimus levels.", True),
     ("Nothing heavier than a kettle for four weeks, and no driving for two weeks.", True),
     ("I'm breastfeeding, so no diets for now, just eating properly.", True),
+    # fresh16 (qwen1.5b): a list of them, or a doctor's rule, with no health word in the sentence
+    ("No aged cheese, no cured sausage, so goodbye kabanos, no sauerkraut, no soy sauce, no beer from the tap.", True),
+    ("Dr Virtanen was very clear: no sauna at all.", True),
+    ("My cardiologist says no more marathons.", True),
+    ("No worries, no rush.", False),
     # no restriction, or none that lasts or touches health
     ("No worries, the transplant went fine.", False),
     ("We have no plans this weekend.", False),
@@ -2641,6 +2646,16 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
     (["When is the wedding?", "Next Wednesday. I'm giving the speech in Negombo."],
      "I'm giving the speech in Negombo.", None),  # not the answer's first sentence
     (["When is the wedding?", "We fly out on Friday to Negombo."], "We fly out on Friday to Negombo.", None),
+    # a dose alone answering the question of the dose, of the one medicine the line before says is taken (fresh16:
+    # "Fifteen milligrams, three times a day." kept without the phenelzine)
+    (["Since August I've been on phenelzine, and it works.", "What's the dose?", "Fifteen milligrams, three times a day."],
+     "Fifteen milligrams, three times a day.", "Mandla takes phenelzine: fifteen milligrams, three times a day."),
+    (["I'm taking the metoprolol again.", "How much?", "25 mg at night."], "25 mg at night.",
+     "Mandla takes metoprolol: 25 mg at night."),
+    (["I'm on lithium and I take sertraline.", "What's the dose?", "400 mg."], "400 mg.", None),  # which?
+    (["Since August I've been on phenelzine.", "How are you sleeping?", "Ten hours a night."], "Ten hours a night.",
+     None),  # not a dose
+    (["Since August I've been on phenelzine.", "What's the dose?", "Some milligrams."], "Some milligrams.", None),
 ])
 def test_a_sentence_kept_as_said_is_given_the_subject_its_line_or_question_says(
         lines: list[str], sentence: str, resolved: str | None) -> None:
@@ -3082,6 +3097,10 @@ async def test_a_memory_the_model_starts_with_he_or_she_is_named_as_its_line_nam
      "She moved the furosemide down to 20 mg.", None),
     (["The furosemide is down to 20 mg."], "She takes furosemide, 20 mg.", None),  # no "I": whose?
     (["I take furosemide, 20 mg."], "He takes furosemide, 20 mg.", "Sunniva takes furosemide, 20 mg."),
+    # a dose the model copied alone from a line answering "What's the dose?" (fresh16), of the medicine before it
+    (["Since August I've been on phenelzine.", "What's the dose?", "Fifteen milligrams, three times a day. Then food."],
+     "Fifteen milligrams, three times a day.", "Sunniva takes phenelzine: fifteen milligrams, three times a day."),
+    (["What's the dose?", "Fifteen milligrams, three times a day."], "Fifteen milligrams, three times a day.", None),
 ])
 def test_a_she_or_he_the_model_wrote_for_the_speaker_of_a_first_person_line_is_named(
         lines: list[str], memory: str, named: str | None) -> None:

@@ -1056,13 +1056,21 @@ FOR_A_WHILE = re.compile(r"\b(?:for\s+(?:now|the\s+moment|a\s+while|(?:\d+|a|an|
                          re.IGNORECASE)
 
 
+CARER = re.compile(r"\b(?:Dr\.?\s+[A-Z]|(?i:doctors?|GP|consultant|nurse|pharmacist|dietitian|dietician|surgeon|"
+                   r"[a-z]+(?:ologist|iatrist)s?)\b)")
+"""Who sets a rule for someone's health: "Dr Virtanen was very clear: no sauna at all" (fresh16)."""
+
+
 def restricted(sentence: str) -> list[str]:
     """The words of what a sentence says someone must not do or have (`NOT_ALLOWED`), when it says
-    so beside a health word or for a while (`FOR_A_WHILE`): "The transplant team said no herbal
-    stuff at all, it can mess with the tacrolimus levels", "no driving for two weeks" (fresh10:
-    no memory kept either). Not "no worries" (`NO_RULE`), nor "no plans this weekend"."""
+    so beside a health word, for a while (`FOR_A_WHILE`), as a doctor's rule (`CARER`) or as a list
+    of them: "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
+    levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
+    clear: no sauna at all", "No aged cheese, no cured sausage, ..., no soy sauce" (fresh16). Not
+    "no worries" (`NO_RULE`), nor "no plans this weekend"."""
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
-    if ruled and (FOR_A_WHILE.search(sentence) or any(health_word(w) for w in words(sentence))):
+    if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence)
+                  or any(health_word(w) for w in words(sentence))):
         return ruled
     return []
 
@@ -1318,6 +1326,22 @@ WHEN_WHERE = re.compile(r"^(?:(?:and|so)\s+)?(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+)?(?
 """A question of when or where something is: "When is the wedding itself?", "Kristjan, when's the surgery?"."""
 
 
+DOSE_ASKED = re.compile(r"\b(?:dose|doses|dosage|how\s+much)\b", re.IGNORECASE)
+DOSE_ALONE = re.compile(r"^(?P<n>\d{1,4}|[a-z]+(?:[- ][a-z]+)?)\s+(?:mg|milligrams?|mcg|micrograms?|µg|grams?|ml|units?)\b",
+                        re.IGNORECASE)
+"""A sentence starting with a dose: "Fifteen milligrams, three times a day", "20 mg at night"."""
+TAKEN = re.compile(r"\b(?:(?:been|am|I['’]m|is|are|started|put\s+(?:me|him|her)|kept)\s+on|taking|I\s+take|prescribed)"
+                   r"\s+(?:the\s+|my\s+)?(?P<med>[a-z][a-z-]{3,})\b", re.IGNORECASE)
+"""A medicine someone says they take: "I've been on phenelzine", "taking the metoprolol"."""
+
+
+def medicine_taken(messages: Sequence[Message]) -> str | None:
+    """The one medicine (`TAKEN`) the last person's line of `messages` says someone takes, or None."""
+    line = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    found = {m["med"].lower() for m in TAKEN.finditer(line)} - COMMON_WORDS - FILLER - TIME_WORDS
+    return found.pop() if len(found) == 1 else None
+
+
 def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     """`sentence` (of line `index`, a person's; it starts with no "he" or "she") with the subject
     it leaves out (fresh15, qwen1.5b left each out of a memory): a state said alone ("Anaphylactic
@@ -1326,7 +1350,9 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     the question just before names, when its line names no one before it ("Is anyone helping
     Ruwan?" "His sister Anoma ..."); a line's first sentence that is a time or a place alone
     answers the question of when or where something is ("When is the wedding itself?" "Next
-    Wednesday, at a hotel in Negombo."). Otherwise as it is."""
+    Wednesday, at a hotel in Negombo."); a dose alone answering the question of the dose is of the
+    one medicine the speaker's line before the question says they take ("I've been on phenelzine"
+    ... "What's the dose?" "Fifteen milligrams, three times a day.": fresh16). Otherwise as it is."""
     message = transcript.messages[index]
     known = transcript.names
     before = [t.strip() for t in SENTENCE.split(message.content[:message.content.find(sentence)]) if t.strip()]
@@ -1343,6 +1369,9 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
             return sentence
         return f"{who} is {sentence[0].lower()}{sentence[1:]}"
     asked = asked_before(transcript.messages, index)
+    if not before and message.name and DOSE_ASKED.search(asked) and (dose := DOSE_ALONE.match(sentence)) \
+            and _count_of(dose["n"]) > 0 and (medicine := medicine_taken(transcript.messages[:index - 1])):
+        return f"{message.name} takes {medicine}: {sentence[0].lower()}{sentence[1:]}"
     if (owner := OWNER_LEADS.match(sentence)) and not any(named):
         asked_of = {n for n in CAPITALIZED.findall(asked) if n in known}
         return f"{asked_of.pop()}'s {sentence[owner.end():]}" if len(asked_of) == 1 else sentence
@@ -1364,15 +1393,18 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     beside it: a small model's sources are often off by one) says word for word ("He's diabetic
     too, gliclazide 80 with breakfast."), named as `named_subject` names that sentence in its
     line ("My father-in-law Duarte moved in. He's diabetic too ..."); one no such line says word
-    for word, for the speaker, when that can be no one else (`speaker_meant`); otherwise as it is."""
-    if not HE_OR_SHE.match(text):
+    for word, for the speaker, when that can be no one else (`speaker_meant`); one starting with a
+    dose (`DOSE_ALONE`) a cited line says word for word, with the medicine `subject_given` finds;
+    otherwise as it is."""
+    pronoun = HE_OR_SHE.match(text)
+    if not pronoun and not DOSE_ALONE.match(text):
         return text
     first = SENTENCE.split(text.strip(), maxsplit=1)[0]
     for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
         if first in transcript.messages[i].content:
             named = named_subject(transcript, i, first)
             return named + text.strip()[len(first):] if named != first else text
-    return speaker_meant(text, transcript, [j for j in sources if 0 <= j < len(transcript.messages)])
+    return speaker_meant(text, transcript, [j for j in sources if 0 <= j < len(transcript.messages)]) if pronoun else text
 
 
 KIN_WORD = re.compile(rf"\b{_REL}\b")
