@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterator
 
@@ -51,19 +54,31 @@ def make_store(backend: str, path: Path, url: str | None = None) -> VectorStore:
     return QdrantStore(location=":memory:")
 
 
+@contextmanager
+def on_disk(name: str) -> Iterator[Path]:
+    """A new folder in the system's temporary directory (not pytest's, which scripts/test.sh puts
+    on the RAM disk), removed at the end: for the Qdrant servers a session keeps, which hold
+    gigabytes of preallocated files by the end of a run."""
+    folder = Path(tempfile.mkdtemp(prefix=f"reme-{name}-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def qdrant_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[qdrant_server.Node]:
+def qdrant_node() -> Iterator[qdrant_server.Node]:
     """One real Qdrant node on 127.0.0.1 (a free port) for the session (each xdist worker its own),
     stopped at the end. Tests sharing it start from an empty node (`empty_node`)."""
-    with qdrant_server.serve(tmp_path_factory.mktemp("qdrant")) as node:
+    with on_disk("qdrant") as folder, qdrant_server.serve(folder) as node:
         yield node
 
 
 @pytest.fixture(scope="session")
-def qdrant_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[qdrant_server.Node]]:
+def qdrant_cluster() -> Iterator[list[qdrant_server.Node]]:
     """Three Qdrant nodes of one cluster on 127.0.0.1 for the session, stopped at the end. A test
     that kills a node starts it again before it ends."""
-    with qdrant_server.cluster(3, tmp_path_factory.mktemp("qdrant-cluster")) as nodes:
+    with on_disk("qdrant-cluster") as folder, qdrant_server.cluster(3, folder) as nodes:
         yield nodes
 
 

@@ -27,7 +27,7 @@ from reme.client import ReMeClient
 from reme.errors import ServiceError, StoreError
 from reme.store.qdrant import QdrantStore
 
-from conftest import DIM, wipe
+from conftest import DIM, on_disk, wipe
 from openai_server import OpenAITestServer
 from service_process import Served, free_port, llm_env
 
@@ -45,8 +45,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Node]]:
-    with cluster(3, tmp_path_factory.mktemp("faults-cluster")) as started:
+def nodes() -> Iterator[list[Node]]:
+    with on_disk("faults-cluster") as folder, cluster(3, folder) as started:
         yield started
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -59,6 +60,7 @@ def test_memories_at_the_ends_of_the_calendar_export_or_fail_typed(
             assert result.applied and result.changes == 0 and not result.blocked
 
     asyncio.run(run())
+    shutil.rmtree(out)  # an example's store (60-70 MB on a RAM disk): a failed one's stays
 
 
 async def test_an_export_writes_beside_whatever_holds_its_old_temporary_name(reme: ReMe, tmp_path: Path) -> None:
