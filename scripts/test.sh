@@ -39,7 +39,7 @@ echo "== pytest"
 # Tests' temporary directories on the RAM disk (/dev/shm) when it has 8 GB free: a new embedded store
 # there costs a fifth of what it costs on this machine's disk (the engine flushes every file of a
 # collection at each payload index), and each passed test's directory is removed when it ends
-# (a store is 60-70 MB there). The folder goes when the run ends; `--basetemp DIR` keeps them on disk.
+# (a store is 60-70 MB there). The folder goes when the run ends; `--basetemp DIR` puts them in DIR.
 args=()
 if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt 8000000 ]; then
   tmp=$(mktemp -d /dev/shm/reme-tests.XXXXXX)

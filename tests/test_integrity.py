@@ -357,7 +357,7 @@ async def test_a_memory_with_deep_metadata_updates_and_keeps_its_history(reme_fa
 
 async def test_close_with_discard_removes_only_a_new_empty_store(reme_factory: Callable[..., ReMe],
                                                                   tmp_path: Path) -> None:
-    fresh = ReMe(working_dir=tmp_path / "new" / "wd", embedding={"backend": "hash", "dimensions": DIM})  # made by it
+    fresh = ReMe(working_dir=tmp_path / "new" / "wd", embedding=HASH)  # a store it makes (reme_factory copies one)
     await fresh.open()
     assert await fresh.close(discard=True)
     assert not (tmp_path / "new").exists()  # the folders it made, too

@@ -1327,8 +1327,9 @@ WHEN_WHERE = re.compile(r"^(?:(?:and|so)\s+)?(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+)?(?
 
 
 DOSE_ASKED = re.compile(r"\b(?:dose|doses|dosage|how\s+much)\b", re.IGNORECASE)
-DOSE_ALONE = re.compile(r"^(?P<n>\d{1,4}|[a-z]+(?:[- ][a-z]+)?)\s+(?:mg|milligrams?|mcg|micrograms?|µg|grams?|ml|units?)\b",
-                        re.IGNORECASE)
+DOSE_UNIT = r"(?:mg|milligrams?|mcg|micrograms?|µg|g|grams?|ml|millilit(?:re|er)s?|units?|iu)\b"
+"""What a dose is counted in ("mg", "micrograms", "units"): `DOSE` and `DOSE_ALONE`."""
+DOSE_ALONE = re.compile(rf"^(?P<n>\d{{1,4}}|[a-z]+(?:[- ][a-z]+)?)\s+{DOSE_UNIT}", re.IGNORECASE)
 """A sentence starting with a dose: "Fifteen milligrams, three times a day", "20 mg at night"."""
 TAKEN = re.compile(r"\b(?:(?:been|am|I['’]m|is|are|started|put\s+(?:me|him|her)|kept)\s+on|taking|I\s+take|prescribed)"
                    r"\s+(?:the\s+|my\s+)?(?P<med>[a-z][a-z-]{3,})\b", re.IGNORECASE)
@@ -2684,8 +2685,8 @@ ONE_HOLDER = ("ologist", "iatrist", "ician", "gp", "doctor", "dentist", "therapi
 """The endings of roles a person has one of at a time: a new name in one ends the old."""
 
 
-DOSE = re.compile(r"(?<![\d./])(?P<n>\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?)\s*(?:mg|milligrams?|mcg|micrograms?|µg|g|grams?"
-                  r"|ml|millilit(?:re|er)s?|units?|iu)\b|(?<![\d./])(?P<s>\d+/\d+)(?![\d/])", re.IGNORECASE)
+DOSE = re.compile(rf"(?<![\d./])(?P<n>\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?)\s*{DOSE_UNIT}"
+                  r"|(?<![\d./])(?P<s>\d+/\d+)(?![\d/])", re.IGNORECASE)
 """A dose: a number with its unit ("1.25 mg", "50 micrograms", "8 units"), or a strength ("the 49/51")."""
 DOSE_WORDS = frozenset(_stem(w) for w in "dose doses dosage tablet tablets pill pills capsule capsules take takes "
                                           "taking injection injections strength medicine medicines".split())
