@@ -38,6 +38,52 @@ COUNTS = {**NUMBERS, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 1
 """The counts a time is said with: `NUMBERS` and thirteen to ninety-nine in words ("twenty-four
 years ago" is 24 years, not 4)."""
 FUZZY = {"a couple of", "a couple", "couple of", "a few", "few", "several"}
+
+_ONES = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                      "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_SCALES = {"hundred": 100, "thousand": 1000}
+_NUMBER_WORD = "|".join([*_ONES, *_TENS, *_SCALES])
+SPELLED_NUMBER = re.compile(rf"\b(?:an?\s+(?=(?:hundred|thousand)\b))?(?:{_NUMBER_WORD})"
+                            rf"(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}))*\b", re.IGNORECASE)
+
+
+def _number_of(said: list[str]) -> int | None:
+    """The number a run of number words says ("a hundred and forty two", "fifteen hundred",
+    "twenty five"), or None when the words make none ("five six", "hundred" alone)."""
+    total = part = 0
+    last = ""
+    for w in said:
+        if w == "and":
+            if last not in _SCALES:
+                return None
+        elif w in ("a", "an"):
+            part = 1
+        elif w in _SCALES:
+            if not last or last in _SCALES or last == "and":
+                return None
+            part *= _SCALES[w]
+            if w == "thousand":
+                total, part = total + part, 0
+        else:
+            value = _ONES.get(w, _TENS.get(w, 0))
+            if last and not (last in _SCALES or last == "and" or last in _TENS and value < 10):
+                return None
+            part += value
+        last = w
+    return None if last in ("and", "a", "an") else total + part
+
+
+def with_digits(text: str) -> str:
+    """`text` with its numbers said in words as digits: "two hundred and fifty milligrams" is
+    "250 milligrams", "twenty a day" "20 a day". "one" alone (the one thing), "a" and "an" stay
+    words, and a run that makes no number ("five six") is left as it is."""
+    def digits(m: re.Match[str]) -> str:
+        said = re.findall(r"[a-z]+", m.group(0).lower())
+        if said == ["one"]:
+            return m.group(0)
+        value = _number_of(said)
+        return m.group(0) if value is None else str(value)
+    return SPELLED_NUMBER.sub(digits, text)
 """Counts that are not exact: "a few days ago" is a range of days around three."""
 SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11), "winter": (12, 2)}
 MAX_TEXT = 2_000

@@ -22,6 +22,7 @@ from reme.memory.personal import (claimed_by_another, declined, taken_though_sto
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
+from reme.temporal import with_digits
 from reme.schema import Message, TimeWindow, utcnow
 
 from conftest import DIM, dump_store, every_store
@@ -3212,3 +3213,48 @@ async def test_a_sentence_kept_for_its_names_is_kept_when_it_says_more_than_the_
     again = await reme.summarize_memory([{"role": "user", "name": "Tevita", "content": said,
                                           "time": "2026-06-01T10:00:00Z"}], user_name="tevita")
     assert again.added == [] and again.updated == []
+
+
+@pytest.mark.parametrize(("said", "stored", "ends"), [
+    # fresh16 (qwen1.5b kept "Dawit smokes about twenty a day" beside "Dawit quit smoking"): a word's
+    # forms with and without its "e" ("smokes", "smoking", "smoked") are one word to the checks
+    ("I quit smoking! Five weeks today, with patches.", "Dawit smokes about twenty a day.", {"smok"}),
+    ("I stopped driving after the seizure.", "Dawit drives to work.", {"driv"}),
+    ("I quit the choir.", "Dawit smokes about twenty a day.", set()),
+])
+def test_a_word_said_in_another_form_is_the_same_word_to_what_ends(said: str, stored: str, ends: set[str]) -> None:
+    assert ending(said, stored, "Dawit", own=True) == ends
+
+
+@pytest.mark.parametrize(("said", "ends"), [
+    # fresh16 (qwen1.5b kept both doses): a dose said in words is the number it says
+    ("So the clozapine is two hundred and fifty milligrams now.", {"cloza"}),
+    ("The clozapine is three hundred milligrams, same as ever.", set()),
+    # a value and the one before it, "from ... to ..."
+    ("My clozapine went from 300 to 250 mg.", {"cloza"}),
+    ("My clozapine went from 250 to 300 mg.", set()),
+])
+def test_a_value_in_words_or_from_one_to_another_ends_the_old(said: str, ends: set[str]) -> None:
+    assert ending(said, "Dawit takes clozapine, three hundred milligrams at night.", "Dawit", own=True) == ends
+
+
+@pytest.mark.parametrize(("said", "ends"), [
+    ("And the blood tests went from every week to every two weeks this month.", {"blood", "test"}),
+    ("The blood tests went from every month to every week.", set()),  # not the memory's
+])
+def test_how_often_from_one_to_another_ends_the_old(said: str, ends: set[str]) -> None:
+    assert ending(said, "A blood test every week, for the white cells, the neutrophils.", "Dawit", own=True) == ends
+
+
+@pytest.mark.parametrize(("text", "digits"), [
+    ("two hundred and fifty milligrams now", "250 milligrams now"),
+    ("a hundred and twenty-five micrograms", "125 micrograms"),
+    ("about twenty a day", "about 20 a day"),
+    ("Fifteen milligrams, three times a day", "15 milligrams, 3 times a day"),
+    ("fifteen hundred", "1500"),
+    ("one thing at a time, a day", "one thing at a time, a day"),  # "one", "a" alone stay words
+    ("five six seven", "five six seven"),  # no number
+    ("hundred", "hundred"),
+])
+def test_numbers_said_in_words_read_as_digits(text: str, digits: str) -> None:
+    assert with_digits(text) == digits

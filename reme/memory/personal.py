@@ -48,7 +48,7 @@ from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF
                          MAX_TAGS, Fallback, MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope,
                          SearchResult, SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import And, Filter
-from reme.temporal import COUNTS, FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window
+from reme.temporal import COUNTS, FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window, with_digits
 
 log = logging.getLogger("reme.personal")
 
@@ -936,13 +936,19 @@ _CAPITAL = re.compile(r"[A-Z][a-z]+")
 
 
 def _stem(word: str) -> str:
-    """What two forms of a word share, roughly: "works" and "work", "allergic" and "allergy"."""
+    """What two forms of a word share, roughly: "works" and "work", "allergic" and "allergy",
+    "smokes", "smoking" and "smoked", "stopped" and "stop"."""
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
-    elif len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
+    elif len(word) > 5 and word.endswith("ing") or len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = word[:-3] if word.endswith("ing") else word[:-2]
+        if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]  # "stopped", "quitting"
+        return word[:5]
+    if len(word) > 4 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]  # "smoke" as "smoking" has it
     return word[:5]
 
 
@@ -2647,6 +2653,10 @@ EVERY = re.compile(r"\b(?:every|each|once an?|once per|per)\s+(?P<unit>day|week|
                    r"|\b(?P<ly>daily|weekly|fortnightly|monthly|yearly)\b", re.IGNORECASE)
 INSTEAD_OF_EVERY = re.compile(r"\binstead of\s+(?:" + EVERY.pattern + ")", re.IGNORECASE)
 """How often, and how often it was: "every three months now instead of every month"."""
+FROM_TO = re.compile(r"\bfrom\s+(?P<old>" + _NUMBER + r")[^.;!?\d]{0,20}?\bto\s+(?:(?:only|just)\s+)?(?P<new>"
+                     + _NUMBER + ")", re.IGNORECASE)
+FROM_EVERY = re.compile(r"\bfrom\s+(?:" + EVERY.pattern + r")\s+to\b", re.IGNORECASE)
+"""A value and the one before it: "the dose went from 300 to 250", "from every week to every two weeks"."""
 
 
 def every_unit(m: re.Match[str]) -> str:
@@ -2689,7 +2699,8 @@ DOSE = re.compile(rf"(?<![\d./])(?P<n>\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?)\s*{DOSE_
                   r"|(?<![\d./])(?P<s>\d+/\d+)(?![\d/])", re.IGNORECASE)
 """A dose: a number with its unit ("1.25 mg", "50 micrograms", "8 units"), or a strength ("the 49/51")."""
 DOSE_WORDS = frozenset(_stem(w) for w in "dose doses dosage tablet tablets pill pills capsule capsules take takes "
-                                          "taking injection injections strength medicine medicines".split())
+                                          "taking injection injections strength medicine medicines milligram "
+                                          "milligrams microgram micrograms".split())
 """Words a dose of any medicine is said with: two mentions that share only these are not of one thing."""
 
 
@@ -2823,6 +2834,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     Chinese."""
     if CJK_CHAR.search(stored + lines):
         return set()
+    lines, stored = with_digits(lines), with_digits(stored)  # "two hundred and fifty milligrams" of "300 mg"
     sentences = SENTENCE.split(PARENTHESES.sub(" ", stored))
     held = {w for sentence in sentences for clause in CLAUSE.split(sentence) if not ENDED.search(clause)
             for w in _content_stems(clause, user_name)} - UNITS
@@ -2836,10 +2848,11 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     for s, sentence in enumerate(sentences):
         if not own or says_own(sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
-            for m in INSTEAD.finditer(sentence):
+            for m in (*INSTEAD.finditer(sentence), *FROM_TO.finditer(sentence)):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
                 out |= {w for about, numbers in valued if old in numbers and new not in numbers for w in about & said}
-            for m in INSTEAD_OF_EVERY.finditer(sentence):  # "every three months now instead of every month"
+            # "every three months now instead of every month", "went from every week to every two weeks"
+            for m in (*INSTEAD_OF_EVERY.finditer(sentence), *FROM_EVERY.finditer(sentence)):
                 gone = every_unit(m)
                 out |= {w for (about, _), part in zip(valued, pieces)
                         if gone in {every_unit(e) for e in EVERY.finditer(part)} for w in about & said}
