@@ -877,7 +877,19 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "mab", "tinib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin", "oprim",
                 "ephedrine", "farin", "alexin", "setron", "peridone", "dronate", "dronic", "purinol", "tropin",
                 "relix", "sterone", "ynin", "fenac", "profen", "afil", "gliflozin", "glutide", "triptyline",
-                "chicine", "idogrel", "goxin", "darone", "sonide", "gabalin", "itis")
+                "chicine", "idogrel", "goxin", "darone", "sonide", "gabalin", "itis",
+                # more of WHO's stems, each checked against the words of LoCoMo's conversations (fresh16:
+                # phenelzine, clozapine, haloperidol, cetirizine, hydroxyurea were no health words)
+                "apine", "azepine", "peridol", "idone", "faxine", "azodone", "pidem", "piclone", "barbital", "dopa",
+                "pexole", "giline", "inirole", "stigmine", "pezil", "mantine", "phenidate", "amfetamine", "codone",
+                "morphone", "orphine", "adone", "oxone", "trexone", "caine", "glitazone", "glinide", "lutide",
+                "parib", "ciclib", "fenib", "zomib", "lisib", "kinra", "leukin", "platin", "rubicin", "taxel",
+                "mustine", "tecan", "trexate", "fosfamide", "citabine", "uracil", "tropium", "atadine", "izine",
+                "astine", "fenadine", "carbamide", "urea", "fibrate", "sulosin", "azosin", "entan", "gatran",
+                "dilol", "etanide", "fenacin", "begron", "xostat", "proate", "piramate", "suximide", "pentin",
+                "niazid", "ampicin", "butol", "actone", "iloride", "quine", "elzine", "cypromine", "bemide",
+                "propion", "spirone", "navir", "previr", "asvir", "buvir", "tegravir", "vudine", "amivir", "penem",
+                "bactam", "fungin", "tiazem", "triptan", "thioprine", "pramide", "clofen", "icline", "tonin")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
 citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
@@ -3018,8 +3030,10 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
         return None
     found: list[tuple[str, str, str, str]] = []
     for sentence in SENTENCE.split(lines):
-        values = [(SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]),
-                   {_stem(w) for w in words(sentence) if health_word(w)} | {
+        # what the sentence names: its health words, a unit ("mg") only when it names no other
+        health = {_stem(w) for w in words(sentence) if health_word(w)}
+        health = {w for w in health if not DOSE.fullmatch("1 " + w)} or health
+        values = [(SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]), health | {
                        _stem(w.lower()) for w in _CAPITAL.findall(sentence)[1:] if w.lower() not in STARTERS}, False)
                   for m in CHANGED_TO.finditer(sentence)]
         # a dose said again, of what its clause names ("Bisoprolol is 5 mg now"), for a dose
