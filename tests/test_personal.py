@@ -2556,6 +2556,17 @@ def test_an_answer_to_another_speakers_question_about_whom_to_call_is_kept() -> 
     # no medicine just before; a question between: as it is
     ("The weather was awful. It rained for 5 days.", "It rained for 5 days.", "It rained for 5 days."),
     ("Prednisolone, 20 mg. Is that a lot? It comes down by 5 mg.", "It comes down by 5 mg.", "It comes down by 5 mg."),
+    # fresh16 (qwen1.5b kept "It's two hundred and fifty milligrams now." as said): a dose of the one medicine named
+    # earlier in the line
+    ("But it messed with the clozapine. I got so drowsy I fell asleep at work. So it's two hundred and fifty "
+     "milligrams now.", "So it's two hundred and fifty milligrams now.", "So it's two hundred and fifty milligrams now."),
+    ("But it messed with the clozapine. I got so drowsy I fell asleep at work. It's two hundred and fifty "
+     "milligrams now.", "It's two hundred and fifty milligrams now.",
+     "The clozapine is two hundred and fifty milligrams now."),
+    ("Both the clozapine and the quetiapine went up. I was drowsy. It's 250 mg now.", "It's 250 mg now.",
+     "It's 250 mg now."),  # which of the two?
+    ("It messed with the clozapine. I was drowsy. It's awful.", "It's awful.", "It's awful."),  # no dose
+    ("It messed with the clozapine. Is that normal? It's 250 mg now.", "It's 250 mg now.", "It's 250 mg now."),
 ])
 def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentence: str, named: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Henrique", content=line)],

@@ -1251,14 +1251,21 @@ def named_thing(before: str, sentence: str) -> str:
     """`sentence` with the "It" it starts with named, when the sentence just before it (`before`
     is its line up to it; no question) starts with a medicine or other health word ("Prednisolone,
     20 mg every morning, started ten days ago. It comes down by 5 mg every four weeks.": qwen1.5b
-    kept the second as said, "it" unnamed); else as it is."""
+    kept the second as said, "it" unnamed), or, when the sentence states a dose, the one medicine
+    its line names before it with no question between; else as it is."""
     said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
     found = THE_THING.match(said[-1]) if said and not said[-1].endswith(("?", "？")) else None
-    if not found or not health_word(found["word"].lower()):
-        return sentence
     lead = IT_LEADS.match(sentence)
     assert lead is not None
-    return _subject_put(found["thing"], " " + sentence[lead.end():], bool(lead["s"]))  # "It's been stopped"
+    if found and health_word(found["word"].lower()):
+        return _subject_put(found["thing"], " " + sentence[lead.end():], bool(lead["s"]))  # "It's been stopped"
+    # a dose of the one medicine the line names before it, with no question between (fresh16: "But it
+    # messed with the clozapine. ... So it's two hundred and fifty milligrams now.")
+    asked = max((k for k, t in enumerate(said) if t.endswith(("?", "？"))), default=-1)
+    named = {w for t in said[asked + 1:] for w in words(t) if medicine_word(w)}
+    if len(named) != 1 or not doses(with_digits(sentence)):
+        return sentence
+    return _subject_put(f"The {named.pop()}", " " + sentence[lead.end():], bool(lead["s"]))
 
 
 def _subject_put(name: str, rest: str, s: bool) -> str:
