@@ -17,7 +17,7 @@ from reme.embedding import HashEmbedder
 from reme.memory.personal import (claimed_by_another, declined, taken_though_stopped, worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole,
-                                  health_word, medicine_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
+                                  health_left_behind, health_word, medicine_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
                                   subject_named, unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
@@ -3298,3 +3298,23 @@ def test_no_word_of_everyday_conversation_ends_as_a_medicine_does() -> None:
     walk(json.loads(shared_data("locomo/locomo10_dev.json").read_text()))
     assert len(found) > 5000
     assert sorted(w for w in found if medicine_word(w)) == []
+
+
+@pytest.mark.parametrize(("said", "ends"), [
+    # fresh16 (qwen1.5b): "The senna and docusate are gone" ended "If Dawit hasn't gone for three days, ...,
+    # it's the emergency room" through the word "gone": the words that say something ended are not what ended
+    ("Better. The senna and docusate are gone; now it's PEG, one sachet every morning.", set()),
+    ("The pharmacy is gone, it closed in May.", {"pharm"}),
+])
+def test_the_words_saying_that_something_ended_are_not_what_ended(said: str, ends: set[str]) -> None:
+    stored = "If Dawit hasn't gone for three days, or his belly is swollen, it's the emergency room, not the pharmacy."
+    assert ending(said, stored, "Dawit") == ends
+
+
+def test_an_update_about_something_else_keeps_what_to_do_in_an_emergency() -> None:
+    # fresh16 (qwen1.5b): "If Dawit hasn't gone for three days, ..., it's the emergency room" was UPDATEd to "The
+    # senna and docusate are gone; now it's PEG": a merged text about something else drops no emergency plan
+    stored = "If Dawit hasn't gone for three days, or his belly is swollen, it's the emergency room, not the pharmacy."
+    merged = "The senna and docusate are gone; now Dawit takes PEG, one sachet every morning."
+    assert health_left_behind(stored, merged, merged) == ([], [stored])
+    assert health_left_behind(stored, stored + " " + merged, merged) == ([], [])

@@ -849,6 +849,8 @@ CONDITIONS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "cel
               "heart", "stroke", "arthrit", "dement", "alzheim", "parkinson", "thyroid", "pacemaker", "eczema",
               "fibrill", "arrhythm", "anaphyla", "seizure", "migrain", "phobi", "gout", "cholest", "blood")
 """Health words of what lasts: a change of medicine, diet or plan does not end an allergy or diabetes."""
+LASTING = CONDITIONS + ("emergenc", "ambulanc")
+"""What a change of something else does not end: a condition, and what to do in an emergency."""
 HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic", "prescri", "dose", "pill", "tablet",
                             "surgery", "injur", "pain", "pregnan", "disease", "infect", "afraid", "seasick", "vegan",
                             "vegetar", "pescat", "halal", "kosher", "epipen", "sting", "anxi", "depress", "hives",
@@ -988,8 +990,9 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
     beside a condition), which cannot. When no sentence of the stored memory shares a word with
     the candidate, the UPDATE replaces all of it ("Dan started eating fish again" for "Dan has been
     vegetarian": putting a sentence back would state a value the user changed), unless a sentence
-    holds a lasting condition (`CONDITIONS`) neither says anything of: those sentences are the
-    second list (fresh6: "Parveen's dad has type 2 diabetes." was replaced by a medicine stopped).
+    holds a lasting condition or what to do in an emergency (`LASTING`) neither says anything of:
+    those sentences are the second list (fresh6: "Parveen's dad has type 2 diabetes." was replaced
+    by a medicine stopped; fresh16: "..., it's the emergency room" by a laxative changed).
     A Chinese memory is not judged (its words are not split)."""
     if CJK_CHAR.search(stored):
         return [], []
@@ -1009,7 +1012,7 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         if all(_stem(w) in said for w in health):  # none, or each one said again ("gout" dropped is not)
             continue
         (tied if shares else back).append(sentence)
-        if any(w.startswith(CONDITIONS) and _stem(w) not in said for w in health):
+        if any(w.startswith(LASTING) and _stem(w) not in said for w in health):
             lasting.append(sentence)
     return (back, tied) if addressed else ([], lasting)
 
@@ -2653,6 +2656,8 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
                    r"|\bended\b(?!\s+up\b)"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
+OVER_WORDS = ("finished", "over", "gone", "ended")
+"""The words of `ENDED` that say a thing is over ("the senna is gone"), not what is."""
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
@@ -2892,7 +2897,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             if own and not says_own(clause, sentence):
                 continue
             if held & said and ENDED.search(clause):
-                out |= held & said
+                # what ended, not the word saying so ("The senna and docusate are gone" ends no "hasn't gone")
+                out |= held & said - {_stem(w) for w in OVER_WORDS if re.search(rf"\b{w}\b", clause, re.IGNORECASE)}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
