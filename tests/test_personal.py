@@ -3318,3 +3318,24 @@ def test_an_update_about_something_else_keeps_what_to_do_in_an_emergency() -> No
     merged = "The senna and docusate are gone; now Dawit takes PEG, one sachet every morning."
     assert health_left_behind(stored, merged, merged) == ([], [stored])
     assert health_left_behind(stored, stored + " " + merged, merged) == ([], [])
+
+
+async def test_the_reconcile_reply_may_name_only_the_candidates_and_memories_shown(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh16/fresh17 (qwen1.5b): the reconcile went on deciding for candidates 8 to 14 of 8 until its
+    # budget ran out; the schema sent holds a grammar-constrained reply to the candidates, ids and count there are
+    await reme.add_memory("Dawit takes clozapine, 300 mg at night", user_name="dawit")
+    server.script(EXTRACT, memories({"content": "Dawit takes clozapine, 250 mg at night"}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0,
+                                        "text": "Dawit takes clozapine, 250 mg at night"},
+                                       {"candidate": 7, "action": "ADD", "id": None}))  # not held to the schema
+    result = await reme.summarize_memory([{"role": "user", "name": "Dawit", "content": "My clozapine is 250 mg now."}],
+                                         user_name="dawit")
+
+    (sent,) = [r for r in server.chat_requests if RECONCILE in json.dumps(r["messages"])]
+    schema = sent["response_format"]["json_schema"]["schema"]
+    item = schema["$defs"]["Decision"]["properties"]
+    assert item["candidate"]["enum"] == [0] and item["id"]["anyOf"][0]["enum"] == [0]
+    assert schema["properties"]["decisions"]["maxItems"] == 2
+    assert [n.content for n in result.updated] == ["Dawit takes clozapine, 250 mg at night"] and result.added == []
+    assert any("names candidate 7" in r.reason for r in result.rejected)

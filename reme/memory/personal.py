@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Annotated, Any, Callable, Collection, Iterable, Iterator, Literal, Sequence
 
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model, field_validator
 
 from reme.config import RetrievalConfig
 from reme.errors import InvalidInputError, LLMError, describe
@@ -120,6 +120,21 @@ class Decision(BaseModel):
 
 class Decisions(BaseModel):
     decisions: list[Decision]
+
+
+@functools.lru_cache(maxsize=256)
+def decisions_for(candidates: int, shown: int) -> type[Decisions]:
+    """`Decisions` whose JSON schema (what a grammar-constrained endpoint holds the reply to)
+    allows only the candidates and memory ids there are, and at most two decisions a candidate:
+    qwen1.5b went on to decide for candidates 8 to 14 of 8 until its budget ran out. A reply
+    from an endpoint that does not hold to it is validated as `Decisions` (the `Decider` drops
+    what names nothing shown)."""
+    memory_id = Annotated[int, Field(json_schema_extra={"enum": list(range(shown))} if shown else None)]
+    item = create_model("Decision", __base__=Decision,
+                        candidate=(int, Field(json_schema_extra={"enum": list(range(candidates))})),
+                        id=(memory_id | None, None))
+    return create_model("Decisions", __base__=Decisions,
+                        decisions=(list[item], Field(json_schema_extra={"maxItems": 2 * candidates})))  # type: ignore[valid-type]
 
 
 class QueryPlan(BaseModel):
@@ -1939,7 +1954,8 @@ class PersonalSummarizer:
                       for i, c in enumerate(shown.candidates)]
             decisions = await self.llm.structured(
                 self.prompts.messages("personal/reconcile", user_name=user_name, existing=existing, candidates=listed),
-                Decisions, usage=plan.usage, rejected=plan.rejected, step="personal/reconcile",
+                decisions_for(len(shown.candidates), len(shown.existing)), usage=plan.usage, rejected=plan.rejected,
+                step="personal/reconcile",
                 budget=64 + 160 * len(shown.candidates))  # at most two decisions of a merged sentence each
         def said(sentence: str, cand: MemoryNode) -> str | None:
             sources = cand.metadata["source_turns"]
