@@ -3339,3 +3339,18 @@ async def test_the_reconcile_reply_may_name_only_the_candidates_and_memories_sho
     assert schema["properties"]["decisions"]["maxItems"] == 2
     assert [n.content for n in result.updated] == ["Dawit takes clozapine, 250 mg at night"] and result.added == []
     assert any("names candidate 7" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("lines", "written", "kept"), [
+    # fresh17 (qwen1.5b): whom to call first, said without "emergency", was in no memory
+    (["My wife, Vaiola. She's a nurse, so she didn't panic.", "She's my first call for anything."],
+     ["Vaiola is Sefo's wife"], [(1, "She's my first call for anything.")]),
+    (["First call is my husband, Tinashe, then Tatenda."], ["Tinashe is Chipo's husband"],
+     [(0, "First call is my husband, Tinashe, then Tatenda.")]),
+    (["First call is my husband, Tinashe, then Tatenda."], ["Chipo's first call is Tinashe, then Tatenda"], []),
+    (["My first job was at a bakery."], [], []),  # no call
+])
+def test_whom_to_call_first_is_a_safety_fact(lines: list[str], written: list[str], kept: list[tuple[int, str]]) -> None:
+    transcript = Transcript.of([Message(role="user", name="Sefo", content=line) for line in lines],
+                               datetime(2026, 4, 20, tzinfo=timezone.utc))
+    assert unheld_health(transcript, written) == kept

@@ -1161,11 +1161,17 @@ def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     yield from ((line, kept) for kept in run)
 
 
+FIRST_CALL = re.compile(r"\b(?:first|second|next|main)\s+(?:call|contact|port\s+of\s+call|person\s+to\s+(?:call|ring))\b"
+                        r"|\bnext\s+of\s+kin\b|\b(?:call|ring|phone)\s+(?:\w+\s+){0,2}?first\b", re.IGNORECASE)
+"""Whom to call first, said without "emergency": "She's my first call for anything", "First call is my
+husband, Tinashe, then Tatenda" (fresh17: no memory kept either)."""
+
+
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
-    that none of `written` (the memories so far) holds, or whom to call when someone is unwell
-    (`call_when`) with a condition no memory holds half of, with the index of their line: a safety
+    that none of `written` (the memories so far) holds, or whom to call first (`FIRST_CALL`) or
+    when someone is unwell (`call_when`) with a name or condition no memory holds (half of), with the index of their line: a safety
     fact no memory kept ("He's eight and he's allergic to egg", "I take clopidogrel, 75 mg, every
     morning": qwen1.5b kept neither, even when shown the line again). A Chinese line is not
     judged."""
@@ -1175,6 +1181,8 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         sentence = said_whole(sentence)
         said = words(sentence)
         health = [w for w in said if health_word(w)] + restricted(sentence)
+        if first := FIRST_CALL.search(sentence):  # whom to call: the names said, else the words saying so
+            health += [w.lower() for w in named_in(sentence)] or words(first[0])
         condition = call_when(sentence)
         if len(sentence) <= MAX_CONTENT_CHARS and (
                 health and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])
