@@ -826,6 +826,12 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
      "Kim sees the doctor based in Leeds on Monday (6 May 2024)."),
     # "a week on Thursday" of the past says nothing sure: no date rather than a wrong one
     ("Kim saw him a week on Thursday.", "I saw him a week on Thursday.", "Kim saw him a week on Thursday."),
+    # a weekday and its day of the month are one day (fresh16, fresh17: "on Monday (6 May 2024) the 13th (13 May
+    # 2024)", two dates for one day, the first wrong)
+    ("Kim's catheter is on Monday the 13th, at the Brompton.", "A catheter on Monday the 13th, at the Brompton.",
+     "Kim's catheter is on Monday the 13th (13 May 2024), at the Brompton."),
+    ("Kim's level is checked on Monday, the 13th.", "They check it on Monday, the 13th.",
+     "Kim's level is checked on Monday, the 13th (13 May 2024)."),
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday

@@ -261,6 +261,8 @@ ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(t
                     r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with)\b)", re.IGNORECASE)
 """A day of the month without its month: "on the 29th", "the 30th of this month" (not "the 30th
 anniversary", nor "the 30th of May", a date already)."""
+THE_DAY_AFTER = re.compile(r"\s*,?\s*the\s+[0-3]?\d(?:st|nd|rd|th)\b", re.IGNORECASE)
+"""A day of the month right after a weekday ("on Monday the 22nd"): one day, dated by its number."""
 _MONTH_NAME = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 MONTH_DAY = re.compile(rf"\b(?:[0-3]?\d(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME}|{_MONTH_NAME.replace('month', 'm2')}"
                        r"\s+[0-3]?\d(?:st|nd|rd|th)?)\b", re.IGNORECASE)
@@ -313,6 +315,8 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         if out and m.start() < out[-1][1] or text[m.end():].lstrip().startswith("("):
             continue
         weekday = m.re is ON_WEEKDAY
+        if weekday and THE_DAY_AFTER.match(text[m.end():]):
+            continue  # "on Monday the 22nd": the 22nd's date, not the next Monday's as well
         said_so = (rf"\bon\s+{m[1].lower()}\b" if weekday else
                    rf"\bthe\s+{int(m[1])}(?:st|nd|rd|th)\b" + (rf"\s+of\s+{m[2]}\s+month" if m[2] else ""))
         told = [s for group in (lines, others) for line in group for s in re.split(r"(?<=[.!?;])\s+", line)
