@@ -774,6 +774,13 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     # a time it took, not a time ahead: the sentence tells of the past
     ("2024-05-03", "Kim finished the course in ten days", "Kim finished the course in ten days"),
     ("2024-05-03", "Kim lost 5 kg in two months", "Kim lost 5 kg in two months"),
+    # how fast, in a rule (fresh17: "if I put on two kilos in three days I ring Bisi" was dated three days on)
+    ("2026-06-10", "If Yael puts on two kilos in three days, Yael rings Bisi",
+     "If Yael puts on two kilos in three days, Yael rings Bisi"),
+    ("2026-06-10", "If Yael gains weight in a week, she calls the clinic",
+     "If Yael gains weight in a week, she calls the clinic"),
+    ("2026-06-10", "Yael flies to Tel Aviv in three days", "Yael flies to Tel Aviv in three days (13 June 2026)"),
+    ("2026-06-10", "Yael has 2 scans in three weeks", "Yael has 2 scans in three weeks (1 July 2026)"),
 ])
 def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: str, expected: str) -> None:
     assert anchor_times(text, datetime.fromisoformat(said + "T12:00:00+00:00")) == expected

@@ -163,10 +163,18 @@ def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     if YEAR.search(text):
         return []
     return [(start, end, span) for start, end, span in find_spans(text, said.date())
-            if RELATIVE.search(text[start:end]) and not DAY_OF.search(text[:start])]
+            if RELATIVE.search(text[start:end]) and not DAY_OF.search(text[:start])
+            and not (text[start:end].lower().startswith("in") and AMOUNT_BEFORE.search(text[:start]))]
 
 
 DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
+_AMOUNT = r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|half\s+a)"
+AMOUNT_BEFORE = re.compile(rf"\b(?:{_AMOUNT}\s+(?:kilos?|kilograms?|kg|pounds?|lbs?|stones?|grams?|litres?|liters?"
+                           r"|miles?|km|kilometres?|kilometers?|centimetres?|cm|inches?)|\d+(?:\.\d+)?\s*%"
+                           r"|(?:put|putting|puts)\s+on|gain(?:s|ed|ing)?|los(?:e|es|t|ing))\b[^.;:!?]{0,20}$",
+                           re.IGNORECASE)
+"""An amount, or a gain or loss, just before "in three days": how fast, not when ("if I put on two
+kilos in three days, I ring Bisi": fresh17 was dated three days on)."""
 """Before "next month" in "the 4th of next month": a day, which `weekday_spans` dates."""
 
 
