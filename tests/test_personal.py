@@ -16,8 +16,8 @@ from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNot
 from reme.embedding import HashEmbedder
 from reme.memory.personal import (claimed_by_another, declined, taken_though_stopped, worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
-                                  said_whole,
-                                  health_left_behind, health_word, medicine_word, said_by_another, self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
+                                  said_whole, health_left_behind, health_word, medicine_word, said_by_another,
+                                  self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
                                   subject_named, unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
@@ -2572,7 +2572,8 @@ def test_an_answer_to_another_speakers_question_about_whom_to_call_is_kept() -> 
     # fresh16 (qwen1.5b kept "It's two hundred and fifty milligrams now." as said): a dose of the one medicine named
     # earlier in the line
     ("But it messed with the clozapine. I got so drowsy I fell asleep at work. So it's two hundred and fifty "
-     "milligrams now.", "So it's two hundred and fifty milligrams now.", "So it's two hundred and fifty milligrams now."),
+     "milligrams now.", "So it's two hundred and fifty milligrams now.",
+     "So it's two hundred and fifty milligrams now."),
     ("But it messed with the clozapine. I got so drowsy I fell asleep at work. It's two hundred and fifty "
      "milligrams now.", "It's two hundred and fifty milligrams now.",
      "The clozapine is two hundred and fifty milligrams now."),

@@ -134,7 +134,8 @@ def decisions_for(candidates: int, shown: int) -> type[Decisions]:
                         candidate=(int, Field(json_schema_extra={"enum": list(range(candidates))})),
                         id=(memory_id | None, None))
     return create_model("Decisions", __base__=Decisions,
-                        decisions=(list[item], Field(json_schema_extra={"maxItems": 2 * candidates})))  # type: ignore[valid-type]
+                        decisions=(list[item],  # type: ignore[valid-type]
+                                   Field(json_schema_extra={"maxItems": 2 * candidates})))
 
 
 class QueryPlan(BaseModel):
@@ -1161,8 +1162,9 @@ def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     yield from ((line, kept) for kept in run)
 
 
-FIRST_CALL = re.compile(r"\b(?:first|second|next|main)\s+(?:call|contact|port\s+of\s+call|person\s+to\s+(?:call|ring))\b"
-                        r"|\bnext\s+of\s+kin\b|\b(?:call|ring|phone)\s+(?:\w+\s+){0,2}?first\b", re.IGNORECASE)
+FIRST_CALL = re.compile(r"\b(?:first|second|next|main)\s+(?:call|contact|port\s+of\s+call"
+                        r"|person\s+to\s+(?:call|ring))\b|\bnext\s+of\s+kin\b"
+                        r"|\b(?:call|ring|phone)\s+(?:\w+\s+){0,2}?first\b", re.IGNORECASE)
 """Whom to call first, said without "emergency": "She's my first call for anything", "First call is my
 husband, Tinashe, then Tatenda" (fresh17: no memory kept either)."""
 
@@ -1171,10 +1173,10 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
     that none of `written` (the memories so far) holds, or whom to call first (`FIRST_CALL`) or
-    when someone is unwell (`call_when`) with a name or condition no memory holds (half of), with the index of their line: a safety
-    fact no memory kept ("He's eight and he's allergic to egg", "I take clopidogrel, 75 mg, every
-    morning": qwen1.5b kept neither, even when shown the line again). A Chinese line is not
-    judged."""
+    when someone is unwell (`call_when`) with a name or condition no memory holds (half of), with
+    the index of their line: a safety fact no memory kept ("He's eight and he's allergic to egg",
+    "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
+    again). A Chinese line is not judged."""
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in health_led(transcript):
