@@ -18,7 +18,7 @@ from reme.memory.personal import (claimed_by_another, declined, taken_though_sto
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
                                   self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
-                                  subject_named, unheld_relations, with_the_time_said)
+                                  revalued, subject_named, unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -3368,3 +3368,9 @@ def test_whom_to_call_first_is_a_safety_fact(lines: list[str], written: list[str
     transcript = Transcript.of([Message(role="user", name="Sefo", content=line) for line in lines],
                                datetime(2026, 4, 20, tzinfo=timezone.utc))
     assert unheld_health(transcript, written) == kept
+
+
+def test_a_unit_in_words_ties_no_changed_value_to_another_medicines_dose() -> None:
+    # the unit shared alone ("milligrams") made "down to three times a day" prednisone's dose
+    stored = "Wei takes pyridostigmine, 60 milligrams four times a day, and prednisone, 20 milligrams every morning"
+    assert revalued(stored, "Pyridostigmine is down to three times a day, same 60 milligrams.") is None

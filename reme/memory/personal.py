@@ -2924,7 +2924,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 continue
             if held & said and ENDED.search(clause):
                 # what ended, not the word saying so ("The senna and docusate are gone" ends no "hasn't gone")
-                out |= held & said - {_stem(w) for w in OVER_WORDS if re.search(rf"\b{w}\b", clause, re.IGNORECASE)}
+                out |= held & said - {_stem(w) for w in words(clause) if w in OVER_WORDS}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
@@ -3070,8 +3070,8 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
     found: list[tuple[str, str, str, str]] = []
     for sentence in SENTENCE.split(lines):
         # what the sentence names: its health words, a unit ("mg") only when it names no other
-        health = {_stem(w) for w in words(sentence) if health_word(w)}
-        health = {w for w in health if not DOSE.fullmatch("1 " + w)} or health
+        named = [w for w in words(sentence) if health_word(w)]
+        health = {_stem(w) for w in named if not DOSE.fullmatch("1 " + w)} or {_stem(w) for w in named}
         values = [(SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]), health | {
                        _stem(w.lower()) for w in _CAPITAL.findall(sentence)[1:] if w.lower() not in STARTERS}, False)
                   for m in CHANGED_TO.finditer(sentence)]
