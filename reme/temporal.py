@@ -111,11 +111,18 @@ _LEADING_PAST = re.compile(r"^\s*(?!(?:Scheduled|Booked|Planned|Supposed|Expecte
 """A sentence that starts with its verb in "-ed", its subject left out: "Stopped it in June"."""
 
 
+HAVE_GOT = re.compile(r"(?:['’](?:ve|s)|\b(?:have|has))\s+got\b(?!\s+(?:back|home|in|out|up|off|through|into|over"
+                      r"|rid|lost|married|engaged|divorced|sick|ill)\b)", re.IGNORECASE)
+""""I've got", "she's got": has, not a past ("I've got a heart MRI on Friday" is ahead); not "I've
+got back" or "we've got married"."""
+
+
 def told_of_past(sentence: str) -> bool:
     """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
     finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), a verb in
     "-ed" it starts with ("Stopped it in June"), or a past tense of `PAST_WORDS` ("I went",
-    "paid")."""
+    "paid"); "have got" is no past (`HAVE_GOT`)."""
+    sentence = HAVE_GOT.sub(" hold", sentence)
     return bool(_TOLD_PAST.search(sentence) or _LEADING_PAST.match(sentence)) \
         or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
 
