@@ -18,7 +18,7 @@ from reme.memory.personal import (claimed_by_another, declined, taken_though_sto
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
                                   self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
-                                  revalued, subject_named, unheld_relations, with_the_time_said)
+                                  revalued, subject_named, unheld_content, unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -839,6 +839,13 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
      "Kim's catheter is on Monday the 13th (13 May 2024), at the Brompton."),
     ("Kim's level is checked on Monday, the 13th.", "They check it on Monday, the 13th.",
      "Kim's level is checked on Monday, the 13th (13 May 2024)."),
+    # "I've got" has, not got (fresh17: "I've got a heart MRI on Friday", said on a Tuesday, was the Friday before)
+    ("Kim has a heart MRI on Tuesday.", "And because Fabry thickens the heart, I've got a heart MRI on Tuesday.",
+     "Kim has a heart MRI on Tuesday (7 May 2024)."),
+    ("Kim's got physio on the 9th.", "She's got physio on the 9th.", "Kim's got physio on the 9th (9 May 2024)."),
+    ("Kim got back from Rome on Tuesday.", "I've got back from Rome on Tuesday.",
+     "Kim got back from Rome on Tuesday (30 April 2024)."),
+    ("Kim got a new job on Tuesday.", "I got a new job on Tuesday.", "Kim got a new job on Tuesday (30 April 2024)."),
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
@@ -3183,7 +3190,9 @@ async def test_a_memory_a_line_ends_takes_what_the_line_says_of_it_not_a_candida
 
     assert (await reme.get_memory(old.memory_id)).content == now
     assert candidate in [n.content for n in result.added]
-    assert any(r.action == "defaulted" and "what its line says of it" in r.reason for r in result.rejected)
+    # the line's own sentence took its place: the decision defaulted to it, or the sentence was kept as said
+    assert any(r.action == "defaulted" and ("what its line says of it" in r.reason or r.step == "personal/content")
+               for r in result.rejected)
 
 
 @pytest.mark.parametrize(("said", "ends"), [
@@ -3374,3 +3383,57 @@ def test_a_unit_in_words_ties_no_changed_value_to_another_medicines_dose() -> No
     # the unit shared alone ("milligrams") made "down to three times a day" prednisone's dose
     stored = "Wei takes pyridostigmine, 60 milligrams four times a day, and prednisone, 20 milligrams every morning"
     assert revalued(stored, "Pyridostigmine is down to three times a day, same 60 milligrams.") is None
+
+
+SEFO = ["Migalastat, one capsule every other day, and gabapentin for the pain attacks.",
+        "I coach the under-twelves at touch rugby on Thursday nights. I just hardly sweat, that's the Fabry too, so I "
+        "overheat quick: I stay in the shade with a big water bottle, and no saunas, ever."]
+SEFO_HELD = ["Sefo takes migalastat, one capsule every other day, and gabapentin for the pain attacks",
+             "Sefo coaches touch rugby on Thursday nights"]
+
+
+@pytest.mark.parametrize(("lines", "written", "kept"), [
+    # fresh17 (qwen1.5b kept the rugby and nothing of how Sefo stays safe in the heat: no health word says it)
+    (SEFO, SEFO_HELD,
+     [(1, "I just hardly sweat, that's the Fabry too, so I overheat quick: I stay in the shade with a big water "
+          "bottle, and no saunas, ever.")]),
+    # held: nothing kept
+    (SEFO, SEFO_HELD + [
+            "Sefo hardly sweats because of Fabry, so he overheats quickly; he stays in the shade with a water "
+            "bottle and never goes in a sauna"], []),
+    # the memory kept its point (the medicine), not its reason: no second memory of the line
+    (["The sickness has finally stopped, so I've come off the ondansetron."], ["Sefo has come off the ondansetron"],
+     []),
+    # no one speaks of health: the model's choice stands
+    (["I coach the under-twelves at touch rugby on Thursday nights.", "We train in the park behind the school."],
+     ["Sefo coaches touch rugby on Thursday nights"], []),
+    # fewer than five words, a request, a question
+    (["I take gabapentin for pain.", "Shade, water.", "Remember that the bathroom door stays unlocked.",
+      "Should I avoid saunas with the Fabry?"], ["Sefo takes gabapentin"], []),
+])
+def test_what_a_person_said_of_their_health_that_no_memory_holds_is_kept(
+        lines: list[str], written: list[str], kept: list[tuple[int, str]]) -> None:
+    transcript = Transcript.of([Message(role="user", name="Sefo", content=line) for line in lines],
+                               datetime(2026, 4, 21, tzinfo=timezone.utc))
+    assert unheld_content(transcript, set(range(len(lines))), "Sefo", written) == kept
+    assert unheld_content(transcript, set(), "Sefo", written) == []  # a line the extraction was not shown
+
+
+async def test_a_health_conversation_loses_no_sentence_the_model_left_out(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Anjali", "content": "I've had epilepsy since I was twelve, I take brivaracetam.",
+             "time": "2026-10-05T09:00:00Z"},
+            {"role": "assistant", "content": "Thanks. Anything you do to stay safe day to day?"},
+            {"role": "user", "name": "Anjali", "content": "What I do stick to: showers only, never a bath, and the "
+             "bathroom door stays unlocked. It helps a lot, honestly."}]
+    server.script(EXTRACT, memories({"content": "Anjali has epilepsy and takes brivaracetam", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="Anjali")
+
+    assert [n.content for n in result.added] == [
+        "Anjali has epilepsy and takes brivaracetam",
+        "What Anjali does stick to: showers only, never a bath, and the bathroom door stays unlocked."]
+    assert result.added[1].metadata["source_turns"] == [2]
+    # "It helps a lot" starts with a pronoun: the model's to write, and no repair call is made for it
+    assert result.usage.calls == 1 and len(server.chat_requests) == 1
+    assert any(r.step == "personal/content" and r.action == "dropped" and "It helps" in r.reason
+               for r in result.rejected)
