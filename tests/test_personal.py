@@ -3407,6 +3407,9 @@ SEFO_HELD = ["Sefo takes migalastat, one capsule every other day, and gabapentin
     # no one speaks of health: the model's choice stands
     (["I coach the under-twelves at touch rugby on Thursday nights.", "We train in the park behind the school."],
      ["Sefo coaches touch rugby on Thursday nights"], []),
+    # its medicine is in a memory of another line: not its point kept
+    (["The sickness has finally stopped, so I've come off the ondansetron.", "Ondansetron, I'm off it now."],
+     ["Sefo has come off the ondansetron"], [(0, "The sickness has finally stopped, so I've come off the ondansetron.")]),
     # fewer than five words, a request, a question
     (["I take gabapentin for pain.", "Shade, water.", "Remember that the bathroom door stays unlocked.",
       "Should I avoid saunas with the Fabry?"], ["Sefo takes gabapentin"], []),
@@ -3415,7 +3418,8 @@ def test_what_a_person_said_of_their_health_that_no_memory_holds_is_kept(
         lines: list[str], written: list[str], kept: list[tuple[int, str]]) -> None:
     transcript = Transcript.of([Message(role="user", name="Sefo", content=line) for line in lines],
                                datetime(2026, 4, 21, tzinfo=timezone.utc))
-    assert unheld_content(transcript, set(range(len(lines))), "Sefo", written) == kept
+    assert unheld_content(transcript, set(range(len(lines))), "Sefo", written,
+                          [([len(lines) - 1], text) for text in written]) == kept
     assert unheld_content(transcript, set(), "Sefo", written) == []  # a line the extraction was not shown
 
 
@@ -3437,3 +3441,13 @@ async def test_a_health_conversation_loses_no_sentence_the_model_left_out(
     assert result.usage.calls == 1 and len(server.chat_requests) == 1
     assert any(r.step == "personal/content" and r.action == "dropped" and "It helps" in r.reason
                for r in result.rejected)
+
+
+def test_thank_god_names_no_one_between_a_she_and_whom_she_is() -> None:
+    # fresh17 (qwen1.5b): "She's my first call for anything." was kept as said, "She" unnamed: "thank God" named God
+    line = ("My wife, Vaiola. She's a nurse, so she didn't panic, thank God. She's my first call for anything. After "
+            "her it's my brother Iosefa, he lives two streets away.")
+    transcript = Transcript.of([Message(role="assistant", content="Who was with you?"),
+                                Message(role="user", name="Sefo", content=line)], datetime(2026, 4, 21, tzinfo=timezone.utc))
+    assert named_subject(transcript, 1, "She's my first call for anything.") == "Vaiola is my first call for anything."
+    assert "God" not in transcript.names
