@@ -3451,3 +3451,21 @@ def test_thank_god_names_no_one_between_a_she_and_whom_she_is() -> None:
                                 Message(role="user", name="Sefo", content=line)], datetime(2026, 4, 21, tzinfo=timezone.utc))
     assert named_subject(transcript, 1, "She's my first call for anything.") == "Vaiola is my first call for anything."
     assert "God" not in transcript.names
+
+
+async def test_a_rule_kept_as_said_with_no_health_word_is_not_taken_as_held(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh17 (qwen1.5b): "My iron was on the floor ..., so I eat fish and eggs now, still no meat" was kept as said
+    # for its rule ("no meat"), then dropped as held by a stored memory: it had no health word, so nothing to hold
+    first = [{"role": "user", "name": "Zeynep", "content": "I've been vegan for six years, so no animal anything.",
+              "time": "2026-01-10T09:00:00Z"}]
+    server.script(EXTRACT, memories({"content": "Zeynep has been vegan for six years"}))
+    await reme.summarize_memory(first, user_name="Zeynep")
+    later = [{"role": "user", "name": "Zeynep", "content": "My iron was on the floor and the doctor begged, so I eat "
+              "fish and eggs now, still no meat.", "time": "2026-05-10T09:00:00Z"}]
+    server.script(EXTRACT, {"memories": []})
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    result = await reme.summarize_memory(later, user_name="Zeynep")
+
+    assert not any("a stored memory holds it" in r.reason for r in result.rejected)
+    assert any("eats fish and eggs now, still no meat" in n.content for n in result.added + result.updated)

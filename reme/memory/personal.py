@@ -1823,8 +1823,9 @@ class Plan:
     kept_as_said: dict[str, tuple[set[str], bool]] = field(default_factory=dict)
     """The candidates written by code, not by the model (health sentences kept as said,
     `unheld_health`; relations, `unheld_relations`), by id, each with the words (`_stem`s) that
-    make it news, and whether it may end a stored memory: one whose words a stored memory holds is
-    dropped before the reconcile, unless it may and does ("not allergic to penicillin after all":
+    make it news, and whether it may end a stored memory: one whose words (when it has any: fresh17's
+    "My iron was on the floor ..., so I eat fish and eggs now, still no meat" had none, its rule
+    aside, and was dropped as held) a stored memory holds is dropped before the reconcile, unless it may and does ("not allergic to penicillin after all":
     the health sentences)."""
 
 
@@ -1849,7 +1850,7 @@ class PersonalSummarizer:
         if existing and plan.kept_as_said:  # what code kept that a stored memory holds is no news
             held = stems(n.content for n in existing)
             stored = [k for k, c in enumerate(candidates) if c.memory_id in plan.kept_as_said
-                      and plan.kept_as_said[c.memory_id][0] <= held
+                      and plan.kept_as_said[c.memory_id][0] and plan.kept_as_said[c.memory_id][0] <= held
                       and not (plan.kept_as_said[c.memory_id][1]
                                and any(ended(c.content, n.content, user_name) for n in existing))]
             for k in stored:
@@ -1888,8 +1889,8 @@ class PersonalSummarizer:
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
             more, more_flawed = self._kept_as_said(
                 unheld, "personal/kept", "has a health fact no memory holds", transcript, history, user_name, now,
-                plan, written, lambda text: {_stem(w) for w in words(text) if w.isdigit() or health_word(w)},
-                may_end=True, kind="health", importance=1.0)
+                plan, written, lambda text: {_stem(w) for w in words(text) if w.isdigit() or health_word(w)}
+                | {_stem(w) for w in restricted(text)}, may_end=True, kind="health", importance=1.0)
             candidates += more
             flawed += more_flawed
         so_far += [sentence for _, sentence in unheld]
