@@ -3423,6 +3423,16 @@ def test_what_a_person_said_of_their_health_that_no_memory_holds_is_kept(
     assert unheld_content(transcript, set(), "Sefo", written) == []  # a line the extraction was not shown
 
 
+def test_another_speakers_sentence_is_kept_only_when_it_says_who() -> None:
+    # fresh18 (qwen1.5b): the father's "Two carriers, one unlucky girl." was kept as said, read as Dalit's
+    lines = [("Dalit", "I have Gaucher disease, type one, and I take eliglustat."),
+             ("Avraham", "I'm a carrier, like her mother, that's how she got it. Two carriers, one unlucky girl.")]
+    transcript = Transcript.of([Message(role="user", name=name, content=line) for name, line in lines],
+                               datetime(2026, 4, 21, tzinfo=timezone.utc))
+    assert unheld_content(transcript, {0, 1}, "Dalit", ["Dalit has Gaucher disease, type one, and takes eliglustat"]) \
+        == [(1, "I'm a carrier, like her mother, that's how she got it.")]
+
+
 async def test_a_health_conversation_loses_no_sentence_the_model_left_out(
         reme: ReMe, server: OpenAITestServer) -> None:
     chat = [{"role": "user", "name": "Anjali", "content": "I've had epilepsy since I was twelve, I take brivaracetam.",

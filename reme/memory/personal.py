@@ -1612,7 +1612,8 @@ def unheld_content(transcript: Transcript, shown: Collection[int], user_name: st
     """In a conversation where someone speaks of health (a `health_word` in a sentence of theirs:
     there a sentence left out may be what keeps them safe), the sentences a person said (no
     question, not the assistant, no request to it: `ASKING`) in a line the extraction was `shown`,
-    of five words or more, lead-in dropped, whose content words
+    of five words or more (another speaker's only with "I", "my", "me": one that names no speaker
+    would read as the user's), lead-in dropped, whose content words
     (`content_words`, names of the speakers aside) are at least half, and two or more, held by none
     of `written` (the memories so far), unless its numbers, names and health words (`salient`) are
     all held by the memories of its line (`cited`: each memory's lines and text; one kept its
@@ -1639,6 +1640,9 @@ def unheld_content(transcript: Transcript, shown: Collection[int], user_name: st
         said = words(sentence)
         if len(said) < 5 or said[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS:
             continue
+        speaker = transcript.messages[index].name
+        if speaker and words(speaker) != words(user_name) and I_WORDS.isdisjoint(said):
+            continue  # another speaker's "Two carriers, one unlucky girl." would be stored as the user's
         content, named = content_words(sentence, speakers), salient(sentence)
         new = [w for w in content if _stem(w) not in held]
         if len(new) >= 2 and 2 * len(new) >= len(content) and not (named and {_stem(w) for w in named} <= stems(
