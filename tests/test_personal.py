@@ -3409,7 +3409,8 @@ SEFO_HELD = ["Sefo takes migalastat, one capsule every other day, and gabapentin
      ["Sefo coaches touch rugby on Thursday nights"], []),
     # its medicine is in a memory of another line: not its point kept
     (["The sickness has finally stopped, so I've come off the ondansetron.", "Ondansetron, I'm off it now."],
-     ["Sefo has come off the ondansetron"], [(0, "The sickness has finally stopped, so I've come off the ondansetron.")]),
+     ["Sefo has come off the ondansetron"],
+     [(0, "The sickness has finally stopped, so I've come off the ondansetron.")]),
     # fewer than five words, a request, a question
     (["I take gabapentin for pain.", "Shade, water.", "Remember that the bathroom door stays unlocked.",
       "Should I avoid saunas with the Fabry?"], ["Sefo takes gabapentin"], []),
@@ -3458,7 +3459,8 @@ def test_thank_god_names_no_one_between_a_she_and_whom_she_is() -> None:
     line = ("My wife, Vaiola. She's a nurse, so she didn't panic, thank God. She's my first call for anything. After "
             "her it's my brother Iosefa, he lives two streets away.")
     transcript = Transcript.of([Message(role="assistant", content="Who was with you?"),
-                                Message(role="user", name="Sefo", content=line)], datetime(2026, 4, 21, tzinfo=timezone.utc))
+                                Message(role="user", name="Sefo", content=line)],
+                               datetime(2026, 4, 21, tzinfo=timezone.utc))
     assert named_subject(transcript, 1, "She's my first call for anything.") == "Vaiola is my first call for anything."
     assert "God" not in transcript.names
 
@@ -3479,3 +3481,28 @@ async def test_a_rule_kept_as_said_with_no_health_word_is_not_taken_as_held(
 
     assert not any("a stored memory holds it" in r.reason for r in result.rejected)
     assert any("eats fish and eggs now, still no meat" in n.content for n in result.added + result.updated)
+
+
+async def test_a_line_ending_what_a_condition_does_keeps_the_condition(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended the memory of the
+    # diagnosis (its legs), which took the job's text: CIDP was in no memory after it
+    stored = ("Wayra has CIDP, chronic inflammatory demyelinating polyneuropathy, which causes her legs to go weak "
+              "and feet to be numb")
+    said = "I gave up guiding, my legs can't do the passes any more."
+    candidate = "Wayra gave up guiding, her legs can't do the passes any more"
+    old, result = await reconciled(reme, server, "Wayra", stored, said, candidate, None, action="ADD")
+
+    assert (await reme.get_memory(old.memory_id)).content == stored
+    assert candidate in [n.content for n in result.added]
+    assert any("names a condition the line does not (cidp, polyn)" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("Wayra has CIDP, chronic inflammatory demyelinating polyneuropathy", {"cidp", "polyneuropathy"}),
+    ("Aoibheann has alpha-1 antitrypsin deficiency and emphysema", set()),
+    ("Zeynep has Behçet's disease and uveitis", {"disease", "uveitis"}),
+    ("Sefo works at the GP surgery, with an MRI on Friday", set()),
+])
+def test_conditions_named(text: str, named: set[str]) -> None:
+    from reme.memory.personal import _stem, conditions_named
+    assert conditions_named(text) == {_stem(w) for w in named}

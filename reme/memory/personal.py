@@ -867,6 +867,23 @@ CONDITIONS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "cel
 """Health words of what lasts: a change of medicine, diet or plan does not end an allergy or diabetes."""
 LASTING = CONDITIONS + ("emergenc", "ambulanc")
 """What a change of something else does not end: a condition, and what to do in an emergency."""
+CONDITION_ENDINGS = ("pathy", "itis", "osis", "aemia", "emia", "trophy", "plasia")
+"""Endings of the names of conditions ("polyneuropathy", "vasculitis", "amyloidosis", "dystrophy")."""
+HAS_ACRONYM = re.compile(r"\b(?:has|have|had|diagnosed\s+with)\s+(?P<name>[A-Z]{2,6})\b"
+                         r"(?!\s+(?:on|at|in|scan|appointment)\b)")
+"""A condition said by its letters: "Wayra has CIDP", "I have PNH" (not "has an MRI", "has MRI on Friday")."""
+
+
+def conditions_named(text: str) -> set[str]:
+    """The `_stem`s of the words of a text that name a lasting condition: a condition's word
+    (`CONDITIONS`, `DIAGNOSES`; not what to do in an emergency, which a split ends), a name ending
+    as a condition's does (`CONDITION_ENDINGS`), "disease", "syndrome", "disorder", or the letters
+    one has (`HAS_ACRONYM`)."""
+    named = {_stem(w) for w in words(text) if w.startswith(CONDITIONS + DIAGNOSES)
+             or w in ("disease", "syndrome", "disorder") or len(w) > 6 and w.endswith(CONDITION_ENDINGS)}
+    return named | {_stem(m["name"].lower()) for m in HAS_ACRONYM.finditer(text)}
+
+
 HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic", "prescri", "dose", "pill", "tablet",
                             "surgery", "injur", "pain", "pregnan", "disease", "infect", "afraid", "seasick", "vegan",
                             "vegetar", "pescat", "halal", "kosher", "epipen", "sting", "anxi", "depress", "hives",
@@ -1181,6 +1198,8 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     out: list[tuple[int, str]] = []
     for index, sentence in health_led(transcript):
         sentence = said_whole(sentence)
+        if sentence.endswith(("?", "？")):  # "Allergic. What to?," once its comma goes
+            continue
         said = words(sentence)
         health = [w for w in said if health_word(w)] + restricted(sentence)
         if first := FIRST_CALL.search(sentence):  # whom to call: the names said, else the words saying so
@@ -1829,8 +1848,8 @@ class Plan:
     `unheld_health`; relations, `unheld_relations`), by id, each with the words (`_stem`s) that
     make it news, and whether it may end a stored memory: one whose words (when it has any: fresh17's
     "My iron was on the floor ..., so I eat fish and eggs now, still no meat" had none, its rule
-    aside, and was dropped as held) a stored memory holds is dropped before the reconcile, unless it may and does ("not allergic to penicillin after all":
-    the health sentences)."""
+    aside, and was dropped as held) a stored memory holds is dropped before the reconcile, unless
+    it may and does ("not allergic to penicillin after all": the health sentences)."""
 
 
 class PersonalSummarizer:
@@ -2674,6 +2693,15 @@ class Decider:
                                      + ("what is left without it cannot stand alone" if left else
                                         "the candidate is about something else")
                                      + ": changed in place, the candidate goes beside it")
+                    continue
+                kept = conditions_named(over.content) - stems([shown.cited[k]])
+                if kept and not left:
+                    # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
+                    # has CIDP, ..., which causes her legs to go weak": the diagnosis was lost for the job
+                    self.rejected.append(Rejection(
+                        step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
+                        reason=f"its line ends part of {over.content[:80]!r}, which names a condition the line "
+                               f"does not ({', '.join(sorted(kept))}): the memory stays, the candidate goes beside it"))
                     continue
                 if left:
                     # what is left cannot stand alone: the memory stays whole rather than lose it
