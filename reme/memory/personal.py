@@ -1626,6 +1626,12 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     return out
 
 
+REPORTING = frozenset("said says say told tells tell asked asks reckons reckon thinks think thought wants want "
+                      "wanted keeps keep".split())
+"""Words that say who says or wants something, not what: "My doctor said I was low on iron" holds
+nothing "Dan was low on iron" does not."""
+
+
 def unheld_content(transcript: Transcript, shown: Collection[int], user_name: str, written: Sequence[str],
                    cited: Sequence[tuple[Collection[int], str]] = ()) -> list[tuple[int, str]]:
     """In a conversation where someone speaks of health (a `health_word` in a sentence of theirs:
@@ -1662,7 +1668,7 @@ def unheld_content(transcript: Transcript, shown: Collection[int], user_name: st
         speaker = transcript.messages[index].name
         if speaker and words(speaker) != words(user_name) and I_WORDS.isdisjoint(said):
             continue  # another speaker's "Two carriers, one unlucky girl." would be stored as the user's
-        content, named = content_words(sentence, speakers), salient(sentence)
+        content, named = [w for w in content_words(sentence, speakers) if w not in REPORTING], salient(sentence)
         new = [w for w in content if _stem(w) not in held]
         if len(new) >= 2 and 2 * len(new) >= len(content) and not (named and {_stem(w) for w in named} <= stems(
                 text for lines, text in cited if index in lines)):
