@@ -14,7 +14,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (claimed_by_another, declined, taken_though_stopped, worth_reading,
+from reme.memory.personal import (_stem, claimed_by_another, conditions_named, declined, taken_though_stopped,
+                                  worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
                                   self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
@@ -3494,7 +3495,7 @@ async def test_a_line_ending_what_a_condition_does_keeps_the_condition(reme: ReM
 
     assert (await reme.get_memory(old.memory_id)).content == stored
     assert candidate in [n.content for n in result.added]
-    assert any("names a condition the line does not (cidp, polyn)" in r.reason for r in result.rejected)
+    assert any("names a condition the line does not (cidp, polyneuropathy)" in r.reason for r in result.rejected)
 
 
 @pytest.mark.parametrize(("text", "named"), [
@@ -3504,5 +3505,4 @@ async def test_a_line_ending_what_a_condition_does_keeps_the_condition(reme: ReM
     ("Sefo works at the GP surgery, with an MRI on Friday", set()),
 ])
 def test_conditions_named(text: str, named: set[str]) -> None:
-    from reme.memory.personal import _stem, conditions_named
     assert conditions_named(text) == {_stem(w) for w in named}

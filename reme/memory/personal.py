@@ -200,6 +200,10 @@ class Transcript:
             return set()
         return {w for name in (user_name, *(m.name for m in self.messages if m.name)) for w in words(name)}
 
+    def speaker_words(self, user_name: str) -> set[str]:
+        """The words of the user's name and of every speaker's: names no sentence tells as news."""
+        return {w for name in (user_name, *self.speakers) for w in words(name)}
+
     @property
     def numbered(self) -> str:
         return self.numbered_in(range(len(self.lines)))
@@ -1612,7 +1616,7 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     index of their line: what the extraction was shown and still did not keep ("We're planning
     my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b);
     not a request to the assistant (`ASKING`). A Chinese line is not judged."""
-    speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+    speakers = transcript.speaker_words(user_name)
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
@@ -1655,8 +1659,12 @@ def unheld_content(transcript: Transcript, shown: Collection[int], user_name: st
     no memory holds are kept all the same: `unheld_names`, `unheld_dates`). A Chinese line is not judged."""
     if not any(health_word(w) for _, sentence in statements(transcript) for w in words(sentence)):
         return []
-    speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+    speakers = transcript.speaker_words(user_name)
     held = stems(written)
+    of_line: dict[int, set[str]] = {}  # the words the memories of each line hold
+    for lines, text in cited:
+        for line in lines:
+            of_line.setdefault(line, set()).update(stems([text]))
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
         if index not in shown:
@@ -1670,8 +1678,8 @@ def unheld_content(transcript: Transcript, shown: Collection[int], user_name: st
             continue  # another speaker's "Two carriers, one unlucky girl." would be stored as the user's
         content, named = [w for w in content_words(sentence, speakers) if w not in REPORTING], salient(sentence)
         new = [w for w in content if _stem(w) not in held]
-        if len(new) >= 2 and 2 * len(new) >= len(content) and not (named and {_stem(w) for w in named} <= stems(
-                text for lines, text in cited if index in lines)):
+        if len(new) >= 2 and 2 * len(new) >= len(content) and not (
+                named and {_stem(w) for w in named} <= of_line.get(index, set())):
             out.append((index, sentence))
             held |= stems([sentence])
     return out
@@ -1715,7 +1723,7 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
     answer's, so no sentence of either holds the fact (fresh5: four emergency contacts lost so).
     The question may be another speaker's (fresh12: the guide's "Who's the contact?"). A Chinese
     line is not judged."""
-    speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+    speakers = transcript.speaker_words(user_name)
     held = [set(words(text)) for text in written if EMERGENCY.search(text)]
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages[1:], start=1):
@@ -1940,7 +1948,7 @@ class PersonalSummarizer:
         named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
             transcript, user_name, so_far)]) if parts else []
         if named:
-            speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+            speakers = transcript.speaker_words(user_name)
             cited = {i for c in candidates for i in c.metadata["source_turns"]} | {i for d in flawed for i in d.sources}
 
             def names(text: str) -> set[str]:
@@ -1974,7 +1982,7 @@ class PersonalSummarizer:
         unsaid = unheld_content(transcript, marked, user_name, [text for _, text in so_far_cited],
                                 so_far_cited) if parts else []
         if unsaid:
-            speakers = {w for name in (user_name, *transcript.speakers) for w in words(name)}
+            speakers = transcript.speaker_words(user_name)
             more, left = self._kept_as_said(
                 unsaid, "personal/content", "says what no memory holds", transcript, history, user_name, now, plan,
                 written, lambda text: {_stem(w) for w in content_words(text, speakers)}, may_end=True)
@@ -2701,13 +2709,14 @@ class Decider:
                                      + ": changed in place, the candidate goes beside it")
                     continue
                 kept = conditions_named(over.content) - stems([shown.cited[k]])
+                kept_words = sorted({w for w in words(over.content) if _stem(w) in kept})
                 if kept and not left:
                     # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
                     # has CIDP, ..., which causes her legs to go weak": the diagnosis was lost for the job
                     self.rejected.append(Rejection(
                         step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
                         reason=f"its line ends part of {over.content[:80]!r}, which names a condition the line "
-                               f"does not ({', '.join(sorted(kept))}): the memory stays, the candidate goes beside it"))
+                               f"does not ({', '.join(kept_words)}): the memory stays, the candidate goes beside it"))
                     continue
                 if left:
                     # what is left cannot stand alone: the memory stays whole rather than lose it
