@@ -332,6 +332,13 @@ def _relative_period(m: re.Match[str], today: date) -> Span | None:
     return _season(unit, today.year + shift)
 
 
+def _month_end(m: re.Match[str], today: date) -> Span:
+    """ "by the end of the month": the last day of this month (of the next or last one when it says so)."""
+    year, month = _add_months(today, {"next": 1, "last": -1}.get(m["which"].lower(), 0))
+    last = _month_span(year, month).last
+    return Span(last, last)
+
+
 def _named_month(m: re.Match[str], today: date) -> Span:
     """ "last October": the latest October before this month; "next March": the first March after
     it; "this September": this year's."""
@@ -417,6 +424,7 @@ RULES: list[Rule] = [
     (re.compile(r"\bthe\s+day\s+after\s+tomorrow\b", _F), _fixed(2)),
     (re.compile(r"\btomorrow\b", _F), _fixed(1)),
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", _F), _relative_unit),
+    (re.compile(r"\b(?:the\s+)?end\s+of\s+(?P<which>the|this|next|last)\s+month\b", _F), _month_end),
     (re.compile(r"\b(?P<which>last|past|previous|this|current|next|coming)\s+"
                 r"(?P<unit>week|weekend|month|year|spring|summer|autumn|fall|winter)\b", _F), _relative_period),
     (re.compile(rf"\b(?P<which>last|past|this\s+coming|this|next|coming|on)\s+{_WEEKDAY}\b", _F), _weekday),

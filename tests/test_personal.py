@@ -883,6 +883,32 @@ def test_a_day_of_next_month_is_dated_as_that_day(text: str, expected: str) -> N
     assert anchor_weekdays(anchor_times(text, said), said, [line, "I move next month."]) == expected
 
 
+@pytest.mark.parametrize(("line", "expected"), [
+    # fresh18 (qwen1.5b kept these as said; each was left undated or dated wrong)
+    ("My little sister Dihya gets married in Agadir on the 27th of next month, and I fly out on the 24th.",
+     "My little sister Dihya gets married in Agadir on the 27th of next month (27 June 2026), and I fly out on the "
+     "24th (24 June 2026)."),
+    ("First infusion on the 3rd of next month, the second two weeks after that, and then one every six months.",
+     "First infusion on the 3rd of next month (3 June 2026), the second two weeks after that (17 June 2026), and "
+     "then one every six months."),
+    ("The FibroScan is on the 14th of next month, and the lung function test is the Wednesday after.",
+     "The FibroScan is on the 14th of next month (14 June 2026), and the lung function test is the Wednesday after "
+     "(17 June 2026)."),
+    ("I have to send the DVLA form by the end of the month.",
+     "I have to send the DVLA form by the end of the month (31 May 2026)."),
+    ("The rent goes up at the end of next month.", "The rent goes up at the end of next month (30 June 2026)."),
+    # a day after something that is not a day, a bare day in another sentence: as they were
+    ("I go home the Wednesday after the operation.", "I go home the Wednesday after the operation."),
+    ("I fly out on the 24th. She marries on the 27th of next month.",
+     "I fly out on the 24th (24 May 2026). She marries on the 27th of next month (27 June 2026)."),
+    ("The FibroScan is on the 14th of next month. The day after, I rest.",
+     "The FibroScan is on the 14th of next month (14 June 2026). The day after, I rest."),
+])
+def test_a_day_counted_from_another_day_of_its_sentence_is_dated(line: str, expected: str) -> None:
+    said = datetime(2026, 5, 14, 10, tzinfo=timezone.utc)  # a Thursday
+    assert anchor_weekdays(anchor_times(line, said), said, [line]) == expected
+
+
 def test_a_weekday_no_cited_line_says_is_dated_as_another_line_tells_it() -> None:
     # tune (qwen1.5b): "Alice started her new job at a bakery on Monday." cited the wrong line
     said = datetime(2024, 5, 3, 12, tzinfo=timezone.utc)

@@ -121,6 +121,7 @@ RELATIVE = re.compile(
     r"^(?:last|past|previous|this|current|next|coming)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|"
     r"winter)\b|^(?:last|next|past|this|this\s+coming|coming)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
     r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|fortnight|month|year)|\sfrom\s+(?:now|today)$|"
+    r"^(?:the\s+)?end\s+of\s+(?:the|this|next|last)\s+month|"
     r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
     re.IGNORECASE)
@@ -347,13 +348,72 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
                 except OverflowError:
                     day = None
         else:
-            named = MONTH_DAY.search(_sentence_at(text, m.start()))
+            sentence = _sentence_at(text, m.start())
+            named = MONTH_DAY.search(sentence)
             month = MONTHS[(named["month"] or named["m2"]).lower()] if named and not m[2] else None
+            which = OF_WHICH_MONTH.search(_sentence_at(text[:m.start()], m.start()))
+            if month is None and not m[2] and which:
+                month = _add_month(said.date(), which[1])  # "on the 27th of next month, and I fly out on the 24th"
             on = _day_of_month(int(m[1]), m[2], past, said.date(), month)
             day = Span(on, on) if on else None
         if day is not None:
             out.append((m.start(), end, day))
-    return out
+    return _days_after(text, out)
+
+
+OF_WHICH_MONTH = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+(this|next|last)\s+month\b", re.IGNORECASE)
+"""A day of a month said by which ("the 27th of next month"): a bare "the 24th" after it in its sentence is of that
+month (fresh18: "gets married on the 27th of next month, and I fly out on the 24th" was dated this month's 24th)."""
+_WEEKDAY_NAMES = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+DAYS_AFTER = re.compile(rf"\b(?:the\s+(?P<weekday>{_WEEKDAY_NAMES})\s+after(?:\s+that)?"
+                        r"|(?P<n>a|one|two|three|four|five|six|\d)\s+(?P<unit>day|week)s?\s+(?:after|later)(?:\s+that)?"
+                        r"|the\s+day\s+after(?:\s+that)?)(?!\s*[(（])(?=\s*[,.;:!?)]|\s*$|\s+(?:and|so|but|then)\b)",
+                        re.IGNORECASE)
+"""A day counted from the day said just before it in its sentence: "the Wednesday after", "two weeks after
+that", "the day after" (fresh18: "the FibroScan is on the 14th of next month, and the lung function test is
+the Wednesday after"; not "the Wednesday after the operation", a day counted from something else)."""
+_COUNT_WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def _add_month(said: date, which: str) -> int:
+    """The month "this", "next" or "last" month is, said on `said`."""
+    return (said.month - 1 + {"this": 0, "next": 1, "last": -1}[which.lower()]) % 12 + 1
+
+
+def _days_after(text: str, found: list[tuple[int, int, Span]]) -> list[tuple[int, int, Span]]:
+    """`found` (the days `weekday_spans` dated in `text`) with each `DAYS_AFTER` of `text` dated from
+    the one day dated just before it in its sentence: one of `found`, or a date in parentheses
+    that ReMe wrote ("on the 14th of next month (14 August 2026)"). None of a sentence with no such
+    day before it."""
+    if not DAYS_AFTER.search(text):
+        return found
+    days = list(found) + [(p.start(), p.end(), spans[0][2]) for p in PARENTHESES.finditer(text)
+                          if len(spans := find_spans(p[0][1:-1], date(2000, 1, 1))) == 1
+                          and spans[0][2].first == spans[0][2].last and YEAR.search(p[0])]
+    out = list(found)
+    for m in DAYS_AFTER.finditer(text):
+        if any(start <= m.start() < end for start, end, _ in out):
+            continue
+        before = [d for d in days if d[1] <= m.start() and not re.search(r"[.!?]\s", text[d[1]:m.start()])]
+        if not before:
+            continue
+        start = max(before, key=lambda d: d[1])[2].first
+        if m["weekday"]:
+            ahead = (WEEKDAYS_AT[m["weekday"].lower()] - start.weekday()) % 7 or 7
+        elif m["unit"]:
+            n = int(m["n"]) if m["n"].isdigit() else _COUNT_WORDS[m["n"].lower()]
+            ahead = n * (7 if m["unit"].lower() == "week" else 1)
+        else:
+            ahead = 1
+        try:
+            day = start + timedelta(days=ahead)
+        except OverflowError:
+            continue
+        out.append((m.start(), m.end(), Span(day, day)))
+    return sorted(out, key=lambda t: t[0])
+
+
+WEEKDAYS_AT = {name: i for i, name in enumerate(_WEEKDAY_NAMES.split("|"))}
 
 
 WEEKS_BEFORE = re.compile(r"\ba\s+(week|fortnight)\s+$", re.IGNORECASE)
