@@ -2770,6 +2770,69 @@ async def test_an_emergency_contact_kept_as_said_is_named_without_a_repair(
     assert "personal/repair" not in result.usage.steps
 
 
+@pytest.mark.parametrize(("line", "sentence", "named"), [
+    # fresh18 (qwen1.5b): what "they" did to a patient, kept as said and dropped for its pronoun, or stored with it
+    ("So, my heart. They put a pacemaker in, on the 16th of last month.",
+     "They put a pacemaker in, on the 16th of last month.",
+     "The doctors put a pacemaker in, on the 16th of last month."),
+    ("Last Friday my left eye went grey. They gave me five days of IV methylprednisolone.",
+     "They gave me five days of IV methylprednisolone.", "The doctors gave me five days of IV methylprednisolone."),
+    ("I've got acromegaly, a tumour on my pituitary. They took most of it out in 2024, through the nose.",
+     "They took most of it out in 2024, through the nose.",
+     "The doctors took most of it out in 2024, through the nose."),
+    # people the line names, or nothing of health: as it is
+    ("My parents came for my surgery. They took me home after.", "They took me home after.",
+     "They took me home after."),
+    ("Kai and Milo were at the hospital. They gave me flowers.", "They gave me flowers.", "They gave me flowers."),
+    ("The movers were great. They put the sofa in the hall.", "They put the sofa in the hall.",
+     "They put the sofa in the hall."),
+    ("My surgery went well. They have a little boy, Milo.", "They have a little boy, Milo.",
+     "They have a little boy, Milo."),
+])
+def test_what_they_did_to_a_patient_is_the_doctors(line: str, sentence: str, named: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Ji-ho", content=line)],
+                               datetime(2026, 5, 19, tzinfo=timezone.utc))
+    assert named_subject(transcript, 0, sentence) == named
+
+
+async def test_a_memory_opening_with_what_they_did_to_a_patient_names_the_doctors(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh18 (qwen1.5b): "They gave Tiziri five days of IV methylprednisolone" was stored as it was
+    chat = [{"role": "user", "name": "Tiziri", "time": "2026-05-14T08:00:00Z",
+             "content": "I have NMOSD. Last Friday my left eye went grey. They gave me five days of IV "
+                        "methylprednisolone, a gram a day."}]
+    server.script(EXTRACT, memories({"content": "Tiziri has NMOSD.", "sources": [0]},
+                                    {"content": "They gave Tiziri five days of IV methylprednisolone, a gram a day.",
+                                     "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="tiziri")
+
+    assert "The doctors gave Tiziri five days of IV methylprednisolone, a gram a day." in [
+        n.content for n in result.added]
+    assert not [n.content for n in result.added if n.content.startswith("They")]
+
+
+@pytest.mark.parametrize(("line", "sentence", "named"), [
+    # fresh18 (qwen1.5b kept "Dalit sees him on the 2nd of next month": whom?)
+    ("My new haematologist down here is Dr Tregear; I see him on the 2nd of next month.",
+     "I see him on the 2nd of next month.", "I see Dr Tregear on the 2nd of next month."),
+    ("My GP is Dr Okafor. I ring her if it gets worse.", "I ring her if it gets worse.",
+     "I ring Dr Okafor if it gets worse."),
+    # a sentence kept as said ends as a sentence ends: found in its line all the same (fresh18: dropped as starting
+    # with a pronoun)
+    ("My dad, Diarmuid, had it too, only nobody knew. He died of emphysema in 2011; he was fifty-four.",
+     "He died of emphysema in 2011.", "Diarmuid died of emphysema in 2011."),
+    # "her" of a noun, a relation of the other gender, two names, a question: as it is
+    ("My GP is Dr Okafor. I see her mum every month.", "I see her mum every month.", "I see her mum every month."),
+    ("My sister Ana is a nurse. I call him every day.", "I call him every day.", "I call him every day."),
+    ("Dr Okafor and Ben came. I see him on Monday.", "I see him on Monday.", "I see him on Monday."),
+    ("Is Dr Okafor good? I see him on Monday.", "I see him on Monday.", "I see him on Monday."),
+])
+def test_him_or_her_is_the_one_person_the_sentence_before_names(line: str, sentence: str, named: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Dalit", content=line)],
+                               datetime(2026, 9, 8, tzinfo=timezone.utc))
+    assert named_subject(transcript, 0, sentence) == named
+
+
 @pytest.mark.parametrize(("memory", "compared"), [
     ("Eero is six years younger than Eero, so Eero raised her", True),
     ("Dana is married to Dana", True),

@@ -1282,7 +1282,7 @@ def the_one_related(transcript: Transcript, index: int, sentence: str, pronoun: 
     relation ("Donepezil 5 mg at bedtime. He's diabetic too" after "My father-in-law, Haruto, moved
     in. He's 81 and has Alzheimer's"). None when none or more than one could be."""
     line = transcript.messages[index].content
-    lines = [m.content for m in transcript.messages[:index]] + [line[:max(line.find(sentence), 0)]]
+    lines = [m.content for m in transcript.messages[:index]] + [line[:max(found_at(line, sentence), 0)]]
     said = [m for t in lines for m in [*MY_KIN.finditer(t), *THEIR_KIN.finditer(t), *KIN_NAMED.finditer(t)]]
     same, other = (MALE, FEMALE) if pronoun == "He" else (FEMALE, MALE)
     ones = {m["name"] for m in said if m["rel"].lower() in same}
@@ -1329,6 +1329,76 @@ def _subject_put(name: str, rest: str, s: bool) -> str:
     return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
 
 
+CARERS_DID = re.compile(r"They\s+(?:(?:have|had|'ve)\s+)?(?P<verb>gave|given|put|took|taken|found|started|stopped|switched"
+                        r"|changed|removed|diagnosed|fitted|implanted|operated|admitted|discharged|prescribed|upped"
+                        r"|doubled|halved|lowered|raised|increased|reduced|scanned|tested|cut|drained|injected"
+                        r"|transfused|ruled|caught)\b")
+"""A sentence opening with what "they" did to someone in care ("They put a pacemaker in, on the 16th of last
+month", "They gave me five days of IV methylprednisolone"): the people who treat them, not anyone the
+conversation named (fresh18: qwen1.5b kept four such sentences, dropped as starting with a pronoun or stored
+starting with "They")."""
+PLURAL_PEOPLE = re.compile(r"\b(?:parents|kids|children|boys|girls|twins|grandparents|folks|family|friends|neighbours"
+                           r"|neighbors|sisters|brothers|sons|daughters|they|them|both|[A-Z][a-z]+\s+and\s+[A-Z][a-z]+)\b")
+"""Words in the sentence before a "They" that make it people the speaker named: "My parents live in Leeds. They
+took me in"."""
+
+
+def carers_named(before: str, sentence: str) -> str:
+    """`sentence` with the "They" it opens with (`CARERS_DID`) as "The doctors", when it or the
+    sentence before it (in `before`, its line up to it) has a health word and that sentence names
+    no people "they" could be (`PLURAL_PEOPLE`); else as it is."""
+    if not CARERS_DID.match(sentence):
+        return sentence
+    said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
+    last = said[-1] if said else ""
+    if PLURAL_PEOPLE.search(last) or not any(health_word(w) for w in words(f"{last} {sentence}")):
+        return sentence
+    return "The doctors" + sentence[len("They"):]
+
+
+def found_at(line: str, sentence: str) -> int:
+    """Where `sentence` stands in `line`: as it is, or as `said_whole` kept it (its ";" made a ".",
+    its lead-in gone: "He died of emphysema in 2011." of "... too late. He died of emphysema in
+    2011; he was fifty-four."); -1 when it is not there."""
+    if (at := line.find(sentence)) >= 0:
+        return at
+    core = sentence.rstrip(".!?;:, ")
+    if len(core) < 3:
+        return -1
+    if (at := line.find(core)) >= 0:
+        return at
+    return line.find(core[0].lower() + core[1:])
+
+
+OBJECT_PRONOUN = re.compile(r"\b(?P<pronoun>him|her)\b(?=\s*[,.;:!?]|\s*$|\s+(?:on|at|in|every|each|if|when|first|and|or"
+                            r"|today|tonight|tomorrow|next|once|twice|about|for|to|after|before|again|now|then)\b)")
+""""him" or "her" as the object of a sentence ("I see him on the 2nd", "ring her if"), not "her" before a noun."""
+TITLE_WORDS = frozenset("Dr Doctor Mr Mrs Ms Miss Prof Professor Nurse Sister".split())
+TITLED = rf"(?:(?:{'|'.join(TITLE_WORDS)})\.?\s+)?"
+
+
+def object_named(transcript: Transcript, before: str, sentence: str) -> str:
+    """`sentence` with the one "him" or "her" it says (`OBJECT_PRONOUN`) as the one person the
+    sentence before it in its line names (`before`: the line up to it; no question), title and
+    all ("My new haematologist down here is Dr Tregear; I see him on the 2nd of next month":
+    fresh18 kept "Dalit sees him on the 2nd", whom?); as it is when the sentence names anyone,
+    the one before names no one or two, or a relation there says the other gender."""
+    found = list(OBJECT_PRONOUN.finditer(sentence))
+    said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
+    if len(found) != 1 or not said or said[-1].endswith(("?", "？")):
+        return sentence
+    known = transcript.names
+    if {n for n in CAPITALIZED.findall(sentence) if n in known and n not in TITLE_WORDS}:
+        return sentence
+    names = {n for n in CAPITALIZED.findall(said[-1]) if n in known and n not in TITLE_WORDS}
+    other = FEMALE if found[0]["pronoun"] == "him" else MALE
+    if len(names) != 1 or other & set(words(said[-1])) or (HERS if other is FEMALE else HIS) & set(words(said[-1])):
+        return sentence
+    name = next(iter(names))
+    titled = re.search(rf"\b{TITLED}{re.escape(name)}\b", said[-1])
+    return sentence[:found[0].start()] + (titled[0] if titled else name) + sentence[found[0].end():]
+
+
 def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     """`sentence` (of line `index`) with the "He" or "She" it starts with named, when what comes
     before says whom it is: the closest sentence before it in its line that names anyone (no
@@ -1345,11 +1415,14 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     starting with "It" names the medicine the sentence before starts with (`named_thing`)."""
     lead = HE_OR_SHE.match(sentence)
     message = transcript.messages[index]
-    if IT_LEADS.match(sentence) and message.role == "user" and sentence in message.content:
-        return named_thing(message.content[:message.content.find(sentence)], sentence)
-    if not lead and message.role == "user" and sentence in message.content:
-        return subject_given(transcript, index, sentence)
-    if not lead or message.role != "user" or sentence not in message.content or sentence.endswith(TITLES):
+    at = found_at(message.content, sentence)
+    if CARERS_DID.match(sentence) and message.role == "user" and at >= 0:
+        return carers_named(message.content[:at], sentence)
+    if IT_LEADS.match(sentence) and message.role == "user" and at >= 0:
+        return named_thing(message.content[:at], sentence)
+    if not lead and message.role == "user" and at >= 0:
+        return object_named(transcript, message.content[:at], subject_given(transcript, index, sentence))
+    if not lead or message.role != "user" or at < 0 or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
     known = transcript.names
     pronoun = lead["pronoun"].capitalize()  # "he's the one to call" after a semicolon
@@ -1357,7 +1430,7 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     asked = transcript.messages[index - 1] if index and transcript.messages[index - 1].role == "assistant" else None
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
     name = None
-    before = message.content[:message.content.find(sentence)]
+    before = message.content[:at]
     if (HIS if other == "He" else HERS) & set(words(before)):
         return sentence  # "Back at work today, his first shift. She's called twice": not him
     for said in reversed([t.strip() for t in SENTENCE.split(before)]):
@@ -1432,7 +1505,8 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     ... "What's the dose?" "Fifteen milligrams, three times a day.": fresh16). Otherwise as it is."""
     message = transcript.messages[index]
     known = transcript.names
-    before = [t.strip() for t in SENTENCE.split(message.content[:message.content.find(sentence)]) if t.strip()]
+    before = [t.strip() for t in SENTENCE.split(message.content[:max(found_at(message.content, sentence), 0)])
+              if t.strip()]
     named = [{n for n in CAPITALIZED.findall(t) if n in known} for t in before]
     if STATE_LEADS.match(sentence):
         # the sentence before may start with the name ("Sahan, he's seven."): a capitalized word no other word is
@@ -2272,6 +2346,10 @@ class PersonalSummarizer:
         cited line tells it, else a line of the conversation (`reme.memory.wording`)."""
         cited = [transcript.messages[i] for i in sources] or transcript.messages
         speakers = {m.name or user_name for m in cited if m.role == "user"}
+        if CARERS_DID.match(text) and (told := next((m.content[:at] for m in cited if m.role == "user" and
+                                                     (at := m.content.find(text[:text.find(" ", 5)])) >= 0), None)) \
+                is not None:
+            text = carers_named(told, text)  # the line said "They gave me ...", as the model wrote it
         prefix = SPEAKER_PREFIX.match(text)
         named = {m.name or user_name for m in transcript.messages if m.role == "user"}
         if prefix and prefix[1].strip().casefold() in {n.casefold() for n in named}:
