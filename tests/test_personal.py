@@ -1796,6 +1796,36 @@ def test_a_value_said_now_and_not_the_old_one_ends_the_old(said: str, ends: set[
     assert ending(said, "Aroha is 28 weeks pregnant with her first, due on the 19th of May", "Aroha") == ends
 
 
+@pytest.mark.parametrize(("stored", "said", "candidate"), [
+    ("Ji-ho's girlfriend is Hana", "Hana and I got married on the 12th of September, a small wedding.",
+     "Ji-ho and Hana got married on the 12th of September"),
+    ("Ji-ho's boyfriend is Tomas", "We got engaged at the weekend!", "Ji-ho and Tomas got engaged"),
+])
+async def test_a_girlfriend_the_user_married_is_no_longer_stated_as_one(
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str, candidate: str) -> None:
+    # fresh18 (qwen1.5b kept "Ji-ho's girlfriend is Hana" beside the wedding, stale)
+    await reme.add_memory(stored, user_name="ji-ho")
+    server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    await reme.summarize_memory([{"role": "user", "name": "Ji-ho", "time": "2026-10-13T09:00:00Z", "content": said}],
+                                user_name="ji-ho")
+
+    texts = [n.content for n in await reme.list_memory(user_name="ji-ho")]
+    assert not [t for t in texts if "friend" in t] and [t for t in texts if "married" in t or "engaged" in t]
+
+
+@pytest.mark.parametrize(("said", "stored", "ends"), [
+    ("Hana and I got married in September.", "Ji-ho's girlfriend is Hana", {"girlf"}),
+    ("I married Tomas last year.", "Ji-ho's boyfriend is Tomas", {"boyfr"}),
+    # someone else's wedding, another name, an engagement of a fiancée: nothing ends
+    ("My sister got married in May.", "Ji-ho's girlfriend is Hana", set()),
+    ("Ana and I got married.", "Ji-ho's girlfriend is Hana", set()),
+    ("We got engaged!", "Ji-ho's fiancée is Hana", set()),
+])
+def test_a_wedding_ends_a_girlfriend_or_boyfriend(said: str, stored: str, ends: set[str]) -> None:
+    assert ending(said, stored, "Ji-ho", own=True) == ends
+
+
 async def updated_in_place(reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str,
                            action: str, why: str) -> None:
     """The model decides `action` on `candidate`; the stored memory is updated to it instead, and a

@@ -3165,6 +3165,17 @@ in June" (not "Tomasz left the sheet music"), "Dr Visser has handed me over to D
 Tuilagi has gone on sabbatical" (not "handed me over a leaflet")."""
 
 
+WED = re.compile(r"\b(?:(?P<name>[A-Z][^\W\d_]+) and I|I|[Ww]e)\s+(?:(?:have|had|got|are|were|just)\s+|['’](?:re|ve)\s+)*"
+                 r"(?:got\s+|get\s+)?(?P<how>married|engaged|wed)\b(?:\s+(?:to\s+)?(?P<to>[A-Z][^\W\d_]+))?")
+"""A wedding or an engagement said in the first person: "Hana and I got married", "we're engaged", "I married
+Tomas"."""
+COURTING = {"married": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancée", "fiancee", "partner"),
+            "wed": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancée", "fiancee", "partner"),
+            "engaged": ("girlfriend", "boyfriend", "partner")}
+"""What someone stops being to the speaker when they marry (get engaged): fresh18 kept "Ji-ho's girlfriend is
+Hana" beside "Hana and Ji-ho got married"."""
+
+
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem` of a role (a word) that `clause` (a sentence) says someone else now holds
     (`NOW_HOLDS`: "The new foreman is his nephew, Leandro"), when a part of the stored memory (a
@@ -3176,6 +3187,13 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
         if name not in _TITLES and name not in words(user_name):
             out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in words(sentence)
                     and not health_said(sentence)}
+    for m in WED.finditer(clause):
+        who = (m["name"] or m["to"] or "").lower()
+        for sentence in SENTENCE.split(stored):
+            said = set(words(sentence))
+            roles = said & set(COURTING[m["how"]])
+            if len(roles) == 1 and (who in said if who else True) and not health_said(sentence):
+                out.add(_stem(roles.pop()))
     for m in NOW_HOLDS.finditer(clause):
         role = (m["role"] or m["here"] or m["new"] or m["plain"]).lower()
         name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
