@@ -117,13 +117,19 @@ HAVE_GOT = re.compile(r"(?:['’](?:ve|s)|\b(?:have|has))\s+got\b(?!\s+(?:back|h
 got back" or "we've got married"."""
 
 
+_DONE_ALREADY = re.compile(r"\b(?:both|all|already)\s+(?:done|taken|had|sent|given|seen|finished|completed)\b",
+                          re.IGNORECASE)
+"""A participle said of what is over, with no "was": "Bloods for hepatitis B and a TB test, both done on Monday"
+(fresh18, said on a Thursday, was dated the next Monday)."""
+
+
 def told_of_past(sentence: str) -> bool:
     """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
     finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), a verb in
     "-ed" it starts with ("Stopped it in June"), or a past tense of `PAST_WORDS` ("I went",
-    "paid"); "have got" is no past (`HAVE_GOT`)."""
+    "paid"), "both done" (`_DONE_ALREADY`); "have got" is no past (`HAVE_GOT`)."""
     sentence = HAVE_GOT.sub(" hold", sentence)
-    return bool(_TOLD_PAST.search(sentence) or _LEADING_PAST.match(sentence)) \
+    return bool(_TOLD_PAST.search(sentence) or _LEADING_PAST.match(sentence) or _DONE_ALREADY.search(sentence)) \
         or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
 
 

@@ -847,6 +847,11 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
     ("Kim got back from Rome on Tuesday.", "I've got back from Rome on Tuesday.",
      "Kim got back from Rome on Tuesday (30 April 2024)."),
     ("Kim got a new job on Tuesday.", "I got a new job on Tuesday.", "Kim got a new job on Tuesday (30 April 2024)."),
+    # a participle of what is over, no "was" (fresh18: "both done on Monday", said on a Thursday, was the next Monday)
+    ("Kim's bloods and a TB test were both done on Monday.", "Bloods and a TB test, both done on Monday.",
+     "Kim's bloods and a TB test were both done on Monday (29 April 2024)."),
+    ("Kim's bloods get done on Monday.", "Bloods get done on Monday.",
+     "Kim's bloods get done on Monday (6 May 2024)."),
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
