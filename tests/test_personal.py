@@ -1784,7 +1784,9 @@ async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_a
 
 @pytest.mark.parametrize(("said", "ends"), [
     # fresh15 (qwen1.5b): what a clause before a colon says has ended is not what the clause after it says
-    ("Dr Demirtas chose the dose, but she's not my doctor any more: Selin and I got married in September.", set()),
+    # (the wedding after the colon ends the girlfriend, not Selin: `WED`)
+    ("Dr Demirtas chose the dose, but she's not my doctor any more: Selin and I got married in September.",
+     {"girlf"}),
     ("Selin is not my girlfriend any more: we got married in September.", {"selin", "girlf"}),
 ])
 def test_a_colon_parts_the_clauses_of_what_has_ended(said: str, ends: set[str]) -> None:
