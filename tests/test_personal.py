@@ -2870,6 +2870,21 @@ def test_him_or_her_is_the_one_person_the_sentence_before_names(line: str, sente
     assert named_subject(transcript, 0, sentence) == named
 
 
+@pytest.mark.parametrize(("memory", "copied"), [
+    # fresh19 (qwen1.5b, small talk): the user's question and the assistant's answer, stored as a memory
+    ("Is there a trick to make it stop faster? Press your tongue or your thumb against the roof of your mouth to warm "
+     "it, or sip something warm.", True),
+    # the user's own words: kept
+    ("Taini gets brain freeze when she eats ice cream too fast.", False),
+])
+def test_a_sentence_the_assistant_said_copied_into_a_memory_is_caught(memory: str, copied: bool) -> None:
+    messages = [Message(role="user", name="Taini", content="I get brain freeze when I eat ice cream too fast. Is "
+                                                           "there a trick to make it stop faster?"),
+                Message(role="assistant", content="Press your tongue or your thumb against the roof of your mouth to "
+                                                  "warm it, or sip something warm. Slowing down helps too.")]
+    assert (not_a_memory(memory, messages, [0, 1], "taini") is not None) == copied
+
+
 @pytest.mark.parametrize(("memory", "compared"), [
     ("Eero is six years younger than Eero, so Eero raised her", True),
     ("Dana is married to Dana", True),

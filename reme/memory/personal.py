@@ -645,10 +645,17 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     if " ".join(said) in PLACEHOLDERS:
         return f"{text[:80]!r} is the prompt's own example"
     by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
+    mine = [words(part) for part in SENTENCE.split(text)]
     for m in messages:
-        if m.role == "assistant" and any(words(part) == said for part in (m.content, *SENTENCE.split(m.content))) \
-                and not set(said) <= by_others:
+        if m.role != "assistant":
+            continue
+        theirs = [words(part) for part in (m.content, *SENTENCE.split(m.content))]
+        if said in theirs and not set(said) <= by_others:
             return f"{text[:80]!r} copies what the assistant said"
+        # a sentence of the assistant's copied into a memory with more (fresh19: the user's question and the
+        # assistant's answer to it, "Is there a trick ...? Press your tongue ... to warm it, or sip something warm.")
+        if any(len(part) >= 8 and part in theirs and not set(part) <= by_others for part in mine):
+            return f"{text[:80]!r} copies a sentence the assistant said"
     borrowed = assistant_words(text, messages, sources)
     if borrowed:
         return (f"{text[:80]!r} cites only the assistant's turns and says what only the assistant said "
