@@ -21,7 +21,8 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Sequence
 
-from reme.temporal import IRREGULAR_PAST, MONTHS, Span, day_weeks_ago, find_spans, month_year, told_of_past
+from reme.temporal import (IRREGULAR_PAST, MONTHS, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans, month_year,
+                           told_of_past)
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -364,15 +365,13 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
 OF_WHICH_MONTH = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+(this|next|last)\s+month\b", re.IGNORECASE)
 """A day of a month said by which ("the 27th of next month"): a bare "the 24th" after it in its sentence is of that
 month (fresh18: "gets married on the 27th of next month, and I fly out on the 24th" was dated this month's 24th)."""
-_WEEKDAY_NAMES = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-DAYS_AFTER = re.compile(rf"\b(?:the\s+(?P<weekday>{_WEEKDAY_NAMES})\s+after(?:\s+that)?"
+DAYS_AFTER = re.compile(rf"\b(?:the\s+(?P<weekday>{'|'.join(WEEKDAYS)})\s+after(?:\s+that)?"
                         r"|(?P<n>a|one|two|three|four|five|six|\d)\s+(?P<unit>day|week)s?\s+(?:after|later)(?:\s+that)?"
                         r"|the\s+day\s+after(?:\s+that)?)(?!\s*[(（])(?=\s*[,.;:!?)]|\s*$|\s+(?:and|so|but|then)\b)",
                         re.IGNORECASE)
 """A day counted from the day said just before it in its sentence: "the Wednesday after", "two weeks after
 that", "the day after" (fresh18: "the FibroScan is on the 14th of next month, and the lung function test is
 the Wednesday after"; not "the Wednesday after the operation", a day counted from something else)."""
-_COUNT_WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
 def _add_month(said: date, which: str) -> int:
@@ -399,9 +398,9 @@ def _days_after(text: str, found: list[tuple[int, int, Span]]) -> list[tuple[int
             continue
         start = max(before, key=lambda d: d[1])[2].first
         if m["weekday"]:
-            ahead = (WEEKDAYS_AT[m["weekday"].lower()] - start.weekday()) % 7 or 7
+            ahead = (WEEKDAYS[m["weekday"].lower()] - start.weekday()) % 7 or 7
         elif m["unit"]:
-            n = int(m["n"]) if m["n"].isdigit() else _COUNT_WORDS[m["n"].lower()]
+            n = int(m["n"]) if m["n"].isdigit() else NUMBERS[m["n"].lower()]
             ahead = n * (7 if m["unit"].lower() == "week" else 1)
         else:
             ahead = 1
@@ -411,9 +410,6 @@ def _days_after(text: str, found: list[tuple[int, int, Span]]) -> list[tuple[int
             continue
         out.append((m.start(), m.end(), Span(day, day)))
     return sorted(out, key=lambda t: t[0])
-
-
-WEEKDAYS_AT = {name: i for i, name in enumerate(_WEEKDAY_NAMES.split("|"))}
 
 
 WEEKS_BEFORE = re.compile(r"\ba\s+(week|fortnight)\s+$", re.IGNORECASE)
