@@ -136,14 +136,39 @@ def told_of_past(sentence: str) -> bool:
 _QUALITY = r"(?!(?:amazing|interesting|boring|exciting|stunning|charming|relaxing|refreshing|appealing|inviting" \
            r"|pleasing|tempting|thrilling|depressing|annoying|tiring|freezing|sweltering|lovely|nothing|something)\b)"
 _FUTURE = re.compile(r"\b(?:will|won['’]t|shall|going to|gonna|due|plan(?:s|ned|ning)?\s+to|hop(?:e|es|ing) to"
-                    rf"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+{_QUALITY}\w+ing\b"
-                    rf"|['’](?:m|re|s)\s+{_QUALITY}\w+ing\b", re.IGNORECASE)
+                    rf"|booked|scheduled)\b|['’]ll\b|\b(?:am|is|are)\s+(?:not\s+)?{_QUALITY}\w+ing\b"
+                    rf"|['’](?:m|re|s)\s+(?:not\s+)?{_QUALITY}\w+ing\b", re.IGNORECASE)
 
 
 def told_of_future(sentence: str) -> bool:
-    """Whether a sentence tells of a time ahead: "will", "is due", "are getting married" (not "is
-    amazing": "Lisbon is amazing in May" is of every May)."""
+    """Whether a sentence tells of a time ahead: "will", "is due", "are getting married", "we're not
+    trying till April" (not "is amazing": "Lisbon is amazing in May" is of every May)."""
     return bool(_FUTURE.search(sentence))
+
+
+_SAME_IN_PAST = re.compile(r"\b(?:I|we|he|she|they|[A-Z][a-z]+)\s+(?:(?:finally|just|already|eventually)\s+)?"
+                           r"(?:quit|left|cut|shut|split)\b(?!\s+(?:it\s+)?(?:till|until|for now)\b)")
+"""Someone who did what says the same now and before ("I quit smoking in January", "we split in May"):
+of the past, when a month is said with it (fresh19: "I finally quit smoking, in March" had no year)."""
+_REPORTED = re.compile(r",\s+(?:(?:the|my|his|her|our|their)\s+)?(?:[\w-]+\s+){0,3}?"
+                       r"(?:said|told\s+\w+|warned|explained|reckoned|mentioned)\b[^.;!?]*")
+"""A clause that says who said it: "..., the paeds lipid doctor said ten is the age"."""
+_SCHEDULED = re.compile(r"\b(?:I|we|you|they|he|she|it|[A-Z][a-z]+)\s+(?:(?:only|just|then)\s+)?"
+                        r"(?:starts?|begins?|gets?|goes|go|flies|fly|leaves?|comes?|moves?|finishes|finish|ends?"
+                        r"|opens?|has|have|is|are|am)\b|['’](?:m|re)\s+(?:on|off|in|at|due|back)\b")
+"""A verb in the present before a day: what is planned ("She starts pravastatin on ...")."""
+
+
+def told_of_past_at(sentence: str, at: int) -> bool:
+    """Whether the time said at `at` in `sentence` is of the past: as `told_of_past` says of the
+    sentence, but a clause after it that says who said so ("..., the doctor said ...") does not
+    make a day in the present past (fresh19: "She starts pravastatin on her tenth birthday, the
+    14th of May, the paeds lipid doctor said ten is the age" was dated the May before)."""
+    before = sentence[:at]
+    reported = next((m for m in _REPORTED.finditer(sentence) if m.start() >= at), None)
+    if reported is not None and not told_of_past(before) and _SCHEDULED.search(before):
+        sentence = sentence[:reported.start()] + sentence[reported.end():]
+    return told_of_past(sentence)
 
 
 def month_year(month: int, today: date, sentence: str) -> int | None:
@@ -152,7 +177,7 @@ def month_year(month: int, today: date, sentence: str) -> int | None:
     ahead (today's own month is this year's: "We moved at the start of October", said in October,
     fresh15); None for a sentence of neither (a habit: "goes skiing in February"), or a year out of
     range."""
-    if told_of_past(sentence):
+    if told_of_past(sentence) or _SAME_IN_PAST.search(sentence) and not told_of_future(sentence):
         year = today.year if month <= today.month else today.year - 1
     elif told_of_future(sentence):
         year = today.year if month >= today.month else today.year + 1
@@ -416,6 +441,8 @@ RULES: list[Rule] = [
      lambda m, t: _season(m["unit"].lower(), int(m["year"]))),
     (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)(?P<year>)", _F), _absolute_day),
     (re.compile(rf"\b(?:on\s+)?{_MONTH}\s+{_DAY}\b(?P<year>)(?!,?\s*\d)", _F), _absolute_day),
+    (re.compile(rf"\b(?:in\s+)?{_MONTH}\s+(?P<which>last|this|next)\s+year\b", _F),
+     lambda m, t: _month_span(t.year + {"last": -1, "this": 0, "next": 1}[m["which"].lower()], _month(m))),
     (re.compile(rf"\b(?P<which>last|this|next|coming)\s+{_MONTH}(?!\w)", _F), _named_month),
     (re.compile(rf"\b(?:in|during|since|by|throughout|early|late|mid)[\s-]+{_MONTH}(?!\w)", _F),
      lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
@@ -500,4 +527,4 @@ def find_window(text: str, now: datetime) -> TimeWindow | None:
     return best[2].window(zone)
 
 
-__all__ = ["find_window", "find_spans", "told_of_past", "Span"]
+__all__ = ["find_window", "find_spans", "told_of_past", "told_of_past_at", "Span"]

@@ -634,9 +634,14 @@ def anothers_relation(text: str, cited: Sequence[Message]) -> bool:
     return m["owner"] in speakers and _calls_it("his|her|their", kin, lines) and not _calls_it("my|our", kin, lines)
 
 
+LINE_STAMP = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d \d\d:\d\d(?!\d)")
+"""The time stamp a line of the conversation is shown with to the model ("[2026-01-20 19:52] Sanele: ...")."""
+
+
 def not_a_memory(text: str, messages: list[Message], sources: list[int], user_name: str = "") -> str | None:
     """Why an extracted text is not to be stored at all, or None: a question (qwen1.5b copied the
-    assistant's "What is the PhD about?"), one of the assistant's turns or sentences copied whole
+    assistant's "What is the PhD about?"), a line's time stamp copied (`LINE_STAMP`), one of the
+    assistant's turns or sentences copied whole
     whose words are not all a person's too, or a suggestion only the assistant made
     (`assistant_words`)."""
     if text.rstrip().endswith(("?", "？")):
@@ -644,6 +649,10 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     said = words(text)
     if " ".join(said) in PLACEHOLDERS:
         return f"{text[:80]!r} is the prompt's own example"
+    if any(not re.fullmatch(r"\s*\[", text[:m.start()]) for m in LINE_STAMP.finditer(text)):
+        # fresh19 (qwen1.5b): "Sanele is a 2026-01-20 19:52 electrician." (a line copied whole, stamp first, is
+        # the speaker's: `SPEAKER_PREFIX`)
+        return f"{text[:80]!r} copies the time stamp the conversation's lines are shown with"
     by_others = {w for m in messages if m.role != "assistant" for w in words(m.content)}
     mine = [words(part) for part in SENTENCE.split(text)]
     for m in messages:
@@ -677,7 +686,61 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     asked = asked_before(messages, min(sources)) if cited else ""
     if avoided := taken_though_avoided(text, cited, asked):
         return f"{text[:80]!r} says someone takes {avoided}; the line says it is to be avoided"
+    if unsafe := fine_though_unsaid(text, cited or [m.content for m in messages if m.role == "user"]):
+        return f"{text[:80]!r} says {unsafe} is fine to take; no sentence that names it says so"
+    if GENERAL.search(text) and not told_of_someone(text, messages, user_name):
+        return f"{text[:80]!r} tells what a thing is or is for, of no one: not what a person said of themselves"
     return None
+
+
+GENERAL = re.compile(r"^\s*(?:[\w'’-]+\s+){1,4}?(?:is|are)\s+(?:(?:often|commonly|usually|typically|mainly|mostly)\s+)?"
+                     r"(?:used|prescribed|given|taken)\s+(?:to|for|in|as)\b"
+                     r"|^\s*(?:[\w'’-]+\s+){1,4}?(?:is|are)\s+an?\s+(?:[\w-]+\s+){0,3}?(?:condition|disease|disorder"
+                     r"|illness|medicine|medication|drug|treatment|type|kind|class|form)\s+(?:where|that|which|in which"
+                     r"|of|used|when)\b", re.IGNORECASE)
+"""What a thing is or is for, as a textbook says it: qwen1.5b wrote "Carbimazole is used to treat Graves' disease
+by blocking the production of thyroid hormones" of "Carbimazole 20mg every morning" (fresh19), and the dose was
+not kept as said (carbimazole was held)."""
+
+
+def told_of_someone(text: str, messages: Sequence[Message], user_name: str) -> bool:
+    """Whether a text names a person: the user, a speaker, someone named in the conversation
+    (a capitalized word of a message that does not start its sentence), or a personal pronoun."""
+    said = set(words(text))
+    if said & (FIRST_PERSON | OTHERS_WORDS | {"you", "your"}):
+        return True
+    names = {*words(user_name), *(w for m in messages if m.name for w in words(m.name))}
+    for m in messages:
+        for sentence in SENTENCE.split(m.content):
+            names |= {w.lower() for w in _CAPITAL.findall(sentence.strip())[1:]}
+    return bool(said & names - {w for w in said if medicine_word(w) or health_word(w)})
+
+
+FINE = re.compile(r"\b(?:fine|ok|okay|safe|alright|all right|no problem)\b", re.IGNORECASE)
+NOT_FINE = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.IGNORECASE)
+
+
+def fine_though_unsaid(text: str, lines: Sequence[str]) -> str | None:
+    """A medicine a memory says is fine (safe, OK) that the `lines` it comes from name, in no
+    sentence that says so: qwen1.5b wrote "Ibuprofen and paracetamol are fine for Mirza" of
+    "Ibuprofen and that whole family, they make the desmopressin hang on to even more water.
+    Paracetamol is fine." (fresh19). None when the memory says nothing is fine, or says it with a
+    "not"."""
+    if not says_fine(text) or CJK_CHAR.search(text):
+        return None
+    sentences = [s for line in lines for s in SENTENCE.split(line)]
+    for w in dict.fromkeys(words(text)):
+        if not (w.startswith(NAMED_MEDICINES) or medicine_word(w)):
+            continue
+        naming = [s for s in sentences if _stem(w) in {_stem(x) for x in words(s)}]
+        if naming and not any(says_fine(s) for s in naming):
+            return w
+    return None
+
+
+def says_fine(text: str) -> bool:
+    """Whether a text says something is fine (`FINE`), with no "not" before it in its clause."""
+    return any(not NOT_FINE.search(CLAUSE.split(text[:m.start()])[-1]) for m in FINE.finditer(text))
 
 
 _COUNT_WORD = r"(?:" + "|".join(sorted((re.escape(k) for k in COUNTS if k not in FUZZY and k not in ("a", "an")),
@@ -867,8 +930,12 @@ only other ours ourselves over perfect please pretty quite rather really same sh
 sort still such sure than thank thanks that thats their theirs them themselves then there these they thing things
 this those though through today together tomorrow tonight under until very well were what whatever when where
 which while whom whose with would yeah yours yourself yourselves haha wow cool awesome anything nothing lot
-lots""".split())
-"""Words that tell nothing on their own (a greeting, a filler): a line of only these is small talk."""
+lots finally actually already basically eventually totally honestly literally definitely probably recently
+currently obviously apparently hopefully luckily sadly unfortunately fortunately suddenly certainly clearly simply
+especially""".split())
+"""Words that tell nothing on their own (a greeting, a filler, an adverb of the sentence): a line of only these is
+small talk, and two texts that share only these are not about one thing (fresh19: "I finally quit smoking" ended
+"... in December they finally put a name on it: ankylosing spondylitis", and the diagnosis was cut)."""
 TIME_WORDS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
 thursdays fridays saturdays sundays january february march april may june july august september october
 november december""".split())
@@ -946,16 +1013,31 @@ NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines"})
 
 def health_word(word: str) -> bool:
     """Whether a word (lower case) is a health or safety word: it begins as one of `HEALTH_STEMS`
-    does, or ends as a medicine's name does (`DRUG_ENDINGS`)."""
+    does, ends as a medicine's name does (`DRUG_ENDINGS`), or as a condition's does
+    (`condition_word`)."""
     if word.startswith(HEALTH_STEMS):
         return not word.startswith(NOT_HEALTH)
-    return word not in NOT_DRUGS and any(word.endswith(e) and len(word) >= len(e) + 2 for e in DRUG_ENDINGS)
+    return word not in NOT_DRUGS and any(word.endswith(e) and len(word) >= len(e) + 2 for e in DRUG_ENDINGS) \
+        or condition_word(word)
+
+
+TREATED_ENDINGS = ("paresis", "plegia", "algia", "ectomy", "otomy", "oscopy")
+"""Endings of the names of conditions besides `CONDITION_ENDINGS`, and of procedures ("gastroparesis",
+"fibromyalgia", "hysterectomy"): fresh19's "I've got gastroparesis" held no health word."""
+NOT_CONDITIONS = frozenset("hypnosis osmosis metamorphosis apotheosis symbiosis nostalgia academia empathy sympathy "
+                           "telepathy".split())
+
+
+def condition_word(word: str) -> bool:
+    """Whether a word (lower case) names a condition or a procedure by its ending (`CONDITION_ENDINGS`,
+    `TREATED_ENDINGS`)."""
+    return len(word) > 6 and word.endswith(CONDITION_ENDINGS + TREATED_ENDINGS) and word not in NOT_CONDITIONS
 
 
 def medicine_word(word: str) -> bool:
     """Whether a word (lower case) is a medicine's name by its ending (`DRUG_ENDINGS`), not a
-    health word by its beginning ("clindamycin", not "tablet")."""
-    return health_word(word) and not word.startswith(HEALTH_STEMS)
+    health word by its beginning ("clindamycin", not "tablet"), nor a condition's name."""
+    return health_word(word) and not word.startswith(HEALTH_STEMS) and not condition_word(word)
 
 
 DIAGNOSES = ("diabet", "asthma", "epilep", "coeliac", "celiac", "cancer", "stroke", "arthrit", "dement", "alzheim",
@@ -1053,10 +1135,14 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         shares = any(_stem(w) in proposed for w in kept)
         addressed = addressed or shares
         health = [w for w in kept if health_word(w)]
-        if all(_stem(w) in said for w in health):  # none, or each one said again ("gout" dropped is not)
+        # a lasting condition, or what to do in an emergency, none of them says anything of ("emergency" is no
+        # health word, nor a name when it leads: fresh19, "Emergency contact is Goran's brother Zvonko." was
+        # UPDATEd to "Not one since, not even at Goran's cousin's stag.")
+        unsaid = [w for w in {*kept, *words(sentence)[:1]} if w.startswith(LASTING) and _stem(w) not in said]
+        if all(_stem(w) in said for w in health) and not unsaid:  # each one said again ("gout" dropped is not)
             continue
         (tied if shares else back).append(sentence)
-        if any(w.startswith(LASTING) and _stem(w) not in said for w in health):
+        if unsaid:
             lasting.append(sentence)
     return (back, tied) if addressed else ([], lasting)
 
@@ -1190,6 +1276,8 @@ def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     yield from ((line, kept) for kept in run)
 
 
+CALLING = re.compile(r"\b(?:call|ring|phone|contact|emergenc|kin\b)", re.IGNORECASE)
+"""What a memory of whom to call says."""
 FIRST_CALL = re.compile(r"\b(?:first|second|next|main)\s+(?:call|contact|port\s+of\s+call"
                         r"|person\s+to\s+(?:call|ring))\b|\bnext\s+of\s+kin\b"
                         r"|\b(?:call|ring|phone)\s+(?:\w+\s+){0,2}?first\b", re.IGNORECASE)
@@ -1214,7 +1302,14 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         said = words(sentence)
         health = [w for w in said if health_word(w)] + restricted(sentence)
         if first := FIRST_CALL.search(sentence):  # whom to call: the names said, else the words saying so
-            health += [w.lower() for w in named_in(sentence)] or words(first[0])
+            names = [w.lower() for w in named_in(sentence)]
+            # each held by a memory that says whom to call, not only by one of who they are (fresh19: "Jo knows
+            # the drill, she's my first call, then Big Tom" beside "Mariko's wife is Josephine, she's Jo")
+            calling = stems([text for text in written if CALLING.search(text)])
+            if any(_stem(n) not in calling for n in names) and len(sentence) <= MAX_CONTENT_CHARS:
+                out.append((index, sentence))
+                continue
+            health += names or words(first[0])
         condition = call_when(sentence)
         if len(sentence) <= MAX_CONTENT_CHARS and (
                 health and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])
@@ -1309,14 +1404,21 @@ def named_thing(before: str, sentence: str) -> str:
     """`sentence` with the "It" it starts with named, when the sentence just before it (`before`
     is its line up to it; no question) starts with a medicine or other health word ("Prednisolone,
     20 mg every morning, started ten days ago. It comes down by 5 mg every four weeks.": qwen1.5b
-    kept the second as said, "it" unnamed), or, when the sentence states a dose, the one medicine
-    its line names before it with no question between; else as it is."""
+    kept the second as said, "it" unnamed), or names one condition (`condition_word`, `DIAGNOSES`:
+    "I've got gastroparesis. It started after a norovirus"), or, when the sentence states a dose,
+    the one medicine its line names before it with no question between; else as it is."""
     said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
     found = THE_THING.match(said[-1]) if said and not said[-1].endswith(("?", "？")) else None
     lead = IT_LEADS.match(sentence)
     assert lead is not None
     if found and health_word(found["word"].lower()):
         return _subject_put(found["thing"], " " + sentence[lead.end():], bool(lead["s"]))  # "It's been stopped"
+    # the one condition the sentence before names (fresh19: "I've got gastroparesis, my stomach's basically on a
+    # permanent go-slow. It started after a horrible norovirus in 2023 and never bounced back.")
+    named = {w for w in words(said[-1]) if condition_word(w) or w.startswith(DIAGNOSES)} \
+        if said and not said[-1].endswith(("?", "？")) else set()
+    if len(named) == 1:
+        return _subject_put(f"The {named.pop()}", " " + sentence[lead.end():], bool(lead["s"]))
     # a dose of the one medicine the line names before it, with no question between (fresh16: "But it
     # messed with the clozapine. ... So it's two hundred and fifty milligrams now.")
     asked = max((k for k, t in enumerate(said) if t.endswith(("?", "？"))), default=-1)
@@ -1336,12 +1438,13 @@ def _subject_put(name: str, rest: str, s: bool) -> str:
     return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
 
 
-CARERS_DID = re.compile(r"They\s+(?:(?:have|had|'ve)\s+)?(?P<verb>gave|given|put|took|taken|found|started|stopped|switched"
-                        r"|changed|removed|diagnosed|fitted|implanted|operated|admitted|discharged|prescribed|upped"
-                        r"|doubled|halved|lowered|raised|increased|reduced|scanned|tested|cut|drained|injected"
-                        r"|transfused|ruled|caught)\b")
+CARERS_DID = re.compile(r"They(?:\s+(?:have|had)\s+|['’](?:ve|d)\s+|\s+)(?P<verb>gave|given|put|took|taken|found|started"
+                        r"|stopped|switched|changed|removed|diagnosed|fitted|implanted|operated|admitted|discharged"
+                        r"|prescribed|upped|doubled|halved|lowered|raised|increased|reduced|scanned|tested|cut|drained"
+                        r"|injected|transfused|ruled|caught|warned|referred|booked|scheduled|arranged)\b")
 """A sentence opening with what "they" did to someone in care ("They put a pacemaker in, on the 16th of last
-month", "They gave me five days of IV methylprednisolone"): the people who treat them, not anyone the
+month", "They gave me five days of IV methylprednisolone", "They've warned the team for the CT": fresh19): the
+people who treat them, not anyone the
 conversation named (fresh18: qwen1.5b kept four such sentences, dropped as starting with a pronoun or stored
 starting with "They")."""
 PLURAL_PEOPLE = re.compile(r"\b(?:parents|kids|children|boys|girls|twins|grandparents|folks|family|friends|neighbours"
@@ -1360,7 +1463,9 @@ def carers_named(before: str, sentence: str) -> str:
     last = said[-1] if said else ""
     if PLURAL_PEOPLE.search(last) or not any(health_word(w) for w in words(f"{last} {sentence}")):
         return sentence
-    return "The doctors" + sentence[len("They"):]
+    rest = sentence[len("They"):]
+    short = re.match(r"['’](ve|d)\b", rest)
+    return "The doctors" + ({"ve": " have", "d": " had"}[short[1]] + rest[short.end():] if short else rest)
 
 
 def found_at(line: str, sentence: str) -> int:

@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 from typing import Sequence
 
 from reme.temporal import (IRREGULAR_PAST, MONTHS, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans, month_year,
-                           told_of_past)
+                           told_of_past, told_of_past_at)
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -124,6 +124,7 @@ RELATIVE = re.compile(
     r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|fortnight|month|year)|\sfrom\s+(?:now|today)$|"
     r"^(?:the\s+)?end\s+of\s+(?:the|this|next|last)\s+month|"
     r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
+    r"^(?:in\s+)?(?:" + "|".join(MONTHS) + r")\s+(?:last|this|next)\s+year\b|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
     re.IGNORECASE)
 """The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
@@ -224,7 +225,8 @@ def year_of_days(text: str, said: date, *, named: bool = True) -> str:
         day = int(m["day"] or m["day2"])
         if not 1 <= day <= 31:
             continue
-        past = told_of_past(_sentence_at(hidden, m.start()))
+        start = _sentence_start(hidden, m.start())
+        past = told_of_past_at(_sentence_at(hidden, m.start()), m.start() - start)
         year = None
         for y in ((said.year, said.year - 1) if past else (said.year, said.year + 1)):
             if day <= monthrange(y, month)[1] and ((y, month, day) <= (said.year, said.month, said.day) if past
@@ -302,9 +304,14 @@ def _day_of_month(day: int, which: str | None, past: bool, said: date, month: in
     return None
 
 
+def _sentence_start(text: str, at: int) -> int:
+    """Where the sentence of `text` that holds position `at` starts."""
+    return max((m.end() for m in re.finditer(r"[.!?;]\s", text[:at])), default=0)
+
+
 def _sentence_at(text: str, at: int) -> str:
     """The sentence of `text` that holds position `at`."""
-    start = max((m.end() for m in re.finditer(r"[.!?;]\s", text[:at])), default=0)
+    start = _sentence_start(text, at)
     end = re.search(r"[.!?;](?:\s|$)", text[at:])
     return text[start:at + end.start() if end else len(text)]
 
@@ -318,8 +325,9 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
     memory's own tense does not decide: a small model writes "started" for "I start". None when
     `text` names a year, but for the dates ReMe writes in parentheses ("today (1 January 2000) on
     Monday"); one followed by such a date already is left as it is."""
-    if YEAR.search(PARENTHESES.sub(" ", text)) or CJK.search(text):
+    if CJK.search(text):
         return []
+    year_named = bool(YEAR.search(PARENTHESES.sub(" ", text)))
     out: list[tuple[int, int, Span]] = []
     for m in sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start()):
         if out and m.start() < out[-1][1] or text[m.end():].lstrip().startswith("("):
@@ -327,16 +335,19 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         weekday = m.re is ON_WEEKDAY
         if weekday and THE_DAY_AFTER.match(text[m.end():]):
             continue  # "on Monday the 22nd": the 22nd's date, not the next Monday's as well
+        dated = None if weekday or m[2] else MONTH_DAY_YEAR.search(_sentence_at(text, m.start()))
+        if year_named and dated is None:
+            continue  # a text that names a year: of some other time, but for a day of its sentence's dated month
         said_so = (rf"\bon\s+{m[1].lower()}\b" if weekday else
                    rf"\bthe\s+{int(m[1])}(?:st|nd|rd|th)\b" + (rf"\s+of\s+{m[2]}\s+month" if m[2] else ""))
-        told = [s for group in (lines, others) for line in group for s in re.split(r"(?<=[.!?;])\s+", line)
-                if re.search(said_so, s, re.IGNORECASE)]
+        told = [(s, found.start()) for group in (lines, others) for line in group
+                for s in re.split(r"(?<=[.!?;])\s+", line) if (found := re.search(said_so, s, re.IGNORECASE))]
         if not told:
             continue
-        past = told_of_past(told[0])
+        past = told_of_past_at(*told[0])
         end = m.end()
         if weekday:
-            later = _weeks_on(text[:m.start()], text[m.end():]) or _weeks_on_in(told[0], m[1])
+            later = _weeks_on(text[:m.start()], text[m.end():]) or _weeks_on_in(told[0][0], m[1])
             if later and past:
                 continue  # "a week on Thursday" of the past: no date rather than a wrong one
             if later and (after := WEEK_AFTER.match(text[m.end():])):
@@ -355,11 +366,40 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
             which = OF_WHICH_MONTH.search(_sentence_at(text[:m.start()], m.start()))
             if month is None and not m[2] and which:
                 month = _add_month(said.date(), which[1])  # "on the 27th of next month, and I fly out on the 24th"
-            on = _day_of_month(int(m[1]), m[2], past, said.date(), month)
+            if dated is not None:  # "the 12th of November 2026, and Dr Marwood on the 19th"
+                on = _on(int(dated["year"]), MONTHS[(dated["month"] or dated["m2"]).lower()], int(m[1]))
+            elif not m[2] and out and RANGE_TO.fullmatch(text[out[-1][1]:m.start()]):
+                on = _day_after(out[-1][2].last, int(m[1]))  # "from the 1st (1 October) to the 22nd"
+            else:
+                on = _day_of_month(int(m[1]), m[2], past, said.date(), month)
             day = Span(on, on) if on else None
         if day is not None:
             out.append((m.start(), end, day))
     return _days_after(text, out)
+
+
+MONTH_DAY_YEAR = re.compile(MONTH_DAY.pattern + r",?\s+(?P<year>(?:19|20)\d\d)\b", re.IGNORECASE)
+"""A day with its month and year: a bare "the 19th" in its sentence is of that month of that year."""
+RANGE_TO = re.compile(r"\s*(?:\([^()]*\)\s*)?(?:to|until|till|through|[-–])\s*", re.IGNORECASE)
+"""What stands between the two days of a range: "from the 1st to the 22nd" (and the date ReMe wrote after the first)."""
+
+
+def _on(year: int, month: int, day: int) -> date | None:
+    """That day, or None when there is none (the 31st of a month of 30 days, a year out of range)."""
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _day_after(start: date, day: int) -> date | None:
+    """The first `day`th of a month after `start`: the end of a range that begins on `start`."""
+    year, month = start.year, start.month
+    for _ in range(13):
+        if (found := _on(year, month, day)) is not None and found > start:
+            return found
+        year, month = (year, month + 1) if month < 12 else (year + 1, 1)
+    return None
 
 
 OF_WHICH_MONTH = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+(this|next|last)\s+month\b", re.IGNORECASE)
