@@ -14,7 +14,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (_stem, claimed_by_another, conditions_named, declined, taken_though_stopped,
+from reme.memory.personal import (_stem, claimed_by_another, conditions_named, declined, fine_though_unsaid,
+                                  taken_though_stopped,
                                   worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
@@ -3780,3 +3781,13 @@ def test_whom_to_call_first_is_kept_unless_a_memory_of_calling_names_them(writte
                                datetime(2026, 3, 2, tzinfo=timezone.utc))
     assert ((0, "Jo knows the drill, she's my first call, then Big Tom.") in unheld_health(transcript, written)) \
         == kept
+
+
+@pytest.mark.parametrize(("line", "unsafe"), [
+    ("I can take paracetamol, just not ibuprofen.", None),  # "can take" says it is fine
+    ("Paracetamol's OK for me.", None),
+    ("I can't take paracetamol, it makes me sick.", "paracetamol"),
+    ("Paracetamol is not fine, the liver.", "paracetamol"),
+])
+def test_a_line_says_a_medicine_is_fine_in_its_own_words(line: str, unsafe: str | None) -> None:
+    assert fine_though_unsaid("Paracetamol is fine for Mirza.", [line]) == unsafe

@@ -694,7 +694,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
 
 
 GENERAL = re.compile(r"^\s*(?:[\w'’-]+\s+){1,4}?(?:is|are)\s+(?:(?:often|commonly|usually|typically|mainly|mostly)\s+)?"
-                     r"(?:used|prescribed|given|taken)\s+(?:to|for|in|as)\b"
+                     r"(?:used|prescribed|given)\s+(?:to\s+(?:treat|manage|control|prevent|reduce|lower|raise|block"
+                     r"|relieve|ease)|for\s+(?:the\s+)?(?:treatment|management|prevention|relief))\b"
                      r"|^\s*(?:[\w'’-]+\s+){1,4}?(?:is|are)\s+an?\s+(?:[\w-]+\s+){0,3}?(?:condition|disease|disorder"
                      r"|illness|medicine|medication|drug|treatment|type|kind|class|form)\s+(?:where|that|which|in which"
                      r"|of|used|when)\b", re.IGNORECASE)
@@ -718,6 +719,7 @@ def told_of_someone(text: str, messages: Sequence[Message], user_name: str) -> b
 
 FINE = re.compile(r"\b(?:fine|ok|okay|safe|alright|all right|no problem)\b", re.IGNORECASE)
 NOT_FINE = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.IGNORECASE)
+CAN_TAKE = re.compile(r"\b(?:can|could)\s+(?:still\s+)?(?:take|have|use)\b|\ballowed\b", re.IGNORECASE)
 
 
 def fine_though_unsaid(text: str, lines: Sequence[str]) -> str | None:
@@ -733,14 +735,16 @@ def fine_though_unsaid(text: str, lines: Sequence[str]) -> str | None:
         if not (w.startswith(NAMED_MEDICINES) or medicine_word(w)):
             continue
         naming = [s for s in sentences if _stem(w) in {_stem(x) for x in words(s)}]
-        if naming and not any(says_fine(s) for s in naming):
+        if naming and not any(says_fine(s, said=True) for s in naming):
             return w
     return None
 
 
-def says_fine(text: str) -> bool:
-    """Whether a text says something is fine (`FINE`), with no "not" before it in its clause."""
-    return any(not NOT_FINE.search(CLAUSE.split(text[:m.start()])[-1]) for m in FINE.finditer(text))
+def says_fine(text: str, *, said: bool = False) -> bool:
+    """Whether a text says something is fine (`FINE`; a line that is `said` may say it as "I can
+    take ...", `CAN_TAKE`), with no "not" before it in its clause."""
+    found = [*FINE.finditer(text), *(CAN_TAKE.finditer(text) if said else ())]
+    return any(not NOT_FINE.search(CLAUSE.split(text[:m.start()])[-1]) for m in found)
 
 
 _COUNT_WORD = r"(?:" + "|".join(sorted((re.escape(k) for k in COUNTS if k not in FUZZY and k not in ("a", "an")),
@@ -1024,8 +1028,8 @@ def health_word(word: str) -> bool:
 TREATED_ENDINGS = ("paresis", "plegia", "algia", "ectomy", "otomy", "oscopy")
 """Endings of the names of conditions besides `CONDITION_ENDINGS`, and of procedures ("gastroparesis",
 "fibromyalgia", "hysterectomy"): fresh19's "I've got gastroparesis" held no health word."""
-NOT_CONDITIONS = frozenset("hypnosis osmosis metamorphosis apotheosis symbiosis nostalgia academia empathy sympathy "
-                           "telepathy".split())
+NOT_CONDITIONS = frozenset("hypnosis osmosis metamorphosis apotheosis symbiosis nostalgia academia bohemia empathy "
+                           "sympathy telepathy dichotomy".split())
 
 
 def condition_word(word: str) -> bool:
