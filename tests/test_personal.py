@@ -3528,6 +3528,10 @@ def test_an_update_about_something_else_keeps_what_to_do_in_an_emergency() -> No
     merged = "The senna and docusate are gone; now Dawit takes PEG, one sachet every morning."
     assert health_left_behind(stored, merged, merged) == ([], [stored])
     assert health_left_behind(stored, stored + " " + merged, merged) == ([], [])
+    # fresh19 (qwen1.5b): whom to call first, replaced by a new job
+    contact, job = "Njeri is Baraka's first contact, always.", "Baraka is a transport planner in the office."
+    assert health_left_behind(contact, job, job) == ([], [contact])
+    assert health_left_behind(contact, "Njeri is still Baraka's first contact.", job) == ([], [])
 
 
 async def test_an_update_by_a_candidate_about_something_else_keeps_an_emergency_contact(
@@ -3791,3 +3795,42 @@ def test_whom_to_call_first_is_kept_unless_a_memory_of_calling_names_them(writte
 ])
 def test_a_line_says_a_medicine_is_fine_in_its_own_words(line: str, unsafe: str | None) -> None:
     assert fine_though_unsaid("Paracetamol is fine for Mirza.", [line]) == unsafe
+
+
+def unshared_vectors(texts: list[str]) -> list[list[float]]:
+    """Vectors that put a first contact 0.55 from a new job, and a home in Paris 0.62 from one in Berlin."""
+    def one(text: str) -> list[float]:
+        if "contact" in text:
+            return [1.0, 0.0, 0.0, 0.0]
+        if "planner" in text:
+            return [0.55, 0.835, 0.0, 0.0]
+        if "Paris" in text:
+            return [0.0, 0.0, 1.0, 0.0]
+        if "Berlin" in text:
+            return [0.0, 0.0, 0.62, 0.785]
+        return [0.0, 0.0, 0.0, 1.0]
+    return [one(t) for t in texts]
+
+
+@pytest.mark.parametrize(("stored", "said", "candidate", "kept"), [
+    # fresh19 (qwen1.5b): "Njeri is Baraka's first contact, always." UPDATEd to Baraka's new job (0.55: one name)
+    ("Njeri is Baraka's first contact, always.", "I am a transport planner in the office now.",
+     "Baraka is a transport planner in the office", True),
+    # no word shared, and near enough in meaning: the update stands
+    ("Baraka's home is in Paris", "We're in Berlin now.", "Baraka's flat is in Berlin now", False),
+])
+async def test_an_update_sharing_no_word_with_its_memory_must_be_near_in_meaning(
+        make_reme: Callable[..., ReMe], server: OpenAITestServer, stored: str, said: str, candidate: str,
+        kept: bool) -> None:
+    server.vectors = unshared_vectors
+    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
+    async with make_reme(embedding=embedding) as reme:
+        old = await reme.add_memory(stored, user_name="baraka")
+        server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
+        server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": candidate}))
+        result = await reme.summarize_memory([{"role": "user", "name": "Baraka", "content": said}],
+                                             user_name="baraka")
+        now = await reme.get_memory(old.memory_id)
+
+    assert now.content == (stored if kept else candidate)
+    assert [n.content for n in result.added] == ([candidate] if kept else [])

@@ -76,6 +76,13 @@ job, a diet or a drink changed 0.59-0.86 ("Alice lives in Paris" / "Alice moved 
 0.67); qwen1.5b's UPDATEs of a memory about something else 0.11-0.37 ("Dan enjoys mushroom
 risotto" / "Dan's doctor said Dan was low on iron" 0.35; a flat hunt / a latex allergy 0.11).
 Not checked with an embedder that does not embed meaning (`hash`)."""
+SAME_SUBJECT_UNSHARED = 0.58
+"""`SAME_SUBJECT` for a memory and a candidate that share no word worth comparing (`topic_words`,
+names aside): two sentences that name one person are 0.5 and more apart from anything else they
+say (fresh19, qwen1.5b: "Emergency contact is Goran's brother Zvonko." UPDATEd to "Not one since,
+not even at Goran's cousin's stag." 0.53; "Njeri is Baraka's first contact, always." to "Baraka is
+a transport planner in the office, ..." 0.55; the changes above share a word, or are 0.59 and
+more)."""
 MAX_SOURCES = 32
 """Messages one extracted memory may cite: also the bound its reply schema gives a model, which
 stops a small one counting `"sources": [0, 1, 2, ...` until its token budget runs out."""
@@ -1143,6 +1150,8 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         # health word, nor a name when it leads: fresh19, "Emergency contact is Goran's brother Zvonko." was
         # UPDATEd to "Not one since, not even at Goran's cousin's stag.")
         unsaid = [w for w in {*kept, *words(sentence)[:1]} if w.startswith(LASTING) and _stem(w) not in said]
+        if FIRST_CALL.search(sentence) and not CALLING.search(f"{merged} {candidate}"):
+            unsaid.append("first")  # whom to call first ("Njeri is Baraka's first contact, always.")
         if all(_stem(w) in said for w in health) and not unsaid:  # each one said again ("gout" dropped is not)
             continue
         (tied if shares else back).append(sentence)
@@ -2597,7 +2606,8 @@ class Decider:
     @staticmethod
     def apart(decisions: Decisions, shown: Shown, stored: list[list[float]] | None) -> set[tuple[int, int]]:
         """The (memory id, candidate) pairs of the UPDATE and DELETE decisions whose stored memory
-        is about something else than the candidate (`SAME_SUBJECT`) and which its line does not
+        is about something else than the candidate (`SAME_SUBJECT`; `SAME_SUBJECT_UNSHARED` when the
+        two share no word) and which its line does not
         end, given the vectors of the memories shown (`stored`; None: the embedder embeds no
         meaning, and none is)."""
         if stored is None:
@@ -2605,7 +2615,9 @@ class Decider:
         return {(d.id, d.candidate) for d in decisions.decisions
                 if d.action in ("UPDATE", "DELETE") and d.id is not None and 0 <= d.id < len(shown.existing)
                 and 0 <= d.candidate < len(shown.vectors) and (d.candidate, d.id) not in shown.ends
-                and cosine(stored[d.id], shown.vectors[d.candidate]) < SAME_SUBJECT}
+                and cosine(stored[d.id], shown.vectors[d.candidate]) < (
+                    SAME_SUBJECT if topic_words(shown.existing[d.id].content)
+                    & topic_words(shown.candidates[d.candidate].content) else SAME_SUBJECT_UNSHARED)}
 
     def decide(self, decisions: Decisions) -> list[Change]:
         """The writes the decisions call for (`apart`: an UPDATE or DELETE of a memory about
