@@ -2870,6 +2870,14 @@ async def test_an_emergency_contact_kept_as_said_is_named_without_a_repair(
     ("I carry an EpiPen. They've warned the team for the CT of my heart arteries.",
      "They've warned the team for the CT of my heart arteries.",
      "The doctors have warned the team for the CT of my heart arteries."),
+    # fresh20 (qwen1.5b stored both starting with "They")
+    ("My calcium is 2.9. They'll operate, but until then it's cinacalcet, 30 milligrams twice a day.",
+     "They'll operate, but until then it's cinacalcet, 30 milligrams twice a day.",
+     "The doctors will operate, but until then it's cinacalcet, 30 milligrams twice a day."),
+    ("My kidneys were leaking protein. They did a kidney biopsy and it's membranous nephropathy.",
+     "They did a kidney biopsy and it's membranous nephropathy.",
+     "The doctors did a kidney biopsy and it's membranous nephropathy."),
+    ("My parents came for my surgery. They did a lot for me.", "They did a lot for me.", "They did a lot for me."),
 ])
 def test_what_they_did_to_a_patient_is_the_doctors(line: str, sentence: str, named: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Ji-ho", content=line)],

@@ -1451,12 +1451,14 @@ def _subject_put(name: str, rest: str, s: bool) -> str:
     return name + ("'s" if after and (after[0] in PARTICIPLES or after[0].endswith("ed")) else " is") + rest
 
 
-CARERS_DID = re.compile(r"They(?:\s+(?:have|had)\s+|['’](?:ve|d)\s+|\s+)(?P<verb>gave|given|put|took|taken|found|started"
-                        r"|stopped|switched|changed|removed|diagnosed|fitted|implanted|operated|admitted|discharged"
-                        r"|prescribed|upped|doubled|halved|lowered|raised|increased|reduced|scanned|tested|cut|drained"
-                        r"|injected|transfused|ruled|caught|warned|referred|booked|scheduled|arranged)\b")
+CARERS_DID = re.compile(r"They(?:\s+(?:have|had|will)\s+|['’](?:ve|d|ll)\s+|\s+)(?P<verb>gave|given|put|took|taken|found"
+                        r"|started|stopped|switched|changed|removed|diagnosed|fitted|implanted|operated?|admitted"
+                        r"|discharged|prescribed|upped|doubled|halved|lowered|raised|increased|reduced|scanned|tested"
+                        r"|cut|drained|injected|transfused|ruled|caught|warned|referred|booked|scheduled|arranged"
+                        r"|did a (?:\w+ )?(?:biopsy|scan|test|transplant|operation|procedure))\b")
 """A sentence opening with what "they" did to someone in care ("They put a pacemaker in, on the 16th of last
-month", "They gave me five days of IV methylprednisolone", "They've warned the team for the CT": fresh19): the
+month", "They gave me five days of IV methylprednisolone", "They've warned the team for the CT": fresh19; "They'll
+operate", "They did a kidney biopsy": fresh20): the
 people who treat them, not anyone the
 conversation named (fresh18: qwen1.5b kept four such sentences, dropped as starting with a pronoun or stored
 starting with "They")."""
@@ -1477,8 +1479,9 @@ def carers_named(before: str, sentence: str) -> str:
     if PLURAL_PEOPLE.search(last) or not any(health_word(w) for w in words(f"{last} {sentence}")):
         return sentence
     rest = sentence[len("They"):]
-    short = re.match(r"['’](ve|d)\b", rest)
-    return "The doctors" + ({"ve": " have", "d": " had"}[short[1]] + rest[short.end():] if short else rest)
+    short = re.match(r"['’](ve|d|ll)\b", rest)
+    return "The doctors" + ({"ve": " have", "d": " had", "ll": " will"}[short[1]] + rest[short.end():] if short
+                            else rest)
 
 
 def found_at(line: str, sentence: str) -> int:
