@@ -1150,7 +1150,7 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         # health word, nor a name when it leads: fresh19, "Emergency contact is Goran's brother Zvonko." was
         # UPDATEd to "Not one since, not even at Goran's cousin's stag.")
         unsaid = [w for w in {*kept, *words(sentence)[:1]} if w.startswith(LASTING) and _stem(w) not in said]
-        if FIRST_CALL.search(sentence) and not CALLING.search(f"{merged} {candidate}"):
+        if FIRST_CALL.search(sentence) and not says_whom_to_call(f"{merged} {candidate}"):
             unsaid.append("first")  # whom to call first ("Njeri is Baraka's first contact, always.")
         if all(_stem(w) in said for w in health) and not unsaid:  # each one said again ("gout" dropped is not)
             continue
@@ -1289,8 +1289,6 @@ def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     yield from ((line, kept) for kept in run)
 
 
-CALLING = re.compile(r"\b(?:call|ring|phone|contact|emergenc|kin\b)", re.IGNORECASE)
-"""What a memory of whom to call says."""
 FIRST_CALL = re.compile(r"\b(?:first|second|next|main)\s+(?:call|contact|port\s+of\s+call"
                         r"|person\s+to\s+(?:call|ring))\b|\bnext\s+of\s+kin\b"
                         r"|\b(?:call|ring|phone)\s+(?:\w+\s+){0,2}?first\b", re.IGNORECASE)
@@ -1318,7 +1316,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
             names = [w.lower() for w in named_in(sentence)]
             # each held by a memory that says whom to call, not only by one of who they are (fresh19: "Jo knows
             # the drill, she's my first call, then Big Tom" beside "Mariko's wife is Josephine, she's Jo")
-            calling = stems([text for text in written if CALLING.search(text)])
+            calling = stems([text for text in written if says_whom_to_call(text)])
             if any(_stem(n) not in calling for n in names) and len(sentence) <= MAX_CONTENT_CHARS:
                 out.append((index, sentence))
                 continue
@@ -1893,6 +1891,11 @@ TO_CALL = re.compile(r"\b(?:call(?:ed)?|phoned?|ring|rung|contact(?:ed)?|reach(?
 ANOTHERS_CONTACT = re.compile(r"\b(?:his|her|their)\s+(?:\w+\s+)?contacts?\b|\b(?:did|was|were|had)\b", re.IGNORECASE)
 """A question about whom someone else has, or whom someone called ("Who's his contact back home?",
 "Who did you call about the boiler?"): no emergency contact of the speaker's."""
+
+
+def says_whom_to_call(text: str) -> bool:
+    """Whether a text speaks of calling someone or of an emergency (`TO_CALL`, `EMERGENCY`), or of next of kin."""
+    return bool(TO_CALL.search(text) or EMERGENCY.search(text) or FIRST_CALL.search(text))
 
 
 def asks_whom_to_call(question: str) -> bool:
