@@ -62,6 +62,14 @@ def told(*lines: str) -> list[dict[str, Any]]:
     return [{"role": "user", "name": "Alice", "content": line, "time": "2024-05-03T10:00:00Z"} for line in lines]
 
 
+def served_vectors(make_reme: Callable[..., ReMe], server: OpenAITestServer,
+                   vectors: Callable[[list[str]], list[list[float]]] | None = None) -> ReMe:
+    """A ReMe embedding through the scripted server (`vectors`, when given, are the vectors it answers with)."""
+    if vectors is not None:
+        server.vectors = vectors
+    return make_reme(embedding={"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"})
+
+
 async def snapshot(reme: ReMe) -> list[str]:
     page = await reme.list_memory(limit=1000)
     return sorted(n.model_dump_json() for n in page)
@@ -519,8 +527,7 @@ async def test_concurrent_updates_of_one_memory_each_leave_a_version(reme: ReMe)
 async def test_candidates_are_embedded_once(make_reme: Callable[..., ReMe], server: OpenAITestServer) -> None:
     server.script(EXTRACT, memories({"content": "Alice moved to Berlin"}, {"content": "Alice owns a cat"}))
     server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}, {"candidate": 1, "action": "ADD"}))
-    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
-    async with make_reme(embedding=embedding) as reme:
+    async with served_vectors(make_reme, server) as reme:
         await reme.add_memory("Alice lives in Paris", user_name="alice")
         server.requests.clear()
         await reme.summarize_memory(CHAT[:1], user_name="alice")
@@ -1614,9 +1621,7 @@ def topic_vectors(texts: list[str]) -> list[list[float]]:
 async def test_an_update_of_a_memory_about_something_else_adds_the_candidate_instead(
         make_reme: Callable[..., ReMe], server: OpenAITestServer, stored: str, said: str, candidate: str,
         kept: bool) -> None:
-    server.vectors = topic_vectors
-    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
-    async with make_reme(embedding=embedding) as reme:
+    async with served_vectors(make_reme, server, topic_vectors) as reme:
         await reme.add_memory("Dan sees his doctor in Lyon", user_name="dan")  # about iron's doctor, not risotto
         old = await reme.add_memory(stored, user_name="dan")
         server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
@@ -1650,9 +1655,7 @@ async def test_an_update_of_a_memory_about_something_else_adds_the_candidate_ins
 async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
         make_reme: Callable[..., ReMe], server: OpenAITestServer, said: str, candidate: str,
         reconciled_too: bool) -> None:
-    server.vectors = topic_vectors
-    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
-    async with make_reme(embedding=embedding) as reme:
+    async with served_vectors(make_reme, server, topic_vectors) as reme:
         stored = [await reme.add_memory(text, user_name="dan")
                   for text in ("Dan lives in Paris", "Dan has been vegetarian for ten years")]
         server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
@@ -3830,9 +3833,7 @@ def unshared_vectors(texts: list[str]) -> list[list[float]]:
 async def test_an_update_sharing_no_word_with_its_memory_must_be_near_in_meaning(
         make_reme: Callable[..., ReMe], server: OpenAITestServer, stored: str, said: str, candidate: str,
         kept: bool) -> None:
-    server.vectors = unshared_vectors
-    embedding = {"backend": "openai", "base_url": server.base_url, "api_key": "k", "model": "e"}
-    async with make_reme(embedding=embedding) as reme:
+    async with served_vectors(make_reme, server, unshared_vectors) as reme:
         old = await reme.add_memory(stored, user_name="baraka")
         server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
         server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": candidate}))
