@@ -112,8 +112,8 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
             pos = end
     out.append(text[pos:])
     text = "".join(out)
-    text = _POSSESSIVE.sub(f"{speaker}'s", text)
-    return _OBJECT.sub(speaker, text)
+    text = _POSSESSIVE.sub(lambda _: f"{speaker}'s", text)  # a function: a name is no template ("\\1")
+    return _OBJECT.sub(lambda _: speaker, text)
 
 
 # -- which day ------------------------------------------------------------------------------------
