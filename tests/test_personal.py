@@ -1290,7 +1290,7 @@ ROBERT = [{"role": "user", "name": "Robert", "content": "Everyone calls me Bobby
 
 async def test_a_long_conversation_is_read_in_overlapping_windows(reme: ReMe, server: OpenAITestServer) -> None:
     # qwen1.5b wrote one memory, of the last line, for a 20-line session: a small model reads the
-    # end of a long prompt; each window of at most 12 lines gets its own extraction call
+    # end of a long prompt; each window of at most 8 lines worth reading gets its own extraction call
     topics = ["sailing", "chess", "pottery", "tango", "climbing", "baking", "cycling", "knitting", "rowing", "judo"]
     chat = []
     for i, topic in enumerate(topics):
@@ -1312,12 +1312,38 @@ async def test_a_long_conversation_is_read_in_overlapping_windows(reme: ReMe, se
                                                              for i, t in enumerate(topics))
 
 
-@given(st.integers(min_value=1, max_value=300))
-def test_the_windows_of_a_conversation_cover_every_line_and_are_small(count: int) -> None:
+async def test_a_conversation_with_few_lines_worth_reading_is_read_by_one_call(reme: ReMe,
+                                                                               server: OpenAITestServer) -> None:
+    # fresh20: a 15-line dialogue with 8 lines worth reading took two extraction calls (parts were
+    # 12 lines of any kind), while a 12-line session with 9 was read by one
+    topics = ["sailing", "chess", "pottery", "tango", "climbing", "baking", "cycling", "knitting"]
+    chat = []
+    for i, topic in enumerate(topics):
+        chat += [{"role": "user", "name": "Ines", "content": f"I took up {topic} in {2010 + i}.",
+                  "time": "2024-06-03T19:00:00Z"}, {"role": "assistant", "content": "Nice!"}]
+    server.script(EXTRACT, memories(*({"content": f"Ines took up {t} in {2010 + i}", "sources": [2 * i]}
+                                      for i, t in enumerate(topics))))
+    result = await reme.summarize_memory(chat, user_name="ines")
+
+    assert result.usage.calls == 1 and len(result.added) == len(topics)
+    (prompt,) = [prompt_of(r["body"]) for r in server.requests if EXTRACT in prompt_of(r["body"])]
+    assert all(f"> [{2 * i}] " in prompt for i in range(len(topics)))
+
+
+@given(st.integers(min_value=1, max_value=300), st.data())
+def test_the_windows_of_a_conversation_cover_every_line_and_read_each_marked_line_once(count: int,
+                                                                                        data: st.DataObject) -> None:
     messages = [Message(role="user", name="Ines", content=f"line {i}") for i in range(count)]
-    windows = Transcript.of(messages, T0).windows()
+    marked = data.draw(st.sets(st.integers(min_value=0, max_value=count - 1)))
+    transcript = Transcript.of(messages, T0)
+    windows = transcript.windows(marked)
     assert sorted({i for w in windows for i in w}) == list(range(count))
-    assert all(len(w) <= WINDOW + OVERLAP for w in windows) and (len(windows) == 1) == (count <= WINDOW)
+    assert [w[0] for w in windows] == sorted(w[0] for w in windows)
+    # each marked line is read ("> [i]") by exactly one window, and no window reads more than WINDOW
+    reads = [[i for i in marked if f"> [{i}] " in transcript.marked_in(w, marked)] for w in windows]
+    assert sorted(i for r in reads for i in r) == sorted(marked)
+    assert all(len(r) <= WINDOW for r in reads) and (len(windows) == 1) == (len(marked) <= WINDOW)
+    assert all(reads) or not marked  # no window without a line to read when there are some
 
 
 async def test_the_extraction_reads_the_lines_worth_reading_each_after_the_line_before(

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from benchmark.quality.run import rescore, run, table
+from benchmark.quality.run import main, rescore, run, table
 from benchmark.quality.score import Pattern, hygiene, load, score
 
 from conftest import DIM
@@ -194,3 +194,30 @@ async def test_a_dialogue_whose_summary_fails_is_scored_as_stored_and_the_run_go
     assert report["all"]["dialogues"] == 2 and report["all"]["failed"] == 1
     assert table(report).splitlines()[2].endswith("| 1 |")  # the failures column, last
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["all"]["failed"] == 1
+
+
+def test_replies_recorded_once_answer_the_same_requests_again_with_no_model(
+        tmp_path: Path, server: OpenAITestServer, capsys: object) -> None:
+    # a 45-minute run of the local model, recorded, lets code that changes only what is done with
+    # the replies be measured again in seconds, on exactly the replies the model gave
+    server.script([EXTRACT, "I moved to Berlin last week"], {"memories": [
+        {"content": "I moved to Berlin last week", "kind": "fact", "time": None, "sources": [0], "importance": 0.5}]})
+    replies, first, second = tmp_path / "replies.jsonl", tmp_path / "first.json", tmp_path / "second.json"
+    common = ["--ids", "time-moved", "--embedding", "hash", "--model", "test-model", "--api-key", "k",
+              "--replies", str(replies)]
+    assert main([*common, "--base-url", server.base_url, "--output", str(first)]) == 0
+    sent = len(server.requests)
+    assert sent >= 1 and len(replies.read_text(encoding="utf-8").splitlines()) == sent
+
+    assert main([*common, "--offline", "--output", str(second)]) == 0  # no endpoint at all
+    assert len(server.requests) == sent  # nothing went to the model
+    was, now = (json.loads(f.read_text(encoding="utf-8")) for f in (first, second))
+    assert now["dialogues"][0]["memories"] == was["dialogues"][0]["memories"] == [
+        "Alice moved to Berlin last week (22-28 April 2024)"]
+    assert now["all"]["calls_per_dialogue"] == was["all"]["calls_per_dialogue"] == 1
+    assert now["all"]["tokens_per_dialogue"] == was["all"]["tokens_per_dialogue"] > 0
+
+    # offline, a request never recorded fails its session: scored as such, not sent anywhere
+    assert main([*common[:-2], "--replies", str(tmp_path / "none.jsonl"), "--offline", "--output", str(second)]) == 0
+    row = json.loads(second.read_text(encoding="utf-8"))["dialogues"][0]
+    assert row["memories"] == [] and "404" in row["error"] and len(server.requests) == sent

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import re
 import shutil
@@ -70,15 +71,43 @@ class LLMProxy:
     A reply is malformed when the request asked for structure and the reply lacks it: tools were
     offered (and no plain-text answer was acceptable) but no tool call came back, or JSON was
     asked for (`response_format`, or the prompt says JSON) and the content is not one JSON
-    object or array."""
+    object or array.
 
-    def __init__(self, upstream: str, log: Path, max_tokens: int) -> None:
+    With `replies` (a JSON-lines file), every 200 answer to a request that is not streamed is
+    written there beside a digest of the request as sent (capped), and a request found there is
+    answered from it without calling `upstream` (logged with `replayed`): the same requests get
+    the same answers, so code that changes only what is done with them is measured on exactly
+    the replies the model gave before. `offline`: a request not found there is answered 404
+    (not retried by a client; `upstream` is never called)."""
+
+    def __init__(self, upstream: str, log: Path, max_tokens: int | None, *, replies: Path | None = None,
+                 offline: bool = False) -> None:
         self.upstream = upstream.rstrip("/")
         self.log = log
         self.max_tokens = max_tokens
         self.lock = threading.Lock()
         self.base = ""
         self.server: ThreadingHTTPServer | None = None
+        self.replies_file, self.offline = replies, offline
+        self.replies: dict[str, str] = {}
+        if replies is not None and replies.exists():
+            for line in replies.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    self.replies.setdefault(row["request"], row["reply"])
+
+    @staticmethod
+    def digest(body: dict[str, Any]) -> str:
+        return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def remember(self, key: str, raw: bytes) -> None:
+        if self.replies_file is None:
+            return
+        with self.lock:
+            if key not in self.replies:
+                self.replies[key] = raw.decode()
+                with self.replies_file.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps({"request": key, "reply": self.replies[key]}, ensure_ascii=False) + "\n")
 
     def url(self, lib: str, phase: str) -> str:
         return f"{self.base}/{lib}/{phase}/v1"
@@ -113,11 +142,12 @@ class LLMProxy:
                 parts = self.path.strip("/").split("/")
                 lib, phase = (parts[0], parts[1]) if len(parts) >= 4 else ("?", "?")
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                for key in ("max_tokens", "max_completion_tokens"):
-                    if isinstance(body.get(key), int):
-                        body[key] = min(body[key], owner.max_tokens)
-                if not any(isinstance(body.get(k), int) for k in ("max_tokens", "max_completion_tokens")):
-                    body["max_tokens"] = owner.max_tokens
+                if owner.max_tokens is not None:
+                    for key in ("max_tokens", "max_completion_tokens"):
+                        if isinstance(body.get(key), int):
+                            body[key] = min(body[key], owner.max_tokens)
+                    if not any(isinstance(body.get(k), int) for k in ("max_tokens", "max_completion_tokens")):
+                        body["max_tokens"] = owner.max_tokens
                 stream = bool(body.get("stream"))
                 if stream:
                     body["stream_options"] = {"include_usage": True}
@@ -128,6 +158,23 @@ class LLMProxy:
                 started = time.perf_counter()
                 row: dict[str, Any] = {"lib": lib, "phase": phase, "stream": stream, "tools": wants_tools,
                                        "json": wants_json and not wants_tools}
+                key = owner.digest(body)
+                if owner.replies_file is not None and not stream and (key in owner.replies or owner.offline):
+                    known = owner.replies.get(key)
+                    if known is None:
+                        raw = json.dumps({"error": {"message": "no reply recorded for this request (offline)",
+                                                    "type": "not_recorded"}}).encode()
+                        self._send(404, raw, "application/json")
+                        owner.record({**row, "status": 404, "error": "not recorded", "seconds": 0.0})
+                        return
+                    self._send(200, known.encode(), "application/json")
+                    reply = json.loads(known)
+                    usage = reply.get("usage") or {}
+                    owner.record({**row, "status": 200, "replayed": True,
+                                  "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                                  "completion_tokens": int(usage.get("completion_tokens") or 0),
+                                  "seconds": round(time.perf_counter() - started, 2)})
+                    return
                 try:
                     with urllib.request.urlopen(request, timeout=3600) as response:
                         if stream:
@@ -135,6 +182,8 @@ class LLMProxy:
                         else:
                             raw = response.read()
                             self._send(response.status, raw, "application/json")
+                            if response.status == 200:
+                                owner.remember(key, raw)
                             reply = json.loads(raw)
                             choice = (reply.get("choices") or [{}])[0]
                             message = choice.get("message") or {}

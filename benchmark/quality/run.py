@@ -6,6 +6,12 @@ Each dialogue's sessions are summarized in order for its user (`summarize_memory
 session's last message), then the user's memories are read back, scored (`score.py`) and deleted,
 so dialogues never see each other's memories. The LLM is whatever `--base-url`/`--model` (or
 `OPENAI_BASE_URL`, `REME_LLM__MODEL`) name: any OpenAI-compatible endpoint.
+
+With `--replies FILE`, ReMe's calls go through a local proxy (`benchmark.peers.full.LLMProxy`) that
+writes each reply to FILE and answers a request it holds from there: a second run of code that
+sends the same requests gets the same replies, with no model (`--offline`: a request not held
+fails, and its session counts as failed). What such a run measures is what the code does with
+those replies; the model's own run-to-run spread is not in it.
 """
 
 from __future__ import annotations
@@ -129,6 +135,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--embedding", choices=["local", "openai", "hash"], default="local")
     p.add_argument("--working-dir", help="where the memories live while a dialogue runs (default: a temporary folder)")
     p.add_argument("--output", help="write the full report (memories, misses, problems) as JSON here")
+    p.add_argument("--replies", metavar="FILE",
+                   help="ReMe's LLM replies are written to FILE (JSON lines), and a request already there is "
+                        "answered from it, not by the model")
+    p.add_argument("--offline", action="store_true",
+                   help="with --replies: a request not in FILE fails (404) instead of going to the model")
     p.add_argument("--rescore", metavar="REPORT",
                    help="run nothing: score the memories of an earlier --output again with the current gold")
     return p
@@ -165,11 +176,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.output:
             Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
         return 0
+    if args.offline and not args.replies:
+        parser().error("--offline answers from --replies FILE: name one")
     with tempfile.TemporaryDirectory() as tmp:
         kwargs: dict[str, Any] = {"working_dir": args.working_dir or tmp, "embedding": {"backend": args.embedding}}
+        proxy = None
+        if args.replies:
+            from benchmark.peers.full import LLMProxy
+
+            upstream = llm.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+            if not upstream and not args.offline:
+                parser().error("--replies needs the model's endpoint (--base-url or OPENAI_BASE_URL), or --offline")
+            proxy = LLMProxy(upstream or "http://127.0.0.1:9/v1", Path(tmp) / "calls.jsonl", None,
+                             replies=Path(args.replies), offline=args.offline).serve()
+            llm["base_url"] = proxy.url("reme", "quality")
+            kwargs["working_dir"] = args.working_dir or str(Path(tmp) / "store")
         if llm:
             kwargs["llm"] = llm
-        report = asyncio.run(run(dialogues, kwargs, Path(args.output) if args.output else None))
+        try:
+            report = asyncio.run(run(dialogues, kwargs, Path(args.output) if args.output else None))
+        finally:
+            if proxy is not None:
+                proxy.shutdown()
+        if proxy is not None:
+            calls = [json.loads(line) for line in (Path(tmp) / "calls.jsonl").read_text(encoding="utf-8").splitlines()
+                     ] if (Path(tmp) / "calls.jsonl").exists() else []
+            replayed = sum(1 for c in calls if c.get("replayed"))
+            print(f"{replayed} of {len(calls)} LLM requests answered from {args.replies}", file=sys.stderr)
     print(table(report))
     if args.output:
         Path(args.output).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -62,10 +62,12 @@ similar (cosine), their event times (`event_start`, `event_end`) are the same, a
 word of the other: a small model that loops writes "... discussed the project again", "... one more
 time". The first is kept. The words matter: MiniLM puts "Melanie has two kids" and "Melanie has
 three kids" at 0.976."""
-WINDOW = 12
-"""A conversation of more lines is read by several extraction calls, one per part of at most
-this many lines (`Transcript.windows`): qwen1.5b wrote one memory, of the last line, for a
-20-line session."""
+WINDOW = 8
+"""A conversation with more lines worth reading (`worth_reading`) is read by several extraction
+calls, one per part with at most this many (`Transcript.windows`). qwen1.5b wrote one memory, of
+the last line, for a 20-line session shown whole; shown only the lines worth reading, each after
+the line before it, it read parts of up to 9 such lines (fresh13-fresh20, when a part was 12
+lines of any kind: a 15-line dialogue with 8 lines worth reading took two calls)."""
 OVERLAP = 2
 """Lines of the part before that each later part shows again (a question and what it refers to)."""
 SAME_SUBJECT = 0.5
@@ -227,15 +229,16 @@ class Transcript:
         shown = sorted({j for i in read for j in (i - 1, i) if j >= 0})
         return "\n".join(f"{'> ' if j in read else '  '}[{j}] {self.lines[j]}" for j in shown)
 
-    def windows(self) -> list[range]:
-        """The parts read by one extraction call each: the whole when it has at most `WINDOW`
-        lines, else as many even parts as that needs, each after the last `OVERLAP` lines of
-        the one before (what "she" or "yes" there answers)."""
-        if len(self.lines) <= WINDOW:
+    def windows(self, marked: Collection[int]) -> list[range]:
+        """The parts read by one extraction call each: the whole when at most `WINDOW` of its
+        lines are `marked`, else as many parts as that needs, each with about as many marked lines,
+        each after the last `OVERLAP` lines of the one before (what "she" or "yes" there answers)."""
+        read = sorted(i for i in marked if 0 <= i < len(self.lines))
+        if len(read) <= WINDOW:
             return [range(len(self.lines))]
-        size = -(-len(self.lines) // -(-len(self.lines) // WINDOW))  # even parts, each at most WINDOW
-        return [range(max(0, start - OVERLAP), min(start + size, len(self.lines)))
-                for start in range(0, len(self.lines), size)]
+        size = -(-len(read) // -(-len(read) // WINDOW))  # even parts, each at most WINDOW marked lines
+        ends = [read[k + size - 1] + 1 for k in range(0, len(read) - size, size)] + [len(self.lines)]
+        return [range(max(0, start - OVERLAP) if start else 0, end) for start, end in zip([0] + ends, ends)]
 
     def history_node(self, user_name: str) -> MemoryNode:
         content = "\n".join(self.lines)
@@ -2116,7 +2119,7 @@ class PersonalSummarizer:
         lines marked, each after the line before it; the health facts, names and times none holds
         kept as said; and one repair call for those that cannot stand on their own."""
         marked = worth_reading(transcript)
-        parts = [window for window in transcript.windows() if transcript.marked_in(window, marked)]
+        parts = [window for window in transcript.windows(marked) if transcript.marked_in(window, marked)]
         replies = await asyncio.gather(*(self.llm.structured(
             self.prompts.messages("personal/extract", user_name=user_name,
                                   conversation=transcript.marked_in(window, marked)),
