@@ -3751,6 +3751,9 @@ async def test_a_line_ending_what_a_condition_does_keeps_the_condition(reme: ReM
     ("Aoibheann has alpha-1 antitrypsin deficiency and emphysema", set()),
     ("Zeynep has Behçet's disease and uveitis", {"disease", "uveitis"}),
     ("Sefo works at the GP surgery, with an MRI on Friday", set()),
+    # a condition by its ending, whatever it is (not a procedure, nor a word that only ends so)
+    ("Mirza has gastroparesis and fibromyalgia, after a cholecystectomy", {"gastroparesis", "fibromyalgia"}),
+    ("Dapo's empathy and nostalgia", set()),
 ])
 def test_conditions_named(text: str, named: set[str]) -> None:
     assert conditions_named(text) == {_stem(w) for w in named}

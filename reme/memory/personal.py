@@ -162,6 +162,15 @@ class QueryPlan(BaseModel):
 
 
 # -- the conversation ----------------------------------------------------------------------------
+def names_in(messages: Sequence[Message]) -> frozenset[str]:
+    """The capitalized words some line writes inside a sentence, not at its start ("Tomás", not
+    "Nervous"), that are no speaker's name nor a word that is never one ("I", "Monday")."""
+    speakers = {w for m in messages if m.role == "user" and m.name for w in words(m.name)}
+    found = {m for line in messages for said in SENTENCE.split(line.content)
+             for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
+    return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers)
+
+
 def to_messages(messages: Sequence[Message | dict[str, Any]]) -> list[Message]:
     out = [m for m in parse_items(messages, Message, "messages") if m.content.strip()]
     if not out:
@@ -195,12 +204,8 @@ class Transcript:
 
     @functools.cached_property
     def names(self) -> frozenset[str]:
-        """The capitalized words some line writes inside a sentence, not at its start ("Tomás",
-        not "Nervous"), that are no speaker's name nor a word that is never one ("I", "Monday")."""
-        speakers = {w for name in self.speakers for w in words(name)}
-        found = {m for line in self.messages for said in SENTENCE.split(line.content)
-                 for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
-        return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers)
+        """The names the lines say (`names_in`)."""
+        return names_in(self.messages)
 
     def people(self, user_name: str) -> set[str]:
         """The words of the names of the people speaking (and the user's), when the messages name
@@ -720,11 +725,13 @@ def told_of_someone(text: str, messages: Sequence[Message], user_name: str) -> b
     said = set(words(text))
     if said & (FIRST_PERSON | OTHERS_WORDS | {"you", "your"}):
         return True
-    names = {*words(user_name), *(w for m in messages if m.name for w in words(m.name))}
-    for m in messages:
-        for sentence in SENTENCE.split(m.content):
-            names |= {w.lower() for w in _CAPITAL.findall(sentence.strip())[1:]}
-    return bool(said & names - {w for w in said if medicine_word(w) or health_word(w)})
+    names = {*words(user_name), *(w for m in messages if m.name for w in words(m.name)),
+             *(w for name in names_in(messages) for w in words(name))}
+    eponyms = {w.lower() for w in EPONYM.findall(text)}  # "Graves' disease" names no one
+    return bool(said & names - eponyms - {w for w in said if medicine_word(w) or health_word(w)})
+
+
+EPONYM = re.compile(r"\b([A-Z][a-z]+)(?:['’]s?)?\s+(?:disease|syndrome|palsy|disorder|phenomenon)\b")
 
 
 FINE = re.compile(r"\b(?:fine|ok|okay|safe|alright|all right|no problem)\b", re.IGNORECASE)
@@ -959,8 +966,9 @@ CONDITIONS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "cel
 """Health words of what lasts: a change of medicine, diet or plan does not end an allergy or diabetes."""
 LASTING = CONDITIONS + ("emergenc", "ambulanc")
 """What a change of something else does not end: a condition, and what to do in an emergency."""
-CONDITION_ENDINGS = ("pathy", "itis", "osis", "aemia", "emia", "trophy", "plasia")
-"""Endings of the names of conditions ("polyneuropathy", "vasculitis", "amyloidosis", "dystrophy")."""
+CONDITION_ENDINGS = ("pathy", "itis", "osis", "aemia", "emia", "trophy", "plasia", "paresis", "plegia", "algia")
+"""Endings of the names of conditions ("polyneuropathy", "vasculitis", "amyloidosis", "dystrophy", and
+"gastroparesis", "fibromyalgia": fresh19's "I've got gastroparesis" held no health word)."""
 HAS_ACRONYM = re.compile(r"\b(?:has|have|had|diagnosed\s+with)\s+(?P<name>[A-Z]{2,6})\b"
                          r"(?!\s+(?:on|at|in|scan|appointment)\b)")
 """A condition said by its letters: "Wayra has CIDP", "I have PNH" (not "has an MRI", "has MRI on Friday")."""
@@ -972,7 +980,7 @@ def conditions_named(text: str) -> set[str]:
     as a condition's does (`CONDITION_ENDINGS`), "disease", "syndrome", "disorder", or the letters
     one has (`HAS_ACRONYM`)."""
     named = {_stem(w) for w in words(text) if w.startswith(CONDITIONS + DIAGNOSES)
-             or w in ("disease", "syndrome", "disorder") or len(w) > 6 and w.endswith(CONDITION_ENDINGS)}
+             or w in ("disease", "syndrome", "disorder") or condition_word(w, procedures=False)}
     return named | {_stem(m["name"].lower()) for m in HAS_ACRONYM.finditer(text)}
 
 
@@ -1035,17 +1043,18 @@ def health_word(word: str) -> bool:
         or condition_word(word)
 
 
-TREATED_ENDINGS = ("paresis", "plegia", "algia", "ectomy", "otomy", "oscopy")
-"""Endings of the names of conditions besides `CONDITION_ENDINGS`, and of procedures ("gastroparesis",
-"fibromyalgia", "hysterectomy"): fresh19's "I've got gastroparesis" held no health word."""
+PROCEDURE_ENDINGS = ("ectomy", "otomy", "oscopy")
+"""Endings of the names of procedures ("hysterectomy", "colonoscopy")."""
 NOT_CONDITIONS = frozenset("hypnosis osmosis metamorphosis apotheosis symbiosis nostalgia academia bohemia empathy "
                            "sympathy telepathy dichotomy".split())
 
 
-def condition_word(word: str) -> bool:
-    """Whether a word (lower case) names a condition or a procedure by its ending (`CONDITION_ENDINGS`,
-    `TREATED_ENDINGS`)."""
-    return len(word) > 6 and word.endswith(CONDITION_ENDINGS + TREATED_ENDINGS) and word not in NOT_CONDITIONS
+def condition_word(word: str, *, procedures: bool = True) -> bool:
+    """Whether a word (lower case) names a condition by its ending (`CONDITION_ENDINGS`), or a
+    procedure (`PROCEDURE_ENDINGS`) unless not `procedures`; not a word that only ends so
+    (`NOT_CONDITIONS`: "empathy", "nostalgia")."""
+    endings = CONDITION_ENDINGS + PROCEDURE_ENDINGS if procedures else CONDITION_ENDINGS
+    return len(word) > 6 and word.endswith(endings) and word not in NOT_CONDITIONS
 
 
 def medicine_word(word: str) -> bool:
