@@ -159,11 +159,22 @@ _SCHEDULED = re.compile(r"\b(?:I|we|you|they|he|she|it|[A-Z][a-z]+)\s+(?:(?:only
 """A verb in the present before a day: what is planned ("She starts pravastatin on ...")."""
 
 
+_CLAUSE_BREAK = re.compile(r",\s+(?:and|but|so|then|and\s+then)\s+|;\s+", re.IGNORECASE)
+_OWN_SUBJECT = re.compile(r"(?:I|we|you|he|she|it|they)\b", re.IGNORECASE)
+
+
 def told_of_past_at(sentence: str, at: int) -> bool:
     """Whether the time said at `at` in `sentence` is of the past: as `told_of_past` says of the
-    sentence, but a clause after it that says who said so ("..., the doctor said ...") does not
-    make a day in the present past (fresh19: "She starts pravastatin on her tenth birthday, the
-    14th of May, the paeds lipid doctor said ten is the age" was dated the May before)."""
+    sentence, or of the clause it is in when that clause has a subject of its own after ", and",
+    ", but" or ";" (fresh20: "250 milligrams since I was diagnosed, and it goes up to 500 from
+    Saturday" was dated the Saturday before); a clause after it that says who said so ("..., the
+    doctor said ...") does not make a day in the present past (fresh19: "She starts pravastatin
+    on her tenth birthday, the 14th of May, the paeds lipid doctor said ten is the age" was dated
+    the May before)."""
+    start = max((m.end() for m in _CLAUSE_BREAK.finditer(sentence, 0, at)), default=0)
+    end = next((m.start() for m in _CLAUSE_BREAK.finditer(sentence, at)), len(sentence))
+    if start and _OWN_SUBJECT.match(sentence, start):  # a clause of its own: its tense, not the sentence's
+        sentence, at = sentence[start:end], at - start
     before = sentence[:at]
     reported = next((m for m in _REPORTED.finditer(sentence) if m.start() >= at), None)
     if reported is not None and not told_of_past(before) and _SCHEDULED.search(before):
@@ -381,6 +392,23 @@ def _named_month(m: re.Match[str], today: date) -> Span:
     return _month_span(today.year if month > today.month else today.year + 1, month)
 
 
+_NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
+
+
+def _nth_weekday(m: re.Match[str], today: date) -> Span | None:
+    """ "the last Saturday of next month", "the first Monday in March 2027": that day. A month
+    named without its year is the one nearest today (July said in June is this July)."""
+    if m["which"]:
+        year, month = _add_months(today, {"this": 0, "next": 1, "last": -1}[m["which"].lower()])
+    else:
+        month = _month(m)
+        year = int(m["year"]) if m["year"] else min(
+            (today.year - 1, today.year, today.year + 1), key=lambda y: abs((y - today.year) * 12 + month - today.month))
+    target, nth = WEEKDAYS[m["weekday"].lower()], _NTH[m["nth"].lower()]
+    days = [d for d in range(1, _month_span(year, month).last.day + 1) if date(year, month, d).weekday() == target]
+    return _day(year, month, days[nth if nth < 0 else nth - 1]) if len(days) >= nth else None
+
+
 def _weekday(m: re.Match[str], today: date) -> Span | None:
     which = (m["which"] or "on").lower()
     target = WEEKDAYS[m["weekday"].lower()]
@@ -431,6 +459,8 @@ def _cn_days_ago(m: re.Match[str], today: date) -> Span | None:
 
 _F = re.IGNORECASE
 RULES: list[Rule] = [
+    (re.compile(rf"\b(?:the\s+)?(?P<nth>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+{_WEEKDAY}\s+(?:of|in)\s+"
+                rf"(?:(?P<which>this|next|last)\s+month|{_MONTH}(?:,?\s+{_YEAR})?)\b", _F), _nth_weekday),
     (re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"),
      lambda m, t: _day(int(m["year"]), int(m["m"]), int(m["d"]))),
     (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _F), _absolute_day),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,7 +14,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
-from reme.memory.personal import (_stem, claimed_by_another, conditions_named, declined, fine_though_unsaid,
+from reme.memory.personal import (_stem, claimed_by_another, led_in, conditions_named, declined, fine_though_unsaid,
                                   taken_though_stopped,
                                   worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
@@ -24,7 +24,7 @@ from reme.memory.personal import (_stem, claimed_by_another, conditions_named, d
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
-from reme.temporal import with_digits
+from reme.temporal import find_window, with_digits
 from reme.schema import Message, TimeWindow, utcnow
 
 from conftest import DIM, dump_store, every_store, shared_data
@@ -860,9 +860,35 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
      "Kim's bloods and a TB test were both done on Monday (29 April 2024)."),
     ("Kim's bloods get done on Monday.", "Bloods get done on Monday.",
      "Kim's bloods get done on Monday (6 May 2024)."),
+    # "from Saturday", read in its own clause (fresh20: "250 mg since I was diagnosed, and it goes up to 500 from
+    # Saturday" was not dated; by the sentence's "was", it would have been the Saturday before)
+    ("Kim takes 250 mg since Kim was diagnosed, and it goes up to 500 from Saturday.",
+     "250 mg since I was diagnosed, and it goes up to 500 from Saturday.",
+     "Kim takes 250 mg since Kim was diagnosed, and it goes up to 500 from Saturday (4 May 2024)."),
+    ("Kim saw the GP on Monday, and it went well.", "I saw the GP on Monday, and it went well.",
+     "Kim saw the GP on Monday (29 April 2024), and it went well."),
+    # a day of next month beside a date with its year (fresh20: "a lumbar puncture on the 8th of next month, and Dr
+    # Farquharson on the 11th of August" was not dated once ReMe had put 2024 after August)
+    ("Kim has a lumbar puncture on the 8th of next month, and Dr F on the 11th of August 2024.",
+     "A lumbar puncture on the 8th of next month, and Dr F on the 11th of August.",
+     "Kim has a lumbar puncture on the 8th of next month (8 June 2024), and Dr F on the 11th of August 2024."),
 ])
 def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: str, expected: str) -> None:
     assert anchor_weekdays(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc), [line]) == expected  # a Friday
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # fresh20: "the last Saturday of next month" was dated as "last Saturday", the Saturday before
+    ("Imran's wedding is on the last Saturday of next month.",
+     "Imran's wedding is on the last Saturday of next month (29 June 2024)."),
+    ("The review is on the first Monday of this month.", "The review is on the first Monday of this month (6 May 2024)."),
+    ("The wedding is on the last Saturday of July.", "The wedding is on the last Saturday of July."),  # no year: as is
+    ("Kim went dancing last Saturday.", "Kim went dancing last Saturday (27 April 2024)."),
+])
+def test_a_weekday_counted_in_its_month_is_that_day(text: str, expected: str) -> None:
+    assert anchor_times(text, datetime(2024, 5, 3, 12, tzinfo=timezone.utc)) == expected
+    assert find_window("the last Saturday of July", datetime(2024, 5, 3, tzinfo=timezone.utc)).start.date() == \
+        date(2024, 7, 27)
 
 
 @pytest.mark.parametrize(("text", "line", "expected"), [
@@ -2722,6 +2748,73 @@ def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentenc
     transcript = Transcript.of([Message(role="user", name="Henrique", content=line)],
                                datetime(2026, 10, 8, tzinfo=timezone.utc))
     assert named_subject(transcript, 0, sentence) == named
+
+
+@pytest.mark.parametrize(("line", "sentence", "kept"), [
+    # fresh20 (qwen1.5b): a repair call gave nothing or the sentence unchanged for 23 of 25 kept
+    # sentences starting with "It", "That" or "They", and they were dropped with what they held
+    ("I've got ADPKD. It makes me pee like a racehorse, so I drink three to four litres of water a day.",
+     "It makes me pee like a racehorse, so I drink three to four litres of water a day.",
+     "I've got ADPKD. It makes me pee like a racehorse, so I drink three to four litres of water a day."),
+    # two back, past one that starts with a pronoun too
+    ("The coils are holding. But they found a second aneurysm. They're watching it with an MRA scan every year.",
+     "They're watching it with an MRA scan every year.",
+     "The coils are holding. But they found a second aneurysm. They're watching it with an MRA scan every year."),
+    # the lead-in of the sentence ("So") is not a sentence before it
+    ("Calcium is back up. So that's the opposite of before.", "That's the opposite of before.",
+     "Calcium is back up. That's the opposite of before."),
+    # nothing before it, a question before it, or only pronouns: as it is (the repair's to mend)
+    ("It comes down Mum's side.", "It comes down Mum's side.", "It comes down Mum's side."),
+    ("Is that bad? It hurts at night.", "It hurts at night.", "It hurts at night."),
+    ("It was awful. They said so. It hurts at night.", "It hurts at night.", "It hurts at night."),
+    # a sentence that starts with no pronoun needs nothing before it
+    ("I've got ADPKD. My mum has it too.", "My mum has it too.", "My mum has it too."),
+])
+def test_a_sentence_kept_as_said_starting_with_it_follows_what_it_is(line: str, sentence: str, kept: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Rami", content=line)], datetime(2026, 10, 8, tzinfo=timezone.utc))
+    assert led_in(transcript, 0, sentence, sentence) == kept
+
+
+async def test_a_health_sentence_starting_with_it_is_kept_with_the_sentence_before_and_needs_no_repair(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    line = "I've got POTS, like Mum. It drops my blood pressure, so I take midodrine, 10 mg every morning."
+    server.script(EXTRACT, memories({"content": "Rami has POTS, like his mum.", "sources": [0]}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Rami", "content": line,
+                                           "time": "2026-03-02T10:00:00Z"}], user_name="rami")
+
+    assert "Rami has got POTS, like Mum. It drops Rami's blood pressure, so Rami takes midodrine, 10 mg every " \
+           "morning." in [n.content for n in result.added]
+    assert result.usage.calls == 1  # no repair call
+
+
+async def test_sentences_kept_as_said_make_no_repair_call_of_their_own(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh20 (qwen1.5b): the repair mended none of 20 kept sentences starting with a pronoun, in 16 calls
+    chat = [{"role": "user", "name": "Ana", "content": "I've got lupus.", "time": "2026-03-02T10:00:00Z"},
+            {"role": "assistant", "content": "How does it affect you?"},
+            {"role": "user", "name": "Ana", "content": "It flares in the sun, so I take hydroxychloroquine, 200 mg a day."}]
+    server.script(EXTRACT, memories({"content": "Ana has lupus.", "sources": [0]}))
+    result = await reme.summarize_memory(chat, user_name="ana")
+
+    assert result.usage.calls == 1 and not [r for r in server.requests if "Memories:" in prompt_of(r["body"])]
+    # a health fact is kept as it is, as when a repair gives nothing
+    assert "It flares in the sun, so Ana takes hydroxychloroquine, 200 mg a day." in [n.content for n in result.added]
+
+
+
+async def test_sentences_kept_as_said_go_with_a_repair_call_the_extraction_needs(reme: ReMe,
+                                                                                  server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Ana", "content": "I've got lupus.", "time": "2026-03-02T10:00:00Z"},
+            {"role": "assistant", "content": "How does it affect you?"},
+            {"role": "user", "name": "Ana", "content": "It flares in the sun, so I take hydroxychloroquine, 200 mg a day."}]
+    server.script(EXTRACT, memories({"content": "Ana has lupus.", "sources": [0]},
+                                    {"content": "They flare in the sun.", "sources": [2]}))
+    server.script("Memories:", {"memories": [{"index": 0, "content": "Ana's lupus flares in the sun."},
+                                             {"index": 1, "content": "Ana's lupus flares in the sun, so Ana takes "
+                                                                     "hydroxychloroquine, 200 mg a day."}]})
+    result = await reme.summarize_memory(chat, user_name="ana")
+    assert result.usage.calls == 2
+    assert "Ana's lupus flares in the sun, so Ana takes hydroxychloroquine, 200 mg a day." in [
+        n.content for n in result.added]
 
 
 def test_an_emergency_contact_is_a_safety_fact() -> None:

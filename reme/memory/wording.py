@@ -123,6 +123,7 @@ RELATIVE = re.compile(
     r"winter)\b|^(?:last|next|past|this|this\s+coming|coming)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
     r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|fortnight|month|year)|\sfrom\s+(?:now|today)$|"
     r"^(?:the\s+)?end\s+of\s+(?:the|this|next|last)\s+month|"
+    r"^(?:the\s+)?(?:first|second|third|fourth|last|1st|2nd|3rd|4th)\s+\w+days?\s+(?:of|in)\s+(?:this|next|last)\s+month|"
     r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
     r"^(?:in\s+)?(?:" + "|".join(MONTHS) + r")\s+(?:last|this|next)\s+year\b|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
@@ -267,8 +268,10 @@ def anchor_times(text: str, said: datetime) -> str:
     out.append(text[pos:])
     return year_of_days(year_of_months("".join(out), said.date(), named=False), said.date(), named=False)
 
-ON_WEEKDAY = re.compile(r"\bon\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!\s*[(（])",
-                        re.IGNORECASE)
+ON_WEEKDAY = re.compile(r"\b(?:on|from|until|till)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+                        r"(?!\s*[(（])", re.IGNORECASE)
+"""A weekday said alone: "on Monday", "from Saturday" (fresh20: "it goes up to 500 twice a day from Saturday" was
+not dated), "until Friday"."""
 ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(this|next|last)\s+month\b)?(?!\s*[(（])"
                     r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with)\b)", re.IGNORECASE)
 """A day of the month without its month: "on the 29th", "the 30th of this month" (not "the 30th
@@ -336,9 +339,12 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         if weekday and THE_DAY_AFTER.match(text[m.end():]):
             continue  # "on Monday the 22nd": the 22nd's date, not the next Monday's as well
         dated = None if weekday or m[2] else MONTH_DAY_YEAR.search(_sentence_at(text, m.start()))
-        if year_named and dated is None:
-            continue  # a text that names a year: of some other time, but for a day of its sentence's dated month
-        said_so = (rf"\bon\s+{m[1].lower()}\b" if weekday else
+        if year_named and dated is None and (weekday or not m[2]):
+            # a text that names a year: of some other time, but for a day of its sentence's dated month, and one
+            # of this, next or last month (fresh20: "a lumbar puncture on the 8th of next month, and Dr F on the
+            # 11th of August 2026")
+            continue
+        said_so = (rf"\b(?:on|from|until|till)\s+{m[1].lower()}\b" if weekday else
                    rf"\bthe\s+{int(m[1])}(?:st|nd|rd|th)\b" + (rf"\s+of\s+{m[2]}\s+month" if m[2] else ""))
         told = [(s, found.start()) for group in (lines, others) for line in group
                 for s in re.split(r"(?<=[.!?;])\s+", line) if (found := re.search(said_so, s, re.IGNORECASE))]
