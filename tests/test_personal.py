@@ -2769,6 +2769,19 @@ def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentenc
     ("It was awful. They said so. It hurts at night.", "It hurts at night.", "It hurts at night."),
     # a sentence that starts with no pronoun needs nothing before it
     ("I've got ADPKD. My mum has it too.", "My mum has it too.", "My mum has it too."),
+    # a dose, or how often, that names no medicine; "the same" (fresh20: each kept without what it was of)
+    ("Tolvaptan, the brand's Jinarc. Sixty milligrams when I wake up, and thirty at three.",
+     "Sixty milligrams when I wake up, and thirty at three.",
+     "Tolvaptan, the brand's Jinarc. Sixty milligrams when I wake up, and thirty at three."),
+    ("Colchicine, one milligram a day. Every day for life, even when I feel fine.",
+     "Every day for life, even when I feel fine.",
+     "Colchicine, one milligram a day. Every day for life, even when I feel fine."),
+    ("No clarithromycin, it pushes the colchicine level too high. The same with grapefruit.",
+     "The same with grapefruit.", "No clarithromycin, it pushes the colchicine level too high. The same with grapefruit."),
+    ("A fever means the GP the same day. Proper blood in my pee, same.", "Proper blood in my pee, same.",
+     "A fever means the GP the same day. Proper blood in my pee, same."),
+    ("I take it daily. 20 mg of prednisolone every morning.", "20 mg of prednisolone every morning.",
+     "20 mg of prednisolone every morning."),  # the medicine named: it stands
 ])
 def test_a_sentence_kept_as_said_starting_with_it_follows_what_it_is(line: str, sentence: str, kept: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Rami", content=line)], datetime(2026, 10, 8, tzinfo=timezone.utc))
@@ -3203,6 +3216,10 @@ def test_a_sentence_kept_for_its_date_is_a_persons_and_dates_what_no_memory_does
     ("The bone scan is on the 5th of May.", ["Dorothea's bone scan is on 5 May 2026."], False),
     ("The bone scan is on the 5th of May.", ["Dorothea's bone scan is on the 5th of May."], False),
     ("The bone scan is on 5 May 2027.", ["Dorothea swims."], False),  # a date with its year is no relative time
+    # fresh20 (qwen1.5b): a memory dated "last year" did not date a month of that year
+    ("Last November I was diagnosed with intracranial hypertension.", ["Dorothea was on lymecycline last year."], True),
+    ("Last November I was diagnosed with intracranial hypertension.", ["Dorothea was diagnosed in November 2025."],
+     False),
 ])
 def test_a_day_of_a_month_no_memory_dates_is_kept(said: str, written: list[str], kept: bool) -> None:
     transcript = Transcript.of([Message(role="user", name="Ann", content=said)], datetime(2026, 4, 14, tzinfo=timezone.utc))

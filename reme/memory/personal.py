@@ -1546,7 +1546,7 @@ def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
     litres of water a day" was dropped). Otherwise `text` as it is."""
     message = transcript.messages[index]
     at = found_at(message.content, sentence)
-    if not pronoun_led(text, PRONOUNS - THIRD_PERSON) or at < 0 or CJK_CHAR.search(text):
+    if not needs_before(text) or at < 0 or CJK_CHAR.search(text):
         return text  # "He's eight" after "Nico and Leo": whose, the sentences before do not say
     taken: list[str] = []
     head = message.content[:at].rstrip()
@@ -1559,9 +1559,28 @@ def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
         if fragment(without_lead_in(before)):  # "Agreed, 3:45 it is. It was ...": none says what "it" is
             break
         taken.insert(0, before)
-        if words(before) and not pronoun_led(before):
+        if words(before) and not needs_before(before):
             return " ".join([*taken, text])
     return text
+
+
+SAYS_AGAIN = re.compile(r"^(?:the\s+)?same\b|,\s*(?:the\s+)?same[.!]?$", re.IGNORECASE)
+"""A sentence that says "the same" of what the one before says: "Same if I get a headache with vomiting.", "The same
+with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without what the same was)."""
+SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
+
+
+def needs_before(sentence: str) -> bool:
+    """Whether a sentence says what only the one before it tells: it starts with "it", "that" or
+    "they" (`pronoun_led`; "he" and "she" name a person the sentences before may not), says "the
+    same" (`SAYS_AGAIN`), or starts with a dose or how often and names no medicine ("Sixty
+    milligrams when I wake up" after "Tolvaptan, the brand's Jinarc."; "Every day for life" after
+    "Colchicine, one milligram a day": fresh20)."""
+    lead = without_lead_in(sentence)
+    if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()):
+        return True
+    dose = DOSE.match(with_digits(lead)) or SCHEDULE_FIRST.match(lead)
+    return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
 
 
 def without_lead_in(sentence: str) -> str:
@@ -2034,7 +2053,11 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
             continue
         if today not in held:
             held[today] = [span for text in written for _, _, span in find_spans(year_of_days(text, today), today)]
-        if any(not any(h.first <= span.last and span.first <= h.last for h in held[today] + kept) for span in spans):
+        # a memory's time holds a sentence's when they meet and it is not much wider (fresh20: "last year" in a
+        # memory of acne held "Last November I was diagnosed with IIH", and the diagnosis was not dated)
+        if any(not any(h.first <= span.last and span.first <= h.last
+                       and (h.last - h.first).days <= (span.last - span.first).days + 31 for h in held[today] + kept)
+               for span in spans):
             out.append((index, sentence))
             kept += spans
     return out
