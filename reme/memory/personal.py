@@ -1541,7 +1541,7 @@ def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
     """`text` (`sentence` of line `index`, its subject named where code could) after the sentences
     before it in its line that say what its leading "It", "That" or "They" is, when it still
     starts with one ("He" or "She" is for `named_subject`, or the repair): the closest one before
-    it that starts with none, and any between (at most two; no question, no fragment). A repair call gave nothing or the sentence unchanged for 23 of 25 such
+    it that starts with none, and any between (at most three; no question, no fragment). A repair call gave nothing or the sentence unchanged for 23 of 25 such
     sentences (fresh20, qwen1.5b: "It makes me pee like a racehorse, so I drink three to four
     litres of water a day" was dropped). Otherwise `text` as it is."""
     message = transcript.messages[index]
@@ -1554,7 +1554,7 @@ def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
     if pieces and not head.endswith((".", "!", "?", ";", "。", "！", "？", "；")):
         pieces.pop()  # its lead-in ("So", "But", "Yes,": "So that's the opposite ..." kept from "that's")
     for before in reversed(pieces):
-        if before.endswith(("?", "？")) or len(taken) == 2:
+        if before.endswith(("?", "？")) or len(taken) == 3:
             break
         if fragment(without_lead_in(before)):  # "Agreed, 3:45 it is. It was ...": none says what "it" is
             break
