@@ -2751,8 +2751,8 @@ def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentenc
 
 
 @pytest.mark.parametrize(("line", "sentence", "kept"), [
-    # fresh20 (qwen1.5b): a repair call gave nothing or the sentence unchanged for 23 of 25 kept
-    # sentences starting with "It", "That" or "They", and they were dropped with what they held
+    # fresh20 (qwen1.5b): a repair call mended none of 23 kept sentences starting with a pronoun,
+    # and they were dropped with what they held
     ("I've got ADPKD. It makes me pee like a racehorse, so I drink three to four litres of water a day.",
      "It makes me pee like a racehorse, so I drink three to four litres of water a day.",
      "I've got ADPKD. It makes me pee like a racehorse, so I drink three to four litres of water a day."),
@@ -2801,7 +2801,7 @@ async def test_a_health_sentence_starting_with_it_is_kept_with_the_sentence_befo
 
 
 async def test_sentences_kept_as_said_make_no_repair_call_of_their_own(reme: ReMe, server: OpenAITestServer) -> None:
-    # fresh20 (qwen1.5b): the repair mended none of 20 kept sentences starting with a pronoun, in 16 calls
+    # fresh20 (qwen1.5b): the repair mended none of 23 kept sentences starting with a pronoun, in 16 calls
     chat = [{"role": "user", "name": "Ana", "content": "I've got lupus.", "time": "2026-03-02T10:00:00Z"},
             {"role": "assistant", "content": "How does it affect you?"},
             {"role": "user", "name": "Ana", "content": "It flares in the sun, so I take hydroxychloroquine, 200 mg a day."}]
