@@ -10,7 +10,7 @@ so dialogues never see each other's memories. The LLM is whatever `--base-url`/`
 With `--replies FILE`, ReMe's calls go through a local proxy (`benchmark.peers.full.LLMProxy`) that
 writes each reply to FILE and answers a request it holds from there: a second run of code that
 sends the same requests gets the same replies, with no model (`--offline`: a request not held
-fails, and its session counts as failed). What such a run measures is what the code does with
+fails as a failing endpoint's would: its session fails, or, for a repair, the repair is skipped). What such a run measures is what the code does with
 those replies; the model's own run-to-run spread is not in it.
 """
 
