@@ -2782,6 +2782,9 @@ def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentenc
      "A fever means the GP the same day. Proper blood in my pee, same."),
     ("I take it daily. 20 mg of prednisolone every morning.", "20 mg of prednisolone every morning.",
      "20 mg of prednisolone every morning."),  # the medicine named: it stands
+    ("So I have a urine test every six months. The next one is on the 3rd of next month.",
+     "The next one is on the 3rd of next month.",
+     "So I have a urine test every six months. The next one is on the 3rd of next month."),
 ])
 def test_a_sentence_kept_as_said_starting_with_it_follows_what_it_is(line: str, sentence: str, kept: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Rami", content=line)], datetime(2026, 10, 8, tzinfo=timezone.utc))
@@ -3207,6 +3210,19 @@ def test_a_sentence_kept_for_its_date_is_a_persons_and_dates_what_no_memory_does
         assert anchor_weekdays(anchor_times(sentence, now), now, [sentence]) != sentence  # it has a date
     # each sentence dated, as a memory would hold it: nothing left to keep
     assert unheld_dates(transcript, [anchor_weekdays(anchor_times(s, now), now, [s]) for _, s in kept] + written) == []
+
+
+def test_the_next_one_of_what_the_sentence_before_says_is_kept_for_its_date() -> None:
+    # fresh20 (qwen1.5b): "The next one is on the 3rd of next month." was too short to keep for its date
+    line = "So I have a urine test every six months to check for protein. The next one is on the 3rd of next month."
+    transcript = Transcript.of([Message(role="user", name="Narek", content=line)],
+                               datetime(2026, 11, 14, tzinfo=timezone.utc))
+    assert unheld_dates(transcript, ["Narek has a urine test every six months."]) == [
+        (0, "The next one is on the 3rd of next month.")]
+    assert unheld_dates(transcript, ["Narek's next urine test is on 3 December 2026."]) == []
+    # "next month" of another day of it dates no other day
+    assert unheld_dates(transcript, ["Narek sees Dr Mercier on the 18th of next month (18 December 2026)."]) == [
+        (0, "The next one is on the 3rd of next month.")]
 
 
 @pytest.mark.parametrize(("said", "written", "kept"), [
@@ -3945,6 +3961,14 @@ def test_whom_to_call_first_is_kept_unless_a_memory_of_calling_names_them(writte
 ])
 def test_a_line_says_a_medicine_is_fine_in_its_own_words(line: str, unsafe: str | None) -> None:
     assert fine_though_unsaid("Paracetamol is fine for Mirza.", [line]) == unsafe
+
+
+def test_feeling_fine_says_nothing_of_a_medicine() -> None:
+    # fresh20 (qwen1.5b): both memories of the colchicine dose were dropped as saying it was fine to take
+    line = "Colchicine, one milligram a day, half in the morning and half at night. Every day for life, even when I feel fine."
+    memory = "Colchicine, one milligram a day. Every day for life, even when Narek feels fine."
+    assert fine_though_unsaid(memory, [line]) is None
+    assert fine_though_unsaid("Colchicine is fine for Narek.", [line]) == "colchicine"
 
 
 def unshared_vectors(texts: list[str]) -> list[list[float]]:

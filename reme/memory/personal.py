@@ -40,8 +40,8 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import (PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span, year_of_days,
-                                 name_the_speaker, relative_spans, weekday_spans)
+from reme.memory.wording import (DAY_OF, PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span,
+                                 name_the_speaker, relative_spans, weekday_spans, year_of_days)
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
@@ -761,7 +761,14 @@ def says_fine(text: str, *, said: bool = False) -> bool:
     """Whether a text says something is fine (`FINE`; a line that is `said` may say it as "I can
     take ...", `CAN_TAKE`), with no "not" before it in its clause."""
     found = [*FINE.finditer(text), *(CAN_TAKE.finditer(text) if said else ())]
-    return any(not NOT_FINE.search(CLAUSE.split(text[:m.start()])[-1]) for m in found)
+    return any(not NOT_FINE.search(CLAUSE.split(text[:m.start()])[-1]) and not FEELS.search(text[:m.start()])
+               for m in found)
+
+
+FEELS = re.compile(r"\b(?:feel|feels|felt|feeling|look|looks|looked|seem|seems|seemed|sound|sounds|I['’]m|I\s+am|"
+                   r"(?:he|she|they|we)\s+(?:is|are|was|were))\s+(?:\w+\s+)?$", re.IGNORECASE)
+"""Before "fine": how a person is, not that a medicine is safe ("Every day for life, even when I feel fine": fresh20,
+the colchicine memories were dropped as saying it was fine to take)."""
 
 
 _COUNT_WORD = r"(?:" + "|".join(sorted((re.escape(k) for k in COUNTS if k not in FUZZY and k not in ("a", "an")),
@@ -1568,16 +1575,19 @@ SAYS_AGAIN = re.compile(r"^(?:the\s+)?same\b|,\s*(?:the\s+)?same[.!]?$", re.IGNO
 """A sentence that says "the same" of what the one before says: "Same if I get a headache with vomiting.", "The same
 with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without what the same was)."""
 SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
+ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+one\b", re.IGNORECASE)
+"""A sentence about "the next one" of what the one before says: "The next one is on the 3rd of next month." after "So
+I have a urine test every six months" (fresh20: too short to keep for its date, and of nothing alone)."""
 
 
 def needs_before(sentence: str) -> bool:
     """Whether a sentence says what only the one before it tells: it starts with "it", "that" or
     "they" (`pronoun_led`; "he" and "she" name a person the sentences before may not), says "the
-    same" (`SAYS_AGAIN`), or starts with a dose or how often and names no medicine ("Sixty
+    same" (`SAYS_AGAIN`) or "the next one" (`ONE_AGAIN`), or starts with a dose or how often and names no medicine ("Sixty
     milligrams when I wake up" after "Tolvaptan, the brand's Jinarc."; "Every day for life" after
     "Colchicine, one milligram a day": fresh20)."""
     lead = without_lead_in(sentence)
-    if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()):
+    if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead):
         return True
     dose = DOSE.match(with_digits(lead)) or SCHEDULE_FIRST.match(lead)
     return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
@@ -2044,15 +2054,20 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
         today = said.date()
         dated = year_of_days(sentence, today)  # a day of a month: "The bone scan is on the 5th of May" (fresh15)
         if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
-                or len(content_words(sentence, I_WORDS | TIME_WORDS)) < (1 if dated != sentence else 3)):
-            continue  # a request, or too little besides its time to stand alone ("We decided on Saturday")
+                or len(content_words(sentence, I_WORDS | TIME_WORDS)) < (1 if dated != sentence else 3)
+                and not needs_before(sentence)):
+            # a request, or too little besides its time to stand alone ("We decided on Saturday"); one that is
+            # of what the sentence before says is kept after it ("The next one's on the 3rd of next month.")
+            continue
         spans = [span for _, _, span in times_said(sentence, said, sentence)]
         if dated != sentence:
             spans += [span for start, end, span in find_spans(dated, today) if YEAR.search(dated[start:end])]
         if not spans:
             continue
         if today not in held:
-            held[today] = [span for text in written for _, _, span in find_spans(year_of_days(text, today), today)]
+            # not "next month" of "the 18th of next month", which holds no other day of it (fresh20)
+            held[today] = [span for text in (year_of_days(t, today) for t in written)
+                           for start, _, span in find_spans(text, today) if not DAY_OF.search(text[:start])]
         # a memory's time holds a sentence's when they meet and it is not much wider (fresh20: "last year" in a
         # memory of acne held "Last November I was diagnosed with IIH", and the diagnosis was not dated)
         if any(not any(h.first <= span.last and span.first <= h.last
