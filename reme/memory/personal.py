@@ -1547,10 +1547,12 @@ def object_named(transcript: Transcript, before: str, sentence: str) -> str:
 def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
     """`text` (`sentence` of line `index`, its subject named where code could) after the sentences
     before it in its line that say what its leading "It", "That" or "They" is, when it still
-    starts with one ("He" or "She" is for `named_subject`, or the repair): the closest one before
-    it that starts with none, and any between (at most three; no question, no fragment). A repair call mended none of 23 sentences kept as said that start with a
-    pronoun (fresh20, qwen1.5b: "It makes me pee like a racehorse, so I drink three to four
-    litres of water a day" was dropped). Otherwise `text` as it is."""
+    starts with one ("He" or "She" is for `named_subject`, or the repair), or otherwise needs
+    what is before it (`needs_before`): the closest one before it that needs nothing, and any
+    between (at most three; no question, no fragment). A repair call mended none of 23 sentences
+    kept as said that start with a pronoun (fresh20, qwen1.5b: "It makes me pee like a
+    racehorse, so I drink three to four litres of water a day" was dropped). Otherwise `text`
+    as it is."""
     message = transcript.messages[index]
     at = found_at(message.content, sentence)
     if not needs_before(text) or at < 0 or CJK_CHAR.search(text):
@@ -1583,9 +1585,9 @@ I have a urine test every six months" (fresh20: too short to keep for its date, 
 def needs_before(sentence: str) -> bool:
     """Whether a sentence says what only the one before it tells: it starts with "it", "that" or
     "they" (`pronoun_led`; "he" and "she" name a person the sentences before may not), says "the
-    same" (`SAYS_AGAIN`) or "the next one" (`ONE_AGAIN`), or starts with a dose or how often and names no medicine ("Sixty
-    milligrams when I wake up" after "Tolvaptan, the brand's Jinarc."; "Every day for life" after
-    "Colchicine, one milligram a day": fresh20)."""
+    same" (`SAYS_AGAIN`) or "the next one" (`ONE_AGAIN`), or starts with a dose or how often and
+    names no medicine ("Sixty milligrams when I wake up" after "Tolvaptan, the brand's Jinarc.";
+    "Every day for life" after "Colchicine, one milligram a day": fresh20)."""
     lead = without_lead_in(sentence)
     if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead):
         return True
@@ -2114,9 +2116,7 @@ DATED = re.compile(r"\(([^()]*\d[^()]*)\)")
 def said_whole(sentence: str) -> str:
     """A sentence kept as said: without its lead-in (`LEAD_IN`), ending as a sentence ends
     ("Everyone calls me Bobby, actually;" -> "Everyone calls me Bobby, actually.")."""
-    rest = sentence
-    while (shorter := LEAD_IN.sub("", rest)) != rest:  # "Oh, and I'm allergic ...": every lead-in goes
-        rest = shorter
+    rest = without_lead_in(sentence)  # "Oh, and I'm allergic ...": every lead-in goes
     if rest != sentence:  # "And from next week a carer" -> "From next week ..."; "Hey Mel, my cousin" -> "My cousin"
         rest = CALLED.sub("", rest)
         sentence = rest[:1].upper() + rest[1:]
