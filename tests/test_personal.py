@@ -2951,6 +2951,7 @@ def test_a_he_after_a_semicolon_is_named_too() -> None:
             "his", "never", "met", "is", "a", "nurse", ".", "?", ",", ":", "Dr.", "Mandla", " "]), max_size=14).map(
            " ".join)), min_size=1, max_size=4))
 @example([("user", "my partner Nomvula is a nurse . She's never met Kofi")])  # one it names
+@example([("user", "She Nomvula Dr. She ? her")])  # "her" was named in a sentence led by "She"
 def test_naming_a_he_or_she_keeps_the_rest_of_the_sentence(lines: list[tuple[str, str]]) -> None:
     messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Mandla")
                 for role, text in lines]

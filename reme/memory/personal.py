@@ -1629,7 +1629,8 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         return carers_named(message.content[:at], sentence)
     if IT_LEADS.match(sentence) and message.role == "user" and at >= 0:
         return named_thing(message.content[:at], sentence)
-    if not lead and message.role == "user" and at >= 0:
+    if not lead and message.role == "user" and at >= 0 and not re.match(r"(?:[Ss]he|[Hh]e)\b", sentence):
+        # not "She ? her" (hypothesis): a sentence led by "she" or "he" with no word after is not one to name within
         return object_named(transcript, message.content[:at], subject_given(transcript, index, sentence))
     if not lead or message.role != "user" or at < 0 or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
