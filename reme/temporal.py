@@ -392,7 +392,7 @@ def _named_month(m: re.Match[str], today: date) -> Span:
     return _month_span(today.year if month > today.month else today.year + 1, month)
 
 
-_NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
+NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
 
 
 def _nth_weekday(m: re.Match[str], today: date) -> Span | None:
@@ -404,7 +404,7 @@ def _nth_weekday(m: re.Match[str], today: date) -> Span | None:
         month = _month(m)
         year = int(m["year"]) if m["year"] else min(
             (today.year - 1, today.year, today.year + 1), key=lambda y: abs((y - today.year) * 12 + month - today.month))
-    target, nth = WEEKDAYS[m["weekday"].lower()], _NTH[m["nth"].lower()]
+    target, nth = WEEKDAYS[m["weekday"].lower()], NTH[m["nth"].lower()]
     days = [d for d in range(1, _month_span(year, month).last.day + 1) if date(year, month, d).weekday() == target]
     return _day(year, month, days[nth if nth < 0 else nth - 1]) if len(days) >= nth else None
 
@@ -459,7 +459,7 @@ def _cn_days_ago(m: re.Match[str], today: date) -> Span | None:
 
 _F = re.IGNORECASE
 RULES: list[Rule] = [
-    (re.compile(rf"\b(?:the\s+)?(?P<nth>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+{_WEEKDAY}\s+(?:of|in)\s+"
+    (re.compile(rf"\b(?:the\s+)?(?P<nth>" + "|".join(NTH) + rf")\s+{_WEEKDAY}\s+(?:of|in)\s+"
                 rf"(?:(?P<which>this|next|last)\s+month|{_MONTH}(?:,?\s+{_YEAR})?)\b", _F), _nth_weekday),
     (re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"),
      lambda m, t: _day(int(m["year"]), int(m["m"]), int(m["d"]))),

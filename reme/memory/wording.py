@@ -21,7 +21,7 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Sequence
 
-from reme.temporal import (IRREGULAR_PAST, MONTHS, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans, month_year,
+from reme.temporal import (IRREGULAR_PAST, MONTHS, NTH, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans, month_year,
                            told_of_past, told_of_past_at)
 
 # -- whose "I" ------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ RELATIVE = re.compile(
     r"winter)\b|^(?:last|next|past|this|this\s+coming|coming)\s+\w+day|^(?:last|this|next)\s+(?:christmas|new\s+year|halloween|valentine)|"
     r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|fortnight|month|year)|\sfrom\s+(?:now|today)$|"
     r"^(?:the\s+)?end\s+of\s+(?:the|this|next|last)\s+month|"
-    r"^(?:the\s+)?(?:first|second|third|fourth|last|1st|2nd|3rd|4th)\s+\w+days?\s+(?:of|in)\s+(?:this|next|last)\s+month|"
+    r"^(?:the\s+)?(?:" + "|".join(NTH) + r")\s+\w+days?\s+(?:of|in)\s+(?:this|next|last)\s+month|"
     r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
     r"^(?:in\s+)?(?:" + "|".join(MONTHS) + r")\s+(?:last|this|next)\s+year\b|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
