@@ -1539,6 +1539,34 @@ async def test_an_update_that_states_again_what_its_line_ends_takes_the_candidat
     assert any(r.action == "defaulted" and "again" in r.reason for r in result.rejected)
 
 
+async def test_an_update_that_drops_what_someone_is_keeps_the_memory_and_adds_the_candidate(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # qwen1.5b, fresh20: "Kavita is Girish's wife" was UPDATEd to the move: the wife was lost
+    stored = "Kavita is Girish's wife"
+    candidate = "Girish moved to Mickleover, bigger garden, Kavita is thrilled"
+    old, result = await reconciled(reme, server, "Girish", stored, "We moved to Mickleover, bigger garden, "
+                                   "Kavita's thrilled.", candidate, candidate)
+
+    assert (await reme.get_memory(old.memory_id)).content == stored
+    assert [n.content for n in result.added] == [candidate]
+    assert any("would drop what it says someone is (wife)" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("stored", "said", "candidate", "merged"), [
+    # a relation said again in the words of its group, or one the line ends, is no relation dropped
+    ("Dapo is Ayodele's fiancé", "Dapo and I got married on Saturday.", "Ayodele married Dapo on Saturday",
+     "Dapo is Ayodele's husband; they married on Saturday"),
+    ("Dapo is Ayodele's boyfriend", "Dapo and I got married on Saturday.", "Ayodele married Dapo on Saturday",
+     "Ayodele married Dapo on Saturday"),
+])
+async def test_an_update_that_says_the_relation_anew_is_followed(
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str, candidate: str, merged: str) -> None:
+    old, result = await reconciled(reme, server, "Ayodele", stored, said, candidate, merged)
+
+    assert (await reme.get_memory(old.memory_id)).content != stored
+    assert not any("would drop what it says someone is" in r.reason for r in result.rejected)
+
+
 async def test_an_update_to_another_memorys_text_adds_the_candidate_instead(
         reme: ReMe, server: OpenAITestServer) -> None:
     # fresh6 (qwen1.5b): "The doctor doubled the amlodipine in August" was UPDATEd into one stored
@@ -1547,13 +1575,14 @@ async def test_an_update_to_another_memorys_text_adds_the_candidate_instead(
     other = await reme.add_memory("Kostas is on amlodipine for his blood pressure", user_name="kostas")
     candidate = "Kostas is on amlodipine and his blood pressure readings were still high at the clinic"
     server.script(EXTRACT, memories({"content": candidate, "sources": [0]}))
-    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 1, "text": other.content}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "UPDATE", "id": 0, "text": other.content}))
     await reme.summarize_memory([{"role": "user", "name": "Kostas", "content": "My blood pressure readings were "
                                   "still high at the clinic, on the amlodipine."}], user_name="kostas")
 
     (reconcile,) = [prompt_of(r["body"]) for r in server.requests if RECONCILE in prompt_of(r["body"])]
     today = utcnow().date().isoformat()
-    assert f"0. [{today}] {other.content}\n1. [{today}] {first.content}" in reconcile  # 1 is updated to 0's text
+    # in the order they were said: 0 is updated to 1's text
+    assert f"0. [{today}] {first.content}\n1. [{today}] {other.content}" in reconcile
     stored = [n.content for n in await reme.list_memory(user_name="kostas")]
     assert {first.content, other.content, candidate} <= set(stored)
 
@@ -2010,6 +2039,22 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
      "secukinumab now, three hundred milligrams every four weeks. The doxycycline is gone too.",
      "Kemal's adalimumab stopped working, so Kemal is on secukinumab now, three hundred milligrams every four weeks, "
      "and the doxycycline is gone too", "Kemal is on clindamycin gel on the lumps morning and night."),
+    # fresh20 (qwen1.5b): two of a list of three stopped; the list was kept whole (it named the kidney)
+    ("Radek", "Radek is taking furosemide, ramipril, and dalteparin injections to manage his kidney function",
+     "Furosemide stopped, dalteparin stopped too.", "Radek's furosemide stopped, dalteparin stopped too",
+     "Radek is taking ramipril to manage his kidney function."),
+    ("Wei", "Wei takes warfarin and aspirin for his heart, and Paracetamol for the pain",
+     "They took me off the warfarin.", "Wei is off the warfarin",
+     "Wei takes aspirin for his heart and Paracetamol for the pain."),
+    # fresh20 (qwen1.5b): "two and a half" is no two parts; a "no driving" ends when driving is allowed again
+    ("Girish", "Girish has to drink two and a half to three litres a day, and Girish is a head chef",
+     "I can drink normally now, no more three litres.", "Girish can drink normally now", "Girish is a head chef."),
+    ("Hemi", "Hemi is on levetiracetam. No driving for at least six months, that is the seizure rule",
+     "I'm allowed to drive again now.", "Hemi is allowed to drive again",
+     "Hemi is on levetiracetam."),
+    ("Hemi", "Hemi is on levetiracetam. No flying till the neurosurgeon clears Hemi",
+     "The neurosurgeon has cleared me to fly.", "The neurosurgeon has cleared Hemi to fly",
+     "Hemi is on levetiracetam."),
     # ... and what "they" say of her is not said of her: "Bea like her between 2 and 3" was kept
     ("Bea", "Bea has a stroke behind her. Bea takes warfarin every evening, they like her INR between 2 and 3",
      "They took me off the warfarin.", "Bea is off the warfarin", "Bea has a stroke behind her."),
@@ -2031,7 +2076,7 @@ async def test_a_memory_whose_rest_cannot_stand_alone_stays_whole_beside_the_can
         reme: ReMe, server: OpenAITestServer) -> None:
     # fresh9 (qwen1.5b): "Ximena is taking azathioprine and budesonide ..., and Ibuprofen ..." was deleted
     # whole when the azathioprine ended: what else it said went with it
-    stored = "Wei takes warfarin and aspirin for his heart, and Paracetamol for the pain"
+    stored = "Wei's warfarin and aspirin are for his heart, and Paracetamol for the pain"
     old, result = await reconciled(reme, server, "Wei", stored, "They took me off the warfarin.",
                                    "Wei is off the warfarin", None, action="ADD")
 
@@ -2335,6 +2380,10 @@ def test_what_a_cited_question_asks_is_the_users_when_their_answer_says_it(memor
      "Penicillin. Hives all over.", True),
     ("Wei reacts badly to penicillin: hives all over.", "Are there medicines you react to?",
      "Penicillin. Hives all over.", False),
+    # fresh20 (qwen1.5b): "Radek is taking ibuprofen and kiwi" of "Still no ibuprofen, still no kiwi"
+    ("Wei is taking ibuprofen and kiwi.", "", "Still no ibuprofen, still no kiwi.", True),
+    ("Wei takes paracetamol.", "", "No ibuprofen ever again, only paracetamol.", False),
+    ("Wei takes naproxen.", "", "No, I take naproxen now.", False),
 ])
 def test_taking_what_the_line_says_to_avoid_is_caught(memory: str, asked: str, said: str, wrong: bool) -> None:
     messages = [Message(role="assistant", content=f"Right. {asked}" if asked else "Noted."),
@@ -2410,6 +2459,11 @@ async def test_a_memory_stating_as_current_what_its_own_line_ends_is_not_stored_
     ("Wei takes apixaban, 5 mg twice a day.", "They tapered me off the warfarin. Apixaban took its place.", set()),
     ("Wei is off warfarin.", "They took me off the warfarin.", set()),
     ("Wei takes the bus to work.", "I stopped driving.", set()),
+    # fresh20 (qwen1.5b): "Radek is taking furosemide, dalteparin, co-trimoxazole, and ramipril" of a line of stops
+    ("Radek is taking furosemide, dalteparin, co-trimoxazole, and ramipril.",
+     "Furosemide stopped, no swelling at all. Dalteparin stopped too, now the albumin is up. The co-trimoxazole "
+     "stopped with the chemo. Ramipril went up to five milligrams.", {"furos", "dalte", "co-tr"}),
+    ("Wei takes warfarin and sleeps well.", "The bleeding stopped. The warfarin stopped nothing.", set()),
 ])
 def test_what_a_line_says_was_stopped_is_not_taken_now(memory: str, line: str, stopped: set[str]) -> None:
     assert taken_though_stopped(memory, line) == stopped

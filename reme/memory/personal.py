@@ -861,8 +861,11 @@ def claimed_by_another(text: str, messages: Sequence[Message]) -> tuple[str, str
 ALLERGIC_TO = re.compile(r"\ballerg(?:ic|y|ies)\s+to\s+(?:the\s+|any\s+|all\s+|some\s+)?([^\W\d_][\w-]*)"
                          r"|\b([^\W\d_][\w-]*)\s+allerg(?:y|ies)\b", re.IGNORECASE)
 TAKES = (r"\b(?:takes?|taking|took|taken|uses?|using|prescribed|(?:is|was|are|were|been|be|being|put|started|stays?|"
-         r"stayed)\s+on)\s+(?:[\w'’-]+\s+){0,2}?")
-"""Says someone takes what follows ("is taking", "was put on"; not "read up on")."""
+         r"stayed)\s+on)\s+(?:[\w'’-]+\s+){0,2}?"
+         r"(?:(?!(?:not|no|never|except|but|without|nor)\b)[\w'’-]+(?:\s+[\w'’-]+)?,\s+(?:and\s+|or\s+)?){0,4}?")
+"""Says someone takes what follows ("is taking", "was put on"; not "read up on"), or a thing
+further down the list it begins ("is taking furosemide, dalteparin, co-trimoxazole, and ramipril"),
+not one after "not" ("taking ramipril, not furosemide")."""
 
 
 def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
@@ -876,7 +879,10 @@ def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
 
 AVOID = re.compile(r"\b(?:avoid(?:s|ing)?|can(?:no|['’])?t\s+(?:have|take|eat|drink)|(?:must|should)\s*(?:n['’]t|\s+not)\s+"
                    r"(?:have|take|eat|drink)|stay\s+away\s+from|not\s+allowed)\b", re.IGNORECASE)
-AVOIDED = re.compile(AVOID.pattern + r"\s+(?:the\s+|any\s+|all\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
+AVOIDED = re.compile(f"(?:{AVOID.pattern}|\\b(?:no|never)(?:\\s+more)?)" + r"\s+(?:the\s+|any\s+|all\s+)?([^\W\d_][\w-]*)",
+                     re.IGNORECASE)
+"""What a line says is not to be had: "I can't take aspirin", "stay away from grapefruit", "Still no
+ibuprofen, still no kiwi" (fresh20: qwen1.5b wrote "Radek is taking ibuprofen and kiwi")."""
 REACTS = re.compile(r"\b(?:allerg|react|intoleran|sensitiv)", re.IGNORECASE)
 """A question of what someone reacts to ("Any allergies?", "Are there medicines you react to?"):
 the answer names first what is not to be given (fresh15: "Ciprofloxacin. It tore my Achilles
@@ -1122,6 +1128,12 @@ def _stem(word: str) -> str:
     return word[:5]
 
 
+BODY_STEMS = frozenset(_stem(w) for w in ("kidney", "kidneys", "heart", "blood"))
+"""Words of `CONDITIONS` that name a part of the body, not a condition a memory must keep: fresh20
+kept "Nifedipine, ten milligrams ..., to open up the blood vessels in Ayodele's fingers" whole when
+the nifedipine had gone, for its "blood"."""
+
+
 def stems(texts: Iterable[str]) -> set[str]:
     """The `_stem`s of every word of `texts`."""
     return {_stem(w) for text in texts for w in words(text)}
@@ -1136,6 +1148,15 @@ def content_words(text: str, skip: Collection[str] = (), *, shortest: int = 4, f
 
 
 SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
+
+
+def relation_left_behind(stored: str, merged: str, ends: set[str]) -> str | None:
+    """A word of `KIN` ("wife", "neurologist") that a stored memory says someone is and the text
+    an UPDATE merged it into says nothing of (no word of its group: "husband" for "fiancé"), unless
+    the candidate's line ends it (`ends`, `_stem`s: "we got married" of "girlfriend")."""
+    said = set(words(merged))
+    return next((w for w in words(stored) if w in _KIN_OF and not said & set(_KIN_OF[w])
+                 and _stem(w) not in ends), None)
 
 
 def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[str], list[str]]:
@@ -2603,7 +2624,10 @@ class PersonalSummarizer:
 
     async def _similar(self, candidates: list[MemoryNode], vectors: list[list[float]],
                        user_name: str) -> list[MemoryNode]:
-        """The user's stored memories most like the candidates (not expired), searched as the retriever searches."""
+        """The user's stored memories most like the candidates (not expired), searched as the retriever
+        searches, in the order they were said (then by text): the reconcile prompt lists them so, the
+        same for the same memories whatever order the store returns equal ones in (a recorded reply
+        answers the same request again: `benchmark/quality --replies`)."""
         flt = user_filter(user_name, live())
         lists = await asyncio.gather(*(
             fused_search(self.repo.store, self.repo.collection, c.content, v, flt, SIMILAR_PER_CANDIDATE, self.config)
@@ -2612,7 +2636,7 @@ class PersonalSummarizer:
         for results in lists:
             for result in results:
                 found.setdefault(result.node.memory_id, result.node)
-        return list(found.values())[:MAX_SHOWN]
+        return sorted(list(found.values())[:MAX_SHOWN], key=lambda n: (n.message_time, n.content, n.memory_id))
 
     async def _vectors_of(self, existing: list[MemoryNode]) -> list[list[float]] | None:
         """The stored vectors of the memories shown (read with them; one embedded again only if it
@@ -2938,6 +2962,12 @@ class Decider:
                 step="personal/reconcile", path=f"decisions[{k}].text", action="defaulted",
                 reason=f"the merged text is stored memory {d.id}'s, unchanged; the candidate's text is used"))
             text = cand.content
+        if lost := relation_left_behind(old.content, text, ends or set()):
+            # qwen1.5b, fresh20: "Kavita is Girish's wife" UPDATEd to "Girish moved to Mickleover in June,
+            # bigger garden, Kavita's thrilled": the wife was lost for the move
+            self._beside(k, d, f"would drop what it says someone is ({lost}), which the merged text does not "
+                               "say: the memory stays and the candidate is added")
+            return
         back, tied = health_left_behind(old.content, text, cand.content)
         merged = " ".join([text if text.endswith(SENTENCE_ENDS) else text + ".", *back])
         if tied or (back and len(merged) > MAX_CONTENT_CHARS):
@@ -3020,7 +3050,7 @@ class Decider:
                                         "the candidate is about something else")
                                      + ": changed in place, the candidate goes beside it")
                     continue
-                kept = conditions_named(over.content) - stems([shown.cited[k]])
+                kept = conditions_named(over.content) - stems([shown.cited[k]]) - BODY_STEMS
                 kept_words = sorted({w for w in words(over.content) if _stem(w) in kept})
                 if kept and not left:
                     # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
@@ -3139,13 +3169,27 @@ def every_unit(m: re.Match[str]) -> str:
 
 AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
-                           r"(?P<w>[a-z]{4,})", re.IGNORECASE)
-"""What a memory says someone stopped doing: "stopped cycling to work", "no longer drives"."""
-AGAIN = re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
-                   r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b|\bback (?:to|on) (?:the |my )?(?P<v>[a-z]{4,})\b"
-                   r"|\b(?P<x>[a-z]{4,}) (?:is|are)(?: \w+)? back\b", re.IGNORECASE)
+                           r"(?P<w>[a-z]{4,})|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+allowed\s+to\s+(?P<t>[a-z]{3,})"
+                           r"|\bcan(?:no|['’])?t\s+(?!(?:have|take|eat|drink|use|be|do|get|go)\b)(?P<c>[a-z]{3,})",
+                           re.IGNORECASE)
+"""What a memory says someone stopped doing, or must not do: "stopped cycling to work", "no longer
+drives", "No driving for at least six months", "No flying till the neurosurgeon clears Hemi"
+(fresh20), "can't drive"."""
+AGAIN = (re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
+                    r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b", re.IGNORECASE),
+         re.compile(r"\bback (?:to|on) (?:the |my )?(?P<w>[a-z]{4,})\b", re.IGNORECASE),
+         re.compile(r"\b(?P<w>[a-z]{4,}) (?:is|are)(?: \w+)? back\b", re.IGNORECASE),
+         re.compile(r"(?<!not )(?<!n't )(?<!never )\b(?:allowed|cleared|okayed)\s+(?:(?:me|him|her|them|us)\s+)?"
+                    r"to\s+(?P<w>[a-z]{3,})", re.IGNORECASE))
 """Someone doing again what they had stopped: "I've been cycling to work again", "back to running",
-"back on coffee", "coffee is back too"."""
+"back on coffee", "coffee is back too", or allowed to: "The neurosurgeon cleared me to fly in May",
+"I'm allowed to drive again" (fresh20; not "not allowed to drive"). Each is looked for on its own
+(`done_again`): "I'm allowed to drive again" is "allowed" again by the first, "drive" by the last."""
+
+
+def done_again(clause: str) -> set[str]:
+    """The `_stem`s of what a clause says is done again (`AGAIN`)."""
+    return {_stem(m["w"].lower()) for way in AGAIN for m in way.finditer(clause)}
 UNITS = frozenset(_stem(w) for w in [
     *"times weeks months years hours minutes daily weekly monthly mornings evenings nights bedtime once twice thrice"
     .split(), *MONTHS, *WEEKDAYS, *SPELLED])
@@ -3314,7 +3358,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     # the numbers of each part of the memory ("..., and Alasdair is on levothyroxine, 50 micrograms"), with its words
     pieces = [part for sentence in sentences for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
     valued = [(_content_stems(part, user_name) - UNITS, amounts(part)) for part in pieces]
-    stopped = {_stem(m["w"].lower()) for m in STOPPED_DOING.finditer(stored)}
+    stopped = {_stem((m["w"] or m["n"] or m["t"] or m["c"]).lower()) for m in STOPPED_DOING.finditer(stored)}
     out: set[str] = set()
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
@@ -3354,7 +3398,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             if dosed := doses(clause):  # a dose said again: "Bisoprolol is 5 mg" of "Bisoprolol, 1.25 mg ..."
                 out |= {w for (about, _), part in zip(valued, pieces) if (was := doses(part)) and not dosed & was
                         for w in about & said - DOSE_WORDS}
-            if stopped and any(_stem((m["w"] or m["v"] or m["x"]).lower()) in stopped for m in AGAIN.finditer(clause)):
+            if stopped & done_again(clause):
                 out |= _content_stems(stored, user_name) & said
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
                 out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
@@ -3455,11 +3499,11 @@ def ended(lines: str, stored: str, user_name: str) -> bool:
 
 
 _NOT_VERBS = "morning|evening|nothing|something|anything|everything|during|wedding|building|sibling|ceiling|pudding"
-JOINT = re.compile(r"(,?\s+(?:and|but)\s+|,\s+so\s+|,\s+(?=(?:she|he|they)\s)"
+JOINT = re.compile(r"(,?\s+(?:and|but)\s+(?!an?\s+(?:half|quarter)\b)|,\s+so\s+|,\s+(?=(?:she|he|they)\s)"
                    r"|,\s+(?=(?!(?:" + _NOT_VERBS + r")\b)[a-z]{3,}ing\s))")
 """Where a sentence's parts meet: "..., and Alasdair is ...", "... and is taking ...", "..., she is
 an architect", "..., so she is on warfarin", "..., requiring warfarin" (a clause of its own: not
-"..., morning and night")."""
+"..., morning and night", nor the "and" of "two and a half": fresh20 kept "Girish has to drink two, so ...")."""
 LEADING_PRONOUN = re.compile(r"^(?:(?P<subject>she|he|they)|(?P<owner>her|his|their))\b", re.IGNORECASE)
 
 
@@ -3484,7 +3528,9 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     when that is one of `people`: "Ximena is an architect. Ximena's partner Ignacio does the shopping." of
     "Ximena is working from home for now, she is an architect. Her partner Ignacio does ..."."""
     first = (stored.strip().split() or [""])[0]
-    out, dropped = _parts_left(stored, gone, first if first.lower() in people else "")
+    listed = unlisted(stored, gone)
+    out, dropped = _parts_left(listed, gone, first if first.lower() in people else "")
+    dropped = dropped or listed != stored
     text = " ".join(out)
     if first.lower() in people and (m := LEADING_PRONOUN.match(text)) and m[0].lower() not in ("they", "their"):
         text = (first if m["subject"] else f"{first}'s") + text[m.end():]  # "they" is not whom it starts with
@@ -3493,6 +3539,41 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
             and any(medicine_word(w) for w in words(text.split(" ", 1)[0])):
         text = head[0] + text[0].lower() + text[1:]  # what is left of a list of medicines: "Kemal is on" it
     return None if not dropped or not text or flaw(text, people) else text
+
+
+TAKEN_LIST = re.compile(r"\b(?:(?:is|are|was|were)\s+(?:on|taking|using)|takes|take|uses)\s+(?P<list>[^.;:!?]+)",
+                        re.IGNORECASE)
+LIST_ITEM = re.compile(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+PURPOSE = re.compile(r"\s+(?=(?:to|for|against|because|since|as)\s)")
+
+
+def unlisted(stored: str, gone: set[str]) -> str:
+    """A stored memory less the things of a list of what someone takes that hold one of the
+    `_stem`s `gone`, the rest of the list kept, and what the list is for ("to manage his kidney
+    function") with it: "Radek is taking ramipril to manage his kidney function" of "Radek is
+    taking furosemide, ramipril, and dalteparin injections to manage his kidney function" when the
+    furosemide and the dalteparin stopped (fresh20). Every thing listed must start with a health
+    word ("ondansetron for morning, noon, and night" is no list of medicines); the memory as it is
+    when none goes, or all do."""
+    def cut(m: re.Match[str]) -> str:
+        text = m["list"]
+        joints = LIST_ITEM.findall(text)
+        items = LIST_ITEM.split(text)
+        if len(items) < 2:
+            return m[0]
+        last, *tail = PURPOSE.split(items[-1], maxsplit=1)
+        items[-1] = last
+        if not all((said := [w for w in words(item) if w not in ("the", "his", "her", "their", "my")])
+                   and health_word(said[0]) for item in items):
+            return m[0]
+        kept = [item for item in items if not {_stem(w) for w in words(item)} & gone]
+        if len(kept) in (0, len(items)):
+            return m[0]
+        last_joint = joints[-1] if joints else " and "
+        joined = kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + (
+            last_joint if len(kept) > 2 else " " + last_joint.strip(", ") + " ") + kept[-1]
+        return m[0][:m.start("list") - m.start()] + joined + "".join(f" {t}" for t in tail)
+    return TAKEN_LIST.sub(cut, stored)
 
 
 LIST_HEAD = re.compile(r"(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is\s+(?:on|taking|using)|takes|uses)\s+")
@@ -3537,11 +3618,13 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
 
 
 STOPPED_THING = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<a>[a-z][\w-]{3,})\s+(?:stopped working|(?:was|got|"
-                           r"has been|have been|were|is|are) (?:stopped|discontinued|finished))\b"
+                           r"has been|have been|were|is|are) (?:stopped|discontinued|finished)"
+                           r"|(?:stopped|finished)(?=\s*(?:[.,;!?]|$)|\s+(?:too|as well|with|when|after|last|in|on)\b))\b"
                            r"|\b(?:stopped|quit|c[oa]me off|coming off|off|discontinued|no longer (?:on|taking))\s+"
                            r"(?:taking\s+)?(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<b>[a-z][\w-]{3,})", re.IGNORECASE)
 """A medicine (or anything taken) a line says was stopped: "The modafinil stopped working", "they
-took me off the warfarin", "I've come off the ondansetron"."""
+took me off the warfarin", "I've come off the ondansetron", "Furosemide stopped, no swelling at all",
+"The co-trimoxazole stopped with the chemo" (fresh20; not "The warfarin stopped nothing")."""
 OFF_WORDS = re.compile(r"\b(?:off|stopp\w*|quit|no longer|used to|replac\w*|switch\w*|instead|former\w*|previous\w*"
                        r"|until|before|was|were|had)\b", re.IGNORECASE)
 """A memory that speaks of a stop or of the past itself ("Wei is off warfarin", "switched from")."""
