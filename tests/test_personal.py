@@ -1936,6 +1936,35 @@ async def test_a_girlfriend_the_user_married_is_no_longer_stated_as_one(
     assert not [t for t in texts if "friend" in t] and [t for t in texts if "married" in t or "engaged" in t]
 
 
+@pytest.mark.parametrize(("said", "stored", "own", "ends"), [
+    # fresh20: a stop said with the medicine first is the speaker's own; "finished in", "is done" end
+    ("Furosemide stopped, no swelling at all.", "Radek is taking furosemide.", True, {"furos"}),
+    ("Furosemide stopped in September.", "Radek is taking furosemide.", True, {"furos"}),
+    ("The Ponticelli finished in September.", "Radek started the Ponticelli regime.", False, {"ponti"}),
+    ("The last prednisolone month is done.", "Radek is taking prednisolone.", True, {"predn"}),
+    # someone else's stop; a finish that is no end of it
+    ("Furosemide stopped working for Mum.", "Radek is taking furosemide.", True, set()),
+    ("I finished the scarf for Mum.", "Radek is knitting a scarf.", True, set()),
+])
+def test_a_stop_said_with_the_thing_first_ends_it(said: str, stored: str, own: bool, ends: set[str]) -> None:
+    assert ending(said, stored, "Radek", own=own) == ends
+
+
+@pytest.mark.parametrize(("said", "ends"), [
+    ("I've left the restaurant.", {"chef"}),
+    ("I've had to sell the salon, so I teach hairdressing at the college in town now.", {"chef"}),
+    ("I'm not going back on the tools.", {"chef"}),
+    # another's work, the same work, teaching that is no job, leaving somewhere else: nothing ends
+    ("Kavita teaches at the college now.", set()),
+    ("I teach my son to cook.", set()),
+    ("I'm still a head chef, I teach on Sundays.", set()),
+    ("I left the party early.", set()),
+    ("I teach cookery to other chefs now.", set()),
+])
+def test_other_work_or_work_left_ends_what_the_user_works_as(said: str, ends: set[str]) -> None:
+    assert ending(said, "Girish is a head chef", "Girish", own=True) == ends
+
+
 @pytest.mark.parametrize(("said", "stored", "ends"), [
     ("Hana and I got married in September.", "Ji-ho's girlfriend is Hana", {"girlf"}),
     ("I married Tomas last year.", "Ji-ho's boyfriend is Tomas", {"boyfr"}),
@@ -2055,6 +2084,13 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
     ("Hemi", "Hemi is on levetiracetam. No flying till the neurosurgeon clears Hemi",
      "The neurosurgeon has cleared me to fly.", "The neurosurgeon has cleared Hemi to fly",
      "Hemi is on levetiracetam."),
+    # fresh20 (qwen1.5b): other work now, or work left, ends what the memory says the user works as
+    ("Girish", "Girish is a head chef, and Girish is allergic to co-trimoxazole",
+     "I've left the restaurant. I teach cookery at the further education college now.",
+     "Girish teaches cookery at the further education college now", "Girish is allergic to co-trimoxazole."),
+    ("Hemi", "Hemi is a builder, and Hemi has epilepsy",
+     "I'm not going back on the tools. I've started teaching carpentry at Wintec.",
+     "Hemi teaches carpentry at Wintec", "Hemi has epilepsy."),
     # ... and what "they" say of her is not said of her: "Bea like her between 2 and 3" was kept
     ("Bea", "Bea has a stroke behind her. Bea takes warfarin every evening, they like her INR between 2 and 3",
      "They took me off the warfarin.", "Bea is off the warfarin", "Bea has a stroke behind her."),

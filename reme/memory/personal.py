@@ -3131,9 +3131,10 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|went(?=\s*(?:[.,;!?]|$)|\s+(?:with|too|as well)\b)"
                    r"|(?:smoked|had|drank|took) (?:my|his|her|their|our) (?:very )?last"
                    r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
-                   r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended)\b"
+                   r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended|done)\b"
                    r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
                    r"|\bended\b(?!\s+up\b)"
+                   r"|\bfinished\b(?=\s*(?:[.,;!?]|$)|\s+(?:in|on|last|after|with|too)\b)"
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 OVER_WORDS = ("finished", "over", "gone", "ended")
 """The words of `ENDED` that say a thing is over ("the senna is gone"), not what is."""
@@ -3240,14 +3241,17 @@ OTHERS_WORDS = THIRD_PERSON | {"they", "them", "their", "theirs"}
 def says_own(clause: str, sentence: str | None = None) -> bool:
     """Whether a clause of a person's line (or a whole sentence) says something of the speaker's
     own: it says "I", "my", "we"..., or its `sentence` names no one (no he, she or they, no name
-    after its first word: "The diabetes went away after the birth, so no insulin and no metformin
-    now")."""
+    after its first word, or a medicine's name first: "The diabetes went away after the birth, so no
+    insulin and no metformin now", "Furosemide stopped, no swelling at all"; a month or a weekday is
+    no name)."""
     sentence = clause if sentence is None else sentence
     if OWN_WORDS & set(words(clause)):
         return True
     capitals = _CAPITAL.findall(sentence)
-    if capitals and sentence.lstrip().startswith(capitals[0]) and capitals[0].lower() in STARTERS:
-        capitals = capitals[1:]  # "The diabetes ...", not "Nikau's diabetes ..."
+    if capitals and sentence.lstrip().startswith(capitals[0]) and (capitals[0].lower() in STARTERS
+                                                                   or medicine_word(capitals[0].lower())):
+        capitals = capitals[1:]  # "The diabetes ...", "Furosemide stopped" (fresh20), not "Nikau's diabetes ..."
+    capitals = [c for c in capitals if c.lower() not in MONTHS and c.lower() not in WEEKDAYS]  # "in September"
     return not OTHERS_WORDS & set(words(sentence)) and not capitals
 
 
@@ -3310,6 +3314,35 @@ FROM_HOME = re.compile(r"\b(?:works?|working|job)\s+(?:\w+\s+){0,2}?(?:from home
 """Back at the office, and a memory of working from home."""
 
 
+NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)?(?:started|begun)\s+(?:teaching|working\s+as)\b"
+                     r"|\b(?-i:I)(?:['’]m| am)?\s+(?:now\s+)?(?:teach(?:ing)?|work(?:ing)?\s+as)\b[^.;!?]*\bnow\b"
+                     r"|\b(?-i:I)(?:['’]m| am)?\s+(?:now\s+)?teach(?:ing)?\s+[^.;!?]*?\bat\s+(?:the\s+)?"
+                     r"(?:college|school|university|polytech|academy|(?-i:[A-Z]))"
+                     r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
+                     r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
+                     r"(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe|bakery|garage|studio|farm)\b"
+                     r"|\bnot\s+going\s+back\s+(?:on\s+the\s+tools|to\s+(?:work|the\s+job|my\s+job))\b"
+                     r"|\b(?-i:I)(?:['’]ve| have)?\s+retired\b", re.IGNORECASE)
+"""A first-person clause that says the user does other work now, or left their work: "I teach
+cookery at the further education college now", "I've left the restaurant", "I've had to sell the
+salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I retired"."""
+JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,2}?"
+                 r"(?P<job>[a-z]+(?:er|or|ist|ian)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
+"""What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
+
+
+def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
+    """The `_stem` of the work a stored memory says the user does ("Girish is a head chef") when a
+    first-person sentence says they do other work now or left theirs (`NEW_JOB`), and does not
+    name that work; not a relation ("Girish is a father", `KIN`)."""
+    if not NEW_JOB.search(sentence):
+        return set()
+    said = {_stem(w) for w in words(sentence)}
+    name = words(user_name)[:1]
+    return {_stem(m["job"]) for m in JOB.finditer(stored)
+            if words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
+
+
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem`s of the place or employer a first-person clause says the user left for another
     (`MOVED_TO`, `JOINED`), where a part of the stored memory whose subject is the user says they
@@ -3347,8 +3380,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     the clauses before it (`referent`), or in the question the first line answers (`asked`: "And
     the budesonide?" "Finished in August"; a "No" to a question with "still" ends what it asks
     about). A move or a new employer said in the first person ends where a memory says its user
-    lives or works (`moved_on`); being back at the office ends working from home. Empty for
-    Chinese."""
+    lives or works (`moved_on`), and other work, or work left, ends what a memory says they work as
+    (`new_job`); being back at the office ends working from home. Empty for Chinese."""
     if CJK_CHAR.search(stored + lines):
         return set()
     lines, stored = with_digits(lines), with_digits(stored)  # "two hundred and fifty milligrams" of "300 mg"
@@ -3403,7 +3436,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
                 out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
         if not own or says_own(sentence):
-            out |= new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
+            out |= (new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
+                    | new_job(sentence, stored, user_name))
     return out
 
 
