@@ -2108,6 +2108,23 @@ async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_g
     assert [(v.node.content, v.event) for v in await reme.history(old.memory_id)] == [(stored, "UPDATE")]
 
 
+@pytest.mark.parametrize(("stored", "said"), [
+    # fresh20 (qwen1.5b): what was left ("It's doing Hemi's head in, excuse the pun.") kept the rule whole
+    ("Can't go up ladders, can't drive to sites. It's doing Hemi's head in, excuse the pun.",
+     "I'm allowed to drive again."),
+    # ... and a condition the memory says is over keeps nothing whole
+    ("Hemi is still on the levetiracetam, no more seizures.", "They weaned me off the levetiracetam."),
+])
+async def test_a_memory_whose_rest_holds_nothing_worth_keeping_goes_with_what_ended(
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str) -> None:
+    candidate = f"Hemi {said[0].lower()}{said[1:].rstrip('.')}".replace("Hemi i'm", "Hemi is").replace(" me ", " Hemi ")
+    old, result = await reconciled(reme, server, "Hemi", stored, said, candidate, None, action="ADD")
+
+    texts = [n.content for n in await reme.list_memory(user_name="hemi")]
+    assert stored not in texts and not any("cannot stand alone" in r.reason or "names a condition" in r.reason
+                                           for r in result.rejected), (texts, result.rejected)
+
+
 async def test_a_memory_whose_rest_cannot_stand_alone_stays_whole_beside_the_candidate(
         reme: ReMe, server: OpenAITestServer) -> None:
     # fresh9 (qwen1.5b): "Ximena is taking azathioprine and budesonide ..., and Ibuprofen ..." was deleted
@@ -2529,6 +2546,9 @@ def test_what_another_speaker_takes_is_no_answer_to_a_suggestion_turned_down(mem
     ("Dragan is a cardiologist.", "I was a cardiologist for thirty years.", False),
     ("Dragan's cardiologist is Dr Petrović.", "My cardiologist is Dr Petrović.", False),
     ("Dragan is a barista.", "I handed in my barista notice, the lab job starts soon.", False),
+    # fresh20 (qwen1.5b): "Hemi is a neurologist who has been on the road since August"
+    ("Dragan is a neurologist.", "The neurologist weaned me off the levetiracetam in August.", True),
+    ("Dragan is a neurologist.", "I'm a neurologist. The neurologist I trained with retired.", False),
 ])
 def test_the_speakers_doctor_is_not_the_speaker(memory: str, line: str, wrong: bool) -> None:
     messages = [Message(role="assistant", content="Who looks after you?"),

@@ -825,7 +825,8 @@ def _lines_by(messages: Sequence[Message]) -> dict[str, str]:
 def anothers_role(text: str, messages: Sequence[Message]) -> str | None:
     """The role a memory gives a speaker ("Dragan is a cardiologist") that their lines give only
     to someone of theirs, named or said to be or do something ("My cardiologist is Dr Petrović,
-    at the Institute": qwen1.5b; not "my barista job"), never to themselves (`says_they_are`);
+    at the Institute": qwen1.5b; not "my barista job"; "The neurologist weaned me off the
+    levetiracetam": fresh20, "Hemi is a neurologist"), never to themselves (`says_they_are`);
     else None."""
     m = IS_WHAT.match(text.strip())
     if not m or not m["article"]:
@@ -833,7 +834,8 @@ def anothers_role(text: str, messages: Sequence[Message]) -> str | None:
     lines = " ".join(said for name, said in _lines_by(messages).items() if set(words(name)) <= set(words(m["name"])))
     for role in _what_they_are(m):  # "a cardiologist at", "a retired nurse"
         if lines and re.search(rf"\b(?i:my|our)\s+(?:[a-zA-Z]+\s+)?(?i:{re.escape(role)})(?:['’]s\b|\s+(?i:is|was|says"
-                               rf"|said|called|named)\b|\s*,?\s+(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ])", lines) \
+                               rf"|said|called|named)\b|\s*,?\s+(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ])"
+                               rf"|\b(?i:my|our|the)\s+(?i:{re.escape(role)})\s+(?:has\s+)?[a-z]{{3,}}ed\b", lines) \
                 and not says_they_are(role, lines):
             return role
     return None
@@ -3039,7 +3041,7 @@ class Decider:
                 if rest is not None:
                     self._parted(k, j, rest, f"candidates[{k}]", added=True)
                     continue
-                left = not nothing_left(over.content, shown.ends[(k, j)])
+                left = worth_keeping(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
                 changed = revalued(over.content, shown.cited[k])
                 if changed is not None and (left or changed[2] not in amounts(cand.content) or not self._about(k, j)):
                     # the candidate need not say the new value: "My kidney numbers rose, so the givosiran is
@@ -3050,7 +3052,7 @@ class Decider:
                                         "the candidate is about something else")
                                      + ": changed in place, the candidate goes beside it")
                     continue
-                kept = conditions_named(over.content) - stems([shown.cited[k]]) - BODY_STEMS
+                kept = conditions_named(lasting(over.content)) - stems([shown.cited[k]]) - BODY_STEMS
                 kept_words = sorted({w for w in words(over.content) if _stem(w) in kept})
                 if kept and not left:
                     # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
@@ -3675,9 +3677,22 @@ def taken_though_stopped(text: str, lines: str) -> set[str]:
     return {_stem(w) for w in stopped if _taken_though_not(w, text, lines)}
 
 
-def nothing_left(stored: str, gone: set[str]) -> bool:
-    """Whether `kept_apart` drops every part of a stored memory."""
-    return not _parts_left(stored, gone, "", predicates_stay=True)[0]
+def worth_keeping(stored: str, gone: set[str], people: set[str]) -> bool:
+    """Whether what `kept_apart` leaves of a stored memory, when it cannot stand alone, holds
+    something worth keeping it whole for: a health word, a number, or a name not the memory's own
+    (`people`). fresh20 kept "Can't go up ladders, can't drive to sites. It's doing Hemi's head
+    in, excuse the pun." whole when driving and the building job had ended, for its last sentence."""
+    parts = _parts_left(stored, gone, "", predicates_stay=True)[0]
+    return any(health_word(w) or any(c.isdigit() for c in w) for part in parts for w in words(part)) or any(
+        w.lower() not in people and w.lower() not in STARTERS and w.lower() not in MONTHS and w.lower() not in WEEKDAYS
+        for part in parts for w in _CAPITAL.findall(part))
+
+
+def lasting(stored: str) -> str:
+    """The clauses of a stored memory that say nothing has ended (`ENDED`): a condition named in
+    "Still on the levetiracetam, no more seizures" is over, no diagnosis to keep (fresh20)."""
+    return " ".join(clause for sentence in SENTENCE.split(stored) for clause in CLAUSE.split(sentence)
+                    if clause and not ENDED.search(clause))
 
 
 PREDICATE = re.compile(r"^(?:is|are|was|has|had|takes|needs|uses|lives|works|can(?:not|['’]t)?|must|should|will"
