@@ -3504,6 +3504,25 @@ async def test_what_another_speaker_says_of_themselves_is_stored_under_their_nam
     assert "Sione said of themselves" in result.rejected[0].reason
 
 
+async def test_what_another_speaker_said_of_themselves_is_theirs_when_the_memory_cites_another_line(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh20 (qwen1.5b): the sister's injections were stored as the user's, citing his first line
+    chat = [{"role": "user", "name": "Narek", "content": "I have familial Mediterranean fever, FMF. I get attacks "
+                                                         "of fever and belly pain.", "time": "2025-09-22T10:00:00Z"},
+            {"role": "user", "name": "Ani", "content": "And I am Ani, his big sister. Colchicine doesn't work for me, "
+                                                       "so I am the one on the injections, canakinumab, every four "
+                                                       "weeks."},
+            {"role": "user", "name": "Narek", "content": "I take colchicine, one milligram a day."}]
+    server.script(EXTRACT, memories(
+        {"content": "Narek is on injections, canakinumab, every four weeks", "sources": [0]},
+        {"content": "Narek takes colchicine, one milligram a day", "sources": [0]}))  # his: his own line holds it
+    result = await reme.summarize_memory(chat, user_name="narek")
+
+    added = [n.content for n in result.added]
+    assert "Ani is on injections, canakinumab, every four weeks" in added
+    assert "Narek takes colchicine, one milligram a day" in added
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=120), st.lists(st.tuples(st.sampled_from(["Ann", "Bo", "Ann Lee"]), st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=120)),

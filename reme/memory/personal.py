@@ -554,15 +554,34 @@ def beside(sources: Sequence[int], count: int) -> list[int]:
 def cited_or_beside(text: str, transcript: Transcript, sources: Sequence[int]) -> list[Message]:
     """The lines a memory cites, or, when it cites no user's line (a small model's sources are
     often off by one: fresh9's "Giedrė has a collapsed lung" cited the assistant's next line), the
-    user's line beside one of them that shares the most of its words (`closest_sentences`)."""
+    user's line beside one of them that shares the most of its words (`closest_sentences`), or
+    when the user's lines it cites hold few of its words, the one line that holds them
+    (`elsewhere`)."""
     cited = [transcript.messages[i] for i in sources]
+    names = {w for n in transcript.speakers for w in words(n)}
     if any(m.role == "user" for m in cited):
-        return cited
+        return elsewhere(text, transcript, sources, names) or cited
     near = [transcript.messages[j] for j in beside(sources, len(transcript.messages))
             if transcript.messages[j].role == "user"]
-    names = {w for n in transcript.speakers for w in words(n)}
     scored = [(closest_sentences(text, [m], names)[1], k) for k, m in enumerate(near)]
     return [near[max(scored)[1]]] if scored and max(scored)[0] else cited
+
+
+def elsewhere(text: str, transcript: Transcript, sources: Sequence[int], names: set[str]) -> list[Message]:
+    """The one user's line the memory does not cite that holds at least half of its words
+    (`closest_sentences`) when the lines it cites hold fewer than half, and no other line as many:
+    fresh20's "Narek is on injections, canakinumab, every four weeks" cited Narek's first line, and
+    his sister Ani had said "I am the one on the injections, canakinumab, every four weeks". Empty
+    otherwise."""
+    cited = [transcript.messages[i] for i in sources if 0 <= i < len(transcript.messages)]
+    _, most, size = closest_sentences(text, cited, names)
+    if not size or 2 * most >= size:
+        return []
+    others = [m for i, m in enumerate(transcript.messages) if m.role == "user" and i not in sources]
+    scored = sorted((closest_sentences(text, [m], names)[1] for m in others), reverse=True)
+    if not scored or 2 * scored[0] < size or len(scored) > 1 and scored[1] == scored[0]:
+        return []
+    return [next(m for m in others if closest_sentences(text, [m], names)[1] == scored[0])]
 
 
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
