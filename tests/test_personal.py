@@ -1972,6 +1972,9 @@ def test_other_work_or_work_left_ends_what_the_user_works_as(said: str, ends: se
     ("My sister got married in May.", "Ji-ho's girlfriend is Hana", set()),
     ("Ana and I got married.", "Ji-ho's girlfriend is Hana", set()),
     ("We got engaged!", "Ji-ho's fiancée is Hana", set()),
+    # fresh20: a wedding said in one word, as the line starts
+    ("Married! On the 12th of September.", "Ji-ho's boyfriend Tomas is moving in next month", {"boyfr"}),
+    ("Married friends of ours came over.", "Ji-ho's boyfriend Tomas is moving in next month", set()),
 ])
 def test_a_wedding_ends_a_girlfriend_or_boyfriend(said: str, stored: str, ends: set[str]) -> None:
     assert ending(said, stored, "Ji-ho", own=True) == ends

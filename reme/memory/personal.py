@@ -3269,13 +3269,15 @@ def says_own(clause: str, sentence: str | None = None) -> bool:
     if OWN_WORDS & set(words(clause)):
         return True
     capitals = _CAPITAL.findall(sentence)
-    if capitals and sentence.lstrip().startswith(capitals[0]) and (capitals[0].lower() in STARTERS
+    if capitals and sentence.lstrip().startswith(capitals[0]) and (capitals[0].lower() in STARTERS | SAID_ALONE
                                                                    or medicine_word(capitals[0].lower())):
-        capitals = capitals[1:]  # "The diabetes ...", "Furosemide stopped" (fresh20), not "Nikau's diabetes ..."
+        capitals = capitals[1:]  # "The diabetes ...", "Furosemide stopped", "Married!" (fresh20), not "Nikau's ..."
     capitals = [c for c in capitals if c.lower() not in MONTHS and c.lower() not in WEEKDAYS]  # "in September"
     return not OTHERS_WORDS & set(words(sentence)) and not capitals
 
 
+SAID_ALONE = frozenset({"married", "engaged", "finished", "stopped", "done", "gone", "retired"})
+"""What a line can say of the speaker in one word ("Married! On the 12th of September"): no name."""
 STARTERS = frozenset("""the a an so and but it its this that these those there then now no not oh well yes all
 everything nothing something both each every one our your""".split())
 """First words of a sentence that name no one."""
@@ -3502,6 +3504,9 @@ WED = re.compile(r"\b(?:(?P<name>[A-Z][^\W\d_]+) and I|I|[Ww]e)\s+(?:(?:have|had
                  r"(?:got\s+|get\s+)?(?P<how>married|engaged|wed)\b(?:\s+(?:to\s+)?(?P<to>[A-Z][^\W\d_]+))?")
 """A wedding or an engagement said in the first person: "Hana and I got married", "we're engaged", "I married
 Tomas"."""
+WED_ALONE = re.compile(r"^\s*(?P<name>(?!))?(?P<to>(?!))?(?:(?:Just|Finally|Now)\s+)?(?P<how>married|engaged)\b(?=\s*[!.,])",
+                       re.IGNORECASE)
+"""A wedding or an engagement said in one word, as a line starts: "Married! On the 12th of September" (fresh20)."""
 COURTING = {"married": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancée", "fiancee", "partner"),
             "wed": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancée", "fiancee", "partner"),
             "engaged": ("girlfriend", "boyfriend", "partner")}
@@ -3520,11 +3525,11 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
         if name not in _TITLES and name not in words(user_name):
             out |= {_stem(name) for sentence in SENTENCE.split(stored) if name in words(sentence)
                     and not health_said(sentence)}
-    for m in WED.finditer(clause):
+    for m in (*WED.finditer(clause), *WED_ALONE.finditer(clause)):
         who = (m["name"] or m["to"] or "").lower()
         for sentence in SENTENCE.split(stored):
             said = set(words(sentence))
-            roles = said & set(COURTING[m["how"]])
+            roles = said & set(COURTING[m["how"].lower()])
             if len(roles) == 1 and (who in said if who else True) and not health_said(sentence):
                 out.add(_stem(roles.pop()))
     for m in NOW_HOLDS.finditer(clause):
