@@ -15,7 +15,7 @@ from hypothesis import example, given, settings, strategies as st
 from reme import ConfigError, InvalidInputError, LLMError, MemoryNode, MemoryNotFoundError, MemoryType, ReMe, ReMeSync
 from reme.embedding import HashEmbedder
 from reme.memory.personal import (_stem, claimed_by_another, led_in, conditions_named, declined, fine_though_unsaid,
-                                  taken_though_stopped,
+                                  taken_though_stopped, unlisted,
                                   worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
@@ -1934,6 +1934,24 @@ async def test_a_girlfriend_the_user_married_is_no_longer_stated_as_one(
 
     texts = [n.content for n in await reme.list_memory(user_name="ji-ho")]
     assert not [t for t in texts if "friend" in t] and [t for t in texts if "married" in t or "engaged" in t]
+
+
+@pytest.mark.parametrize(("stored", "gone", "left"), [
+    ("Radek is taking furosemide, ramipril, and dalteparin injections to manage his kidney function.",
+     {"furos", "dalte"}, "Radek is taking ramipril to manage his kidney function."),
+    ("Radek is taking furosemide, ramipril, and dalteparin injections to manage his kidney function.",
+     {"dalte"}, "Radek is taking furosemide and ramipril to manage his kidney function."),
+    ("Wei takes warfarin, aspirin, paracetamol.", {"aspir"}, "Wei takes warfarin and paracetamol."),
+    ("Wei takes warfarin, aspirin, paracetamol and insulin.", {"aspir"}, "Wei takes warfarin, paracetamol and insulin."),
+    ("Wei takes warfarin or aspirin or paracetamol.", {"aspir"}, "Wei takes warfarin or paracetamol."),
+    # no list of medicines; every thing of it gone; nothing gone: the memory as it is
+    ("Soraya is taking ondansetron for morning, noon, and night.", {"ondan"},
+     "Soraya is taking ondansetron for morning, noon, and night."),
+    ("Wei takes warfarin and aspirin.", {"warfa", "aspir"}, "Wei takes warfarin and aspirin."),
+    ("Wei takes warfarin and aspirin.", {"parac"}, "Wei takes warfarin and aspirin."),
+])
+def test_a_list_of_medicines_loses_only_what_ended(stored: str, gone: set[str], left: str) -> None:
+    assert unlisted(stored, gone) == left
 
 
 @pytest.mark.parametrize(("said", "stored", "own", "ends"), [

@@ -578,10 +578,10 @@ def elsewhere(text: str, transcript: Transcript, sources: Sequence[int], names: 
     if not size or 2 * most >= size:
         return []
     others = [m for i, m in enumerate(transcript.messages) if m.role == "user" and i not in sources]
-    scored = sorted((closest_sentences(text, [m], names)[1] for m in others), reverse=True)
-    if not scored or 2 * scored[0] < size or len(scored) > 1 and scored[1] == scored[0]:
+    scored = sorted(((closest_sentences(text, [m], names)[1], k) for k, m in enumerate(others)), reverse=True)
+    if not scored or 2 * scored[0][0] < size or len(scored) > 1 and scored[1][0] == scored[0][0]:
         return []
-    return [next(m for m in others if closest_sentences(text, [m], names)[1] == scored[0])]
+    return [others[scored[0][1]]]
 
 
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
@@ -3212,6 +3212,8 @@ AGAIN = (re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'
 def done_again(clause: str) -> set[str]:
     """The `_stem`s of what a clause says is done again (`AGAIN`)."""
     return {_stem(m["w"].lower()) for way in AGAIN for m in way.finditer(clause)}
+
+
 UNITS = frozenset(_stem(w) for w in [
     *"times weeks months years hours minutes daily weekly monthly mornings evenings nights bedtime once twice thrice"
     .split(), *MONTHS, *WEEKDAYS, *SPELLED])
@@ -3629,9 +3631,9 @@ def unlisted(stored: str, gone: set[str]) -> str:
         kept = [item for item in items if not {_stem(w) for w in words(item)} & gone]
         if len(kept) in (0, len(items)):
             return m[0]
-        last_joint = joints[-1] if joints else " and "
-        joined = kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + (
-            last_joint if len(kept) > 2 else " " + last_joint.strip(", ") + " ") + kept[-1]
+        conj = re.search(r"\b(?:and|or)\b", joints[-1])
+        last_joint = f"{',' if len(kept) > 2 and ',' in joints[-1] else ''} {conj[0] if conj else 'and'} "
+        joined = kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + last_joint + kept[-1]
         return m[0][:m.start("list") - m.start()] + joined + "".join(f" {t}" for t in tail)
     return TAKEN_LIST.sub(cut, stored)
 
