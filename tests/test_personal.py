@@ -2129,16 +2129,16 @@ async def test_a_memory_the_line_ends_in_part_keeps_the_rest_and_the_candidate_g
     assert [(v.node.content, v.event) for v in await reme.history(old.memory_id)] == [(stored, "UPDATE")]
 
 
-@pytest.mark.parametrize(("stored", "said"), [
+@pytest.mark.parametrize(("stored", "said", "candidate"), [
     # fresh20 (qwen1.5b): what was left ("It's doing Hemi's head in, excuse the pun.") kept the rule whole
     ("Can't go up ladders, can't drive to sites. It's doing Hemi's head in, excuse the pun.",
-     "I'm allowed to drive again."),
+     "I'm allowed to drive again.", "Hemi is allowed to drive again"),
     # ... and a condition the memory says is over keeps nothing whole
-    ("Hemi is still on the levetiracetam, no more seizures.", "They weaned me off the levetiracetam."),
+    ("Hemi is still on the levetiracetam, no more seizures.", "They weaned me off the levetiracetam.",
+     "They weaned Hemi off the levetiracetam"),
 ])
 async def test_a_memory_whose_rest_holds_nothing_worth_keeping_goes_with_what_ended(
-        reme: ReMe, server: OpenAITestServer, stored: str, said: str) -> None:
-    candidate = f"Hemi {said[0].lower()}{said[1:].rstrip('.')}".replace("Hemi i'm", "Hemi is").replace(" me ", " Hemi ")
+        reme: ReMe, server: OpenAITestServer, stored: str, said: str, candidate: str) -> None:
     old, result = await reconciled(reme, server, "Hemi", stored, said, candidate, None, action="ADD")
 
     texts = [n.content for n in await reme.list_memory(user_name="hemi")]

@@ -900,7 +900,7 @@ def taken_though_allergic(text: str, lines: Sequence[str]) -> str | None:
 
 AVOID = re.compile(r"\b(?:avoid(?:s|ing)?|can(?:no|['’])?t\s+(?:have|take|eat|drink)|(?:must|should)\s*(?:n['’]t|\s+not)\s+"
                    r"(?:have|take|eat|drink)|stay\s+away\s+from|not\s+allowed)\b", re.IGNORECASE)
-AVOIDED = re.compile(f"(?:{AVOID.pattern}|\\b(?:no|never)(?:\\s+more)?)" + r"\s+(?:the\s+|any\s+|all\s+)?([^\W\d_][\w-]*)",
+AVOIDED = re.compile(rf"(?:{AVOID.pattern}|\b(?:no|never)(?:\s+more)?)\s+(?:the\s+|any\s+|all\s+)?([^\W\d_][\w-]*)",
                      re.IGNORECASE)
 """What a line says is not to be had: "I can't take aspirin", "stay away from grapefruit", "Still no
 ibuprofen, still no kiwi" (fresh20: qwen1.5b wrote "Radek is taking ibuprofen and kiwi")."""
@@ -3143,6 +3143,10 @@ def _content_stems(text: str, user_name: str) -> set[str]:
     return {_stem(w) for w in content_words(text, skip)} | short
 
 
+ENDS_THERE = r"(?=\s*(?:[.,;!?]|$)|\s+(?:too|as well|with|when|after|last|in|on)\b)"
+"""After "stopped" or "finished", what says the thing itself ended there: "Furosemide stopped, no
+swelling", "The co-trimoxazole stopped with the chemo", "The Ponticelli finished in September" (not
+"finished the scarf", "stopped nothing")."""
 ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
                    r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out"
                    r"|c[oa]me off|coming off|replaced (?:by|with)|discontinued|swapped"
@@ -3155,7 +3159,7 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended|done)\b"
                    r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
                    r"|\bended\b(?!\s+up\b)"
-                   r"|\bfinished\b(?=\s*(?:[.,;!?]|$)|\s+(?:in|on|last|after|with|too)\b)"
+                   r"|\bfinished\b" + ENDS_THERE +
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 OVER_WORDS = ("finished", "over", "gone", "ended")
 """The words of `ENDED` that say a thing is over ("the senna is gone"), not what is."""
@@ -3681,7 +3685,7 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
 
 STOPPED_THING = re.compile(r"\b(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<a>[a-z][\w-]{3,})\s+(?:stopped working|(?:was|got|"
                            r"has been|have been|were|is|are) (?:stopped|discontinued|finished)"
-                           r"|(?:stopped|finished)(?=\s*(?:[.,;!?]|$)|\s+(?:too|as well|with|when|after|last|in|on)\b))\b"
+                           r"|(?:stopped|finished)" + ENDS_THERE + r")\b"
                            r"|\b(?:stopped|quit|c[oa]me off|coming off|off|discontinued|no longer (?:on|taking))\s+"
                            r"(?:taking\s+)?(?:the\s+|my\s+|his\s+|her\s+|their\s+)?(?P<b>[a-z][\w-]{3,})", re.IGNORECASE)
 """A medicine (or anything taken) a line says was stopped: "The modafinil stopped working", "they
