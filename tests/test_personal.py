@@ -769,6 +769,13 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
      "Kristjan was allowed to drive again since the end of September 2026"),
     ("2026-08-04", "Stopped the betahistine in June, no point", "Stopped the betahistine in June 2026, no point"),
     ("2026-08-04", "Dr Kovacs retired at the end of June", "Dr Kovacs retired at the end of June 2026"),
+    # the month opening the sentence (fresh22: "In January Solfrid's husband Sverre died" had no year)
+    ("2026-04-27", "In January Solfrid's husband Sverre died, very suddenly",
+     "In January 2026 Solfrid's husband Sverre died, very suddenly"),
+    ("2026-09-08", "Since March Farrukh has walked every evening", "Since March 2026 Farrukh has walked every evening"),
+    ("2026-04-27", "In May Kim will fly to Bergen", "In May 2026 Kim will fly to Bergen"),
+    ("2026-04-27", "In May Kim goes skiing", "In May Kim goes skiing"),  # a habit: no year
+    ("2026-04-27", "May Kim fly in June?", "May Kim fly in June?"),
     # a day of a month said without its year (fresh15: "The bone scan is on the 5th of May", "next time on the
     # 19th of January"): the next such day, or the last one when the sentence tells of the past
     ("2026-04-14", "The bone scan is on the 5th of May", "The bone scan is on the 5th of May 2026"),
@@ -779,6 +786,17 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2026-02-14", "Kim was diagnosed on the 3rd of March", "Kim was diagnosed on the 3rd of March 2025"),
     ("2026-04-14", "Kim's scan is on 5 May 2027", "Kim's scan is on 5 May 2027"),
     ("2026-04-14", "Kim may march on the 5th", "Kim may march on the 5th"),
+    # from a day in the present tense: the nearest such day (fresh22: "From the 1st of September I teach cooking",
+    # said on the 8th of September, was dated a year on)
+    ("2026-09-08", "From the 1st of September Farrukh teaches cooking",
+     "From the 1st of September 2026 Farrukh teaches cooking"),
+    ("2026-08-20", "From the 1st of September Farrukh teaches cooking",
+     "From the 1st of September 2026 Farrukh teaches cooking"),
+    ("2026-12-20", "Farrukh teaches cooking from the 2nd of January", "Farrukh teaches cooking from the 2nd of January 2027"),
+    ("2026-01-06", "Farrukh teaches cooking since the 2nd of December",
+     "Farrukh teaches cooking since the 2nd of December 2025"),
+    ("2026-09-08", "Farrukh will teach cooking from the 1st of September",
+     "Farrukh will teach cooking from the 1st of September 2027"),
     ("2026-04-14", "Kim's 31st of February party", "Kim's 31st of February party"),  # no such day
     # a time it took, not a time ahead: the sentence tells of the past
     ("2024-05-03", "Kim finished the course in ten days", "Kim finished the course in ten days"),
@@ -3905,6 +3923,23 @@ def test_whom_to_call_first_is_a_safety_fact(lines: list[str], written: list[str
     transcript = Transcript.of([Message(role="user", name="Sefo", content=line) for line in lines],
                                datetime(2026, 4, 20, tzinfo=timezone.utc))
     assert unheld_health(transcript, written) == kept
+
+
+AZATHIOPRINE = "With the azathioprine I need a blood count every three months, and I must never take allopurinol."
+
+
+@pytest.mark.parametrize(("written", "kept"), [
+    # fresh22 (qwen1.5b): each health word was in some memory (another speaker's allopurinol among them), none
+    # held the blood count with the azathioprine or the rule
+    (["Fiifi takes azathioprine, 100 mg", "Fiifi's blood pressure is fine", "Kwesi is on allopurinol"], True),
+    (["Fiifi needs a blood count every three months with the azathioprine",
+      "Fiifi must never take allopurinol"], False),  # one memory for each clause holds it
+    ([AZATHIOPRINE.replace("I need", "Fiifi needs").replace("I must", "Fiifi must")], False),
+])
+def test_a_health_sentence_is_held_clause_by_clause_by_one_memory_each(written: list[str], kept: bool) -> None:
+    transcript = Transcript.of([Message(role="user", name="Fiifi", content=AZATHIOPRINE)],
+                               datetime(2026, 7, 21, tzinfo=timezone.utc))
+    assert unheld_health(transcript, written) == ([(0, AZATHIOPRINE)] if kept else [])
 
 
 def test_a_unit_in_words_ties_no_changed_value_to_another_medicines_dose() -> None:

@@ -1360,12 +1360,14 @@ husband, Tinashe, then Tatenda" (fresh17: no memory kept either)."""
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
-    that none of `written` (the memories so far) holds, or whom to call first (`FIRST_CALL`) or
+    that none of `written` (the memories so far) holds, or a clause whose health words and numbers
+    no one memory holds together (`needs`), or whom to call first (`FIRST_CALL`) or
     when someone is unwell (`call_when`) with a name or condition no memory holds (half of), with
     the index of their line: a safety fact no memory kept ("He's eight and he's allergic to egg",
     "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
     again). A Chinese line is not judged."""
     held = stems(written)
+    each = [stems([text]) for text in written]
     out: list[tuple[int, str]] = []
     for index, sentence in health_led(transcript):
         sentence = said_whole(sentence)
@@ -1385,9 +1387,21 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         condition = call_when(sentence)
         if len(sentence) <= MAX_CONTENT_CHARS and (
                 health and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])
+                or health and any(not any(need <= one for one in each) for need in needs(sentence))
                 or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)):
             out.append((index, sentence))
     return out
+
+
+def needs(sentence: str) -> Iterator[set[str]]:
+    """What one memory must hold of each clause of a health sentence (`CLAUSE`) for it to be held:
+    its health words and numbers, together (fresh22: "With the azathioprine I need a blood count
+    every three months, and I must never take allopurinol" was held by three memories, one of
+    them another speaker's allopurinol, and the blood count was kept by none)."""
+    for clause in CLAUSE.split(sentence):
+        need = {_stem(w) for w in words(clause) if health_word(w) or w.isdigit()}
+        if need:
+            yield need
 
 
 KIN = [group.split() for group in (

@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 from typing import Sequence
 
 from reme.temporal import (IRREGULAR_PAST, MONTHS, NTH, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans, month_year,
-                           told_of_past, told_of_past_at)
+                           told_of_future, told_of_past, told_of_past_at)
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -184,10 +184,10 @@ kilos in three days, I ring Bisi": fresh17 was dated three days on)."""
 
 _CAPITAL_MONTH = "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len, reverse=True))
 """The months' names and short forms, capitalized: "may" and "march" are verbs too."""
-BARE_MONTH = re.compile(r"\b(?:in|by|since|during|until|till|from|early|late|mid|(?:start|end|beginning|middle)\s+of)"
-                        rf"[\s-]+(?P<month>{_CAPITAL_MONTH})\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
-"""A month said without its year or day: "in July", "by February", "at the end of June"
-(capitalized: "may" and "march" are verbs too)."""
+BARE_MONTH = re.compile(r"\b(?P<by>(?i:in|by|since|during|until|till|from|early|late|mid|(?:start|end|beginning|middle)"
+                        rf"\s+of))[\s-]+(?P<month>{_CAPITAL_MONTH})\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
+"""A month said without its year or day: "in July", "by February", "at the end of June", "In January"
+at a sentence's start (the month capitalized: "may" and "march" are verbs too)."""
 def year_of_months(text: str, said: date, *, named: bool = True) -> str:
     """`text` with the year put after each month it says alone ("in July" -> "in July 2026"), when
     its sentence's tense tells which (`month_year`), not in a text that names a year (`named`:
@@ -196,8 +196,11 @@ def year_of_months(text: str, said: date, *, named: bool = True) -> str:
         return text
     out, pos = [], 0
     for m in BARE_MONTH.finditer(text):
-        year = month_year(MONTHS[m["month"].lower()], said, _sentence_at(text, m.start()))
-        if year is None:
+        month = MONTHS[m["month"].lower()]
+        # since a month: of the past, whatever the tense ("Since March he has walked")
+        year: int | None = (said.year if month <= said.month else said.year - 1) if m["by"].lower() == "since" \
+            else month_year(month, said, _sentence_at(text, m.start()))
+        if year is None or not 1 <= year <= 9999:
             continue
         out.append(f"{text[pos:m.end()]} {year}")
         pos = m.end()
@@ -212,11 +215,16 @@ DAY_AND_MONTH = re.compile(rf"\b(?:(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)
 verb too; not the first day of a range, "28 September - 4 October")."""
 
 
+SINCE_OR_FROM = re.compile(r"\b(since|from)\s+(?:the\s+)?$", re.IGNORECASE)
+"""What comes right before a day said since or from ("since the 2nd of December", "From the 1st of September")."""
+
+
 def year_of_days(text: str, said: date, *, named: bool = True) -> str:
     """`text` with the year put after each day of a month it says without one (`DAY_AND_MONTH`,
     outside brackets): the last such day on or before `said` when its sentence tells of the past
     (`told_of_past`), else the next one on or after it ("The bone scan is on the 5th of May",
-    "next time on the 19th of January"); not in a text that names a year (`named`)."""
+    "next time on the 19th of January"); since a day, the last one; from a day in the present tense,
+    the nearest; not in a text that names a year (`named`)."""
     if named and YEAR.search(text):
         return text
     hidden = PARENTHESES.sub(lambda p: " " * len(p[0]), text)
@@ -227,7 +235,21 @@ def year_of_days(text: str, said: date, *, named: bool = True) -> str:
         if not 1 <= day <= 31:
             continue
         start = _sentence_start(hidden, m.start())
-        past = told_of_past_at(_sentence_at(hidden, m.start()), m.start() - start)
+        sentence = _sentence_at(hidden, m.start())
+        past = told_of_past_at(sentence, m.start() - start)
+        since = SINCE_OR_FROM.search(hidden[start:m.start()])
+        if since and (since[1].lower() == "since" or not past and not told_of_future(sentence)):
+            # since a day: of the past; from a day, in the present tense: the nearest such day ("From the 1st
+            # of September I teach cooking", said on the 8th of September, fresh22)
+            days = [date(y, month, day) for y in (said.year - 1, said.year, said.year + 1)
+                    if 1 <= y <= 9999 and day <= monthrange(y, month)[1]]
+            if since[1].lower() == "since":
+                days = [d for d in days if d <= said]
+            if days:
+                found = min(days, key=lambda d: (abs((d - said).days), d < said))
+                out.append(f"{text[pos:m.end()]} {found.year}")
+                pos = m.end()
+            continue
         year = None
         for y in ((said.year, said.year - 1) if past else (said.year, said.year + 1)):
             if day <= monthrange(y, month)[1] and ((y, month, day) <= (said.year, said.month, said.day) if past
