@@ -19,7 +19,7 @@ from reme.memory.personal import (_stem, claimed_by_another, led_in, conditions_
                                   worth_reading,
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
-                                  self_compared, unheld_answers, unheld_dates, unheld_health, unheld_names, restricted,
+                                  self_compared, unheld_answers, unheld_avoided, unheld_dates, unheld_health, unheld_names, restricted,
                                   revalued, subject_named, unheld_content, unheld_relations, with_the_time_said)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
@@ -2848,6 +2848,45 @@ def test_what_to_do_when_the_speaker_is_unwell_is_a_safety_fact(sentence: str, h
     transcript = Transcript.of([Message(role="user", name="Teodora", content=sentence)],
                                datetime(2026, 4, 21, tzinfo=timezone.utc))
     assert unheld_health(transcript, [held]) == ([(0, sentence)] if kept else [])
+
+
+@pytest.mark.parametrize(("question", "answer", "written", "kept"), [
+    # fresh22 (qwen1.5b): the allergy was the question's word, the medicine the answer's; "co-trimoxazole" went into
+    # a list of what is taken, and "Alcohol, completely." into no memory
+    ("Fiifi, any allergies?", "Co-trimoxazole, Septrin. A big blistering rash in 2015. That one is serious.",
+     ["Fiifi takes azathioprine, prednisolone and co-trimoxazole"],
+     "Fiifi's allergies: Co-trimoxazole, Septrin."),
+    ("Is there anything you need to avoid?", "Alcohol, completely. And I'm allergic to metoclopramide.",
+     ["Fiifi is allergic to metoclopramide"], "Fiifi must avoid: Alcohol, completely."),
+    ("Are there medicines you react to?", "Just penicillin.", [], "Fiifi's allergies: Just penicillin."),
+    # a memory says it is not to be had; the answer names nothing, or is said in the first person
+    ("Any allergies?", "Codeine. It made me vomit.", ["Fiifi is allergic to codeine"], None),
+    ("Anything to avoid?", "Grapefruit, it pushes the level up.", ["Fiifi never eats grapefruit"], None),
+    ("Any allergies?", "None that I know of.", [], None),
+    ("Any allergies?", "I'm allergic to nuts.", [], None),
+    ("Anything else?", "Co-trimoxazole, Septrin.", [], None),  # no question of what to avoid
+])
+def test_an_answer_to_what_to_avoid_is_kept_as_the_speakers_allergies(
+        question: str, answer: str, written: list[str], kept: str | None) -> None:
+    messages = [Message(role="user", name="Fiifi", content="I have autoimmune hepatitis."),
+                Message(role="assistant", content=question), Message(role="user", name="Fiifi", content=answer)]
+    transcript = Transcript.of(messages, datetime(2026, 7, 21, tzinfo=timezone.utc))
+    assert unheld_avoided(transcript, "Fiifi", written) == ([(2, kept)] if kept else [])
+
+
+async def test_an_allergy_said_as_an_answer_is_kept_and_the_memory_that_takes_it_dropped(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    chat = [{"role": "user", "name": "Fiifi", "content": "Azathioprine, 100 milligrams every morning."},
+            {"role": "assistant", "content": "Noted. Fiifi, any allergies?"},
+            {"role": "user", "name": "Fiifi", "content": "Co-trimoxazole, Septrin. A big blistering rash in 2015."}]
+    server.script(EXTRACT, memories({"content": "Fiifi takes azathioprine, 100 milligrams, and co-trimoxazole",
+                                     "sources": [0]},
+                                    {"content": "Fiifi had a big blistering rash in 2015", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name="fiifi")
+
+    added = [n.content for n in result.added]
+    assert "Fiifi's allergies: Co-trimoxazole, Septrin." in added
+    assert not any("takes" in text and "co-trimoxazole" in text for text in added)
 
 
 def test_an_answer_to_another_speakers_question_about_whom_to_call_is_kept() -> None:

@@ -720,6 +720,11 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     asked = asked_before(messages, min(sources)) if cited else ""
     if avoided := taken_though_avoided(text, cited, asked):
         return f"{text[:80]!r} says someone takes {avoided}; the line says it is to be avoided"
+    everyone = " ".join(m.content for m in messages if m.role == "user")
+    if answered := next((thing for _, _, thing, _ in avoided_answers(messages)
+                         if _taken_though_not(thing, text, everyone)), None):
+        # an answer to what is to be avoided, in a line it does not cite (fresh22: "Fiifi takes ... co-trimoxazole")
+        return f"{text[:80]!r} says someone takes {answered}; it was named when asked what to avoid"
     if unsafe := fine_though_unsaid(text, cited or [m.content for m in messages if m.role == "user"]):
         return f"{text[:80]!r} says {unsafe} is fine to take; no sentence that names it says so"
     if GENERAL.search(text) and not told_of_someone(text, messages, user_name):
@@ -2087,6 +2092,52 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
     return out
 
 
+NAMES_NOTHING = frozenset("no none nothing not nope nah yes yeah yep i i'm we".split())
+"""First words of an answer that name nothing to avoid ("Nothing I know of", "I'm not sure")."""
+TO_AVOID = re.compile(r"\b(?:no|never|not|nothing|avoid\w*|stay\w*\s+away|allerg\w*|react\w*|intoleran\w*"
+                      r"|sensitiv\w*)\b|n['’]t\b", re.IGNORECASE)
+"""What a memory says something is not to be had with."""
+
+
+def avoided_answers(messages: Sequence[Message]) -> Iterator[tuple[int, str, str, bool]]:
+    """A person's answer to the assistant's question of what they react to or must avoid
+    ("Any allergies?" -- "Co-trimoxazole, Septrin. A big blistering rash in 2015."), whose first
+    sentence names it alone (a few words, no "I" or "my"): the line's index, that sentence, the
+    thing it names first, and whether the question was of allergies."""
+    for index, message in enumerate(messages):
+        asked = asked_before(messages, index)
+        if message.role != "user" or not (REACTS.search(asked) or AVOID.search(asked)):
+            continue
+        first = SENTENCE.split(" ".join(message.content.split()))[0].strip()
+        said = words(first)
+        if not said or len(said) > 8 or said[0] in NAMES_NOTHING or I_WORDS & set(said) or CJK_CHAR.search(first):
+            continue
+        thing = re.split(r"[,;:(]|\s+(?:and|or|or\s+any|and\s+any)\s+", first)[0].strip(" .!").casefold()
+        thing = re.sub(r"^(?:just|only|and|oh|well|definitely)\s+", "", thing)
+        if thing:
+            yield index, first, thing, bool(REACTS.search(asked))
+
+
+def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """A person's answer to what they react to or must avoid (`avoided_answers`) whose first thing
+    no memory that says what is not to be had (`TO_AVOID`) holds, as "<speaker>'s allergies:
+    <the answer>" or "<speaker> must avoid: <the answer>", with the index of its line: the allergy
+    is the question's word, the thing the answer's, so no sentence holds the fact (fresh22:
+    "Co-trimoxazole, Septrin." became "Fiifi takes ... co-trimoxazole"; "Alcohol, completely." was
+    in no memory)."""
+    held = [stems([text]) for text in written if TO_AVOID.search(text)]
+    out: list[tuple[int, str]] = []
+    for index, first, thing, allergy in avoided_answers(transcript.messages):
+        need = {_stem(w) for w in words(thing) if len(w) >= 3 and w not in COMMON_WORDS}
+        if not need or any(need <= h for h in held):
+            continue
+        who = transcript.messages[index].name or user_name
+        text = f"{who}'s allergies: {first}" if allergy else f"{who} must avoid: {first}"
+        if len(text) <= MAX_CONTENT_CHARS:
+            out.append((index, text))
+    return out
+
+
 def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
     """The times of `text` (part of `sentence`, said at `said`) relative to when it was said, each
     with its place and the period it means: "last week", "in nine days", "on Friday" as the
@@ -2297,6 +2348,17 @@ class PersonalSummarizer:
             candidates += more
             flawed += more_flawed
             so_far += [text for _, text in answered]
+        avoided = unheld_avoided(transcript, user_name, so_far)
+        if avoided:  # the question asks what is to be avoided, the answer what: no sentence holds both
+            more, more_flawed = self._kept_as_said(
+                avoided, "personal/kept", "answers a question about what to avoid with a thing no memory holds",
+                transcript, history, user_name, now, plan, written,
+                lambda text: {"allerg", "avoid"} & {_stem(w) for w in words(text)} | {
+                    _stem(w) for w in words(text.partition(": ")[2].split(",")[0]) if len(w) >= 3},
+                kind="health", importance=1.0)
+            candidates += more
+            flawed += more_flawed
+            so_far += [text for _, text in avoided]
         # the same for a name or number no memory holds, once the model was shown its line and kept
         # nothing of it (a relation written below holds its name)
         named = unheld_names(transcript, user_name, so_far + [text for _, text in unheld_relations(
