@@ -2754,6 +2754,10 @@ def test_a_health_word_said_alone_is_kept_with_the_sentence_after_it(line: str, 
     ("No aged cheese, no cured sausage, so goodbye kabanos, no sauerkraut, no soy sauce, no beer from the tap.", True),
     ("Dr Virtanen was very clear: no sauna at all.", True),
     ("My cardiologist says no more marathons.", True),
+    # fresh22 (qwen1.5b): said as a rule with nothing else ("at all", "ever", "completely"): no memory kept it
+    ("No alcohol at all, not even at the wedding.", True),
+    ("No contact sports, ever.", True),
+    ("No worries at all.", False),
     ("No worries, no rush.", False),
     # no restriction, or none that lasts or touches health
     ("No worries, the transplant went fine.", False),
@@ -3425,6 +3429,11 @@ def test_the_next_one_of_what_the_sentence_before_says_is_kept_for_its_date() ->
     ("Last November I was diagnosed with intracranial hypertension.", ["Dorothea was on lymecycline last year."], True),
     ("Last November I was diagnosed with intracranial hypertension.", ["Dorothea was diagnosed in November 2025."],
      False),
+    # fresh22 (qwen1.5b): a memory of something else in that month did not date the day ("a wedding in Kumasi next
+    # month (August 2026)" held "My next liver blood tests are on the 4th of August", stored undated)
+    ("My next liver blood tests are on the 4th of August.",
+     ["Fiifi is going to a wedding in August 2026.", "Fiifi has liver blood tests."], True),
+    ("My next liver blood tests are on the 4th of August.", ["Fiifi's liver tests are on 4 August 2026."], False),
 ])
 def test_a_day_of_a_month_no_memory_dates_is_kept(said: str, written: list[str], kept: bool) -> None:
     transcript = Transcript.of([Message(role="user", name="Ann", content=said)], datetime(2026, 4, 14, tzinfo=timezone.utc))

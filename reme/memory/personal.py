@@ -1281,6 +1281,9 @@ NO_RULE = frozenset("""one idea problem problems worries worry rush way thanks n
 plans plan news change changes luck time reason wonder chance surprise difference point end sign word pressure
 rain harm hurry clue""".split())
 """What follows "no" and rules nothing out ("no worries", "no idea")."""
+AT_ALL = re.compile(r"\b(?:at\s+all|ever|whatsoever|completely|full\s+stop|under\s+any\s+circumstances)\b",
+                    re.IGNORECASE)
+"""What makes "no X" a rule said on its own ("No alcohol at all, not even at the wedding", fresh22)."""
 FOR_A_WHILE = re.compile(r"\b(?:for\s+(?:now|the\s+moment|a\s+while|(?:\d+|a|an|one|two|three|four|five|six|seven"
                          r"|eight|nine|ten|twelve|a\s+few|a\s+couple\s+of)\s+(?:day|week|month|year)s?)|until)\b",
                          re.IGNORECASE)
@@ -1296,10 +1299,10 @@ def restricted(sentence: str) -> list[str]:
     so beside a health word, for a while (`FOR_A_WHILE`), as a doctor's rule (`CARER`) or as a list
     of them: "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
     levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
-    clear: no sauna at all", "No aged cheese, no cured sausage, ..., no soy sauce" (fresh16). Not
+    clear: no sauna at all", "No alcohol at all" (`AT_ALL`), "No aged cheese, no cured sausage, ..., no soy sauce" (fresh16). Not
     "no worries" (`NO_RULE`), nor "no plans this weekend"."""
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
-    if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence)
+    if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence) or AT_ALL.search(sentence)
                   or any(health_word(w) for w in words(sentence))):
         return ruled
     return []
@@ -2146,6 +2149,11 @@ def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int,
     return [(start, end, span) for start, end, span in found if not span.first == span.last == said.date()]
 
 
+WHICH_TIME = frozenset("next last this coming past ago before after day days week weeks fortnight month months year years "
+                        "today tomorrow yesterday tonight morning evening afternoon".split())
+"""Words that say which time is meant, and nothing of what happens then."""
+
+
 def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant, no request to it) with a time
     relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
@@ -2155,8 +2163,9 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     the index of their line: qwen1.5b wrote "Rustam works at an engineering firm in Calgary" of
     "I started at an engineering firm in Calgary three weeks ago", and nothing of "Ren started
     last Monday". A Chinese line is not judged."""
-    held: dict[date, list[Span]] = {}  # the periods the memories name, read on each day lines were said
-    kept: list[Span] = []  # those of the sentences kept
+    held: dict[date, list[tuple[Span, set[str]]]] = {}  # the periods the memories name, read on each day lines
+    # were said, each with its memory's words
+    kept: list[tuple[Span, set[str]]] = []  # those of the sentences kept
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
@@ -2176,15 +2185,18 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
             continue
         if today not in held:
             # not "next month" of "the 18th of next month", which holds no other day of it (fresh20)
-            held[today] = [span for text in (year_of_days(t, today) for t in written)
+            held[today] = [(span, stems([text])) for text in (year_of_days(t, today) for t in written)
                            for start, _, span in find_spans(text, today) if not DAY_OF.search(text[:start])]
-        # a memory's time holds a sentence's when they meet and it is not much wider (fresh20: "last year" in a
-        # memory of acne held "Last November I was diagnosed with IIH", and the diagnosis was not dated)
-        if any(not any(h.first <= span.last and span.first <= h.last
-                       and (h.last - h.first).days <= (span.last - span.first).days + 31 for h in held[today] + kept)
+        # a memory's time holds a sentence's when they meet, it is not much wider (fresh20: "last year" in a
+        # memory of acne held "Last November I was diagnosed with IIH", and the diagnosis was not dated), and the
+        # memory says a word of the sentence (fresh22: "a wedding in Kumasi next month (August 2026)" held "My next
+        # liver blood tests are on the 4th of August", stored undated)
+        own = {_stem(w) for w in content_words(sentence, I_WORDS | TIME_WORDS | WHICH_TIME)}
+        if any(not any(h.first <= span.last and span.first <= h.last and (own & by or not own)
+                       and (h.last - h.first).days <= (span.last - span.first).days + 31 for h, by in held[today] + kept)
                for span in spans):
             out.append((index, sentence))
-            kept += spans
+            kept += [(span, own) for span in spans]
     return out
 
 
