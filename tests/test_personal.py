@@ -1776,6 +1776,41 @@ async def test_no_reconcile_call_when_no_candidate_is_about_a_memory_shown(
         assert kept == ["Dan lives in Paris", "Dan has been vegetarian for ten years"]
 
 
+@pytest.mark.parametrize(("second", "left"), [
+    # fresh22 (qwen1.5b): the first line ended the sick leave, the second the school: both go
+    ("I moved schools, I teach maths in Rondebosch now.", None),
+    # a second line that ends nothing of what the first left: that stays
+    ("I teach maths in Gugulethu still, the same school.", "Nokuthula teaches maths at a high school in Gugulethu."),
+])
+async def test_two_lines_that_each_end_a_part_of_one_memory_both_end_it(
+        reme: ReMe, server: OpenAITestServer, second: str, left: str | None) -> None:
+    old = await reme.add_memory("Nokuthula teaches maths at a high school in Gugulethu, but Nokuthula is on sick "
+                                "leave until the operation", user_name="nokuthula")
+    server.script(EXTRACT, memories({"content": "Nokuthula is no longer on sick leave", "sources": [0]},
+                                    {"content": "Nokuthula teaches maths now", "sources": [1]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD", "id": None, "text": None},
+                                       {"candidate": 1, "action": "ADD", "id": None, "text": None}))
+    await reme.summarize_memory([{"role": "user", "name": "Nokuthula", "content": "I'm no longer on sick leave."},
+                                 {"role": "user", "name": "Nokuthula", "content": second}], user_name="nokuthula")
+
+    now = await reme.list_memory(user_name="nokuthula")
+    assert (next((n.content for n in now if n.memory_id == old.memory_id), None)) == left
+
+
+async def test_a_memory_of_work_that_ended_keeps_nothing_of_it_whole(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh22 (qwen1.5b): "Portuguese and French" kept the court interpreting whole once it had ended
+    old = await reme.add_memory("Margarida is a court interpreter in Coimbra, Portuguese and French",
+                                user_name="margarida")
+    server.script(EXTRACT, memories({"content": "Margarida works from home, translating books", "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD", "id": None, "text": None}))
+    result = await reme.summarize_memory([{"role": "user", "name": "Margarida", "content": (
+        "Since the 1st of October I work from home, translating books for a publishing house in Lisbon.")}],
+        user_name="margarida")
+
+    assert [n.content for n in result.updated] == ["Margarida works from home, translating books"]
+    assert (await reme.get_memory(old.memory_id)).content == "Margarida works from home, translating books"
+
+
 @pytest.mark.parametrize(("user", "stored", "said", "candidate"), [
     ("Irene", "Irene works as an accountant at Deloitte", "Big news: I quit Deloitte and now I'm a pastry chef.",
      "Irene is a pastry chef now"),
@@ -1999,6 +2034,28 @@ def test_a_stop_said_with_the_thing_first_ends_it(said: str, stored: str, own: b
 ])
 def test_other_work_or_work_left_ends_what_the_user_works_as(said: str, ends: set[str]) -> None:
     assert ending(said, "Girish is a head chef", "Girish", own=True) == ends
+
+
+@pytest.mark.parametrize(("said", "stored", "ends"), [
+    # fresh22 (qwen1.5b kept each old job as current): a new workplace ends where the user worked; new work said
+    # from a day, or taught at a college, ends what they worked as
+    ("Yes, since the 4th of May, but not in Gugulethu: I moved schools, I teach maths in Rondebosch now.",
+     "Nokuthula teaches maths at a high school in Gugulethu", {"gugul"}),
+    ("We moved to Amersfoort in August, and I switched to a practice there.",
+     "Nokuthula is a physiotherapist at a practice in Utrecht", {"utrec"}),
+    ("Since the 1st of October I work from home, translating books for a publishing house in Lisbon.",
+     "Nokuthula is a court interpreter in Coimbra, Portuguese and French", {"inter", "coimb"}),
+    ("From the 1st of September I teach cooking at the culinary college.",
+     "Nokuthula is a chef at a hotel in Tashkent", {"chef", "tashk"}),
+    # the same place, another's move, a move of home, work from home on a day: nothing ends
+    ("I moved schools, I teach maths in Gugulethu now.", "Nokuthula teaches maths at a high school in Gugulethu",
+     set()),
+    ("My sister switched to a practice in Utrecht.", "Nokuthula is a physiotherapist at a practice in Utrecht", set()),
+    ("I work from home on Fridays.", "Nokuthula is a court interpreter in Coimbra", set()),
+    ("I moved schools, I teach maths in Rondebosch now.", "Nokuthula lives in Gugulethu", set()),
+])
+def test_a_new_workplace_or_new_work_ends_where_and_what_the_user_worked(said: str, stored: str, ends: set[str]) -> None:
+    assert ending(said, stored, "Nokuthula", own=True) == ends
 
 
 @pytest.mark.parametrize(("said", "stored", "ends"), [

@@ -3123,6 +3123,47 @@ class Decider:
                                        reason=why or f"its line ends part of {over.content[:80]!r}: what it says of "
                                                      f"{rest[:60]!r} stays in it, the candidate goes beside it"))
 
+    def _parted_again(self, k: int, j: int) -> None:
+        """Candidate `k`'s line ends part of memory `j`, which another candidate's line already
+        parted (`_parted`): what is left of it loses that part too, or, when nothing worth keeping
+        is left and the line says so in the first person, the memory is deleted (fresh22: "I moved
+        schools, I teach maths in Rondebosch now" came after "Are you back at work?" -- "Yes" had
+        ended the sick leave of "Nokuthula teaches maths at a high school in Gugulethu, but ... is on
+        sick leave", and the school in Gugulethu stayed)."""
+        shown = self.shown
+        over, cand = shown.existing[j], shown.candidates[k]
+        at = next((n for n, c in enumerate(self.changes) if c.old is over and c.new is not None
+                   and c.reason.startswith("in part ended by")), None)
+        if at is None:
+            return
+        change = self.changes[at]
+        before = change.new
+        if before is None:
+            return
+        people = set(words(over.memory_target))
+        # what the line ends of the memory as the other line left it (a value it changed is not changed again)
+        gone = ending(shown.cited[k], before.content, over.memory_target, asked=shown.asked[k])
+        if not gone:
+            return
+        rest = kept_apart(before.content, gone, people)
+        if rest is not None:
+            try:
+                node = before.revised(content=rest)
+            except ValidationError:
+                return
+            self.changes[at] = Change(new=node, old=over, reason=f"{change.reason}; in part ended by: {cand.content}")
+            what = f"what it says of {rest[:60]!r} stays in it"
+        elif (ending(shown.cited[k], before.content, over.memory_target, own=True, asked=shown.asked[k])
+              and not worth_keeping(before.content, gone, people)
+              and not conditions_named(lasting(before.content)) - stems([shown.cited[k]]) - BODY_STEMS):
+            self.changes[at] = Change(old=over, reason=f"{change.reason}; ended by: {cand.content}")
+            what = "nothing worth keeping is left: that memory is deleted"
+        else:
+            return
+        self.rejected.append(Rejection(step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
+                                       reason=f"its line ends part of {before.content[:80]!r}, which another "
+                                              f"line ended in part: {what}"))
+
     def _ended_instead(self) -> None:
         """A candidate to be added, or one that updated a memory, whose cited lines say that
         memories shown (and not changed by another decision) have ended, or that a value they
@@ -3141,14 +3182,18 @@ class Decider:
         for k in sorted(adding.keys() | self.placed):
             cand, placed = shown.candidates[k], k in self.placed
             for j in range(len(shown.existing)):
-                if j in self.claimed or (k, j) not in shown.ends:
+                if (k, j) not in shown.ends:
+                    continue
+                if j in self.claimed:
+                    self._parted_again(k, j)
                     continue
                 over = shown.existing[j]
                 rest = kept_apart(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
                 if rest is not None:
                     self._parted(k, j, rest, f"candidates[{k}]", added=True)
                     continue
-                left = worth_keeping(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
+                left = worth_keeping(over.content, shown.ends[(k, j)], set(words(over.memory_target))) \
+                    and not job_ended(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
                 changed = revalued(over.content, shown.cited[k])
                 if changed is not None and (left or changed[2] not in amounts(cand.content) or not self._about(k, j)):
                     # the candidate need not say the new value: "My kidney numbers rose, so the givosiran is
@@ -3434,7 +3479,8 @@ FROM_HOME = re.compile(r"\b(?:works?|working|job)\s+(?:\w+\s+){0,2}?(?:from home
 NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)?(?:started|begun)\s+(?:teaching|working\s+as)\b"
                      r"|\b(?-i:I)(?:['’]m| am)?\s+(?:now\s+)?(?:teach(?:ing)?|work(?:ing)?\s+as)\b[^.;!?]*\bnow\b"
                      r"|\b(?-i:I)(?:['’]m| am)?\s+(?:now\s+)?teach(?:ing)?\s+[^.;!?]*?\bat\s+(?:the\s+)?"
-                     r"(?:college|school|university|polytech|academy|(?-i:[A-Z]))"
+                     r"(?:[a-z]+\s+){0,2}?(?:college|school|university|polytech|academy|(?-i:[A-Z]))"
+                     r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
                      r"(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe|bakery|garage|studio|farm)\b"
@@ -3448,16 +3494,38 @@ JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|wo
 """What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
 
 
+WORK_MOVED = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+)?(?:moved|switched|changed)\s+"
+                        r"(?:to\s+(?:a|another|the)\s+(?:new\s+)?)?(?:schools?|jobs?|practices?|hospitals?|firms?"
+                        r"|compan(?:y|ies)|clinics?|offices?|employers?|wards?|surgery|surgeries)\b", re.IGNORECASE)
+"""A first-person clause that says the user works somewhere else now: "I moved schools", "I switched to
+a practice there" (fresh22)."""
+WORK_PLACE = re.compile(r"\b(?:is\s+an?|works?|working|teach(?:es|ing)?|employed)\b[^.;!?]{0,60}?\b(?:at|in|for)\s+"
+                        r"(?:[a-z]+\s+){0,3}?(?P<at>[A-ZÀ-ÖØ-Þ][^\W\d_]+)")
+"""Where a memory says someone works: "teaches maths at a high school in Gugulethu", "is a court interpreter in
+Coimbra"."""
+
+
+NOT_THERE = re.compile(r"\b(?:not|no\s+longer)\s+(?:in|at|for)\s+(?:the\s+)?\w+", re.IGNORECASE)
+"""Where someone says they are not now: "but not in Gugulethu"."""
+
+
 def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
     """The `_stem` of the work a stored memory says the user does ("Girish is a head chef") when a
     first-person sentence says they do other work now or left theirs (`NEW_JOB`), and does not
-    name that work; not a relation ("Girish is a father", `KIN`)."""
-    if not NEW_JOB.search(sentence):
+    name that work; not a relation ("Girish is a father", `KIN`); and of where a part of it whose
+    subject is the user says they work (`WORK_PLACE`), when the sentence says so or that they work
+    somewhere else now (`WORK_MOVED`) and does not name the place."""
+    other, moved = NEW_JOB.search(sentence), WORK_MOVED.search(sentence)
+    if not other and not moved:
         return set()
-    said = {_stem(w) for w in words(sentence)}
+    said = {_stem(w) for w in words(NOT_THERE.sub(" ", sentence))}
     name = words(user_name)[:1]
-    return {_stem(m["job"]) for m in JOB.finditer(stored)
-            if words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
+    out = {_stem(m["job"]) for m in JOB.finditer(stored)
+           if other and words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
+    for part in (p for sentence_ in SENTENCE.split(stored) for p in JOINT.split(sentence_)[0::2]):
+        if name and words(part)[:1] == name and not re.match(r"^\S+['’]", part):
+            out |= {_stem(m["at"].lower()) for m in WORK_PLACE.finditer(part)} - said
+    return out
 
 
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
@@ -3804,6 +3872,13 @@ def worth_keeping(stored: str, gone: set[str], people: set[str]) -> bool:
     return any(health_word(w) or any(c.isdigit() for c in w) for part in parts for w in words(part)) or any(
         w.lower() not in people and w.lower() not in STARTERS and w.lower() not in MONTHS and w.lower() not in WEEKDAYS
         for part in parts for w in _CAPITAL.findall(part))
+
+
+def job_ended(stored: str, gone: set[str], people: set[str]) -> bool:
+    """Whether `gone` holds the work a stored memory says its person does (`JOB`): what is left of
+    it is of that work ("Margarida is a court interpreter in Coimbra, Portuguese and French" keeps
+    nothing worth keeping when the interpreting ended, fresh22)."""
+    return any(_stem(m["job"]) in gone and m["who"].lower() in people for m in JOB.finditer(stored))
 
 
 def lasting(stored: str) -> str:
