@@ -2059,6 +2059,21 @@ def test_a_new_workplace_or_new_work_ends_where_and_what_the_user_worked(said: s
 
 
 @pytest.mark.parametrize(("said", "stored", "ends"), [
+    # fresh22 (qwen1.5b): the sister stayed first beside the partner who is first now
+    ("Busisiwe is still on the list, but my partner Siyabonga moved in, so he's first now and Busisiwe second.",
+     "Nokuthula's sister, Busisiwe, is first.", {"first"}),
+    ("My partner Siyabonga first, my sister Busisiwe second.", "Nokuthula's emergency contacts: Busisiwe. She's first.",
+     {"first"}),
+    # the same place, someone not in the memory, no place given
+    ("Busisiwe is still first.", "Nokuthula's sister, Busisiwe, is first.", set()),
+    ("Thandi second.", "Nokuthula's sister, Busisiwe, is first.", set()),
+    ("Busisiwe is still on the list.", "Nokuthula's sister, Busisiwe, is first.", set()),
+])
+def test_a_new_place_in_whom_to_call_ends_the_old_one(said: str, stored: str, ends: set[str]) -> None:
+    assert ending(said, stored, "Nokuthula", own=True) == ends
+
+
+@pytest.mark.parametrize(("said", "stored", "ends"), [
     ("Hana and I got married in September.", "Ji-ho's girlfriend is Hana", {"girlf"}),
     ("I married Tomas last year.", "Ji-ho's boyfriend is Tomas", {"boyfr"}),
     # someone else's wedding, another name, an engagement of a fiancée: nothing ends

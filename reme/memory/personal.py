@@ -3676,11 +3676,18 @@ COURTING = {"married": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancé
 Hana" beside "Hana and Ji-ho got married"."""
 
 
+RANKS = ("first", "second", "third")
+RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?(?P<rank>first|second|third)\b")
+"""Whom someone calls in which order now: "so he's first now and Busisiwe second" (fresh22: "Busisiwe is
+first" stayed)."""
+
+
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem` of a role (a word) that `clause` (a sentence) says someone else now holds
     (`NOW_HOLDS`: "The new foreman is his nephew, Leandro"), when a part of the stored memory (a
     sentence) names it with someone else, or of the name of someone it says is gone (`GONE`) that
-    such a part names; not when that part holds a health fact."""
+    such a part names; not when that part holds a health fact; and of the place someone had in the
+    order of whom to call when the clause gives them another (`RANKED`)."""
     out: set[str] = set()
     for m in GONE.finditer(clause):
         name = m["name"].lower()
@@ -3694,6 +3701,10 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
             roles = said & set(COURTING[m["how"].lower()])
             if len(roles) == 1 and (who in said if who else True) and not health_said(sentence):
                 out.add(_stem(roles.pop()))
+    for m in RANKED.finditer(clause):  # "he's first now and Busisiwe second" of "Busisiwe is first"
+        name, rank = m["name"].lower(), m["rank"].lower()
+        if name in words(stored) and name not in STARTERS and name not in words(user_name):
+            out |= {r for r in RANKS if r != rank and r in words(stored)}
     for m in NOW_HOLDS.finditer(clause):
         role = (m["role"] or m["here"] or m["new"] or m["plain"]).lower()
         name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
