@@ -1299,7 +1299,8 @@ def restricted(sentence: str) -> list[str]:
     so beside a health word, for a while (`FOR_A_WHILE`), as a doctor's rule (`CARER`) or as a list
     of them: "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
     levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
-    clear: no sauna at all", "No alcohol at all" (`AT_ALL`), "No aged cheese, no cured sausage, ..., no soy sauce" (fresh16). Not
+    clear: no sauna at all", "No alcohol at all" (`AT_ALL`), "No aged cheese, no cured sausage, ...,
+    no soy sauce" (fresh16). Not
     "no worries" (`NO_RULE`), nor "no plans this weekend"."""
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
     if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence) or AT_ALL.search(sentence)
@@ -2149,8 +2150,8 @@ def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int,
     return [(start, end, span) for start, end, span in found if not span.first == span.last == said.date()]
 
 
-WHICH_TIME = frozenset("next last this coming past ago before after day days week weeks fortnight month months year years "
-                        "today tomorrow yesterday tonight morning evening afternoon".split())
+WHICH_TIME = frozenset("""next last this coming past ago before after day days week weeks fortnight month months year
+years today tomorrow yesterday tonight morning evening afternoon""".split())
 """Words that say which time is meant, and nothing of what happens then."""
 
 
@@ -2193,7 +2194,8 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
         # liver blood tests are on the 4th of August", stored undated)
         own = {_stem(w) for w in content_words(sentence, I_WORDS | TIME_WORDS | WHICH_TIME)}
         if any(not any(h.first <= span.last and span.first <= h.last and (own & by or not own)
-                       and (h.last - h.first).days <= (span.last - span.first).days + 31 for h, by in held[today] + kept)
+                       and (h.last - h.first).days <= (span.last - span.first).days + 31
+                       for h, by in held[today] + kept)
                for span in spans):
             out.append((index, sentence))
             kept += [(span, own) for span in spans]
@@ -3677,7 +3679,8 @@ Hana" beside "Hana and Ji-ho got married"."""
 
 
 RANKS = ("first", "second", "third")
-RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?(?P<rank>first|second|third)\b")
+RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?"
+                    r"(?P<rank>first|second|third)\b")
 """Whom someone calls in which order now: "so he's first now and Busisiwe second" (fresh22: "Busisiwe is
 first" stayed)."""
 

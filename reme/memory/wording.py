@@ -188,6 +188,8 @@ BARE_MONTH = re.compile(r"\b(?P<by>(?i:in|by|since|during|until|till|from|early|
                         rf"\s+of))[\s-]+(?P<month>{_CAPITAL_MONTH})\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
 """A month said without its year or day: "in July", "by February", "at the end of June", "In January"
 at a sentence's start (the month capitalized: "may" and "march" are verbs too)."""
+
+
 def year_of_months(text: str, said: date, *, named: bool = True) -> str:
     """`text` with the year put after each month it says alone ("in July" -> "in July 2026"), when
     its sentence's tense tells which (`month_year`), not in a text that names a year (`named`:
