@@ -2015,6 +2015,9 @@ def test_a_list_of_medicines_loses_only_what_ended(stored: str, gone: set[str], 
     ("The last prednisolone month is done.", "Radek is taking prednisolone.", True, {"predn"}),
     # someone else's stop; a finish that is no end of it
     ("Furosemide stopped working for Mum.", "Radek is taking furosemide.", True, set()),
+    # fresh23 (qwen1.5b): the word that says something stopped is not what stopped
+    ("And the aspirin has been stopped, she says I don't need it.",
+     "Radek must never stop the prednisolone suddenly.", True, set()),
     ("I finished the scarf for Mum.", "Radek is knitting a scarf.", True, set()),
 ])
 def test_a_stop_said_with_the_thing_first_ends_it(said: str, stored: str, own: bool, ends: set[str]) -> None:
@@ -2108,6 +2111,11 @@ async def updated_in_place(reme: ReMe, server: OpenAITestServer, user: str, stor
     ("Are you still vegetarian?", "Nope.", "Wei is vegetarian", "Wei is no longer vegetarian", True),
     # a "no" ends only what a "still" question asks about
     ("Any new allergies?", "No.", "Wei is allergic to peanuts", "Wei has no new allergies", False),
+    # fresh23 (qwen1.5b): "Are you driving again?" -- "Yes, the eye specialist cleared me"
+    ("Are you driving again?", "Yes, the eye specialist cleared me.",
+     "Wei is not to drive until the eye specialist has checked Wei", "Wei is driving again", True),
+    ("Are you driving again?", "No, not yet.",
+     "Wei is not to drive until the eye specialist has checked Wei", "Wei is not driving yet", False),
 ])
 async def test_a_short_answer_ends_what_the_question_before_it_asks_about(
         reme: ReMe, server: OpenAITestServer, asked: str, said: str, stored: str, candidate: str, ends: bool) -> None:
@@ -4055,6 +4063,10 @@ AZATHIOPRINE = "With the azathioprine I need a blood count every three months, a
     (["Fiifi needs a blood count every three months with the azathioprine",
       "Fiifi must never take allopurinol"], False),  # one memory for each clause holds it
     ([AZATHIOPRINE.replace("I need", "Fiifi needs").replace("I must", "Fiifi must")], False),
+    # fresh23 (qwen1.5b): a memory naming the medicine does not hold a clause that says "never" of it
+    (["Fiifi needs a blood count every three months with the azathioprine", "Fiifi is on allopurinol"], True),
+    (["Fiifi needs a blood count every three months with the azathioprine", "Fiifi must never have allopurinol"],
+     False),
 ])
 def test_a_health_sentence_is_held_clause_by_clause_by_one_memory_each(written: list[str], kept: bool) -> None:
     transcript = Transcript.of([Message(role="user", name="Fiifi", content=AZATHIOPRINE)],

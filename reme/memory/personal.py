@@ -1376,7 +1376,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
     again). A Chinese line is not judged."""
     held = stems(written)
-    each = [stems([text]) for text in written]
+    each = [stems([text]) | ({NEVER_SAID} if NEVER.search(text) else set()) for text in written]
     out: list[tuple[int, str]] = []
     for index, sentence in health_led(transcript):
         sentence = said_whole(sentence)
@@ -1402,15 +1402,22 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     return out
 
 
+NEVER = re.compile(r"\bnever\b", re.IGNORECASE)
+NEVER_SAID = "<never>"
+"""What `needs` asks of a memory for a clause that says "never": that it says "never" too."""
+
+
 def needs(sentence: str) -> Iterator[set[str]]:
     """What one memory must hold of each clause of a health sentence (`CLAUSE`) for it to be held:
-    its health words and numbers, together (fresh22: "With the azathioprine I need a blood count
-    every three months, and I must never take allopurinol" was held by three memories, one of
-    them another speaker's allopurinol, and the blood count was kept by none)."""
+    its health words and numbers, together, and a "never" when the clause says one (fresh22:
+    "With the azathioprine I need a blood count every three months, and I must never take
+    allopurinol" was held by three memories, one of them another speaker's allopurinol, and the
+    blood count was kept by none; fresh23: "And I must never stop the prednisolone suddenly" was
+    held by "Hamish is taking prednisolone, omeprazole, and alendronic acid")."""
     for clause in CLAUSE.split(sentence):
         need = {_stem(w) for w in words(clause) if health_word(w) or w.isdigit()}
         if need:
-            yield need
+            yield need | ({NEVER_SAID} if NEVER.search(clause) else set())
 
 
 KIN = [group.split() for group in (
@@ -3296,8 +3303,9 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|\bended\b(?!\s+up\b)"
                    r"|\bfinished\b" + ENDS_THERE +
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
-OVER_WORDS = ("finished", "over", "gone", "ended")
-"""The words of `ENDED` that say a thing is over ("the senna is gone"), not what is."""
+OVER_WORDS = ("finished", "over", "gone", "ended", "stop", "stops", "stopped", "stopping", "quit", "quits")
+"""The words of `ENDED` that say a thing is over ("the senna is gone"), not what is: "the aspirin has been
+stopped" ends no "must never stop the prednisolone suddenly" (fresh23)."""
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
@@ -3330,12 +3338,12 @@ def every_unit(m: re.Match[str]) -> str:
 
 AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
-                           r"(?P<w>[a-z]{4,})|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+allowed\s+to\s+(?P<t>[a-z]{3,})"
+                           r"(?P<w>[a-z]{4,})|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+(?:allowed\s+)?to\s+(?P<t>[a-z]{3,})"
                            r"|\bcan(?:no|['’])?t\s+(?!(?:have|take|eat|drink|use|be|do|get|go)\b)(?P<c>[a-z]{3,})",
                            re.IGNORECASE)
 """What a memory says someone stopped doing, or must not do: "stopped cycling to work", "no longer
 drives", "No driving for at least six months", "No flying till the neurosurgeon clears Hemi"
-(fresh20), "can't drive"."""
+(fresh20), "can't drive", "is not to drive until the eye specialist has checked him" (fresh23)."""
 AGAIN = (re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
                     r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b", re.IGNORECASE),
          re.compile(r"\bback (?:to|on) (?:the |my )?(?P<w>[a-z]{4,})\b", re.IGNORECASE),
@@ -3427,6 +3435,8 @@ everything nothing something both each every one our your""".split())
 SUBJECTLESS = re.compile(r"^\s*(?:(?:and|but|oh|well)\s+)?(?:(?:all|long|completely)\s+)?(?:finished|done|stopped|over)\b",
                          re.IGNORECASE)
 """A clause that says something ended without saying what: "Finished in August" (after "And the budesonide?")."""
+YES = re.compile(r"^\s*(?:yes|yep|yeah|i\s+am|i\s+have)\b", re.IGNORECASE)
+YOU = re.compile(r"\byou\b", re.IGNORECASE)
 NOT_STILL = re.compile(r"^\s*(?:no|nope|not any ?more|no longer)\W*$", re.IGNORECASE)
 """A first answer that says no (to a question with "still": "Still on the warfarin?")."""
 REFERRING = frozenset("it its them they those".split())
@@ -3595,6 +3605,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                         if gone in {every_unit(e) for e in EVERY.finditer(part)} for w in about & said}
             if s == 0 and asked and "still" in words(asked) and NOT_STILL.match(clauses[0][0]):
                 out |= held & _content_stems(asked, user_name)  # "Still on the warfarin?" "No, ..."
+            if s == 0 and asked and YES.match(clauses[0][0]) and stopped & (again := done_again(YOU.sub("I", asked))):
+                out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
         for i, clause in enumerate(clauses[s]):
             said = _content_stems(clause, user_name) - UNITS
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
