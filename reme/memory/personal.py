@@ -3436,7 +3436,10 @@ SUBJECTLESS = re.compile(r"^\s*(?:(?:and|but|oh|well)\s+)?(?:(?:all|long|complet
                          re.IGNORECASE)
 """A clause that says something ended without saying what: "Finished in August" (after "And the budesonide?")."""
 YES = re.compile(r"^\s*(?:yes|yep|yeah|i\s+am|i\s+have)\b", re.IGNORECASE)
+"""An answer that opens with a yes: "Yes, the eye specialist cleared me" (to "Are you driving again?")."""
 YOU = re.compile(r"\byou\b", re.IGNORECASE)
+"""The question's "you", read as the answer's "I": "Are you driving again?" asks what `AGAIN` reads in
+"I ... again"."""
 NOT_STILL = re.compile(r"^\s*(?:no|nope|not any ?more|no longer)\W*$", re.IGNORECASE)
 """A first answer that says no (to a question with "still": "Still on the warfarin?")."""
 REFERRING = frozenset("it its them they those".split())
