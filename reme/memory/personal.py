@@ -3537,10 +3537,19 @@ def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
     name = words(user_name)[:1]
     out = {_stem(m["job"]) for m in JOB.finditer(stored)
            if other and words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
-    for part in (p for sentence_ in SENTENCE.split(stored) for p in JOINT.split(sentence_)[0::2]):
-        if name and words(part)[:1] == name and not re.match(r"^\S+['’]", part):
-            out |= {_stem(m["at"].lower()) for m in WORK_PLACE.finditer(part)} - said
+    for part in users_parts(stored, user_name):
+        out |= {_stem(m["at"].lower()) for m in WORK_PLACE.finditer(part)} - said
     return out
+
+
+def users_parts(stored: str, user_name: str) -> Iterator[str]:
+    """The parts of a stored memory (`JOINT`) whose subject is the user ("Ines lives in ..."), not
+    something of theirs ("Ines's brother ...")."""
+    name = words(user_name)[:1]
+    for sentence in SENTENCE.split(stored):
+        for part in JOINT.split(sentence)[0::2]:
+            if name and words(part)[:1] == name and not re.match(r"^\S+['’]", part):
+                yield part
 
 
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
@@ -3548,13 +3557,11 @@ def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     (`MOVED_TO`, `JOINED`), where a part of the stored memory whose subject is the user says they
     live or work there."""
     out: set[str] = set()
-    name = words(user_name)[:1]
     for said, held in ((MOVED_TO, LIVES_IN), (JOINED, WORKS_AT)):
         for m in said.finditer(clause):
-            for part in (p for sentence in SENTENCE.split(stored) for p in JOINT.split(sentence)[0::2]):
-                if name and words(part)[:1] == name and not re.match(r"^\S+['’]", part):
-                    out |= {_stem(h["at"].lower()) for h in held.finditer(part)
-                            if h["at"].lower() != m["to"].lower() and m["to"].lower() not in words(part)}
+            for part in users_parts(stored, user_name):
+                out |= {_stem(h["at"].lower()) for h in held.finditer(part)
+                        if h["at"].lower() != m["to"].lower() and m["to"].lower() not in words(part)}
     return out
 
 
