@@ -328,8 +328,9 @@ def _sentence_of(m: re.Match[str]) -> str:
 def _ahead(m: re.Match[str], today: date) -> Span | None:
     """ "in ten days", "three weeks from now": counted forward from `today` (days and weeks to the
     day, months and years as a whole). None when the sentence tells of the past: "finished the
-    course in ten days" is a time it took."""
-    if told_of_past(_sentence_of(m)):
+    course in ten days" is a time it took; but "from now" and "from today" are ahead however the
+    verb reads ("I'm signed off for six weeks from today")."""
+    if not re.search(r"\bfrom\s", m.group(0), re.IGNORECASE) and told_of_past(_sentence_of(m)):
         return None
     n, unit, fuzzy = _counted(m)
     if n > 400:
@@ -477,7 +478,7 @@ RULES: list[Rule] = [
     (re.compile(rf"\b(?:in|during|since|by|throughout|early|late|mid)[\s-]+{_MONTH}(?!\w)", _F),
      lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
     (re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}(?:['’]\s*time)?\b", _F), _ahead),
-    (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+from\s+(?:now|today)\b", _F), _ahead),
+    (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+(?:from\s+(?:now|today)|today)\b", _F), _ahead),  # "two weeks today"
     (re.compile(r"\ba\s+week\s+(?:from\s+)?today\b", _F), _fixed(7)),  # British "a week tomorrow"
     (re.compile(r"\ba\s+week\s+(?:from\s+)?tomorrow\b", _F), _fixed(8)),
     (re.compile(rf"\b(?P<which>last|this|next)\s+{_HOLIDAY}(?!\w)", _F), _holiday),

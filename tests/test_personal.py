@@ -20,7 +20,8 @@ from reme.memory.personal import (_stem, claimed_by_another, led_in, conditions_
                                   _KIN_OF, OVERLAP, WINDOW, Transcript, ending, misnamed, named_subject, not_a_memory,
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
                                   self_compared, unheld_answers, unheld_avoided, unheld_dates, unheld_health, unheld_names, restricted,
-                                  revalued, subject_named, unheld_content, unheld_relations, with_the_time_said)
+                                  revalued, subject_named, unheld_content, unheld_relations, with_the_time_said,
+                                  asks_whom_to_call, named_thing)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -732,6 +733,12 @@ def test_the_speakers_first_person_is_their_name(text: str, expected: str) -> No
     ("2025-10-07", "Siobhan's operation is a week tomorrow",
      "Siobhan's operation is a week tomorrow (15 October 2025)"),
     ("2025-10-07", "Siobhan's operation is a week today", "Siobhan's operation is a week today (14 October 2025)"),
+    # fresh24: "two weeks today" was dated today, and "I'm signed off for six weeks from today" too ("signed" read
+    # as the past)
+    ("2026-04-16", "Torcuil sees Dr MacInnes in clinic two weeks today",
+     "Torcuil sees Dr MacInnes in clinic two weeks today (30 April 2026)"),
+    ("2026-04-16", "I'm signed off for six weeks from today", "I'm signed off for six weeks from today (28 May 2026)"),
+    ("2026-04-16", "We walked for two days today", "We walked for two days today (16 April 2026)"),
     # a fortnight; a month said with next, last or this (fresh14: "a fortnight from today" was dated today,
     # "a fortnight ago", "next March", "last October" not at all)
     ("2026-10-20", "Kim's first full infusion is a fortnight from today",
@@ -1942,6 +1949,20 @@ async def test_a_memory_of_work_that_ended_keeps_nothing_of_it_whole(reme: ReMe,
     # fresh13 (qwen1.5b): a last cigarette ends smoking
     ("Wendelin", "Wendelin smokes, which sets off his cluster headaches",
      "I smoked my last cigarette at Christmas.", "Wendelin smoked his last cigarette at Christmas"),
+    # fresh24 (qwen1.5b kept the old ones): a move said with another person, a restart of what was stopped, what
+    # "it" is when a clause naming the doctor stands between, a clause whose subject is the one before it
+    ("Laleh", "Laleh is living alone in an apartment in North York, on the 14th floor",
+     "My boyfriend Dariush and I moved in together, into a house in Hamilton.",
+     "Laleh and her boyfriend Dariush moved into a house in Hamilton"),
+    ("Laleh", "Laleh stopped Laleh's iron tablets in January 2026, they made the cramps worse",
+     "And I've restarted iron, a different one, ferrous bisglycinate every other day.",
+     "Laleh has restarted iron: ferrous bisglycinate every other day"),
+    ("Laleh", "Laleh takes mesalazine, 4.8 grams a day",
+     "The mesalazine wasn't enough on its own, so my gastroenterologist, Dr Farahani, stopped it and switched me "
+     "to ustekinumab.", "Laleh's gastroenterologist, Dr Farahani, switched her from mesalazine to ustekinumab"),
+    ("Gwilym", "Pirfenidone makes Gwilym sensitive to the sun, so factor 50 and a hat",
+     "The pirfenidone gave me a bad sunburn rash and killed my appetite, so Dr Pritchard stopped it.",
+     "The pirfenidone gave Gwilym a bad sunburn rash and killed his appetite, so Dr Pritchard stopped it"),
 ])
 async def test_a_memory_the_line_says_has_ended_is_updated_even_when_the_model_adds_beside_it(
         reme: ReMe, server: OpenAITestServer, user: str, stored: str, said: str, candidate: str) -> None:
@@ -3156,6 +3177,12 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
      "She's lovely.", None),  # Bethan, not introduced with a relation, may be "she"
     (["My son Wiremu and my brother Tane came.", "Anything else?", "He's seven."], "He's seven.", None),
     (["My husband Kofi is here.", "Anything else?", "She's seven."], "She's seven.", None),
+    # fresh24 (qwen1.5b): a "he" of someone named before, then a sentence naming her (the daughter's peanut
+    # allergy was kept with "She")
+    (["My husband Sorin drives trams, he does the early shifts. Our daughter Ioana is nine. She has a peanut "
+      "allergy."], "She has a peanut allergy.", "Ioana has a peanut allergy."),
+    (["My husband Sorin drives trams, he does the early shifts. She has a peanut allergy."],
+     "She has a peanut allergy.", None),
 ])
 def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_before_says_it(
         lines: list[str], sentence: str, resolved: str | None) -> None:
@@ -4324,3 +4351,85 @@ async def test_an_update_sharing_no_word_with_its_memory_must_be_near_in_meaning
 
     assert now.content == (stored if kept else candidate)
     assert [n.content for n in result.added] == ([candidate] if kept else [])
+
+
+@pytest.mark.parametrize(("said", "stored", "ends"), [
+    # fresh24 (qwen1.5b): "Dr Pritchard stopped it" (the pirfenidone) ended "Dr Pritchard ... says the trials
+    # showed it doesn't help": the doctor who stopped something is not what was stopped
+    ("So in April Dr Pritchard stopped it and switched me to nintedanib.",
+     "Dr Pritchard, Gwilym's chest consultant, says the trials showed N-acetylcysteine doesn't help IPF.", set()),
+    ("In April Dr Pritchard stopped the pirfenidone.", "Gwilym takes pirfenidone, 801 mg three times a day.",
+     {"pirfe"}),
+    # ... and what was stopped after the doctor's name is: "I stopped seeing Dr Pritchard"
+    ("I stopped seeing Dr Pritchard.", "Gwilym's chest consultant is Dr Pritchard.", {"pritc"}),
+])
+def test_the_doctor_who_stopped_something_is_not_what_ended(said: str, stored: str, ends: set[str]) -> None:
+    assert ending(said, stored, "Gwilym") == ends
+
+
+@pytest.mark.parametrize(("before", "sentence", "named"), [
+    # fresh24 (qwen1.5b): "It gives me diarrhoea" after a switch to nintedanib was stored of the pirfenidone
+    ("The pirfenidone gave me a bad sunburn rash, so in April Dr Pritchard stopped it and switched me to "
+     "nintedanib, 150 milligrams twice a day. ", "It gives me diarrhoea sometimes.",
+     "The nintedanib gives me diarrhoea sometimes."),
+    # two medicines before it, no switch: which one "it" is is not known
+    ("Metformin and sitagliptin, twice a day. ", "It makes me queasy.", "It makes me queasy."),
+    ("Prednisolone, 20 mg every morning. ", "It comes down by 5 mg every four weeks.",
+     "Prednisolone comes down by 5 mg every four weeks."),
+])
+def test_it_after_a_switch_is_the_medicine_switched_to(before: str, sentence: str, named: str) -> None:
+    assert named_thing(before, sentence) == named
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("Is Kian still your first contact?", True),  # fresh24: the answer "Dariush is first now" was lost
+    ("Who is your next of kin?", True),
+    ("Who is his first contact?", False),
+    ("How was your first call with the new boss?", False),
+])
+def test_a_question_of_the_first_contact_asks_whom_to_call(question: str, asks: bool) -> None:
+    assert asks_whom_to_call(question) is asks
+
+
+def test_a_new_first_contact_asked_of_is_kept() -> None:
+    transcript = Transcript.of([Message(role="assistant", content="Is Kian still your first contact?"),
+                                Message(role="user", name="Laleh",
+                                        content="Dariush is first now, he's right there. Kian second.")], T0)
+    written = ["Laleh's emergency contacts: Laleh's brother Kian, first.", "Laleh's boyfriend is Dariush."]
+    assert unheld_answers(transcript, "Laleh", written) == [
+        (1, "Laleh's emergency contacts: Dariush is first now, he's right there. Kian second.")]
+    assert unheld_answers(transcript, "Laleh", [*written, "Laleh's emergency contacts: Dariush first, Kian second."]) == []
+
+
+def test_things_to_avoid_named_before_why_are_kept() -> None:
+    # fresh24 (qwen1.5b): "Grapefruit and grapefruit juice, and St John's wort, they change the level in Bohdana's
+    # blood." was stored without a word saying they are to be avoided
+    transcript = Transcript.of([Message(role="assistant", content="Is there anything you need to avoid with imatinib?"),
+                                Message(role="user", name="Bohdana", content="Grapefruit and grapefruit juice, and St "
+                                        "John's wort, they change the level in my blood. I check every new medicine.")],
+                               T0)
+    written = ["Grapefruit and grapefruit juice, and St John's wort, they change the level in Bohdana's blood."]
+    assert unheld_avoided(transcript, "Bohdana", written) == [
+        (1, "Bohdana must avoid: Grapefruit and grapefruit juice, and St John's wort, they change the level in my "
+            "blood.")]
+    assert unheld_avoided(transcript, "Bohdana", ["Bohdana must avoid grapefruit and St John's wort."]) == []
+
+
+def test_a_memory_of_who_is_in_the_conversation_is_not_a_memory() -> None:
+    # fresh24 (qwen1.5b), of a friend only named as an emergency contact
+    lines = [Message(role="user", name="Laleh", content="My brother Kian, first. Then my friend Shirin.")]
+    assert not_a_memory("Laleh's friend Shirin is also in the conversation.", lines, [0], "Laleh")
+    assert not_a_memory("Laleh's friend Shirin is her second emergency contact.", lines, [0], "Laleh") is None
+
+
+@pytest.mark.parametrize(("said", "kept"), [
+    # fresh24 (qwen1.5b): the name the speaker asked to be called was in no memory (a request is not read)
+    ("First thing: please call me Dana. Only my passport and my doctors call me Bohdana.",
+     [(0, "Bohdana goes by Dana")]),
+    ("I go by Sol at work.", [(0, "Bohdana goes by Sol")]),
+    ("Call me on Monday. Please call me back tomorrow.", []),
+])
+def test_the_name_a_speaker_asks_to_be_called_is_kept(said: str, kept: list[tuple[int, str]]) -> None:
+    transcript = Transcript.of([Message(role="user", name="Bohdana", content=said)], T0)
+    assert unheld_names(transcript, "Bohdana", []) == kept
+    assert unheld_names(transcript, "Bohdana", [text for _, text in kept]) == []

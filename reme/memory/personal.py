@@ -705,6 +705,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
                 f"({', '.join(borrowed[:5])})")
     if "assistant" in said or "助手" in text:
         return f"{text[:80]!r} tells what happened in the conversation with the assistant, not about a person"
+    if IN_CONVERSATION.search(text):
+        return f"{text[:80]!r} tells who is in the conversation, not about a person"
     unsaid = unsaid_words(text, messages, user_name)
     if unsaid:
         return f"{text[:80]!r} says what no one said in the conversation ({', '.join(unsaid[:5])})"
@@ -730,6 +732,12 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
     if GENERAL.search(text) and not told_of_someone(text, messages, user_name):
         return f"{text[:80]!r} tells what a thing is or is for, of no one: not what a person said of themselves"
     return None
+
+
+IN_CONVERSATION = re.compile(r"\b(?:is|are|was|were)\s+(?:also\s+)?(?:in|part\s+of|joining|present\s+in)\s+"
+                             r"(?:the|this)\s+(?:conversation|chat)\b", re.IGNORECASE)
+"""A memory of who takes part in the conversation: "Laleh's friend Shirin is also in the conversation" (fresh24,
+of a friend who was only named)."""
 
 
 GENERAL = re.compile(r"^\s*(?:[\w'’-]+\s+){1,4}?(?:is|are)\s+(?:(?:often|commonly|usually|typically|mainly|mostly)\s+)?"
@@ -1048,7 +1056,7 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "traline", "alopram",
                 # the stems of international nonproprietary names, WHO's list (fresh15: betahistine, gentamicin,
                 # adalimumab, tizanidine, prochlorperazine, nitrofurantoin, trimethoprim, pseudoephedrine, ...)
-                "mab", "tinib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin", "oprim",
+                "mab", "tinib", "anib", "rafenib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin", "oprim",
                 "ephedrine", "farin", "alexin", "setron", "peridone", "dronate", "dronic", "purinol", "tropin",
                 "relix", "sterone", "ynin", "fenac", "profen", "afil", "gliflozin", "glutide", "triptyline",
                 "chicine", "idogrel", "goxin", "darone", "sonide", "gabalin", "itis",
@@ -1499,6 +1507,9 @@ def the_one_related(transcript: Transcript, index: int, sentence: str, pronoun: 
 
 
 IT_LEADS = re.compile(r"It(?P<s>['’]s)?\s+(?=\S)")
+SWITCHED_TO = re.compile(r"\b(?:switched|changed|moved|put)\s+(?:(?:me|him|her|them|us)\s+)?(?:over\s+)?"
+                         r"(?:to|on(?:to)?)\s+(?:the\s+)?(?P<to>[\w-]+)", re.IGNORECASE)
+"""A medicine someone was switched to: "stopped it and switched me to nintedanib" (fresh24)."""
 THE_THING = re.compile(r"^(?P<thing>(?:(?:The|My|Her|His|Their)\s+)?(?P<word>[A-Za-z][\w-]+))\b")
 
 
@@ -1508,12 +1519,19 @@ def named_thing(before: str, sentence: str) -> str:
     20 mg every morning, started ten days ago. It comes down by 5 mg every four weeks.": qwen1.5b
     kept the second as said, "it" unnamed), or names one condition (`condition_word`, `DIAGNOSES`:
     "I've got gastroparesis. It started after a norovirus"), or, when the sentence states a dose,
-    the one medicine its line names before it with no question between; else as it is."""
+    the one medicine its line names before it with no question between; else as it is. A medicine
+    the sentence before says someone was switched to is the "it" (`SWITCHED_TO`: "The pirfenidone
+    ..., so ... stopped it and switched me to nintedanib. It gives me diarrhoea"), and the medicine
+    it starts with is not when it names another medicine after it."""
     said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
-    found = THE_THING.match(said[-1]) if said and not said[-1].endswith(("?", "？")) else None
+    last = said[-1] if said and not said[-1].endswith(("?", "？")) else ""
+    found = THE_THING.match(last)
     lead = IT_LEADS.match(sentence)
     assert lead is not None
-    if found and health_word(found["word"].lower()):
+    if switched := [m["to"] for m in SWITCHED_TO.finditer(last) if medicine_word(m["to"].lower())]:
+        return _subject_put(f"The {switched[-1]}", " " + sentence[lead.end():], bool(lead["s"]))
+    if found and health_word(found["word"].lower()) and not {
+            w for w in words(last) if medicine_word(w) and w != found["word"].lower()}:
         return _subject_put(found["thing"], " " + sentence[lead.end():], bool(lead["s"]))  # "It's been stopped"
     # the one condition the sentence before names (fresh19: "I've got gastroparesis, my stomach's basically on a
     # permanent go-slow. It started after a horrible norovirus in 2023 and never bounced back.")
@@ -1690,7 +1708,8 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     assistant's line just before naming no one else; else, when no sentence before it in its line
     names anyone, that line naming one person ("And Mere?" -- "She has eczema"). A name is a
     capitalized word the conversation writes inside a sentence somewhere (not "Nervous, but
-    OK."). Not when its line says "his" or "him" before a "She" (or "her" before a "He").
+    OK."). Not when its line says "he", "his" or "him" before a "She" (or "her" before a "He"), unless
+    a sentence after that one names someone.
     Otherwise `sentence` as it is (the repair's to mend). "She's" becomes "Nomvula is", or
     "Nomvula's" before a participle ("He's had anaphylaxis", "She's called twice"). A sentence
     starting with "It" names the medicine the sentence before starts with (`named_thing`)."""
@@ -1713,8 +1732,14 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
     name = None
     before = message.content[:at]
-    if (HIS if other == "He" else HERS) & set(words(before)):
-        return sentence  # "Back at work today, his first shift. She's called twice": not him
+    theirs = HIS if other == "He" else HERS
+    since = [t for t in SENTENCE.split(before) if t.strip()]
+    while since and not theirs & set(words(since[0])):
+        since.pop(0)
+    if since and not any(m in known for t in since[1:] for m in CAPITALIZED.findall(t)):
+        # "Back at work today, his first shift. She's called twice": not him; but "My husband Sorin ..., he
+        # does the early shifts. Our daughter Ioana is nine. She has a peanut allergy" (fresh24): Ioana
+        return sentence
     for said in reversed([t.strip() for t in SENTENCE.split(before)]):
         if not said or said.endswith(("?", "？")):
             continue
@@ -1966,17 +1991,28 @@ shall should do does did""".split())
 """First words of a sentence that asks the assistant for something rather than tells a fact."""
 
 
+CALL_ME = re.compile(r"\b(?i:please\s+)?(?i:call\s+me|I\s+go\s+by)\s+(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b")
+"""The name a speaker asks to be called: "please call me Dana", "I go by Sol"."""
+
+
 def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a number or a name (not
     a speaker's) that none of `written` (the memories so far) holds, lead-in dropped, with the
     index of their line: what the extraction was shown and still did not keep ("We're planning
     my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b);
-    not a request to the assistant (`ASKING`). A Chinese line is not judged."""
+    not a request to the assistant (`ASKING`). A name a speaker asks to be called (`CALL_ME`) that no
+    memory holds is kept as "<speaker> goes by <name>". A Chinese line is not judged."""
     speakers = transcript.speaker_words(user_name)
     held = stems(written)
     out: list[tuple[int, str]] = []
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
+        if ((alias := CALL_ME.search(sentence)) and _stem(alias["name"].lower()) not in held
+                and alias["name"].lower() not in TIME_WORDS | speakers):
+            # fresh24 (qwen1.5b): "First thing: please call me Dana." was in no memory (a request, so not read)
+            out.append((index, f"{transcript.messages[index].name or user_name} goes by {alias['name']}"))
+            held |= stems([alias["name"]])
+            continue
         if words(sentence)[:1] and words(sentence)[0] in ASKING:
             continue  # "Rate the songs I liked this year 5 stars." asks the assistant: no fact
         named = named_in(sentence, speakers)
@@ -2049,6 +2085,11 @@ ANOTHERS_CONTACT = re.compile(r"\b(?:his|her|their)\s+(?:\w+\s+)?contacts?\b|\b(
 "Who did you call about the boiler?"): no emergency contact of the speaker's."""
 
 
+YOUR_CONTACT = re.compile(r"\byour\s+(?:first|main|emergency|next)\s+contact\b|\byour\s+next\s+of\s+kin\b"
+                          r"|\b(?:first|main)\s+(?:person|one)\s+to\s+(?:call|ring|phone)\b", re.IGNORECASE)
+"""A question of the speaker's first contact: "Is Kian still your first contact?" (fresh24)."""
+
+
 def says_whom_to_call(text: str) -> bool:
     """Whether a text speaks of calling someone or of an emergency (`TO_CALL`, `EMERGENCY`), or of next of kin."""
     return bool(TO_CALL.search(text) or EMERGENCY.search(text) or FIRST_CALL.search(text))
@@ -2059,8 +2100,11 @@ def asks_whom_to_call(question: str) -> bool:
     a thing: `EMERGENCY_THING`), or a
     question of it asks who is to be called, phoned, rung or contacted ("And who should they
     phone?", "Who's your contact at home if anything happens?"; fresh6), not whom another has or
-    whom someone called (`ANOTHERS_CONTACT`)."""
+    whom someone called (`ANOTHERS_CONTACT`); or it asks of the speaker's first contact (`YOUR_CONTACT`:
+    "Is Kian still your first contact?", fresh24)."""
     if EMERGENCY.search(question) and not EMERGENCY_THING.search(question):
+        return True
+    if any(YOUR_CONTACT.search(q) for q in re.findall(r"[^.!?]*\?", question)):
         return True
     return any(WHO.search(q) and TO_CALL.search(q) and not ANOTHERS_CONTACT.search(q)
                for q in re.findall(r"[^.!?]*\?", question))
@@ -2110,20 +2154,28 @@ TO_AVOID = re.compile(r"\b(?:no|never|not|nothing|avoid\w*|stay\w*\s+away|allerg
 """What a memory says something is not to be had with."""
 
 
+WHY_AFTER = re.compile(r",\s+(?=(?:they|it|that|those|both|which|all)\s+(?!and\b|or\b))", re.IGNORECASE)
+"""Where a list of things ends and what is said of them begins: "Grapefruit and grapefruit juice, and St
+John's wort, they change the level in my blood" (fresh24)."""
+
+
 def avoided_answers(messages: Sequence[Message]) -> Iterator[tuple[int, str, str, bool]]:
     """A person's answer to the assistant's question of what they react to or must avoid
     ("Any allergies?" -- "Co-trimoxazole, Septrin. A big blistering rash in 2015."), whose first
-    sentence names it alone (a few words, no "I" or "my"): the line's index, that sentence, the
-    thing it names first, and whether the question was of allergies."""
+    sentence names it alone (a few words, no "I" or "my"), or names it first and then says why
+    (`WHY_AFTER`): the line's index, that sentence, the thing it names first, and whether the
+    question was of allergies."""
     for index, message in enumerate(messages):
         asked = asked_before(messages, index)
         if message.role != "user" or not (REACTS.search(asked) or AVOID.search(asked)):
             continue
         first = SENTENCE.split(" ".join(message.content.split()))[0].strip()
-        said = words(first)
-        if not said or len(said) > 8 or said[0] in NAMES_NOTHING or I_WORDS & set(said) or CJK_CHAR.search(first):
+        listed = WHY_AFTER.split(first)[0]  # "Grapefruit and grapefruit juice, and St John's wort, they change ..."
+        said = words(listed)
+        if (not said or len(said) > (8 if listed == first else 10) or said[0] in NAMES_NOTHING or I_WORDS & set(said)
+                or CJK_CHAR.search(first)):
             continue
-        thing = re.split(r"[,;:(]|\s+(?:and|or|or\s+any|and\s+any)\s+", first)[0].strip(" .!").casefold()
+        thing = re.split(r"[,;:(]|\s+(?:and|or|or\s+any|and\s+any)\s+", listed)[0].strip(" .!").casefold()
         thing = re.sub(r"^(?:just|only|and|oh|well|definitely)\s+", "", thing)
         if thing:
             yield index, first, thing, bool(REACTS.search(asked))
@@ -3338,21 +3390,25 @@ def every_unit(m: re.Match[str]) -> str:
 
 AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
-                           r"(?P<w>[a-z]{4,})|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+(?:allowed\s+)?to\s+(?P<t>[a-z]{3,})"
+                           r"(?:(?:my|his|her|their|our|(?-i:[A-ZÀ-ÖØ-Þ])[^\W\d_]*['’]s)\s+)?(?P<w>[a-z]{4,})"
+                           r"|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+(?:allowed\s+)?to\s+(?P<t>[a-z]{3,})"
                            r"|\bcan(?:no|['’])?t\s+(?!(?:have|take|eat|drink|use|be|do|get|go)\b)(?P<c>[a-z]{3,})",
                            re.IGNORECASE)
 """What a memory says someone stopped doing, or must not do: "stopped cycling to work", "no longer
-drives", "No driving for at least six months", "No flying till the neurosurgeon clears Hemi"
-(fresh20), "can't drive", "is not to drive until the eye specialist has checked him" (fresh23)."""
+drives", "stopped Laleh's iron tablets" (fresh24), "No driving for at least six months", "No flying till the
+neurosurgeon clears Hemi" (fresh20), "can't drive", "is not to drive until the eye specialist has checked him"
+(fresh23)."""
 AGAIN = (re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'re| started| began| have started)?"
                     r"\s+(?P<w>[a-z]{4,})\b[^.;!?]{0,30}\bagain\b", re.IGNORECASE),
          re.compile(r"\bback (?:to|on) (?:the |my )?(?P<w>[a-z]{4,})\b", re.IGNORECASE),
+         re.compile(r"\b(?:re-?start(?:ed|ing|s)?|resum(?:ed|ing|es))\s+(?:(?:my|the|his|her|their|our|taking)\s+)?"
+                    r"(?P<w>[a-z]{3,})", re.IGNORECASE),
          re.compile(r"\b(?P<w>[a-z]{4,}) (?:is|are)(?: \w+)? back\b", re.IGNORECASE),
          re.compile(r"(?<!not )(?<!n't )(?<!never )\b(?:allowed|cleared|okayed)\s+(?:(?:me|him|her|them|us)\s+)?"
                     r"to\s+(?P<w>[a-z]{3,})", re.IGNORECASE))
 """Someone doing again what they had stopped: "I've been cycling to work again", "back to running",
-"back on coffee", "coffee is back too", or allowed to: "The neurosurgeon cleared me to fly in May",
-"I'm allowed to drive again" (fresh20; not "not allowed to drive"). Each is looked for on its own
+"back on coffee", "I've restarted iron" (fresh24), "coffee is back too", or allowed to: "The neurosurgeon
+cleared me to fly in May", "I'm allowed to drive again" (fresh20; not "not allowed to drive"). Each is looked for on its own
 (`done_again`): "I'm allowed to drive again" is "allowed" again by the first, "drive" by the last."""
 
 
@@ -3368,6 +3424,8 @@ UNITS = frozenset(_stem(w) for w in [
 are not about one thing."""
 _TITLES = {t.rstrip(".").lower() for t in TITLES} | {"miss"}
 _TITLE = r"(?:(?:" + "|".join(t.capitalize() for t in sorted(_TITLES)) + r")\.?\s+)?"
+TITLED_NAME = re.compile(r"\b" + _TITLE[:-1] + r"(?P<name>[A-Z][^\W\d_]+)")
+"""Someone named with a title: "Dr Pritchard", "Nurse Okoye"."""
 _HOLDER = r"(?:(?i:his|her|their|my|our)\s+[a-z]+,?\s+)?" + _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"
 NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _HOLDER.format("name")
                        + r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)"
@@ -3446,17 +3504,33 @@ REFERRING = frozenset("it its them they those".split())
 _DETERMINERS = frozenset("the my our his her their a an".split())
 
 
+SUBJECT_SHARED = frozenset("made gave took kept got went left put set brought caused".split())
+"""Verbs in the past that start a clause whose subject is the one before it ("... and gave me a rash")."""
+WHO_ALONE = re.compile(r"^\s*(?:(?:and|but|so|then)\s+)?(?:(?:my|our|his|her|their)\s+[a-z]+|" + _TITLE[:-1]
+                       + r"[A-Z][^\W\d_]+)\s*[.!]?\s*$")
+"""A clause that only names who did something, before what they did: "so my gastroenterologist", "Dr Farahani"."""
+
+
+STOPPED_WHAT = re.compile(r"\s+(?!(?:in|on|at|last|this|after|before|for|because|when|and|so|but|then|now|too)\b)"
+                          r"(?:it|them|the|my|his|her|their|our|a|an|[a-z]{3,})\b")
+"""What follows an ending word when it has an object ("stopped it", "stopped the pirfenidone"): its subject,
+then, is who ended it, not what ended ("Dr Hollis is out of the picture", "Dr Hollis quit in May")."""
+
+
 def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) -> set[str]:
     """The `_stem`s of a stored memory's words (`held`) that an "it" (or a clause with no subject:
     "Finished in August") refers to, given the clauses before it, nearest last, and the question
     the line answers (`asked`): those of the nearest clause that names a thing first ("the
     topiramate made my fingers tingle and I couldn't find my words, so it was stopped"), or of the
     nearest first-person clause that names one the memory holds ("I was on warfarin, but they took
-    me off it"), else of the question."""
+    me off it"), else of the question. A clause that only names someone (`WHO_ALONE`), or starts
+    with a verb in the past (its subject is the one before it), is passed over."""
     for clause in reversed(before):
         said = unled(words(clause))
-        if not _content_stems(" ".join(said), user_name):
-            continue  # "No", "thank goodness"
+        if not _content_stems(" ".join(said), user_name) or WHO_ALONE.match(clause):
+            continue  # "No", "thank goodness"; "so my gastroenterologist, Dr Farahani, stopped it" (fresh24)
+        if said[0].endswith("ed") or said[0] in SUBJECT_SHARED:
+            continue  # the subject of the clause before: "The pirfenidone gave me a rash and killed my appetite"
         if said[0] in ("i", "we"):
             if found := held & _content_stems(" ".join(said[1:]), user_name):
                 return found
@@ -3470,7 +3544,8 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
     return held & _content_stems(asked, user_name)
 
 
-MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+(?:back\s+)?"
+MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+"
+                      r"(?:(?:back|in\s+together|house|over),?\s+)?(?:(?:in|on|last|this)\s+[^,.;!?]{1,20}?,?\s+)?"
                       r"(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
 LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)\s+(?P<at>[A-Z][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
@@ -3479,7 +3554,8 @@ JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:
 WORKS_AT = re.compile(r"\b(?:works|work|working|employed|job)\b[^.;!?,]{0,30}?\b(?:at|for)\s+(?:the\s+)?"
                       r"(?P<at>[A-Z][^\W\d_]+)")
 """A move, a new employer said in the first person ("We moved to Santiago", "I moved into the annexe
-at my daughter's, in Headington", "I started at Bosch"), and where a memory says its user lives or
+at my daughter's, in Headington", "Dariush and I moved in together in May, into a house in Hamilton"
+(fresh24), "I started at Bosch"), and where a memory says its user lives or
 works ("Ines lives in Valparaíso", "Bea lives on her own in a flat on Cowley Road", "Rui works as
 an engineer at Siemens")."""
 
@@ -3631,9 +3707,12 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                     if changed else them
             if own and not says_own(clause, sentence):
                 continue
-            if held & said and ENDED.search(clause):
-                # what ended, not the word saying so ("The senna and docusate are gone" ends no "hasn't gone")
-                out |= held & said - {_stem(w) for w in words(clause) if w in OVER_WORDS}
+            if held & said and (over := ENDED.search(clause)):
+                # what ended, not the word saying so ("The senna and docusate are gone" ends no "hasn't gone"), nor
+                # a doctor who ended it (fresh24: "Dr Pritchard stopped it" ended "Dr Pritchard ... says ...")
+                agents = {_stem(m["name"].lower()) for m in TITLED_NAME.finditer(clause[:over.start()])} \
+                    if STOPPED_WHAT.match(clause[over.end():]) else set()
+                out |= held & said - {_stem(w) for w in words(clause) if w in OVER_WORDS} - agents
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
