@@ -38,3 +38,16 @@ def test_store_bench_server_table_times_every_call_on_both_stores_and_counts_rou
     assert {float(cells[op][1]) for op in ("search", "search by vector", "list", "get")} == {1.0}
     # One read finds the duplicates and the taken ids of a batch, whatever users it holds.
     assert float(cells["add 10 users"][1]) == float(cells["add"][1])
+
+
+def test_roundtrip_floor_times_one_read_on_each_path_against_the_embedded_store() -> None:
+    out = subprocess.run([sys.executable, "-m", "benchmark.roundtrip_floor", "--calls", "5"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    rows = {line.strip("|").split("|")[0].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in out.splitlines() if line.startswith("| ") and not line.startswith("| call")}
+    assert set(rows) == {"`get_memory`, embedded", "`get_memory`, server, REST", "`get_memory`, server, gRPC",
+                         "qdrant-client retrieve, REST", "qdrant-client retrieve, gRPC", "raw gRPC stub `Get`",
+                         "empty `GET /healthz`, httpx"}
+    assert rows["`get_memory`, embedded"][2] == "x1.0"
+    assert all(re.fullmatch(r"\d+\.\d{3} / \d+\.\d{3}", row[1]) and re.fullmatch(r"x\d+\.\d", row[2])
+               for row in rows.values()), rows
