@@ -3226,6 +3226,14 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
     (["Since August I've been on phenelzine.", "How are you sleeping?", "Ten hours a night."], "Ten hours a night.",
      None),  # not a dose
     (["Since August I've been on phenelzine.", "What's the dose?", "Some milligrams."], "Some milligrams.", None),
+    # fresh24 (qwen1.5b): work said alone, answering the question of it, was kept with no subject ("I've retired"
+    # then ended nothing of it)
+    (["What do you do for work?", "Sheep farmer, four hundred ewes near Tregaron."],
+     "Sheep farmer, four hundred ewes near Tregaron.", "Mandla is a sheep farmer, four hundred ewes near Tregaron."),
+    (["What do you do for work?", "Electrician."], "Electrician.", "Mandla is an electrician."),
+    (["What do you do for work?", "Better, finally."], "Better, finally.", None),
+    (["What do you do for work?", "Mother of three, mostly."], "Mother of three, mostly.", None),
+    (["How are you?", "Sheep farmer, four hundred ewes."], "Sheep farmer, four hundred ewes.", None),
 ])
 def test_a_sentence_kept_as_said_is_given_the_subject_its_line_or_question_says(
         lines: list[str], sentence: str, resolved: str | None) -> None:
@@ -4215,6 +4223,21 @@ async def test_a_line_ending_what_a_condition_does_keeps_the_condition(reme: ReM
     assert (await reme.get_memory(old.memory_id)).content == stored
     assert candidate in [n.content for n in result.added]
     assert any("names a condition the line does not (cidp, polyneuropathy)" in r.reason for r in result.rejected)
+
+
+async def test_a_condition_another_memory_names_does_not_keep_an_ended_medicine(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh24 (qwen1.5b): "Laleh is taking mesalazine and budesonide MMX for her ulcerative colitis" stayed after both
+    # ended, for its condition, which "Laleh has ulcerative colitis ..." held too
+    await reme.add_memory("Laleh has ulcerative colitis, diagnosed after a colonoscopy", user_name="laleh")
+    stored = "Laleh is taking mesalazine for her ulcerative colitis"
+    said = "My gastroenterologist stopped the mesalazine and switched me to ustekinumab."
+    candidate = "Laleh's gastroenterologist stopped the mesalazine and switched her to ustekinumab"
+    old, result = await reconciled(reme, server, "Laleh", stored, said, candidate, None, action="ADD")
+
+    assert (await reme.get_memory(old.memory_id)).content == candidate
+    assert not any("names a condition the line does not" in r.reason for r in result.rejected)
+    assert any("colitis" in n.content for n in await reme.list_memory(user_name="laleh"))
 
 
 @pytest.mark.parametrize(("text", "named"), [

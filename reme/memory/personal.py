@@ -1773,6 +1773,18 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     return _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
 
 
+WORK_ASKED = re.compile(r"\bwhat\s+do\s+you\s+do\b|\bfor\s+(?:work|a\s+living)\b|\byour\s+(?:job|work)\b"
+                        r"|\bwhat(?:['’]s|\s+is)\s+your\s+(?:job|work|line\s+of\s+work)\b", re.IGNORECASE)
+WORK_ALONE = re.compile(r"(?:[A-Za-z-]+\s+){0,2}?(?P<job>[A-Za-z-]{2,}(?:er|or|ist|ian)|chef|nurse|cook|midwife|surgeon"
+                        r"|mechanic|vet)(?=\s*[,.;]|\s*$|\s+(?:at|in|for|with|on)\b)", re.IGNORECASE)
+NOT_WORK = frozenset("""never ever whatever however other another rather either neither together better after over
+under later sooner longer bigger smaller harder easier mother father brother sister daughter grandmother grandfather
+power water paper number summer winter member matter letter order color colour honour error motor floor door major
+minor labour dinner corner border center centre finger answer weather""".split())
+"""The question of someone's work, and an answer that is their work alone: "Sheep farmer, four hundred
+ewes near Tregaron", "Nurse at the Royal" (not "Better, finally": `NOT_WORK`)."""
+
+
 STATE_LEADS = re.compile(r"(?:Allergic|Anaphylactic|Intolerant|Sensitive|Diabetic|Epileptic|Coeliac|Celiac|Asthmatic"
                          r"|Pregnant)\b")
 """A sentence that says a state with no subject: "Anaphylactic to cashews and pistachios."."""
@@ -1833,6 +1845,12 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     if (owner := OWNER_LEADS.match(sentence)) and not any(named):
         asked_of = {n for n in CAPITALIZED.findall(asked) if n in known}
         return f"{asked_of.pop()}'s {sentence[owner.end():]}" if len(asked_of) == 1 else sentence
+    if (not before and message.name and WORK_ASKED.search(asked) and (work := WORK_ALONE.match(sentence))
+            and work["job"].lower() not in NOT_WORK | FILLER):
+        # fresh24 (qwen1.5b): "What do you do for work?" -- "Sheep farmer, four hundred ewes near Tregaron." was kept
+        # with no subject, so "I've retired" ended nothing of it
+        a = "an" if sentence[0].lower() in "aeiou" else "a"
+        return f"{message.name} is {a} {sentence[0].lower()}{sentence[1:]}"
     question = WHEN_WHERE.match(asked) if asked and not before else None
     if question is None or not NOT_FRAGMENT.isdisjoint(words(sentence)):
         return sentence
@@ -3266,6 +3284,10 @@ class Decider:
                                      + ": changed in place, the candidate goes beside it")
                     continue
                 kept = conditions_named(lasting(over.content)) - stems([shown.cited[k]]) - BODY_STEMS
+                # a condition another stored memory names is not lost with this one (fresh24: "Laleh is taking
+                # mesalazine and budesonide MMX for her ulcerative colitis" beside "Laleh has ulcerative colitis")
+                kept -= {w for i, other in enumerate(shown.existing) if i != j and (k, i) not in shown.ends
+                         for w in conditions_named(lasting(other.content))}
                 kept_words = sorted({w for w in words(over.content) if _stem(w) in kept})
                 if kept and not left:
                     # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
