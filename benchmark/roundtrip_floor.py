@@ -26,9 +26,7 @@ import httpx
 from qdrant_client import AsyncQdrantClient, grpc as qgrpc, models
 
 from benchmark.qdrant_server import serve
-from reme import ReMe
-
-DIM = 384
+from benchmark.store_bench import DIM, facade_stores
 
 
 async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
@@ -49,13 +47,8 @@ async def run(calls: int) -> str:
     rows: list[tuple[str, tuple[float, float]]] = []
     try:
         with serve(root / "qdrant") as node:
-            embedding = {"backend": "hash", "dimensions": DIM}
-            server = {"backend": "qdrant", "url": node.url, "collection": f"floor{uuid.uuid4().hex[:8]}",
-                      "grpc_port": node.grpc_port}
-            stores = {"embedded": ReMe(working_dir=str(root / "edge"), embedding=embedding),
-                      "server, REST": ReMe(working_dir=str(root / "rest"), embedding=embedding, vector_store=server),
-                      "server, gRPC": ReMe(working_dir=str(root / "grpc"), embedding=embedding,
-                                           vector_store={**server, "prefer_grpc": True})}
+            stores = {("server, " if name != "embedded" else "") + name: reme
+                      for name, reme in facade_stores(root, node.url, node.grpc_port).items()}
             for name, reme in stores.items():
                 await reme.open()
                 stored = await reme.add_memory(f"Alice prefers window seats ({name})", user_name="alice")

@@ -439,21 +439,27 @@ async def fill(reme: Any, nodes: list[MemoryNode], vecs: np.ndarray, name: str) 
     return took
 
 
+def facade_stores(root: Path, url: str, grpc_port: int) -> dict[str, Any]:
+    """`ReMe` on the embedded store (in `root`) and on the server at `url` over REST and over gRPC
+    (one new collection for both), hash vectors of `DIM`: "embedded", "REST", "gRPC"."""
+    from reme import ReMe
+
+    embedding = {"backend": "hash", "dimensions": DIM}
+    server = {"backend": "qdrant", "url": url, "collection": f"bench{uuid.uuid4().hex[:8]}", "grpc_port": grpc_port}
+    return {"embedded": ReMe(working_dir=str(root / "edge"), embedding=embedding),
+            "REST": ReMe(working_dir=str(root / "rest"), embedding=embedding, vector_store=server),
+            "gRPC": ReMe(working_dir=str(root / "grpc"), embedding=embedding,
+                         vector_store={**server, "prefer_grpc": True})}
+
+
 async def bench_facade(url: str, grpc_port: int, root: Path, n: int, repeat: int) -> str:
     """The facade's calls on the embedded store and on the server at `url` over REST and over
     gRPC, taking turns call by call, each filled with the same `n` memories of 1,000 users (the
     two server clients share one collection, each changing its own memories): a table of p50 /
     p95 per call, the ratios server/embedded, and the server round trips per call."""
-    from reme import ReMe
-
     vecs, texts, targets = make_data(n)
     nodes = facade_nodes(texts, targets)
-    embedding = {"backend": "hash", "dimensions": DIM}
-    server = {"backend": "qdrant", "url": url, "collection": f"bench{uuid.uuid4().hex[:8]}", "grpc_port": grpc_port}
-    stores = {"embedded": ReMe(working_dir=str(root / "edge"), embedding=embedding),
-              "REST": ReMe(working_dir=str(root / "rest"), embedding=embedding, vector_store=server),
-              "gRPC": ReMe(working_dir=str(root / "grpc"), embedding=embedding,
-                           vector_store={**server, "prefer_grpc": True})}
+    stores = facade_stores(root, url, grpc_port)
     for name, reme in stores.items():
         await reme.open()
         if name != "gRPC":
