@@ -4421,7 +4421,8 @@ def test_a_new_first_contact_asked_of_is_kept() -> None:
     written = ["Laleh's emergency contacts: Laleh's brother Kian, first.", "Laleh's boyfriend is Dariush."]
     assert unheld_answers(transcript, "Laleh", written) == [
         (1, "Laleh's emergency contacts: Dariush is first now, he's right there. Kian second.")]
-    assert unheld_answers(transcript, "Laleh", [*written, "Laleh's emergency contacts: Dariush first, Kian second."]) == []
+    assert unheld_answers(transcript, "Laleh", [*written, "Laleh's emergency contacts: Dariush first, Kian second."]) \
+        == []
 
 
 def test_things_to_avoid_named_before_why_are_kept() -> None:

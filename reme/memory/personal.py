@@ -1056,7 +1056,8 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "traline", "alopram",
                 # the stems of international nonproprietary names, WHO's list (fresh15: betahistine, gentamicin,
                 # adalimumab, tizanidine, prochlorperazine, nitrofurantoin, trimethoprim, pseudoephedrine, ...)
-                "mab", "tinib", "anib", "rafenib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin", "oprim",
+                "mab", "tinib", "anib", "rafenib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin",
+                "oprim",
                 "ephedrine", "farin", "alexin", "setron", "peridone", "dronate", "dronic", "purinol", "tropin",
                 "relix", "sterone", "ynin", "fenac", "profen", "afil", "gliflozin", "glutide", "triptyline",
                 "chicine", "idogrel", "goxin", "darone", "sonide", "gabalin", "itis",
@@ -3430,8 +3431,8 @@ AGAIN = (re.compile(r"\b(?:i|we)(?:'m|'ve been|'ve started| am| have been| are|'
                     r"to\s+(?P<w>[a-z]{3,})", re.IGNORECASE))
 """Someone doing again what they had stopped: "I've been cycling to work again", "back to running",
 "back on coffee", "I've restarted iron" (fresh24), "coffee is back too", or allowed to: "The neurosurgeon
-cleared me to fly in May", "I'm allowed to drive again" (fresh20; not "not allowed to drive"). Each is looked for on its own
-(`done_again`): "I'm allowed to drive again" is "allowed" again by the first, "drive" by the last."""
+cleared me to fly in May", "I'm allowed to drive again" (fresh20; not "not allowed to drive"). Each is looked for
+on its own (`done_again`): "I'm allowed to drive again" is "allowed" again by the first, "drive" by the last."""
 
 
 def done_again(clause: str) -> set[str]:
