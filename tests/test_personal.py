@@ -3533,6 +3533,21 @@ def test_the_next_one_of_what_the_sentence_before_says_is_kept_for_its_date() ->
         (0, "The next one is on the 3rd of next month.")]
 
 
+@pytest.mark.parametrize(("said", "kept"), [
+    # fresh24 (qwen1.5b): "My next injection is this Sunday." was too short to keep for its date; a health word is
+    # worth it, a plain one is not
+    ("My next injection is this Sunday. I see Dr Salvatierra on the 25th of March.",
+     [(0, "My next injection is this Sunday.")]),
+    ("We went out on Sunday. I see Dr Salvatierra on the 25th of March.", []),
+])
+def test_a_health_word_is_enough_to_keep_a_sentence_for_its_date(said: str, kept: list[tuple[int, str]]) -> None:
+    transcript = Transcript.of([Message(role="user", name="Nahuel", content=said)],
+                               datetime(2026, 3, 11, tzinfo=timezone.utc))
+    written = ["Nahuel sees Dr Salvatierra on the 25th of March 2026 for a pressure check.",
+               "Nahuel has an adalimumab injection every other Sunday."]
+    assert unheld_dates(transcript, written) == kept
+
+
 @pytest.mark.parametrize(("said", "written", "kept"), [
     # fresh15 (qwen1.5b): a day of a month without its year, left out by every memory
     ("The bone scan is on the 5th of May.", ["Dorothea swims at the Rheinbad."], True),
@@ -4457,3 +4472,15 @@ def test_the_name_a_speaker_asks_to_be_called_is_kept(said: str, kept: list[tupl
     transcript = Transcript.of([Message(role="user", name="Bohdana", content=said)], T0)
     assert unheld_names(transcript, "Bohdana", []) == kept
     assert unheld_names(transcript, "Bohdana", [text for _, text in kept]) == []
+
+
+@pytest.mark.parametrize(("said", "kept"), [
+    # fresh24 (qwen1.5b): "Dra. Quiroga" ended a sentence, and "Quiroga, would rather Nahuel didn't take any
+    # supplements ..." was stored without whose word it was
+    ("My rheumatologist, Dra. Quiroga, would rather I didn't take any supplements. So no.",
+     [(0, "My rheumatologist, Dra. Quiroga, would rather I didn't take any supplements.")]),
+    ("I see Dr. Okafor on Friday. He is kind.", [(0, "I see Dr. Okafor on Friday.")]),
+])
+def test_a_title_ends_no_sentence(said: str, kept: list[tuple[int, str]]) -> None:
+    transcript = Transcript.of([Message(role="user", name="Nahuel", content=said)], T0)
+    assert unheld_names(transcript, "Nahuel", []) == kept

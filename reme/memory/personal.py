@@ -981,9 +981,10 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
     return unsaid
 
 
-SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
+SENTENCE = re.compile(r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\bDra\.)"
+                      r"(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)\s+|(?<=[。！？；])\s*")
 """Where a text's sentences part: after ".", "!", "?" or ";" and a space ("2.5 mg" is one
-sentence), after Chinese punctuation at once."""
+sentence; not after a title: "Dr. Okafor", "Dra. Quiroga", fresh24), after Chinese punctuation at once."""
 PLACEHOLDERS = frozenset(" ".join(words(t)) for t in ("the memory", "the rewritten memory, or an empty string",
                                                        "记忆内容", "改写后的记忆，或空字符串"))
 """The examples of the extract and repair prompts' reply shapes: qwen0.5b copies them as memories."""
@@ -2238,7 +2239,8 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
     not one that is only that day: "today"), or a day of a month without its year ("on the 5th of
     May", `year_of_days`), that no date of `written` (the memories so far, dated)
-    falls in and that say something besides (three words worth comparing), lead-in dropped, with
+    falls in and that say something besides (three words worth comparing, or a health word: "My next
+    injection is this Sunday", fresh24), lead-in dropped, with
     the index of their line: qwen1.5b wrote "Rustam works at an engineering firm in Calgary" of
     "I started at an engineering firm in Calgary three weeks ago", and nothing of "Ren started
     last Monday". A Chinese line is not judged."""
@@ -2251,8 +2253,9 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
         said = transcript.times[index]
         today = said.date()
         dated = year_of_days(sentence, today)  # a day of a month: "The bone scan is on the 5th of May" (fresh15)
+        besides = content_words(sentence, I_WORDS | TIME_WORDS)
         if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
-                or len(content_words(sentence, I_WORDS | TIME_WORDS)) < (1 if dated != sentence else 3)
+                or len(besides) < (1 if dated != sentence or any(map(health_word, besides)) else 3)
                 and not needs_before(sentence)):
             # a request, or too little besides its time to stand alone ("We decided on Saturday"); one that is
             # of what the sentence before says is kept after it ("The next one's on the 3rd of next month.")
