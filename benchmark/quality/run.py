@@ -127,7 +127,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6",
                                        "fresh7", "fresh8", "fresh9", "fresh10", "fresh11",
                                        "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17",
-                                       "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24"],
+                                       "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
+                                       "fresh25"],
                    help="only this part")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
     p.add_argument("--model", help="default: REME_LLM__MODEL")
