@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import shutil
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -26,20 +25,13 @@ import httpx
 from qdrant_client import AsyncQdrantClient, grpc as qgrpc, models
 
 from benchmark.qdrant_server import serve
-from benchmark.store_bench import DIM, facade_stores
+from benchmark.store_bench import DIM, facade_stores, pct, timed as bench_timed
 
 
 async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
-    """p50 and p95 in ms of `calls` calls after 30 to warm up."""
-    for _ in range(30):
-        await call()
-    took = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        await call()
-        took.append(time.perf_counter() - start)
-    took.sort()
-    return 1000 * took[len(took) // 2], 1000 * took[int(len(took) * 0.95)]
+    """p50 and p95 in ms of `calls` calls (`store_bench.timed`, `pct`) after 30 to warm up."""
+    await bench_timed(call, 30)
+    return pct((await bench_timed(call, calls))[0])
 
 
 async def run(calls: int) -> str:
