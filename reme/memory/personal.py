@@ -974,7 +974,7 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
     if len(unsaid) < 2 or 2 * len(unsaid) <= len(said):
         return []
     named = {m.lower() for msg in messages for sentence in SENTENCE.split(msg.content)
-             for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.strip().startswith(m)}
+             for k, m in enumerate(CAPITALIZED.findall(sentence)) if k or not sentence.strip().startswith(m)}
     if any((w.isdigit() or health_word(w) or (w in named and w not in names)) and _stem(w) in held
            for w in words(text)):
         return []  # it holds what matters of a line, in its own words ("pregnant", "Lif")
@@ -1144,7 +1144,9 @@ def invented_health(text: str, messages: Sequence[Message]) -> list[str]:
     return out
 
 
-_CAPITAL = re.compile(r"[A-Z][a-z]+")
+CAPITALIZED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+")
+"""A capitalized word, accents too ("Tomás", "Snježana": fresh25 lost a new first contact whose name an ASCII
+pattern read as "Snje")."""
 
 
 def _stem(word: str) -> str:
@@ -1216,7 +1218,7 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
     addressed = False
     for sentence in SENTENCE.split(stored):
         sentence = sentence.strip()
-        names = {m.lower() for m in _CAPITAL.findall(sentence)}
+        names = {m.lower() for m in CAPITALIZED.findall(sentence)}
         kept = [w for w in words(sentence) if len(w) >= 3 and w not in FILLER and w not in COMMON_WORDS
                 and w not in names]
         shares = any(_stem(w) in proposed for w in kept)
@@ -1258,7 +1260,7 @@ def worth_holding(text: str) -> list[str]:
 def salient(sentence: str) -> list[str]:
     """The words of a sentence that tell a fact whatever else it says: a number, a name (a
     capitalized word not first in it, nor a weekday or month), a health word."""
-    names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.startswith(m)} - TIME_WORDS
+    names = {m.lower() for k, m in enumerate(CAPITALIZED.findall(sentence)) if k or not sentence.startswith(m)} - TIME_WORDS
     return [w for w in worth_holding(sentence) if w.isdigit() or w in names or health_word(w)]
 
 
@@ -1473,8 +1475,6 @@ me us them god""".split()) | TIME_WORDS
 HE_OR_SHE = re.compile(r"(?P<pronoun>[Ss]he|[Hh]e)(?P<s>['’]s)?\s+(?P<next>[\w’']+)")
 SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+)?"
                           rf"(?P<name>{_NAME})\b(?!['’])")
-CAPITALIZED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+")
-"""A capitalized word, accents too ("Tomás")."""
 TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "St.", "Prof.")
 ALIAS = re.compile(r"\b(?:call(?:s|ed)?\s+(?:her|him|them)|known\s+as|goes\s+by|nicknamed)\b", re.IGNORECASE)
 """A clause giving another name of someone ("though everyone calls her Doña Chayo")."""
@@ -1488,15 +1488,14 @@ signed decided agreed asked offered promised stopped quit changed switched finis
 any word ending in "ed", for "she's called" and "she's worried" alike ("'s" is kept)."""
 
 
-def the_one_related(transcript: Transcript, index: int, sentence: str, pronoun: str) -> str | None:
-    """Whom "he" or "she" (`pronoun`) opening `sentence` of line `index` is when no sentence
+def the_one_related(transcript: Transcript, index: int, at: int, pronoun: str) -> str | None:
+    """Whom "he" or "she" (`pronoun`) at `at` in line `index` is when no sentence
     before it says so as `named_subject` reads one: the one person of that gender introduced with
     a relation ("my daughter Yasmin", "My father-in-law, Haruto,") in the lines up to it, where no
     clause there starts with another name ("Bethan says ...") than people introduced with a
     relation ("Donepezil 5 mg at bedtime. He's diabetic too" after "My father-in-law, Haruto, moved
     in. He's 81 and has Alzheimer's"). None when none or more than one could be."""
-    line = transcript.messages[index].content
-    lines = [m.content for m in transcript.messages[:index]] + [line[:max(found_at(line, sentence), 0)]]
+    lines = [m.content for m in transcript.messages[:index]] + [transcript.messages[index].content[:max(at, 0)]]
     said = [m for t in lines for m in [*MY_KIN.finditer(t), *THEIR_KIN.finditer(t), *KIN_NAMED.finditer(t)]]
     same, other = (MALE, FEMALE) if pronoun == "He" else (FEMALE, MALE)
     ones = {m["name"] for m in said if m["rel"].lower() in same}
@@ -1727,13 +1726,25 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         return object_named(transcript, message.content[:at], subject_given(transcript, index, sentence))
     if not lead or message.role != "user" or at < 0 or sentence.endswith(TITLES):
         return sentence  # "He's Dr." of "He's Dr. Nwosu with clients": a sentence cut at a title
+    name = pronoun_person(transcript, index, at, lead["pronoun"].capitalize())  # "he's" after a semicolon
+    if name is None:
+        return sentence
+    return _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+
+
+def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) -> str | None:
+    """Whom `pronoun` ("He" or "She") at `at` in line `index` is, as `named_subject` reads it: the
+    subject of the closest sentence before it in its line that names anyone, or the one person the
+    assistant's question just before names, or the one person of that gender introduced with a
+    relation (`the_one_related`) when a sentence before names no one, or one of the other gender
+    ("my mother Amparo, his abuela, who lives with us. His dad ..."), or says "they" ("They make
+    Dravet seizures much worse. And he's allergic to eggs": fresh25); None when it cannot be told."""
     known = transcript.names
-    pronoun = lead["pronoun"].capitalize()  # "he's the one to call" after a semicolon
     other = "He" if pronoun == "She" else "She"
     asked = transcript.messages[index - 1] if index and transcript.messages[index - 1].role == "assistant" else None
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
     name = None
-    before = message.content[:at]
+    before = transcript.messages[index].content[:at]
     theirs = HIS if other == "He" else HERS
     since = [t for t in SENTENCE.split(before) if t.strip()]
     while since and not theirs & set(words(since[0])):
@@ -1741,12 +1752,12 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     if since and not any(m in known for t in since[1:] for m in CAPITALIZED.findall(t)):
         # "Back at work today, his first shift. She's called twice": not him; but "My husband Sorin ..., he
         # does the early shifts. Our daughter Ioana is nine. She has a peanut allergy" (fresh24): Ioana
-        return sentence
+        return None
     for said in reversed([t.strip() for t in SENTENCE.split(before)]):
         if not said or said.endswith(("?", "？")):
             continue
         if re.match(rf"{other}\b", said):
-            return sentence  # "She ... He ...": the referent changed
+            return None  # "She ... He ...": the referent changed
         # a clause giving another name of someone named before it is no one new ("My mother,
         # Rosario, though everyone calls her Doña Chayo": fresh14)
         clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
@@ -1756,23 +1767,26 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
             continue
         k = naming[-1]
         found = SUBJECT_NAME.match(clauses[k])
+        if found and found["name"].casefold() in NOT_NAMES:
+            found = None  # "They make Dravet seizures much worse. And he's allergic to eggs" (fresh25)
         rel = (found["rel"] or "").casefold() if found else ""
-        if (not found or found["name"].split()[-1] not in known or rel in (FEMALE if pronoun == "He" else MALE)
+        unlike = rel in (FEMALE if pronoun == "He" else MALE)
+        if (not found or found["name"].split()[-1] not in known or unlike
                 or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
-            if not found and (related := the_one_related(transcript, index, sentence, pronoun)):
+            if (not found or unlike) and (related := the_one_related(transcript, index, at, pronoun)):
                 name = related  # "I need somewhere to keep my daughter Yasmin's details. She's four"
                 break
-            return sentence
+            return None
         if len(named) == 1 and found["name"] not in named:
-            return sentence  # "And Mere?" -- "Wiremu is fine. She has eczema": which?
+            return None  # "And Mere?" -- "Wiremu is fine. She has eczema": which?
         name = found["name"]
         break
     else:
         if len(named) == 1:
             name = named.pop()
-        elif named or not (name := the_one_related(transcript, index, sentence, pronoun)):
-            return sentence
-    return _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+        elif named or not (name := the_one_related(transcript, index, at, pronoun)):
+            return None
+    return name
 
 
 WORK_ASKED = re.compile(r"\bwhat\s+do\s+you\s+do\b|\bfor\s+(?:work|a\s+living)\b|\byour\s+(?:job|work)\b"
@@ -1785,6 +1799,12 @@ power water paper number summer winter member matter letter order color colour h
 minor labour dinner corner border center centre finger answer weather""".split())
 """The question of someone's work, and an answer that is their work alone: "Sheep farmer, four hundred
 ewes near Tregaron", "Nurse at the Royal" (not "Better, finally": `NOT_WORK`)."""
+
+
+LIVE_ASKED = re.compile(r"\bwhere\s+do\s+you\s+(?:live|stay)\b|\bwhere(?:['’]s|\s+is)\s+home\b", re.IGNORECASE)
+PLACE_LEADS = re.compile(r"(?:(?:Out|Up|Down|Over|Just|Still)\s+)?(?:In|At|On|Near|Outside)\s+(?=\S)")
+"""The question of where someone lives, and an answer that is a place alone: "Where do you live and work?" --
+"In a flat in Prospect, in Adelaide." (fresh25: kept with no subject, so "I moved to Geelong" ended nothing)."""
 
 
 STATE_LEADS = re.compile(r"(?:Allergic|Anaphylactic|Intolerant|Sensitive|Diabetic|Epileptic|Coeliac|Celiac|Asthmatic"
@@ -1821,13 +1841,14 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     the question just before names, when its line names no one before it ("Is anyone helping
     Ruwan?" "His sister Anoma ..."); a line's first sentence that is a time or a place alone
     answers the question of when or where something is ("When is the wedding itself?" "Next
-    Wednesday, at a hotel in Negombo."); a dose alone answering the question of the dose is of the
+    Wednesday, at a hotel in Negombo."), or of where the speaker lives ("Where do you live and work?" "In a flat
+    in Prospect, in Adelaide."); a dose alone answering the question of the dose is of the
     one medicine the speaker's line before the question says they take ("I've been on phenelzine"
     ... "What's the dose?" "Fifteen milligrams, three times a day.": fresh16). Otherwise as it is."""
     message = transcript.messages[index]
     known = transcript.names
-    before = [t.strip() for t in SENTENCE.split(message.content[:max(found_at(message.content, sentence), 0)])
-              if t.strip()]
+    at = found_at(message.content, sentence)
+    before = [t.strip() for t in SENTENCE.split(message.content[:max(at, 0)]) if t.strip()]
     named = [{n for n in CAPITALIZED.findall(t) if n in known} for t in before]
     if STATE_LEADS.match(sentence):
         # the sentence before may start with the name ("Sahan, he's seven."): a capitalized word no other word is
@@ -1844,15 +1865,22 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     if not before and message.name and DOSE_ASKED.search(asked) and (dose := DOSE_ALONE.match(sentence)) \
             and _count_of(dose["n"]) > 0 and (medicine := medicine_taken(transcript.messages[:index - 1])):
         return f"{message.name} takes {medicine}: {sentence[0].lower()}{sentence[1:]}"
-    if (owner := OWNER_LEADS.match(sentence)) and not any(named):
+    if owner := OWNER_LEADS.match(sentence):
         asked_of = {n for n in CAPITALIZED.findall(asked) if n in known}
-        return f"{asked_of.pop()}'s {sentence[owner.end():]}" if len(asked_of) == 1 else sentence
+        if len(asked_of) == 1 and not any(named):
+            return f"{asked_of.pop()}'s {sentence[owner.end():]}"
+        # fresh25 (qwen1.5b): "His dad, Joaquín, my ex-husband, has him every other weekend" and "His sister Xiomara"
+        # of the son the mother speaks of were dropped as led by a pronoun
+        who = None if asked_of else pronoun_person(transcript, index, at, "He" if sentence.startswith("His") else "She")
+        return f"{who}'s {sentence[owner.end():]}" if who else sentence
     if (not before and message.name and WORK_ASKED.search(asked) and (work := WORK_ALONE.match(sentence))
             and work["job"].lower() not in NOT_WORK | FILLER):
         # fresh24 (qwen1.5b): "What do you do for work?" -- "Sheep farmer, four hundred ewes near Tregaron." was kept
         # with no subject, so "I've retired" ended nothing of it
         a = "an" if sentence[0].lower() in "aeiou" else "a"
         return f"{message.name} is {a} {sentence[0].lower()}{sentence[1:]}"
+    if not before and message.name and LIVE_ASKED.search(asked) and PLACE_LEADS.match(sentence):
+        return f"{message.name} lives {sentence[0].lower()}{sentence[1:]}"
     question = WHEN_WHERE.match(asked) if asked and not before else None
     if question is None or not NOT_FRAGMENT.isdisjoint(words(sentence)):
         return sentence
@@ -1941,7 +1969,7 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
     sentence counts only when it is also written capitalized inside one ("Sorry, my mum" is no
     name). A Chinese line is not read."""
     held = [stems([text]) for text in written]
-    inside = {m for _, sentence in statements(transcript) for k, m in enumerate(_CAPITAL.findall(sentence))
+    inside = {m for _, sentence in statements(transcript) for k, m in enumerate(CAPITALIZED.findall(sentence))
               if k or not sentence.startswith(m)}
     out: list[tuple[int, str]] = []
     said: set[str] = set()
@@ -1999,7 +2027,7 @@ def named_in(sentence: str, speakers: Collection[str] = ()) -> list[str]:
     """The words of a sentence that are numbers, or names written inside it (capitalized, not
     first; not a weekday or month, nor a word of `speakers`' names, nor one the sentence only
     calls someone by: `ADDRESSED`), lower case."""
-    names = {m.lower() for k, m in enumerate(_CAPITAL.findall(sentence)) if k or not sentence.startswith(m)}
+    names = {m.lower() for k, m in enumerate(CAPITALIZED.findall(sentence)) if k or not sentence.startswith(m)}
     names -= TIME_WORDS | set(speakers) | {n.lower() for m in ADDRESSED.finditer(sentence) for n in m.groups() if n}
     return [w for w in words(sentence) if w.isdigit() or w in names]
 
@@ -2146,12 +2174,14 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
     someone no memory with an emergency word names, as "<speaker>'s emergency contacts: <the
     answer>", with the index of its line: the emergency word is the question's, the names the
     answer's, so no sentence of either holds the fact (fresh5: four emergency contacts lost so).
-    The question may be another speaker's (fresh12: the guide's "Who's the contact?"). A Chinese
-    line is not judged."""
-    speakers = transcript.speaker_words(user_name)
+    The question may be another speaker's (fresh12: the guide's "Who's the contact?"), and the
+    contacts may be speakers too. A Chinese line is not judged."""
     held = [set(words(text)) for text in written if EMERGENCY.search(text)]
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages[1:], start=1):
+        # the answering speaker's name is no contact, but the others' are (fresh25: "Kahurangi first, then Deepika",
+        # his sister and flatmate speaking too, named no one)
+        speakers = {w for name in (user_name, message.name or "") for w in words(name)}
         asked = transcript.messages[index - 1]
         if (message.role != "user" or "?" not in asked.content
                 or asked.role != "assistant" and not (asked.role == "user" and asked.name and message.name
@@ -2159,7 +2189,7 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
                 or not asks_whom_to_call(asked.content) or CJK_CHAR.search(message.content)):
             continue
         answer = " ".join(message.content.split())
-        names = {w.casefold() for w in _CAPITAL.findall(answer)} - NOT_NAMES - COMMON_WORDS - FILLER - TIME_WORDS \
+        names = {w.casefold() for w in CAPITALIZED.findall(answer)} - NOT_NAMES - COMMON_WORDS - FILLER - TIME_WORDS \
             - LEAD_WORDS - ASKING - speakers
         text = f"{message.name or user_name}'s emergency contacts: {answer}"
         if any(not any(name in h for h in held) for name in names) and len(text) <= MAX_CONTENT_CHARS:
@@ -2438,7 +2468,7 @@ class PersonalSummarizer:
                 transcript, history, user_name, now, plan, written,
                 # news: its names beside the emergency word (each name alone may be in a memory of another kind)
                 lambda text: {"emerg"} | {_stem(w) for w in words(text)} & {_stem(w.casefold())
-                                                                         for w in _CAPITAL.findall(text)},
+                                                                         for w in CAPITALIZED.findall(text)},
                 kind="health", importance=1.0)
             candidates += more
             flawed += more_flawed
@@ -2608,12 +2638,19 @@ class PersonalSummarizer:
                                                                f"{MAX_SUMMARY_CANDIDATES} are kept"))
             items = items[:MAX_SUMMARY_CANDIDATES]
         people = transcript.people(user_name)
+        names = {w for n in transcript.speakers for w in words(n)}
         for index, item in enumerate(items):
             text = item.content.strip()
             if not text or normalize_text(text) in seen:
                 continue
             seen.add(normalize_text(text))
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
+            if I_WORDS & set(words(text)) and sources and (there := elsewhere(text, transcript, sources, names)) \
+                    and {transcript.messages[i].name for i in sources if transcript.messages[i].role == "user"} \
+                    - {there[0].name}:
+                # whose "I" it is: the line that says it, not the one cited (fresh25, qwen1.5b: "I live in Launceston
+                # with my husband Artyom" cited Artyom's line and became "Artyom lives ... with Artyom's husband")
+                sources = [next(i for i, m in enumerate(transcript.messages) if m is there[0])]
             draft = Draft(index, item, text, text, sources,
                           transcript.times[sources[-1]] if sources else transcript.times[-1], step=step)
             reason = not_a_memory(text, transcript.messages, sources, user_name)
@@ -3389,8 +3426,9 @@ SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in 
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
                         r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
-                        r"|\b(?:up|down)\s+to\s+(?P<m>" + _NUMBER + ")", re.IGNORECASE)
-"""A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "doubled
+                        r"|\b(?:up|down)\s+to\s+(?:(?-i:[A-Z])[\w-]+\s+)?(?P<m>" + _NUMBER + ")", re.IGNORECASE)
+"""A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "put me up to Creon
+40,000" (fresh25), "doubled
 the metformin: 1000 mg", "down to three times a day"; or a value of "it" now: "so it's 500 mg twice
 a day now" (after "put her levetiracetam up")."""
 NOW_VALUE = re.compile(r"\b(?:it['’]s|it is|they['’]re|they are)\s+(?:(?:only|just|down|up)\s+)?(?P<n>" + _NUMBER
@@ -3497,11 +3535,16 @@ def says_own(clause: str, sentence: str | None = None) -> bool:
     own: it says "I", "my", "we"..., or its `sentence` names no one (no he, she or they, no name
     after its first word, or a medicine's name first: "The diabetes went away after the birth, so no
     insulin and no metformin now", "Furosemide stopped, no swelling at all"; a month or a weekday is
-    no name)."""
+    no name), or it says what "they" did to a medicine or a dose (`CARERS_DID`: "they halved the
+    mycophenolate, to 500 milligrams")."""
     sentence = clause if sentence is None else sentence
     if OWN_WORDS & set(words(clause)):
         return True
-    capitals = _CAPITAL.findall(sentence)
+    led = without_lead_in(sentence.strip())
+    if CARERS_DID.match(led[:1].upper() + led[1:]) and not THIRD_PERSON & set(words(sentence)) \
+            and (any(medicine_word(w) for w in words(sentence)) or doses(with_digits(sentence))):
+        return True  # what the doctors did to a medicine: "And they halved the mycophenolate, to 500 mg" (fresh25)
+    capitals = CAPITALIZED.findall(sentence)
     if capitals and sentence.lstrip().startswith(capitals[0]) and (capitals[0].lower() in STARTERS | SAID_ALONE
                                                                    or medicine_word(capitals[0].lower())):
         capitals = capitals[1:]  # "The diabetes ...", "Furosemide stopped", "Married!" (fresh20), not "Nikau's ..."
@@ -3600,11 +3643,12 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
-                     r"(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe|bakery|garage|studio|farm)\b"
+                     r"(?:[a-z-]+\s+){0,2}?(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe|bakery|garage|studio|farm)\b"
                      r"|\bnot\s+going\s+back\s+(?:on\s+the\s+tools|to\s+(?:work|the\s+job|my\s+job))\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+retired\b", re.IGNORECASE)
 """A first-person clause that says the user does other work now, or left their work: "I teach
-cookery at the further education college now", "I've left the restaurant", "I've had to sell the
+cookery at the further education college now", "I've left the restaurant", "I left the warehouse job"
+(fresh25), "I've had to sell the
 salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I retired"."""
 JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,2}?"
                  r"(?P<job>[a-z]+(?:er|or|ist|ian)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
@@ -3709,7 +3753,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             said = _content_stems(sentence, user_name) - UNITS
             for m in (*INSTEAD.finditer(sentence), *FROM_TO.finditer(sentence)):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
-                out |= {w for about, numbers in valued if old in numbers and new not in numbers for w in about & said}
+                out |= {w for about, numbers in valued if old in numbers and new not in numbers
+                        for w in about & said - DOSE_WORDS}
             # "every three months now instead of every month", "went from every week to every two weeks"
             for m in (*INSTEAD_OF_EVERY.finditer(sentence), *FROM_EVERY.finditer(sentence)):
                 gone = every_unit(m)
@@ -3729,7 +3774,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
                 # August"; "The sumatriptan helps, so they put it up to 100 mg"
                 them = referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held, user_name)
-                out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & them} \
+                out |= {w for about, numbers in valued if numbers and changed - numbers
+                        for w in about & them - DOSE_WORDS} \
                     if changed else them
             if own and not says_own(clause, sentence):
                 continue
@@ -3741,7 +3787,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= held & said - {_stem(w) for w in words(clause) if w in OVER_WORDS} - agents
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
-            out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said}
+            out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said - DOSE_WORDS}
             if dosed := doses(clause):  # a dose said again: "Bisoprolol is 5 mg" of "Bisoprolol, 1.25 mg ..."
                 out |= {w for (about, _), part in zip(valued, pieces) if (was := doses(part)) and not dosed & was
                         for w in about & said - DOSE_WORDS}
@@ -3763,11 +3809,16 @@ NAME_AND_I = re.compile(r"^\s*(?:(?:and|but|so)\s+)?[A-Z][^\W\d_]+\s*$")
 """A name alone before "and I ...": the two are the clause's subject ("Ama and I separated in the spring")."""
 
 
+TO_VALUE = re.compile(r"\s*to\s+(?:" + _NUMBER + r")\b", re.IGNORECASE)
+"""A clause that is only the value something was changed to: ", to 500 milligrams twice a day"."""
+
+
 def clauses_of(sentence: str) -> list[str]:
     """A sentence's clauses (`CLAUSE`), a thing named before "and" kept with the clause it is the
     subject of: "The ursodeoxycholic acid and the cholestyramine are finished" is one, and so are
     "no insulin and no metformin now" and "Ama and I separated in the spring"; a thing named after
-    "and" goes with the clause before it ("I came off the azathioprine and the budesonide")."""
+    "and" goes with the clause before it ("I came off the azathioprine and the budesonide"), and so
+    does a value it was changed to ("they halved the mycophenolate, to 500 milligrams")."""
     # and after a colon before a clause of its own (fresh15), not before what it says ("doubled my metformin: 1000 mg")
     pieces = re.split(f"({CLAUSE.pattern}|:\\s+(?=(?-i:[A-ZÀ-ÖØ-Þ])))", sentence, flags=re.IGNORECASE)
     out = [pieces[0]]
@@ -3775,7 +3826,8 @@ def clauses_of(sentence: str) -> list[str]:
         if joint.strip().lower() == "and" and (LISTED.match(out[-1].strip()) or NO_LISTED.search(out[-1])
                                                 and clause.lstrip().lower().startswith("no ")
                                                 or NAME_AND_I.match(out[-1]) and re.match(r"\s*I\b", clause)
-                                                or LISTED.match(clause.strip().rstrip(".!;"))):
+                                                or LISTED.match(clause.strip().rstrip(".!;"))) \
+                or TO_VALUE.match(clause):  # "they halved the mycophenolate, to 500 milligrams" (fresh25)
             out[-1] += joint + clause
         else:
             out.append(clause)
@@ -3842,7 +3894,7 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
             continue  # "my friend is Anna" ends no other friend
         for sentence in SENTENCE.split(stored):
             said = set(words(sentence))
-            others = {w.lower() for w in _CAPITAL.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
+            others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
             if role in said and name.lower() not in said and others and not health_said(sentence):
                 out.add(_stem(role))
     return out
@@ -3958,7 +4010,7 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
         named = [w for w in words(sentence) if health_word(w)]
         health = {_stem(w) for w in named if not DOSE.fullmatch("1 " + w)} or {_stem(w) for w in named}
         values = [(SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]), health | {
-                       _stem(w.lower()) for w in _CAPITAL.findall(sentence)[1:] if w.lower() not in STARTERS}, False)
+                       _stem(w.lower()) for w in CAPITALIZED.findall(sentence)[1:] if w.lower() not in STARTERS}, False)
                   for m in CHANGED_TO.finditer(sentence)]
         # a dose said again, of what its clause names ("Bisoprolol is 5 mg now"), for a dose
         values += [(dose, _content_stems(clause, "") - UNITS - DOSE_WORDS, True) for clause in clauses_of(sentence)
@@ -4012,7 +4064,7 @@ def worth_keeping(stored: str, gone: set[str], people: set[str]) -> bool:
     parts = _parts_left(stored, gone, "", predicates_stay=True)[0]
     return any(health_word(w) or any(c.isdigit() for c in w) for part in parts for w in words(part)) or any(
         w.lower() not in people and w.lower() not in STARTERS and w.lower() not in MONTHS and w.lower() not in WEEKDAYS
-        for part in parts for w in _CAPITAL.findall(part))
+        for part in parts for w in CAPITALIZED.findall(part))
 
 
 def job_ended(stored: str, gone: set[str], people: set[str]) -> bool:
@@ -4180,7 +4232,7 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
 def topic_words(text: str) -> set[str]:
     """What a memory is about, as `_stem`s: its `content_words`, not the names it writes
     capitalized."""
-    names = {w.lower() for w in _CAPITAL.findall(text)}
+    names = {w.lower() for w in CAPITALIZED.findall(text)}
     return {_stem(w) for w in content_words(text, names)}
 
 
