@@ -2737,6 +2737,11 @@ def test_what_another_speaker_says_they_are_is_not_the_users(memory: str, whose:
      "Bartosz is considering hypnobirthing classes.", None),
     ("Would calamine lotion help with the itching?", "Oonagh says it does nothing for this kind of itch.",
      "Bartosz uses calamine lotion for the itching.", None),
+    # fresh25 (qwen1.5b): the answer names it only to turn it down ("considering taking melatonin" was stored)
+    ("Should you take melatonin for the jet lag?", "I don't bother with melatonin. Lagos is only an hour off anyway.",
+     "Bartosz is considering taking melatonin for jet lag.", None),
+    ("Should you take melatonin for the jet lag?", "No, I don't need it, I already take melatonin every night.",
+     "Bartosz takes melatonin every night.", "Bartosz takes melatonin every night."),
     # a question that asks, not suggests
     ("What about your kids?", "Emi is twelve and Sora is nine.", "Bartosz's kids are Emi, twelve, and Sora, nine.",
      "Bartosz's kids are Emi, twelve, and Sora, nine."),
@@ -2750,8 +2755,9 @@ async def test_a_suggestion_turned_down_is_not_stored_as_taken(
         {"role": "user", "name": "Bartosz", "content": answer}], user_name="bartosz")
 
     kept = [n.content for n in result.added]
-    assert (stored in kept) if stored else not any(w in k for k in kept for w in ("tracker", "club", "hypno",
-                                                                               "calamine")), kept
+    # turned down: no memory names it, unless as turned down ("Bartosz doesn't bother with melatonin.", kept as said)
+    assert (stored in kept) if stored else not any(w in k and not re.search(r"n't\b|\bnot?\b", k) for k in kept
+                                                   for w in ("tracker", "club", "hypno", "calamine", "melatonin")), kept
     if stored != memory:
         assert any("assistant suggested" in r.reason for r in result.rejected)
 
@@ -3036,6 +3042,13 @@ def test_an_answer_to_another_speakers_question_about_whom_to_call_is_kept() -> 
      "It started after a norovirus in 2023.", "The gastroparesis started after a norovirus in 2023."),
     ("I've got gastroparesis and endometriosis. It started in 2023.", "It started in 2023.",
      "It started in 2023."),  # which of the two?
+    # fresh25 (qwen1.5b kept it unnamed): the one disease named after someone
+    ("I have Ménière's disease in my right ear: attacks of vertigo, ringing. It was diagnosed in 2022, in Ferrara.",
+     "It was diagnosed in 2022, in Ferrara.", "Ménière's disease was diagnosed in 2022, in Ferrara."),
+    ("They found Ehlers-Danlos syndrome, the hypermobile kind. It's why my joints slip.", "It's why my joints slip.",
+     "Ehlers-Danlos syndrome is why my joints slip."),
+    ("Ali has Dravet syndrome and I have Ménière's disease. It started in 2022.", "It started in 2022.",
+     "It started in 2022."),  # which of the two?
 ])
 def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentence: str, named: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Henrique", content=line)],
@@ -3325,6 +3338,9 @@ async def test_an_emergency_contact_kept_as_said_is_named_without_a_repair(
      "The doctors put a pacemaker in, on the 16th of last month."),
     ("Last Friday my left eye went grey. They gave me five days of IV methylprednisolone.",
      "They gave me five days of IV methylprednisolone.", "The doctors gave me five days of IV methylprednisolone."),
+    # fresh25 (qwen1.5b kept "They heard a murmur at Cordula's school medical in 1989" with its pronoun)
+    ("I was born with a bicuspid aortic valve, now aortic stenosis. They heard a murmur at my school medical in 1989.",
+     "They heard a murmur at my school medical in 1989.", "The doctors heard a murmur at my school medical in 1989."),
     ("I've got acromegaly, a tumour on my pituitary. They took most of it out in 2024, through the nose.",
      "They took most of it out in 2024, through the nose.",
      "The doctors took most of it out in 2024, through the nose."),
@@ -3414,6 +3430,10 @@ def test_a_sentence_the_assistant_said_copied_into_a_memory_is_caught(memory: st
     ("Eero is six years younger than Aino", False),
     ("Mohan had a small stroke in 2019, and Mohan takes clopidogrel", False),  # two facts of one person
     ("Sam is as tall as Sam's dad", False),
+    # fresh25 (qwen1.5b): an allergy kept as said was dropped for "gave it to Temitope"
+    ("Temitope is allergic to co-trimoxazole: Temitope got a blistering rash in 2016, when they gave it to Temitope "
+     "for a kidney infection.", False),
+    ("Temitope got a rash when they gave them to Temitope.", False),
 ])
 def test_a_memory_comparing_someone_with_themselves_is_found(memory: str, compared: bool) -> None:
     assert self_compared(memory) is compared
@@ -3563,6 +3583,11 @@ def test_the_next_one_of_what_the_sentence_before_says_is_kept_for_its_date() ->
     ("My next injection is this Sunday. I see Dr Salvatierra on the 25th of March.",
      [(0, "My next injection is this Sunday.")]),
     ("We went out on Sunday. I see Dr Salvatierra on the 25th of March.", []),
+    # fresh25 (qwen1.5b): two words after a sentence of health in the line ("I came home on Sunday." after an admission)
+    ("I was admitted to hospital with ketones in my urine. I came home on Sunday. I see Dr Salvatierra on the 25th of "
+     "March.",
+     [(0, "I came home on Sunday.")]),
+    ("We had a lovely lunch. I came home on Sunday. I see Dr Salvatierra on the 25th of March.", []),
 ])
 def test_a_health_word_is_enough_to_keep_a_sentence_for_its_date(said: str, kept: list[tuple[int, str]]) -> None:
     transcript = Transcript.of([Message(role="user", name="Nahuel", content=said)],
@@ -4287,6 +4312,9 @@ async def test_a_condition_another_memory_names_does_not_keep_an_ended_medicine(
     # a condition by its ending, whatever it is (not a procedure, nor a word that only ends so)
     ("Mirza has gastroparesis and fibromyalgia, after a cholecystectomy", {"gastroparesis", "fibromyalgia"}),
     ("Dapo's empathy and nostalgia", set()),
+    # fresh25: "since the diagnosis" kept an ended job ("drives trams") as if it named a condition
+    ("Benedetta drives trams for the city, since the diagnosis they watch Benedetta closely", set()),
+    ("A poor prognosis, Dapo's doctors said, after two diagnoses", set()),
 ])
 def test_conditions_named(text: str, named: set[str]) -> None:
     assert conditions_named(text) == {_stem(w) for w in named}

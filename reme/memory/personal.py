@@ -535,8 +535,10 @@ def _subject_of(clause: list[str], named: Collection[str] = ()) -> tuple[str, st
     return None
 
 
-SELF_COMPARED = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b(?!['’])[^.;!?]*?\b(?:than|as|to|with|from)\s+"
-                           r"(?P=name)\b(?!['’])")
+SELF_COMPARED = re.compile(r"^(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b(?!['’])[^.;!?]*?\b(?:than|as|(?<!\bit\s)(?<!\bthem\s)to"
+                           r"|with|from)\s+(?P=name)\b(?!['’])")
+"""Not a thing given to the person: "Temitope is allergic to co-trimoxazole: ... when they gave it to Temitope"
+(fresh25: dropped as self-compared)."""
 
 
 def self_compared(text: str) -> bool:
@@ -759,11 +761,13 @@ def told_of_someone(text: str, messages: Sequence[Message], user_name: str) -> b
         return True
     names = {*words(user_name), *(w for m in messages if m.name for w in words(m.name)),
              *(w for name in names_in(messages) for w in words(name))}
-    eponyms = {w.lower() for w in EPONYM.findall(text)}  # "Graves' disease" names no one
+    eponyms = {w for m in EPONYM.finditer(text) for w in words(m["c"])}  # "Graves' disease" names no one
     return bool(said & names - eponyms - {w for w in said if medicine_word(w) or health_word(w)})
 
 
-EPONYM = re.compile(r"\b([A-Z][a-z]+)(?:['’]s?)?\s+(?:disease|syndrome|palsy|disorder|phenomenon)\b")
+EPONYM = re.compile(r"(?P<c>\b(?-i:[A-ZÀ-ÖØ-Þ])[^\W\d_]*(?:['’]s?)?(?:[\s-]+(?-i:[A-ZÀ-ÖØ-Þ])[^\W\d_]*(?:['’]s?)?)*"
+                    r"\s+(?:disease|syndrome|palsy|disorder|phenomenon))\b", re.IGNORECASE)
+"""A disease or syndrome named after someone: "Graves' disease", "Ménière's disease", "Ehlers-Danlos syndrome"."""
 
 
 FINE = re.compile(r"\b(?:fine|ok|okay|safe|alright|all right|no problem)\b", re.IGNORECASE)
@@ -1095,7 +1099,7 @@ def health_word(word: str) -> bool:
 PROCEDURE_ENDINGS = ("ectomy", "otomy", "oscopy")
 """Endings of the names of procedures ("hysterectomy", "colonoscopy")."""
 NOT_CONDITIONS = frozenset("hypnosis osmosis metamorphosis apotheosis symbiosis nostalgia academia bohemia empathy "
-                           "sympathy telepathy dichotomy".split())
+                           "sympathy telepathy dichotomy diagnosis diagnoses prognosis".split())
 
 
 def condition_word(word: str, *, procedures: bool = True) -> bool:
@@ -1519,8 +1523,9 @@ def named_thing(before: str, sentence: str) -> str:
     is its line up to it; no question) starts with a medicine or other health word ("Prednisolone,
     20 mg every morning, started ten days ago. It comes down by 5 mg every four weeks.": qwen1.5b
     kept the second as said, "it" unnamed), or names one condition (`condition_word`, `DIAGNOSES`:
-    "I've got gastroparesis. It started after a norovirus"), or, when the sentence states a dose,
-    the one medicine its line names before it with no question between; else as it is. A medicine
+    "I've got gastroparesis. It started after a norovirus"; or one `EPONYM`: "Ménière's disease"), or,
+    when the sentence states a dose, the one medicine its line names before it with no question
+    between; else as it is. A medicine
     the sentence before says someone was switched to is the "it" (`SWITCHED_TO`: "The pirfenidone
     ..., so ... stopped it and switched me to nintedanib. It gives me diarrhoea"), and the medicine
     it starts with is not when it names another medicine after it."""
@@ -1540,6 +1545,11 @@ def named_thing(before: str, sentence: str) -> str:
         if said and not said[-1].endswith(("?", "？")) else set()
     if len(named) == 1:
         return _subject_put(f"The {named.pop()}", " " + sentence[lead.end():], bool(lead["s"]))
+    # the one disease or syndrome named after someone (fresh25: "I have Ménière's disease in my right ear: attacks of
+    # vertigo, ... It was diagnosed in 2022", kept unnamed)
+    eponyms = {m["c"] for m in EPONYM.finditer(said[-1])} if said and not said[-1].endswith(("?", "？")) else set()
+    if not named and len(eponyms) == 1:
+        return _subject_put(eponyms.pop(), " " + sentence[lead.end():], bool(lead["s"]))
     # a dose of the one medicine the line names before it, with no question between (fresh16: "But it
     # messed with the clozapine. ... So it's two hundred and fifty milligrams now.")
     asked = max((k for k, t in enumerate(said) if t.endswith(("?", "？"))), default=-1)
@@ -1563,6 +1573,7 @@ CARERS_DID = re.compile(r"They(?:\s+(?:have|had|will)\s+|['’](?:ve|d|ll)\s+|\s
                         r"|started|stopped|switched|changed|removed|diagnosed|fitted|implanted|operated?|admitted"
                         r"|discharged|prescribed|upped|doubled|halved|lowered|raised|increased|reduced|scanned|tested"
                         r"|cut|drained|injected|transfused|ruled|caught|warned|referred|booked|scheduled|arranged"
+                        r"|heard|spotted|detected|picked\s+up"
                         r"|did a (?:\w+ )?(?:biopsy|scan|test|transplant|operation|procedure))\b")
 """A sentence opening with what "they" did to someone in care ("They put a pacemaker in, on the 16th of last
 month", "They gave me five days of IV methylprednisolone", "They've warned the team for the CT": fresh19; "They'll
@@ -2269,8 +2280,8 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     relative to when it was said ("three weeks ago", "last Monday", "on Friday", "in nine days";
     not one that is only that day: "today"), or a day of a month without its year ("on the 5th of
     May", `year_of_days`), that no date of `written` (the memories so far, dated)
-    falls in and that say something besides (three words worth comparing, or a health word: "My next
-    injection is this Sunday", fresh24), lead-in dropped, with
+    falls in and that say something besides (three words worth comparing, two after a sentence of
+    health in the line, or a health word: "My next injection is this Sunday", fresh24), lead-in dropped, with
     the index of their line: qwen1.5b wrote "Rustam works at an engineering firm in Calgary" of
     "I started at an engineering firm in Calgary three weeks ago", and nothing of "Ren started
     last Monday". A Chinese line is not judged."""
@@ -2278,14 +2289,20 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     # were said, each with its memory's words
     kept: list[tuple[Span, set[str]]] = []  # those of the sentences kept
     out: list[tuple[int, str]] = []
+    last: tuple[int, str] = (-1, "")
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
         said = transcript.times[index]
         today = said.date()
         dated = year_of_days(sentence, today)  # a day of a month: "The bone scan is on the 5th of May" (fresh15)
         besides = content_words(sentence, I_WORDS | TIME_WORDS)
+        # two words are enough after a sentence of health in the line (fresh25: "Last Thursday I was admitted ...
+        # for three days on IV fluids ... I came home on Sunday.", the day of discharge lost)
+        after_health = last[0] == index and any(map(health_word, words(last[1])))
+        last = (index, sentence)
         if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
-                or len(besides) < (1 if dated != sentence or any(map(health_word, besides)) else 3)
+                or len(besides) < (1 if dated != sentence or any(map(health_word, besides)) else 2 if after_health
+                                   else 3)
                 and not needs_before(sentence)):
             # a request, or too little besides its time to stand alone ("We decided on Saturday"); one that is
             # of what the sentence before says is kept after it ("The next one's on the 3rd of next month.")
@@ -4207,7 +4224,8 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
     like to try a running club" of "Would you like to try a running club?" -- "I'm not adding
     running." Words another speaker said are not the answer's, unless the memory names that
     speaker (fresh12: "Should you take acetazolamide as well?" -- "No, ..." to Sipho, where
-    Thandeka takes it). Empty for Chinese."""
+    Thandeka takes it), nor words the answer says only in a clause that turns them down ("I don't
+    bother with melatonin"). Empty for Chinese."""
     said = words(text)
     if CJK_CHAR.search(text) or TURNED_DOWN & set(said) or any(w.startswith(("declin", "refus")) for w in said):
         return []
@@ -4218,9 +4236,13 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
         answer = messages[i + 1]
         if m.role != "assistant" or answer.role == "assistant" or ACCEPTS.match(answer.content):
             continue
-        # what the one asked, or someone the memory names, said is theirs; not another speaker's words
-        by_them = stems(n.content for n in messages if n.role != "assistant" and (
+        # what the one asked, or someone the memory names, said is theirs; not another speaker's words, nor what the
+        # answer says only to turn it down (fresh25: "Should you take melatonin for the jet lag?" -- "I don't bother
+        # with melatonin.", stored as "Temitope is considering taking melatonin for jet lag.")
+        by_them = stems(n.content for n in messages if n is not answer and n.role != "assistant" and (
             n.name in named or n.name == answer.name or not (n.name and answer.name)))
+        by_them |= stems(clause for sentence in SENTENCE.split(answer.content) for clause in CLAUSE.split(sentence)
+                         if not TURNED_DOWN & set(words(clause)))
         mine = [w for w in content_words(text, names, filler=False) if _stem(w) not in by_them]
         for sentence in SENTENCE.split(m.content):
             if sentence.strip().endswith("?") and SUGGESTS.match(sentence.strip()):
