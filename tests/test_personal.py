@@ -4562,6 +4562,10 @@ async def test_a_new_first_contact_with_an_accented_name_is_news_beside_the_stor
      "Radovan takes Creon 25,000 capsules with every meal and snacks.", {"creon"}),
     ("In May I moved to Geelong, into a house with my partner.", "Radovan lives in a flat in Prospect, in Adelaide.",
      {"prosp"}),
+    # fresh25: where the user lives now, said without "moved to"
+    ("And we've moved: since July we live in Hobart, near Milana.", "Radovan lives in Launceston with his husband.",
+     {"launc"}),
+    ("Since July we live in Launceston, still.", "Radovan lives in Launceston with his husband.", set()),
     # guards: the same dose, or a job that is not left
     ("Dr Pappas put me up to Creon 25,000 with meals.", "Radovan takes Creon 25,000 capsules with every meal.", set()),
     ("I love the warehouse job.", "Radovan is a forklift driver at a warehouse in Wingfield.", set()),

@@ -985,8 +985,9 @@ def unsaid_words(text: str, messages: list[Message], user_name: str = "") -> lis
     return unsaid
 
 
-SENTENCE = re.compile(r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\bDra\.)"
-                      r"(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)\s+|(?<=[。！？；])\s*")
+TITLES = ("Dr.", "Dra.", "Mr.", "Mrs.", "Ms.", "Sr.", "Sra.", "St.", "Prof.")
+"""The titles written with a full stop before a name: no sentence ends after one."""
+SENTENCE = re.compile(r"(?<=[.!?;])" + "".join(rf"(?<!\b{re.escape(t)})" for t in TITLES) + r"\s+|(?<=[。！？；])\s*")
 """Where a text's sentences part: after ".", "!", "?" or ";" and a space ("2.5 mg" is one
 sentence; not after a title: "Dr. Okafor", "Dra. Quiroga", fresh24), after Chinese punctuation at once."""
 PLACEHOLDERS = frozenset(" ".join(words(t)) for t in ("the memory", "the rewritten memory, or an empty string",
@@ -1479,7 +1480,6 @@ me us them god""".split()) | TIME_WORDS
 HE_OR_SHE = re.compile(r"(?P<pronoun>[Ss]he|[Hh]e)(?P<s>['’]s)?\s+(?P<next>[\w’']+)")
 SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+)?"
                           rf"(?P<name>{_NAME})\b(?!['’])")
-TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "St.", "Prof.")
 ALIAS = re.compile(r"\b(?:call(?:s|ed)?\s+(?:her|him|them)|known\s+as|goes\s+by|nicknamed)\b", re.IGNORECASE)
 """A clause giving another name of someone ("though everyone calls her Doña Chayo")."""
 HIS = frozenset("he him his himself".split())
@@ -1620,7 +1620,7 @@ def found_at(line: str, sentence: str) -> int:
 OBJECT_PRONOUN = re.compile(r"\b(?P<pronoun>him|her)\b(?=\s*[,.;:!?]|\s*$|\s+(?:on|at|in|every|each|if|when|first|and|or"
                             r"|today|tonight|tomorrow|next|once|twice|about|for|to|after|before|again|now|then)\b)")
 """"him" or "her" as the object of a sentence ("I see him on the 2nd", "ring her if"), not "her" before a noun."""
-TITLE_WORDS = frozenset("Dr Doctor Mr Mrs Ms Miss Prof Professor Nurse Sister".split())
+TITLE_WORDS = frozenset(t.rstrip(".") for t in TITLES) | frozenset("Doctor Miss Professor Nurse Sister".split())
 TITLED = rf"(?:(?:{'|'.join(TITLE_WORDS)})\.?\s+)?"
 
 
@@ -2941,6 +2941,11 @@ class Shown:
         own = {(k, j) for k, j in ends if ending(cited[k], existing[j].content, user_name, own=True, asked=asked[k])}
         return cls(candidates, vectors, existing, ends, own, cited, asked)
 
+    @functools.cached_property
+    def conditions(self) -> list[set[str]]:
+        """The lasting conditions each memory shown names (`conditions_named` of `lasting`), read once."""
+        return [conditions_named(lasting(n.content)) for n in self.existing]
+
 
 def asked_before(messages: Sequence[Message], index: int) -> str:
     """The question the assistant asked just before line `index` (its last sentence, when that
@@ -3341,11 +3346,11 @@ class Decider:
                                         "the candidate is about something else")
                                      + ": changed in place, the candidate goes beside it")
                     continue
-                kept = conditions_named(lasting(over.content)) - stems([shown.cited[k]]) - BODY_STEMS
+                kept = shown.conditions[j] - stems([shown.cited[k]]) - BODY_STEMS
                 # a condition another stored memory names is not lost with this one (fresh24: "Laleh is taking
                 # mesalazine and budesonide MMX for her ulcerative colitis" beside "Laleh has ulcerative colitis")
-                kept -= {w for i, other in enumerate(shown.existing) if i != j and (k, i) not in shown.ends
-                         for w in conditions_named(lasting(other.content))}
+                kept -= {w for i, named in enumerate(shown.conditions) if i != j and (k, i) not in shown.ends
+                         for w in named}
                 kept_words = sorted({w for w in words(over.content) if _stem(w) in kept})
                 if kept and not left:
                     # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
@@ -3633,6 +3638,8 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
 MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+"
                       r"(?:(?:back|in\s+together|house|over),?\s+)?(?:(?:in|on|last|this)\s+[^,.;!?]{1,20}?,?\s+)?"
                       r"(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
+LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+(?P<to>[A-Z][^\W\d_]+)")
+"""Where the user lives now, said without "moved to": "since July we live in Hobart" (fresh25), "I now live in Ayr"."""
 LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)\s+(?P<at>[A-Z][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
                     r"\s+(?:at|with)|joined|(?:working|employed)\s+(?:at|for)|work\s+(?:at|for))\s+(?:the\s+)?"
@@ -3717,10 +3724,10 @@ def users_parts(stored: str, user_name: str) -> Iterator[str]:
 
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem`s of the place or employer a first-person clause says the user left for another
-    (`MOVED_TO`, `JOINED`), where a part of the stored memory whose subject is the user says they
+    (`MOVED_TO`, `LIVE_NOW`, `JOINED`), where a part of the stored memory whose subject is the user says they
     live or work there."""
     out: set[str] = set()
-    for said, held in ((MOVED_TO, LIVES_IN), (JOINED, WORKS_AT)):
+    for said, held in ((MOVED_TO, LIVES_IN), (LIVE_NOW, LIVES_IN), (JOINED, WORKS_AT)):
         for m in said.finditer(clause):
             for part in users_parts(stored, user_name):
                 out |= {_stem(h["at"].lower()) for h in held.finditer(part)
