@@ -2742,6 +2742,9 @@ def test_what_another_speaker_says_they_are_is_not_the_users(memory: str, whose:
      "Bartosz is considering taking melatonin for jet lag.", None),
     ("Should you take melatonin for the jet lag?", "No, I don't need it, I already take melatonin every night.",
      "Bartosz takes melatonin every night.", "Bartosz takes melatonin every night."),
+    # fresh26 (qwen1.5b): "it" of a suggesting question is what the sentence before names
+    ("Some people take vitamin E for their circulation. Would you like to try it?",
+     "Not while I'm on a blood thinner, no.", "Bartosz takes vitamin E for his circulation.", None),
     # a question that asks, not suggests
     ("What about your kids?", "Emi is twelve and Sora is nine.", "Bartosz's kids are Emi, twelve, and Sora, nine.",
      "Bartosz's kids are Emi, twelve, and Sora, nine."),
@@ -2757,7 +2760,8 @@ async def test_a_suggestion_turned_down_is_not_stored_as_taken(
     kept = [n.content for n in result.added]
     # turned down: no memory names it, unless as turned down ("Bartosz doesn't bother with melatonin.", kept as said)
     assert (stored in kept) if stored else not any(w in k and not re.search(r"n't\b|\bnot?\b", k) for k in kept
-                                                   for w in ("tracker", "club", "hypno", "calamine", "melatonin")), kept
+                                                   for w in ("tracker", "club", "hypno", "calamine", "melatonin",
+                                                             "vitamin")), kept
     if stored != memory:
         assert any("assistant suggested" in r.reason for r in result.rejected)
 
@@ -3205,6 +3209,12 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
       "Me, and my mother Amparo, who lives with us. He's with his dad at weekends."],
      "He's with his dad at weekends.", "Ulises is with his dad at weekends."),
     (["My mother Amparo lives with us. He's seven."], "He's seven.", None),
+    # fresh26 (qwen1.5b): "my boy" is a son, and the sentence with "his" before "she" is hers when it starts with her
+    (["I keep notes on my boy, Tamati. He's eleven and has Duchenne."], "He's eleven and has Duchenne.",
+     "Tamati is eleven and has Duchenne."),
+    (["My wife Huia is his main carer; she's a physiotherapist."], "she's a physiotherapist.",
+     "Huia is a physiotherapist."),
+    (["My husband Kofi is his main carer; she's a physiotherapist."], "she's a physiotherapist.", None),
     (["My son Ulises and my brother Tane came.", "Anything else?", "They were late. He's seven."], "He's seven.",
      None),
 ])
@@ -4566,6 +4576,20 @@ async def test_a_new_first_contact_with_an_accented_name_is_news_beside_the_stor
     ("And we've moved: since July we live in Hobart, near Milana.", "Radovan lives in Launceston with his husband.",
      {"launc"}),
     ("Since July we live in Launceston, still.", "Radovan lives in Launceston with his husband.", set()),
+    # fresh26: a move in with someone, the place after it; work left said as what one did ("I've left flying")
+    ("I moved in with Leander in June, a terraced house in Portobello.", "Radovan lives in Leith, Edinburgh.",
+     {"leith"}),
+    ("I moved in with Leander in June.", "Radovan lives in Leith, Edinburgh.", set()),
+    # fresh26: another emergency contact now ends whom a memory says it is
+    ("And Teodoro has gone into a care home, so my emergency contact is my daughter Marisa now.",
+     "Radovan's husband Teodoro is Radovan's emergency contact.", {"emerg", "conta"}),
+    ("Kasia is round the corner. She's my emergency contact now; Jerzy is second.",
+     "Radovan's son Jerzy is Radovan's emergency contact.", {"emerg", "conta"}),
+    ("Kasia is my emergency contact now.", "Kasia is Radovan's emergency contact.", set()),
+    ("Kasia is my emergency contact.", "Jerzy is Radovan's emergency contact.", set()),  # no "now": one more
+    ("Kasia is my emergency contact now.", "Radovan takes tafamidis, 61 mg a day.", set()),
+    ("And I've left flying: since July I'm a trainer on the ground.",
+     "Radovan is a long-haul cabin crew member, a flight attendant.", {"membe"}),
     # guards: the same dose, or a job that is not left
     ("Dr Pappas put me up to Creon 25,000 with meals.", "Radovan takes Creon 25,000 capsules with every meal.", set()),
     ("I love the warehouse job.", "Radovan is a forklift driver at a warehouse in Wingfield.", set()),
@@ -4603,6 +4627,24 @@ async def test_an_i_is_the_speaker_of_the_line_that_says_it_when_the_memory_cite
     assert not any("Artyom's husband" in a for a in added)
 
 
+async def test_an_i_cited_to_the_assistant_is_the_speaker_of_the_line_that_says_it(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh26 (qwen1.5b): "I'm the pregnant one, due in May." (the sister's) cited the assistant's line and was stored
+    # in the first person
+    chat = [{"role": "user", "name": "Henrietta", "time": "2026-02-24T18:00:00Z",
+             "content": "Three weeks ago I was admitted with a pulmonary embolism."},
+            {"role": "user", "name": "Clementine", "content": "I'm Clementine, her big sister. And just so nobody "
+                                                              "muddles us: I'm the pregnant one, due in May."},
+            {"role": "assistant", "content": "Thank you both. Henrietta, what do you take?"},
+            {"role": "user", "name": "Henrietta", "content": "Apixaban, 5 mg twice a day."}]
+    server.script(EXTRACT, memories({"content": "I'm the pregnant one, due in May.", "sources": [2]}))
+    result = await reme.summarize_memory(chat, user_name="henrietta")
+
+    added = [n.content for n in result.added]
+    assert "Clementine is the pregnant one, due in May 2026." in added, added
+    assert not any(a.startswith("I'm") for a in added)
+
+
 @pytest.mark.parametrize(("said", "stored", "ended"), [
     # fresh25 (qwen1.5b): "they halved the mycophenolate, to 500 milligrams" ended nothing (the value was a clause
     # of its own, and "they" no speaker's own), so "takes mycophenolate, 1000 milligrams" stayed as current
@@ -4617,3 +4659,18 @@ async def test_an_i_is_the_speaker_of_the_line_that_says_it_when_the_memory_cite
 ])
 def test_a_dose_the_doctors_changed_ends_that_medicines_dose_alone(said: str, stored: str, ended: set[str]) -> None:
     assert ending(said, stored, "Torben", own=True) == ended
+
+
+async def test_a_health_fact_a_misnamed_draft_held_is_kept_as_said(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh26 (qwen1.5b): "Wiremu is a man with Duchenne muscular dystrophy" (his son's) held the diagnosis, so it was
+    # not kept as said; the repair did not mend it, and the diagnosis was lost with it
+    chat = [{"role": "user", "name": "Wiremu", "time": "2026-07-21T19:00:00Z",
+             "content": "Kia ora. I want to keep notes on my boy, Tamati. He's eleven and has Duchenne muscular "
+                        "dystrophy."}]
+    server.script(EXTRACT, memories({"content": "Wiremu is a man with Duchenne muscular dystrophy.", "sources": [0]}))
+    server.script(REPAIR, {"memories": []})
+    result = await reme.summarize_memory(chat, user_name="wiremu")
+
+    added = [n.content for n in result.added]
+    assert "Tamati is eleven and has Duchenne muscular dystrophy." in added, added
+    assert not any(a.startswith("Wiremu is a man") for a in added)

@@ -1438,7 +1438,8 @@ def needs(sentence: str) -> Iterator[set[str]]:
 
 
 KIN = [group.split() for group in (
-    "wife husband spouse partner married fiancé fiancée fiance fiancee boyfriend girlfriend", "son daughter child kid",
+    "wife husband spouse partner married fiancé fiancée fiance fiancee boyfriend girlfriend",
+    "son daughter child kid boy girl",
     "baby", "mum mom mother mama mamá mam", "dad father papa", "parents", "sister", "brother", "twin",
     "grandmother grandma granny nan nana", "grandfather grandpa granddad", "grandson granddaughter grandchild",
     "aunt auntie", "uncle", "cousin", "niece", "nephew", "friend pal", "flatmate roommate housemate", "neighbour neighbor",
@@ -1466,9 +1467,9 @@ NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
 UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
 """A relation said without its name ("my new manager", "Idris's mum")."""
-MALE = frozenset("""husband fiancé fiance boyfriend son dad father papa brother grandfather grandpa granddad grandson
+MALE = frozenset("""husband fiancé fiance boyfriend son boy dad father papa brother grandfather grandpa granddad grandson
 uncle nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
-FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter mum mom mother mama mamá mam sister grandmother grandma
+FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter girl mum mom mother mama mamá mam sister grandmother grandma
 granny nan nana granddaughter aunt auntie niece stepmum stepmom stepmother stepdaughter stepsister goddaughter godmother
 landlady""".split())
 """Relations "his" and "her" never name ("Her name's Samira" is no brother's)."""
@@ -1760,9 +1761,13 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
     since = [t for t in SENTENCE.split(before) if t.strip()]
     while since and not theirs & set(words(since[0])):
         since.pop(0)
-    if since and not any(m in known for t in since[1:] for m in CAPITALIZED.findall(t)):
+    lead = SUBJECT_NAME.match(since[0].strip()) if since else None
+    if since and not any(m in known for t in since[1:] for m in CAPITALIZED.findall(t)) and not (
+            lead and lead["name"] in known and (lead["rel"] or "").casefold() not in (MALE if pronoun == "She" else
+                                                                                      FEMALE)):
         # "Back at work today, his first shift. She's called twice": not him; but "My husband Sorin ..., he
-        # does the early shifts. Our daughter Ioana is nine. She has a peanut allergy" (fresh24): Ioana
+        # does the early shifts. Our daughter Ioana is nine. She has a peanut allergy" (fresh24): Ioana; and "My wife
+        # Huia is his main carer; she's a physiotherapist" (fresh26): the sentence with "his" is Huia's
         return None
     for said in reversed([t.strip() for t in SENTENCE.split(before)]):
         if not said or said.endswith(("?", "？")):
@@ -2468,7 +2473,10 @@ class PersonalSummarizer:
         extraction = Extraction(memories=[m for reply in replies for m in reply.memories])
         written: set[str] = set()  # the memories' texts as they will be stored
         candidates, flawed = self._candidates(extraction, transcript, history, user_name, now, plan.rejected, written)
-        so_far = [c.content for c in candidates] + [d.text for d in flawed]
+        # a draft that says of the speaker what its line says of someone else holds nothing yet: the repair may not
+        # mend it (fresh26: "Wiremu is a man with Duchenne muscular dystrophy" of "my boy, Tamati. He's eleven and
+        # has Duchenne ...", dropped unrepaired, and the diagnosis with it)
+        so_far = [c.content for c in candidates] + [d.text for d in flawed if d.problem != "misnamed"]
         unheld = unheld_health(transcript, so_far)
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
             more, more_flawed = self._kept_as_said(
@@ -2664,7 +2672,7 @@ class PersonalSummarizer:
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
             if I_WORDS & set(words(text)) and sources and (there := elsewhere(text, transcript, sources, names)) \
                     and {transcript.messages[i].name for i in sources if transcript.messages[i].role == "user"} \
-                    - {there[0].name}:
+                    != {there[0].name}:  # fresh26: "I'm the pregnant one" of the sister's line cited the assistant
                 # whose "I" it is: the line that says it, not the one cited (fresh25, qwen1.5b: "I live in Launceston
                 # with my husband Artyom" cited Artyom's line and became "Artyom lives ... with Artyom's husband")
                 sources = [next(i for i, m in enumerate(transcript.messages) if m is there[0])]
@@ -3638,6 +3646,10 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
 MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+"
                       r"(?:(?:back|in\s+together|house|over),?\s+)?(?:(?:in|on|last|this)\s+[^,.;!?]{1,20}?,?\s+)?"
                       r"(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
+MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?moved\s+in\s+with\s+[^.;!?]{1,60}?\bin\s+"
+                           r"(?!(?:" + "|".join(m.capitalize() for m in MONTHS) + r")\b)(?P<to>[A-Z][^\W\d_]+)")
+"""A move in with someone, the place after it: "I moved in with Leander in June, a terraced house in Portobello"
+(fresh26)."""
 LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+(?P<to>[A-Z][^\W\d_]+)")
 """Where the user lives now, said without "moved to": "since July we live in Hobart" (fresh25), "I now live in Ayr"."""
 LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)\s+(?P<at>[A-Z][^\W\d_]+)")
@@ -3669,12 +3681,16 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
                      r"(?:[a-z-]+\s+){0,2}?(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe|bakery|garage|studio|farm)\b"
                      r"|\bnot\s+going\s+back\s+(?:on\s+the\s+tools|to\s+(?:work|the\s+job|my\s+job))\b"
-                     r"|\b(?-i:I)(?:['’]ve| have)?\s+retired\b", re.IGNORECASE)
+                     r"|\b(?-i:I)(?:['’]ve| have)?\s+retired\b"
+                     r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:left|quit|given\s+up)\s+(?:flying|nursing|teaching|driving|farming"
+                     r"|cleaning|policing|modelling|modeling|coaching|acting|sailing|fishing|mining|lecturing)\b",
+                     re.IGNORECASE)
 """A first-person clause that says the user does other work now, or left their work: "I teach
 cookery at the further education college now", "I've left the restaurant", "I left the warehouse job"
 (fresh25), "I've had to sell the
-salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I retired"."""
-JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,2}?"
+salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I retired", "I've left
+flying" (fresh26)."""
+JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,3}?"
                  r"(?P<job>[a-z]+(?:er|or|ist|ian)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
 """What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
 
@@ -3724,10 +3740,10 @@ def users_parts(stored: str, user_name: str) -> Iterator[str]:
 
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem`s of the place or employer a first-person clause says the user left for another
-    (`MOVED_TO`, `LIVE_NOW`, `JOINED`), where a part of the stored memory whose subject is the user says they
+    (`MOVED_TO`, `MOVED_IN_WITH`, `LIVE_NOW`, `JOINED`), where a part of the stored memory whose subject is the user says they
     live or work there."""
     out: set[str] = set()
-    for said, held in ((MOVED_TO, LIVES_IN), (LIVE_NOW, LIVES_IN), (JOINED, WORKS_AT)):
+    for said, held in ((MOVED_TO, LIVES_IN), (MOVED_IN_WITH, LIVES_IN), (LIVE_NOW, LIVES_IN), (JOINED, WORKS_AT)):
         for m in said.finditer(clause):
             for part in users_parts(stored, user_name):
                 out |= {_stem(h["at"].lower()) for h in held.finditer(part)
@@ -3881,6 +3897,12 @@ COURTING = {"married": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancé
 Hana" beside "Hana and Ji-ho got married"."""
 
 
+CONTACT_NOW = re.compile(r"\b(?:(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)|[Ss]he|[Hh]e)(?:['’]s|\s+is)\s+(?:now\s+)?(?i:my|our)\s+"
+                         r"(?:(?i:first|main)\s+)?(?i:emergency\s+contact)\s+now\b"
+                         r"|\b(?i:my|our)\s+(?:(?i:first|main)\s+)?(?i:emergency\s+contact)\s+is\s+(?:(?i:now)\s+)?"
+                         r"(?:(?i:my|our)\s+[a-z]+\s+)?(?P<named>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?=[^.;!?]*\bnow\b)")
+"""Someone the user's emergency contact is now: "She's my emergency contact now; Jerzy is second", "so my emergency
+contact is my daughter Marisa now" (fresh26: the old contacts stayed)."""
 RANKS = ("first", "second", "third")
 RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?"
                     r"(?P<rank>first|second|third)\b")
@@ -3907,6 +3929,14 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
             roles = said & set(COURTING[m["how"].lower()])
             if len(roles) == 1 and (who in said if who else True) and not health_said(sentence):
                 out.add(_stem(roles.pop()))
+    for m in CONTACT_NOW.finditer(clause):  # whom a memory says the emergency contact is, when another is now
+        name = (m["name"] or m["named"] or "").lower()
+        if name in words(user_name):
+            continue
+        for sentence in SENTENCE.split(stored):
+            said = set(words(sentence))
+            if {"emergency", "contact"} <= said and name not in said:
+                out |= {"emerg", "conta"} & {_stem(w) for w in said}
     for m in RANKED.finditer(clause):  # "he's first now and Busisiwe second" of "Busisiwe is first"
         name, rank = m["name"].lower(), m["rank"].lower()
         if name in words(stored) and name not in STARTERS and name not in words(user_name):
@@ -4232,7 +4262,8 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
     running." Words another speaker said are not the answer's, unless the memory names that
     speaker (fresh12: "Should you take acetazolamide as well?" -- "No, ..." to Sipho, where
     Thandeka takes it), nor words the answer says only in a clause that turns them down ("I don't
-    bother with melatonin"). Empty for Chinese."""
+    bother with melatonin"). A question that suggests "it" suggests what the sentence before it
+    names. Empty for Chinese."""
     said = words(text)
     if CJK_CHAR.search(text) or TURNED_DOWN & set(said) or any(w.startswith(("declin", "refus")) for w in said):
         return []
@@ -4251,9 +4282,12 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
         by_them |= stems(clause for sentence in SENTENCE.split(answer.content) for clause in CLAUSE.split(sentence)
                          if not TURNED_DOWN & set(words(clause)))
         mine = [w for w in content_words(text, names, filler=False) if _stem(w) not in by_them]
-        for sentence in SENTENCE.split(m.content):
+        said = SENTENCE.split(m.content)
+        for k, sentence in enumerate(said):
             if sentence.strip().endswith("?") and SUGGESTS.match(sentence.strip()):
-                asked = stems([sentence])
+                # "it" of the sentence before: "Some people take vitamin E for their circulation. Would you like to
+                # try it?" (fresh26: "Henrietta takes vitamin E" was stored of "Not while I'm on a blood thinner")
+                asked = stems([sentence] + (said[k - 1:k] if k and REFERRING & set(words(sentence)) else []))
                 out += [w for w in mine if _stem(w) in asked]
     return list(dict.fromkeys(out))
 
