@@ -4612,37 +4612,33 @@ def test_contacts_who_speak_in_the_conversation_too_are_kept_as_the_speakers_eme
     assert unheld_answers(Transcript.of(messages, datetime(2026, 8, 11, tzinfo=timezone.utc)), "Rangi", []) == []
 
 
-async def test_an_i_is_the_speaker_of_the_line_that_says_it_when_the_memory_cites_anothers(
-        reme: ReMe, server: OpenAITestServer) -> None:
+
+@pytest.mark.parametrize(("chat", "memory", "source", "named"), [
     # fresh25 (qwen1.5b): "I live in Launceston with my husband Artyom." cited Artyom's line, and was stored as
     # "Artyom lives in Launceston with Artyom's husband Artyom."
-    chat = [{"role": "user", "name": "Yevgenia", "time": "2026-01-20T15:00:00Z",
-             "content": "I was born with tetralogy of Fallot. I live in Launceston with my husband Artyom."},
-            {"role": "user", "name": "Artyom", "content": "I'm Artyom. I'm the one with atrial fibrillation."}]
-    server.script(EXTRACT, memories({"content": "I live in Launceston with my husband Artyom.", "sources": [1]}))
-    result = await reme.summarize_memory(chat, user_name="yevgenia")
+    ([("Yevgenia", "I was born with tetralogy of Fallot. I live in Launceston with my husband Artyom."),
+      ("Artyom", "I'm Artyom. I'm the one with atrial fibrillation.")],
+     "I live in Launceston with my husband Artyom.", 1, "Yevgenia lives in Launceston with Yevgenia's husband Artyom."),
+    # fresh26 (qwen1.5b): the sister's "I'm the pregnant one" cited the assistant's line and was stored in the first
+    # person
+    ([("Henrietta", "Three weeks ago I was admitted with a pulmonary embolism."),
+      ("Clementine", "I'm Clementine, her big sister. And just so nobody muddles us: I'm the pregnant one, due in "
+                     "May."),
+      ("assistant", "Thank you both. Henrietta, what do you take?"), ("Henrietta", "Apixaban, 5 mg twice a day.")],
+     "I'm the pregnant one, due in May.", 2, "Clementine is the pregnant one, due in May 2026."),
+])
+async def test_an_i_is_the_speaker_of_the_line_that_says_it_when_the_memory_cites_another(
+        reme: ReMe, server: OpenAITestServer, chat: list[tuple[str, str]], memory: str, source: int,
+        named: str) -> None:
+    messages: list[dict[str, str]] = [{"role": "assistant", "content": line} if who == "assistant" else
+                {"role": "user", "name": who, "content": line} for who, line in chat]
+    messages[0]["time"] = "2026-02-24T18:00:00Z"
+    server.script(EXTRACT, memories({"content": memory, "sources": [source]}))
+    result = await reme.summarize_memory(messages, user_name=chat[0][0].lower())
 
     added = [n.content for n in result.added]
-    assert "Yevgenia lives in Launceston with Yevgenia's husband Artyom." in added, added
-    assert not any("Artyom's husband" in a for a in added)
-
-
-async def test_an_i_cited_to_the_assistant_is_the_speaker_of_the_line_that_says_it(
-        reme: ReMe, server: OpenAITestServer) -> None:
-    # fresh26 (qwen1.5b): "I'm the pregnant one, due in May." (the sister's) cited the assistant's line and was stored
-    # in the first person
-    chat = [{"role": "user", "name": "Henrietta", "time": "2026-02-24T18:00:00Z",
-             "content": "Three weeks ago I was admitted with a pulmonary embolism."},
-            {"role": "user", "name": "Clementine", "content": "I'm Clementine, her big sister. And just so nobody "
-                                                              "muddles us: I'm the pregnant one, due in May."},
-            {"role": "assistant", "content": "Thank you both. Henrietta, what do you take?"},
-            {"role": "user", "name": "Henrietta", "content": "Apixaban, 5 mg twice a day."}]
-    server.script(EXTRACT, memories({"content": "I'm the pregnant one, due in May.", "sources": [2]}))
-    result = await reme.summarize_memory(chat, user_name="henrietta")
-
-    added = [n.content for n in result.added]
-    assert "Clementine is the pregnant one, due in May 2026." in added, added
-    assert not any(a.startswith("I'm") for a in added)
+    assert named in added, added
+    assert not any(a.startswith(("I'm", "I ")) or "Artyom's husband" in a for a in added)
 
 
 @pytest.mark.parametrize(("said", "stored", "ended"), [
