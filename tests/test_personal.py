@@ -3238,7 +3238,8 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
      "His sister Anoma flies down from Sydney on Sunday.", "Ruwan's sister Anoma flies down from Sydney on Sunday."),
     (["Is anyone helping Ruwan and Kusuma?", "His sister Anoma flies down."], "His sister Anoma flies down.", None),
     (["Is anyone helping?", "His sister Anoma flies down."], "His sister Anoma flies down.", None),
-    # a place alone answering where the speaker lives (fresh25, qwen1.5b: kept with no subject, so the move ended nothing)
+    # a place alone answering where the speaker lives (fresh25, qwen1.5b: kept with no subject, so the move ended
+    # nothing)
     (["Where do you live and work?", "In a flat in Prospect, in Adelaide. I'm a forklift driver."],
      "In a flat in Prospect, in Adelaide.", "Mandla lives in a flat in Prospect, in Adelaide."),
     (["Where do you work?", "In a warehouse in Wingfield."], "In a warehouse in Wingfield.", None),
@@ -3247,9 +3248,11 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
     (["My son Ulises is seven.", "Who looks after him?",
       "Me, mostly, and my mother Amparo, his abuela. His dad, Joaquín, has him every other weekend."],
      "His dad, Joaquín, has him every other weekend.", "Ulises's dad, Joaquín, has him every other weekend."),
-    (["I keep notes for my son Ulises.", "Anything coming up?", "Ulises has an EEG next Tuesday. His sister Xiomara is doing a walk on Saturday."],
+    (["I keep notes for my son Ulises.", "Anything coming up?",
+      "Ulises has an EEG next Tuesday. His sister Xiomara is doing a walk on Saturday."],
      "His sister Xiomara is doing a walk on Saturday.", "Ulises's sister Xiomara is doing a walk on Saturday."),
-    (["I keep notes for my son Ulises and my nephew Tane.", "Anything coming up?", "Ulises and Tane have an EEG. His sister Xiomara is doing a walk."],
+    (["I keep notes for my son Ulises and my nephew Tane.", "Anything coming up?",
+      "Ulises and Tane have an EEG. His sister Xiomara is doing a walk."],
      "His sister Xiomara is doing a walk.", None),
     # a time or a place alone answering when or where something is (fresh15: "Next Wednesday, at a hotel in
     # Negombo." kept without the wedding)

@@ -1467,11 +1467,11 @@ NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
 UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
 """A relation said without its name ("my new manager", "Idris's mum")."""
-MALE = frozenset("""husband fiancé fiance boyfriend son boy dad father papa brother grandfather grandpa granddad grandson
-uncle nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
-FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter girl mum mom mother mama mamá mam sister grandmother grandma
-granny nan nana granddaughter aunt auntie niece stepmum stepmom stepmother stepdaughter stepsister goddaughter godmother
-landlady""".split())
+MALE = frozenset("""husband fiancé fiance boyfriend son boy dad father papa brother grandfather grandpa granddad
+grandson uncle nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
+FEMALE = frozenset("""wife fiancée fiancee girlfriend daughter girl mum mom mother mama mamá mam sister grandmother
+grandma granny nan nana granddaughter aunt auntie niece stepmum stepmom stepmother stepdaughter stepsister goddaughter
+godmother landlady""".split())
 """Relations "his" and "her" never name ("Her name's Samira" is no brother's)."""
 NOT_NAMES = frozenset("""i and but so then the a he she they we it this that who is was yes no oh well thanks thank
 hi hello hey sure okay ok sorry please also plus anyway actually honestly funny mind my our your his her their its
@@ -3646,11 +3646,13 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
 MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+"
                       r"(?:(?:back|in\s+together|house|over),?\s+)?(?:(?:in|on|last|this)\s+[^,.;!?]{1,20}?,?\s+)?"
                       r"(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
-MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?moved\s+in\s+with\s+[^.;!?]{1,60}?\bin\s+"
+MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?moved\s+in\s+with\s+"
+                           r"[^.;!?]{1,60}?\bin\s+"
                            r"(?!(?:" + "|".join(m.capitalize() for m in MONTHS) + r")\b)(?P<to>[A-Z][^\W\d_]+)")
 """A move in with someone, the place after it: "I moved in with Leander in June, a terraced house in Portobello"
 (fresh26)."""
-LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+(?P<to>[A-Z][^\W\d_]+)")
+LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+"
+                      r"(?P<to>[A-Z][^\W\d_]+)")
 """Where the user lives now, said without "moved to": "since July we live in Hobart" (fresh25), "I now live in Ayr"."""
 LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)\s+(?P<at>[A-Z][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
@@ -3679,10 +3681,12 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
-                     r"(?:[a-z-]+\s+){0,2}?(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe|bakery|garage|studio|farm)\b"
+                     r"(?:[a-z-]+\s+){0,2}?(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe"
+                     r"|bakery|garage|studio|farm)\b"
                      r"|\bnot\s+going\s+back\s+(?:on\s+the\s+tools|to\s+(?:work|the\s+job|my\s+job))\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+retired\b"
-                     r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:left|quit|given\s+up)\s+(?:flying|nursing|teaching|driving|farming"
+                     r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:left|quit|given\s+up)\s+(?:flying|nursing|teaching"
+                     r"|driving|farming"
                      r"|cleaning|policing|modelling|modeling|coaching|acting|sailing|fishing|mining|lecturing)\b",
                      re.IGNORECASE)
 """A first-person clause that says the user does other work now, or left their work: "I teach
@@ -3740,8 +3744,8 @@ def users_parts(stored: str, user_name: str) -> Iterator[str]:
 
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem`s of the place or employer a first-person clause says the user left for another
-    (`MOVED_TO`, `MOVED_IN_WITH`, `LIVE_NOW`, `JOINED`), where a part of the stored memory whose subject is the user says they
-    live or work there."""
+    (`MOVED_TO`, `MOVED_IN_WITH`, `LIVE_NOW`, `JOINED`), where a part of the stored memory whose
+    subject is the user says they live or work there."""
     out: set[str] = set()
     for said, held in ((MOVED_TO, LIVES_IN), (MOVED_IN_WITH, LIVES_IN), (LIVE_NOW, LIVES_IN), (JOINED, WORKS_AT)):
         for m in said.finditer(clause):
