@@ -562,28 +562,30 @@ def cited_or_beside(text: str, transcript: Transcript, sources: Sequence[int]) -
     cited = [transcript.messages[i] for i in sources]
     names = {w for n in transcript.speakers for w in words(n)}
     if any(m.role == "user" for m in cited):
-        return elsewhere(text, transcript, sources, names) or cited
+        there = elsewhere(text, transcript, sources, names)
+        return cited if there is None else [transcript.messages[there]]
     near = [transcript.messages[j] for j in beside(sources, len(transcript.messages))
             if transcript.messages[j].role == "user"]
     scored = [(closest_sentences(text, [m], names)[1], k) for k, m in enumerate(near)]
     return [near[max(scored)[1]]] if scored and max(scored)[0] else cited
 
 
-def elsewhere(text: str, transcript: Transcript, sources: Sequence[int], names: set[str]) -> list[Message]:
-    """The one user's line the memory does not cite that holds at least half of its words
-    (`closest_sentences`) when the lines it cites hold fewer than half, and no other line as many:
-    fresh20's "Narek is on injections, canakinumab, every four weeks" cited Narek's first line, and
-    his sister Ani had said "I am the one on the injections, canakinumab, every four weeks". Empty
-    otherwise."""
+def elsewhere(text: str, transcript: Transcript, sources: Sequence[int], names: set[str]) -> int | None:
+    """The index of the one user's line the memory does not cite that holds at least half of its
+    words (`closest_sentences`) when the lines it cites hold fewer than half, and no other line as
+    many: fresh20's "Narek is on injections, canakinumab, every four weeks" cited Narek's first
+    line, and his sister Ani had said "I am the one on the injections, canakinumab, every four
+    weeks". None otherwise."""
     cited = [transcript.messages[i] for i in sources if 0 <= i < len(transcript.messages)]
     _, most, size = closest_sentences(text, cited, names)
     if not size or 2 * most >= size:
-        return []
-    others = [m for i, m in enumerate(transcript.messages) if m.role == "user" and i not in sources]
-    scored = sorted(((closest_sentences(text, [m], names)[1], k) for k, m in enumerate(others)), reverse=True)
+        return None
+    others = [i for i, m in enumerate(transcript.messages) if m.role == "user" and i not in sources]
+    scored = sorted(((closest_sentences(text, [transcript.messages[i]], names)[1], i) for i in others),
+                    key=lambda pair: pair[0], reverse=True)
     if not scored or 2 * scored[0][0] < size or len(scored) > 1 and scored[1][0] == scored[0][0]:
-        return []
-    return [others[scored[0][1]]]
+        return None
+    return scored[0][1]
 
 
 def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> tuple[str, str] | None:
@@ -2670,12 +2672,13 @@ class PersonalSummarizer:
                 continue
             seen.add(normalize_text(text))
             sources = sorted({i for i in item.sources if 0 <= i < len(transcript.times)})
-            if I_WORDS & set(words(text)) and sources and (there := elsewhere(text, transcript, sources, names)) \
+            if I_WORDS & set(words(text)) and sources \
+                    and (there := elsewhere(text, transcript, sources, names)) is not None \
                     and {transcript.messages[i].name for i in sources if transcript.messages[i].role == "user"} \
-                    != {there[0].name}:  # fresh26: "I'm the pregnant one" of the sister's line cited the assistant
+                    != {transcript.messages[there].name}:  # fresh26: "I'm the pregnant one" of the sister's line cited the assistant
                 # whose "I" it is: the line that says it, not the one cited (fresh25, qwen1.5b: "I live in Launceston
                 # with my husband Artyom" cited Artyom's line and became "Artyom lives ... with Artyom's husband")
-                sources = [next(i for i, m in enumerate(transcript.messages) if m is there[0])]
+                sources = [there]
             draft = Draft(index, item, text, text, sources,
                           transcript.times[sources[-1]] if sources else transcript.times[-1], step=step)
             reason = not_a_memory(text, transcript.messages, sources, user_name)
