@@ -34,6 +34,7 @@ from datetime import date, datetime, time
 from typing import Annotated, Any, Callable, Collection, Iterable, Iterator, Literal, Sequence
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from reme.config import RetrievalConfig
 from reme.errors import InvalidInputError, LLMError, describe
@@ -95,8 +96,11 @@ class ExtractedMemory(BaseModel):
     content: str = Field(max_length=MAX_CONTENT_CHARS)
     kind: Annotated[str, BeforeValidator(lambda v: "fact" if v is None else v)] = Field(
         default="fact", max_length=MAX_NAME_CHARS)
-    time: str | None = Field(default=None, max_length=64)
-    time_end: str | None = Field(default=None, max_length=64)
+    # Not asked for (left out of the reply schema and the prompt): qwen1.5b wrote the line's own time-stamp, or a
+    # wrong date, for nearly every memory, a third of each memory's tokens, and replies cut off at the token cap lost
+    # memories; code resolves times (`event_time`). One a model sends unasked is read.
+    time: SkipJsonSchema[str | None] = Field(default=None, max_length=64)
+    time_end: SkipJsonSchema[str | None] = Field(default=None, max_length=64)
     sources: IntList = Field(default_factory=list, max_length=MAX_SOURCES)
     importance: Fraction = 0.5
 
@@ -119,7 +123,7 @@ class Decision(BaseModel):
     action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     id: int | None = None
     text: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
-    reason: Note = Field(default="", max_length=2000)
+    reason: SkipJsonSchema[Note] = Field(default="", max_length=2000)  # not asked for: boilerplate from a small model
 
     @field_validator("action", mode="before")
     @classmethod
