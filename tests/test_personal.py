@@ -214,6 +214,13 @@ async def test_delete_removes_the_contradicted_memory_into_history(reme: ReMe, s
         await reme.get_memory(veg.memory_id)
     (gone,) = await reme.history(veg.memory_id)
     assert gone.event == "DELETE" and gone.node == veg
+    # a reason is read when sent, not asked for: neither the prompt nor the reply schema has one (qwen1.5b filled it
+    # with boilerplate, "The stored memory is outdated ...", and long replies were cut off at the token cap)
+    assert gone.reason == "no longer true"
+    ask = next(body for body in server.chat_requests if RECONCILE in prompt_of(body))
+    decision = ask["response_format"]["json_schema"]["schema"]["$defs"]["Decision"]
+    assert set(decision["properties"]) == {"candidate", "action", "id", "text"}
+    assert '"reason"' not in prompt_of(ask)
 
 
 async def test_none_leaves_memories_as_they_are(reme: ReMe, server: OpenAITestServer) -> None:

@@ -17,7 +17,7 @@ from reme.schema import TimeWindow
 from reme.temporal import find_window
 
 from conftest import every_store
-from openai_server import OpenAITestServer
+from openai_server import OpenAITestServer, prompt_of
 
 EXTRACT = "Read the conversation below"
 UTC = timezone.utc
@@ -107,6 +107,13 @@ async def test_summary_of_an_old_conversation_stores_when_it_happened_apart_from
                                             time_window=(datetime(2009, 3, 10), datetime(2009, 3, 10, 23)))
         assert {m.node.memory_id for m in inside.memories} >= {hiking.memory_id}
         assert pottery.memory_id not in {m.node.memory_id for m in inside.memories}
+    # Dates were read where the model sent them, unasked: neither the extraction's prompt nor its reply schema asks
+    # for one (qwen1.5b wrote the line's own time-stamp, or a wrong date, for nearly every memory: a third of each
+    # memory's tokens, and replies cut off at the token cap lost memories).
+    extract = next(body for body in server.chat_requests if EXTRACT in prompt_of(body))
+    schema = extract["response_format"]["json_schema"]["schema"]
+    assert set(schema["$defs"]["ExtractedMemory"]["properties"]) == {"content", "kind", "sources", "importance"}
+    assert "time_end" not in prompt_of(extract) and "YYYY" not in prompt_of(extract)
 
 
 @every_store
