@@ -3224,6 +3224,14 @@ def test_an_emergency_contact_is_a_safety_fact() -> None:
     (["My husband Kofi is his main carer; she's a physiotherapist."], "she's a physiotherapist.", None),
     (["My son Ulises and my brother Tane came.", "Anything else?", "They were late. He's seven."], "He's seven.",
      None),
+    # fresh27 (qwen1.5b): a child named by whose parent the speaker is, of the gender its first pronoun says ("He has
+    # Prader-Willi syndrome" was kept unnamed); a title is no one's name ("Mr Doherty. ... he's" became "Mr's")
+    (["I'm Tobi's mum; on paper he's Oluwatobi, and he's nine. He has Prader-Willi syndrome."],
+     "He has Prader-Willi syndrome.", "Tobi has Prader-Willi syndrome."),
+    (["I'm Ama's mum, and she's nine. He has asthma."], "He has asthma.", None),
+    (["I'm Tobi's dad. He has asthma."], "He has asthma.", None),  # no pronoun after it says which
+    (["He's at school with a one-to-one assistant, Mr Doherty. He's obsessed with trains."],
+     "He's obsessed with trains.", None),
 ])
 def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_before_says_it(
         lines: list[str], sentence: str, resolved: str | None) -> None:
@@ -4571,6 +4579,26 @@ async def test_a_new_first_contact_with_an_accented_name_is_news_beside_the_stor
     result = await reme.summarize_memory(chat, user_name="radovan")
 
     assert any("Snježana is first now" in n.content for n in result.added), [n.content for n in result.added]
+    assert not any("a stored memory holds it" in r.reason for r in result.rejected)
+
+
+async def test_a_health_sentence_kept_as_said_naming_someone_new_is_news_beside_a_stored_memory(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh27 (qwen1.5b): "..., so my daughter Aïssatou, who lives in Villeurbanne too, is my emergency contact now"
+    # was dropped as held by the stored "... with his wife Mariama, who is his emergency contact": its news was its
+    # health words alone
+    await reme.add_memory("Amadou lives in Lyon with his wife Mariama, who is his emergency contact.",
+                          user_name="amadou")
+    server.script(EXTRACT, memories({"content": "Amadou is pescatarian since June", "sources": [1]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}, {"candidate": 1, "action": "ADD"}))
+    chat = [{"role": "assistant", "content": "And at home?", "time": "2026-09-10T16:20:00Z"},
+            {"role": "user", "name": "Amadou",
+             "content": "Mariama has gone to Dakar for a year, so my daughter Aïssatou, who lives in Villeurbanne "
+                        "too, is my emergency contact now. And I'm pescatarian since June."}]
+    result = await reme.summarize_memory(chat, user_name="amadou")
+
+    assert any("Aïssatou" in n.content and "emergency contact" in n.content for n in result.added), [
+        n.content for n in result.added]
     assert not any("a stored memory holds it" in r.reason for r in result.rejected)
 
 

@@ -168,11 +168,13 @@ class QueryPlan(BaseModel):
 # -- the conversation ----------------------------------------------------------------------------
 def names_in(messages: Sequence[Message]) -> frozenset[str]:
     """The capitalized words some line writes inside a sentence, not at its start ("Tomás", not
-    "Nervous"), that are no speaker's name nor a word that is never one ("I", "Monday")."""
+    "Nervous"), that are no speaker's name nor a word that is never one ("I", "Monday", a title:
+    fresh27's "with a one-to-one assistant, Mr Doherty. ... he's obsessed with trains" became
+    "Mr's obsessed with trains")."""
     speakers = {w for m in messages if m.role == "user" and m.name for w in words(m.name)}
     found = {m for line in messages for said in SENTENCE.split(line.content)
              for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
-    return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers)
+    return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers | _TITLES)
 
 
 def to_messages(messages: Sequence[Message | dict[str, Any]]) -> list[Message]:
@@ -1469,6 +1471,11 @@ KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b(?!\s
 """A name the relation after it says ("Tove, my sister, ..."); not one called before a relation
 that names its own ("Hey Mel, my cousin Ingrid ...": Ingrid is the cousin)."""
 THEIR_KIN = re.compile(rf"\b(?P<owner>{_NAME})['’]s\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
+PARENT_OF = re.compile(rf"\bI(?:['’]m|\s+am)\s+(?P<name>{_NAME})['’]s\s+"
+                       r"(?i:mum|mom|mother|mam|mama|dad|father|papa)\b")
+"""A child named by the speaker saying whose parent they are: "I'm Tobi's mum; on paper he's Oluwatobi, and he's nine.
+He has Prader-Willi syndrome." (fresh27: every "he" of the line was kept unnamed)."""
+CHILD_PRONOUN = re.compile(r"\b(?P<he>he|him|his)\b|\b(?P<she>she|her)\b", re.IGNORECASE)
 NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(?P<name>{_NAME})\b")
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
 UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
@@ -1511,6 +1518,10 @@ def the_one_related(transcript: Transcript, index: int, at: int, pronoun: str) -
     same, other = (MALE, FEMALE) if pronoun == "He" else (FEMALE, MALE)
     ones = {m["name"] for m in said if m["rel"].lower() in same}
     others = {m["name"] for m in said if m["rel"].lower() in other}
+    for text in lines:  # "I'm Tobi's mum; on paper he's Oluwatobi": the first "he" or "she" after it says which
+        for parent in PARENT_OF.finditer(text):
+            if gender := CHILD_PRONOUN.search(text, parent.end()):
+                (ones if bool(gender["he"]) == (pronoun == "He") else others).add(parent["name"])
     subjects = {m["name"] for text in lines for one in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(one)
                 if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names}
     if len(ones) != 1 or not subjects <= ones | others:
@@ -2484,11 +2495,16 @@ class PersonalSummarizer:
         # has Duchenne ...", dropped unrepaired, and the diagnosis with it)
         so_far = [c.content for c in candidates] + [d.text for d in flawed if d.problem != "misnamed"]
         unheld = unheld_health(transcript, so_far)
+        speaker_words = transcript.speaker_words(user_name)
         if unheld:  # kept as said, its "I" named; one that cannot stand on its own goes to the repair
             more, more_flawed = self._kept_as_said(
                 unheld, "personal/kept", "has a health fact no memory holds", transcript, history, user_name, now,
+                # news: its health words and numbers, what it rules out, and the names in it (fresh27: "..., so my
+                # daughter Aïssatou ... is my emergency contact now" was dropped as held by "... his wife Mariama,
+                # who is his emergency contact")
                 plan, written, lambda text: {_stem(w) for w in words(text) if w.isdigit() or health_word(w)}
-                | {_stem(w) for w in restricted(text)}, may_end=True, kind="health", importance=1.0)
+                | {_stem(w) for w in restricted(text)} | {_stem(w) for w in named_in(text, speaker_words)},
+                may_end=True, kind="health", importance=1.0)
             candidates += more
             flawed += more_flawed
         so_far += [sentence for _, sentence in unheld]
