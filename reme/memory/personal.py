@@ -1475,7 +1475,6 @@ PARENT_OF = re.compile(rf"\bI(?:['’]m|\s+am)\s+(?P<name>{_NAME})['’]s\s+"
                        r"(?i:mum|mom|mother|mam|mama|dad|father|papa)\b")
 """A child named by the speaker saying whose parent they are: "I'm Tobi's mum; on paper he's Oluwatobi, and he's nine.
 He has Prader-Willi syndrome." (fresh27: every "he" of the line was kept unnamed)."""
-CHILD_PRONOUN = re.compile(r"\b(?P<he>he|him|his)\b|\b(?P<she>she|her)\b", re.IGNORECASE)
 NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(?P<name>{_NAME})\b")
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
 UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
@@ -1520,8 +1519,8 @@ def the_one_related(transcript: Transcript, index: int, at: int, pronoun: str) -
     others = {m["name"] for m in said if m["rel"].lower() in other}
     for text in lines:  # "I'm Tobi's mum; on paper he's Oluwatobi": the first "he" or "she" after it says which
         for parent in PARENT_OF.finditer(text):
-            if gender := CHILD_PRONOUN.search(text, parent.end()):
-                (ones if bool(gender["he"]) == (pronoun == "He") else others).add(parent["name"])
+            if said_of := next((w for w in words(text[parent.end():]) if w in HIS | HERS), None):
+                (ones if (said_of in HIS) == (pronoun == "He") else others).add(parent["name"])
     subjects = {m["name"] for text in lines for one in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(one)
                 if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names}
     if len(ones) != 1 or not subjects <= ones | others:
@@ -2695,7 +2694,8 @@ class PersonalSummarizer:
             if I_WORDS & set(words(text)) and sources \
                     and (there := elsewhere(text, transcript, sources, names)) is not None \
                     and {transcript.messages[i].name for i in sources if transcript.messages[i].role == "user"} \
-                    != {transcript.messages[there].name}:  # fresh26: "I'm the pregnant one" of the sister's line cited the assistant
+                    != {transcript.messages[there].name}:
+                # fresh26: "I'm the pregnant one" of the sister's line cited the assistant
                 # whose "I" it is: the line that says it, not the one cited (fresh25, qwen1.5b: "I live in Launceston
                 # with my husband Artyom" cited Artyom's line and became "Artyom lives ... with Artyom's husband")
                 sources = [there]
