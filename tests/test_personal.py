@@ -4602,6 +4602,59 @@ async def test_a_health_sentence_kept_as_said_naming_someone_new_is_news_beside_
     assert not any("a stored memory holds it" in r.reason for r in result.rejected)
 
 
+async def test_what_is_left_of_a_memory_that_named_no_one_may_name_no_one(reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh26 (qwen1.5b): "High blood pressure. Amlodipine, 10 milligrams a day." (kept as said) stayed whole when "The
+    # GP stopped the amlodipine": what was left, "High blood pressure.", named no one, as the memory did not
+    await reme.add_memory("High blood pressure. Amlodipine, 10 milligrams a day.", user_name="thaddeus")
+    server.script(EXTRACT, memories({"content": "Thaddeus's GP stopped the amlodipine", "sources": [1]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}))
+    chat = [{"role": "assistant", "content": "How are things?", "time": "2026-05-05T19:30:00Z"},
+            {"role": "user", "name": "Thaddeus", "content": "The GP stopped the amlodipine, my blood pressure's fine."}]
+    result = await reme.summarize_memory(chat, user_name="thaddeus")
+
+    assert [n.content for n in result.updated] == ["High blood pressure."], [n.content for n in result.updated]
+    assert any("stopped the amlodipine" in n.content for n in result.added), [n.content for n in result.added]
+
+
+@pytest.mark.parametrize(("said", "asked", "stored", "ended"), [
+    # fresh27 (qwen1.5b): the word saying it ended is not what ended, and what was stopped is not the reason said
+    # after it
+    ("Stopped in March, as planned.", "And the bicalutamide?",
+     "Amadou takes bicalutamide, 50 milligrams a day, to stop a flare.", {"bical"}),
+    ("The metabolic team stopped the metformin at once: in MELAS it can cause lactic acidosis.", "",
+     "Amadou has MELAS, a mitochondrial disease. Amadou's GP put Amadou on metformin in January.", {"metfo"}),
+    ("I stopped the metformin because of the MELAS.", "",
+     "Amadou has MELAS, a mitochondrial disease. Amadou's GP put Amadou on metformin in January.", {"metfo"}),
+    # guards: an ending word with no object ends what its clause holds; another question's answer ends nothing
+    ("The metformin and the MELAS diet are finished.", "",
+     "Amadou is on metformin and the MELAS diet.", {"metfo", "mela", "diet"}),
+    ("Stopped in March, as planned.", "And the bicalutamide?", "Amadou takes tamsulosin to stop a flare.", set()),
+])
+def test_what_an_ending_word_ends_is_what_it_stopped(said: str, asked: str, stored: str, ended: set[str]) -> None:
+    assert ending(said, stored, "Amadou", asked=asked) == ended
+
+
+async def test_who_someone_is_to_the_user_stays_when_the_part_of_a_memory_saying_it_ends(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh27 (qwen1.5b): a move and a new emergency contact ended "Amadou lives in Lyon, ..., with his wife Mariama,
+    # who is his emergency contact", and the wife went with them
+    await reme.add_memory("Amadou lives in Lyon with his wife Mariama, who is his emergency contact. He drives a taxi.",
+                          user_name="amadou")
+    server.script(EXTRACT, memories({"content": "Amadou moved in May to a flat in Villeurbanne", "sources": [1]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}, {"candidate": 1, "action": "ADD"}))
+    chat = [{"role": "assistant", "content": "And at home?", "time": "2026-09-10T16:20:00Z"},
+            {"role": "user", "name": "Amadou",
+             "content": "We moved in May, out of Lyon to a flat in Villeurbanne. Mariama has gone to Dakar for a "
+                        "year, so my daughter Aïssatou, who lives in Villeurbanne too, is my emergency contact now."}]
+    result = await reme.summarize_memory(chat, user_name="amadou")
+
+    assert [n.content for n in result.updated] == ["Amadou drives a taxi. Mariama is Amadou's wife."], [
+        n.content for n in result.updated]
+    assert not result.deleted
+    assert any("Aïssatou" in n.content and "emergency contact" in n.content for n in result.added), [
+        n.content for n in result.added]
+
+
 @pytest.mark.parametrize(("said", "stored", "ended"), [
     # fresh25 (qwen1.5b): a job left with a word before "job", and a dose put up with the medicine before the number
     ("So I left the warehouse job, and since the 15th of June I drive a forklift at the port in Geelong.",
@@ -4628,8 +4681,25 @@ async def test_a_health_sentence_kept_as_said_naming_someone_new_is_news_beside_
     ("Kasia is my emergency contact now.", "Radovan takes tafamidis, 61 mg a day.", set()),
     ("And I've left flying: since July I'm a trainer on the ground.",
      "Radovan is a long-haul cabin crew member, a flight attendant.", {"membe"}),
+    # fresh27: a relative clause between the new contact and "is"; a time and the place left between "moved" and
+    # "to"; a diet kept now; a workplace left; back at work after sick leave; "switched me to" what comes instead
+    ("So my daughter Aïssatou, who lives in Villeurbanne too, is my emergency contact now.",
+     "Radovan's wife Mariama is Radovan's emergency contact.", {"emerg", "conta"}),
+    ("We moved in May, out of the Croix-Rousse to a flat in Villeurbanne.", "Radovan lives in Lyon with his wife.",
+     {"lyon"}),
+    ("And I'm pescatarian since June: fish, but no meat.", "Radovan eats meat every day. Lamb, beef, anything.",
+     {"meat", "lamb", "beef"}),
+    ("I've left the library since the episode.", "Radovan works part-time at the library.", {"libra"}),
+    ("I'm back at work, but on the sorting office.", "Radovan is a postman, off sick for the moment.", {"sick"}),
+    ("But the levetiracetam made me angry and low, so the neurologist switched me to lacosamide.",
+     "Radovan is taking levetiracetam for the tumour.", {"levet"}),
     # guards: the same dose, or a job that is not left
     ("Dr Pappas put me up to Creon 25,000 with meals.", "Radovan takes Creon 25,000 capsules with every meal.", set()),
+    ("I'm still vegetarian.", "Radovan is vegetarian and eats no meat.", set()),
+    ("I'm pescatarian now.", "Radovan takes Creon 25,000 capsules with every meal.", set()),
+    ("I've left the library book at home.", "Radovan works part-time at the library.", set()),
+    ("I'm back at work.", "Radovan is a postman in Leith.", set()),
+    ("The neurologist switched me to lacosamide.", "Radovan is taking lacosamide and clobazam.", set()),
     ("I love the warehouse job.", "Radovan is a forklift driver at a warehouse in Wingfield.", set()),
 ])
 def test_a_job_left_or_a_dose_put_up_ends_what_a_memory_said(said: str, stored: str, ended: set[str]) -> None:

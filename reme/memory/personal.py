@@ -1086,7 +1086,9 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "dilol", "etanide", "fenacin", "begron", "xostat", "proate", "piramate", "suximide", "pentin",
                 "niazid", "ampicin", "butol", "actone", "iloride", "quine", "elzine", "cypromine", "bemide",
                 "propion", "spirone", "navir", "previr", "asvir", "buvir", "tegravir", "vudine", "amivir", "penem",
-                "bactam", "fungin", "tiazem", "triptan", "thioprine", "pramide", "clofen", "icline", "tonin")
+                "bactam", "fungin", "tiazem", "triptan", "thioprine", "pramide", "clofen", "icline", "tonin",
+                # fresh27: lacosamide, bicalutamide, enzalutamide, temozolomide, indapamide were no medicines
+                "cosamide", "lutamide", "zolomide", "pamide")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
 citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
@@ -1532,6 +1534,14 @@ IT_LEADS = re.compile(r"It(?P<s>['’]s)?\s+(?=\S)")
 SWITCHED_TO = re.compile(r"\b(?:switched|changed|moved|put)\s+(?:(?:me|him|her|them|us)\s+)?(?:over\s+)?"
                          r"(?:to|on(?:to)?)\s+(?:the\s+)?(?P<to>[\w-]+)", re.IGNORECASE)
 """A medicine someone was switched to: "stopped it and switched me to nintedanib" (fresh24)."""
+
+
+def switched(clause: str) -> bool:
+    """Whether a clause says someone was put on another medicine, not naming what they came off (`SWITCHED_TO`): "so
+    the neurologist switched me to lacosamide" (fresh27: "Zdeněk is taking levetiracetam" stayed)."""
+    return any(medicine_word(m["to"].lower()) for m in SWITCHED_TO.finditer(clause))
+
+
 THE_THING = re.compile(r"^(?P<thing>(?:(?:The|My|Her|His|Their)\s+)?(?P<word>[A-Za-z][\w-]+))\b")
 
 
@@ -3392,6 +3402,13 @@ class Decider:
                                f"does not ({', '.join(kept_words)}): the memory stays, the candidate goes beside it"))
                     continue
                 if left:
+                    # what is left may name no one when the memory named no one either (kept as said: fresh26's
+                    # "High blood pressure. Amlodipine, 10 milligrams a day." stayed whole when "The GP stopped the
+                    # amlodipine")
+                    rest = kept_apart(over.content, shown.ends[(k, j)], set(words(over.memory_target)), nameless=True)
+                    if rest is not None:
+                        self._parted(k, j, rest, f"candidates[{k}]", added=True)
+                        continue
                     # what is left cannot stand alone: the memory stays whole rather than lose it
                     self.rejected.append(Rejection(
                         step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
@@ -3474,6 +3491,7 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
 OVER_WORDS = ("finished", "over", "gone", "ended", "stop", "stops", "stopped", "stopping", "quit", "quits")
 """The words of `ENDED` that say a thing is over ("the senna is gone"), not what is: "the aspirin has been
 stopped" ends no "must never stop the prednisolone suddenly" (fresh23)."""
+OVER_STEMS = frozenset(_stem(w) for w in OVER_WORDS)
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
@@ -3633,6 +3651,10 @@ WHO_ALONE = re.compile(r"^\s*(?:(?:and|but|so|then)\s+)?(?:(?:my|our|his|her|the
 """A clause that only names who did something, before what they did: "so my gastroenterologist", "Dr Farahani"."""
 
 
+OBJECT_END = re.compile(r"[,;:.!?]|\s(?=(?:because|since|as|when|so|but|after|while|though|although)\s)",
+                        re.IGNORECASE)
+"""Where the object of an ending word ends: "the metformin at once" of "... stopped the metformin at once: in MELAS
+it can cause lactic acidosis"."""
 STOPPED_WHAT = re.compile(r"\s+(?!(?:in|on|at|last|this|after|before|for|because|when|and|so|but|then|now|too)\b)"
                           r"(?:it|them|the|my|his|her|their|our|a|an|[a-z]{3,})\b")
 """What follows an ending word when it has an object ("stopped it", "stopped the pirfenidone"): its subject,
@@ -3668,7 +3690,7 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
 
 MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+"
                       r"(?:(?:back|in\s+together|house|over),?\s+)?(?:(?:in|on|last|this)\s+[^,.;!?]{1,20}?,?\s+)?"
-                      r"(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
+                      r"(?:out\s+of\s+[^,.;!?]{1,40}?,?\s+)?(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
 MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?moved\s+in\s+with\s+"
                            r"[^.;!?]{1,60}?\bin\s+"
                            r"(?!(?:" + "|".join(m.capitalize() for m in MONTHS) + r")\b)(?P<to>[A-Z][^\W\d_]+)")
@@ -3685,7 +3707,7 @@ WORKS_AT = re.compile(r"\b(?:works|work|working|employed|job)\b[^.;!?,]{0,30}?\b
                       r"(?P<at>[A-Z][^\W\d_]+)")
 """A move, a new employer said in the first person ("We moved to Santiago", "I moved into the annexe
 at my daughter's, in Headington", "Dariush and I moved in together in May, into a house in Hamilton"
-(fresh24), "I started at Bosch"), and where a memory says its user lives or
+(fresh24), "We moved in May, out of the Croix-Rousse to a flat in Villeurbanne" (fresh27), "I started at Bosch"), and where a memory says its user lives or
 works ("Ines lives in Valparaíso", "Bea lives on her own in a flat on Cowley Road", "Rui works as
 an engineer at Siemens")."""
 
@@ -3695,6 +3717,20 @@ OFFICE_AGAIN = re.compile(r"\bback (?:in|at|to|into) (?:the |my )?office\b|\b(?:
 FROM_HOME = re.compile(r"\b(?:works?|working|job)\s+(?:\w+\s+){0,2}?(?:from home|remotely)\b|\bremote (?:job|work)\b",
                        re.IGNORECASE)
 """Back at the office, and a memory of working from home."""
+BACK_AT_WORK = re.compile(r"\b(?:back\s+(?:at|to)\s+work|back\s+at\s+my\s+job|back\s+on\s+the\s+job)\b", re.IGNORECASE)
+OFF_SICK = re.compile(r"\boff\s+sick\b|\bon\s+sick\s+leave\b|\bsigned\s+off\b", re.IGNORECASE)
+"""Back at work, and a memory of being off sick (fresh27: "I'm back at work" left "Ruaridh is a postman, ..., off
+sick for the moment")."""
+DIET_NOW = re.compile(r"\b(?-i:I)(?:['’]m|\s+am)\s+(?:now\s+|fully\s+|strictly\s+|also\s+)?(?:an?\s+)?"
+                      r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian)\b", re.IGNORECASE)
+NOT_EATEN = {"vegetarian": ("meat", "beef", "lamb", "pork", "chicken", "bacon", "ham", "steak", "sausages", "fish",
+                            "seafood"),
+             "pescatarian": ("meat", "beef", "lamb", "pork", "chicken", "bacon", "ham", "steak", "sausages"),
+             "vegan": ("meat", "beef", "lamb", "pork", "chicken", "bacon", "ham", "steak", "sausages", "fish",
+                       "seafood", "cheese", "eggs", "milk", "dairy")}
+NOT_EATEN["pescetarian"] = NOT_EATEN["pescatarian"]
+"""A diet the user keeps now, and what it is without (fresh27: "I'm pescatarian since June: fish, but no meat" left
+"Amadou eats meat every day")."""
 
 
 NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)?(?:started|begun)\s+(?:teaching|working\s+as)\b"
@@ -3704,8 +3740,10 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
-                     r"(?:[a-z-]+\s+){0,2}?(?:restaurant|salon|shop|firm|company|practice|business|job|café|cafe"
-                     r"|bakery|garage|studio|farm)\b"
+                     r"(?:[a-z-]+\s+){0,2}?(?P<left>restaurant|salon|shop|firm|company|practice|business|job|café|cafe"
+                     r"|bakery|garage|studio|farm|library|warehouse|factory|depot|hospital|nursery|bank)\b"
+                     r"(?=\s*(?:[.,;:!?]|$)|\s+(?:in|at|on|last|this|since|after|before|for|because|when|and|so|but|then"
+                     r"|now|too|altogether|behind)\b)"
                      r"|\bnot\s+going\s+back\s+(?:on\s+the\s+tools|to\s+(?:work|the\s+job|my\s+job))\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+retired\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:left|quit|given\s+up)\s+(?:flying|nursing|teaching"
@@ -3714,7 +3752,7 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      re.IGNORECASE)
 """A first-person clause that says the user does other work now, or left their work: "I teach
 cookery at the further education college now", "I've left the restaurant", "I left the warehouse job"
-(fresh25), "I've had to sell the
+(fresh25), "I've left the library since the episode" (fresh27: the place itself ends where the user works there), "I've had to sell the
 salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I retired", "I've left
 flying" (fresh26)."""
 JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,3}?"
@@ -3731,6 +3769,10 @@ WORK_PLACE = re.compile(r"\b(?:is\s+an?|works?|working|teach(?:es|ing)?|employed
                         r"(?:[a-z]+\s+){0,3}?(?P<at>[A-ZÀ-ÖØ-Þ][^\W\d_]+)")
 """Where a memory says someone works: "teaches maths at a high school in Gugulethu", "is a court interpreter in
 Coimbra"."""
+
+
+WORKS_THERE = re.compile(r"\b(?:works?|working|job|employed)\b", re.IGNORECASE)
+"""A part of a memory that says someone works somewhere: "works part-time at the library"."""
 
 
 NOT_THERE = re.compile(r"\b(?:not|no\s+longer)\s+(?:in|at|for)\s+(?:the\s+)?\w+", re.IGNORECASE)
@@ -3752,6 +3794,9 @@ def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
            if other and words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
     for part in users_parts(stored, user_name):
         out |= {_stem(m["at"].lower()) for m in WORK_PLACE.finditer(part)} - said
+        if other and (left := other["left"]) and left.lower() != "job" and left.lower() in words(part) \
+                and WORKS_THERE.search(part):  # "I've left the library" of "Fenella works part-time at the library"
+            out.add(_stem(left.lower()))
     return out
 
 
@@ -3816,6 +3861,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
     for s, sentence in enumerate(sentences):
+        switch = False
         if not own or says_own(sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
             for m in (*INSTEAD.finditer(sentence), *FROM_TO.finditer(sentence)):
@@ -3835,12 +3881,15 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             said = _content_stems(clause, user_name) - UNITS
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
-            if (not held & said and (not own or says_own(sentence))
+            # the word saying it ended is not what ended ("Stopped in March" of "..., to stop a flare": fresh27)
+            if (not held & said - OVER_STEMS and (not own or says_own(sentence))
                     and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
-                         or SUBJECTLESS.match(clause))):
+                         or SUBJECTLESS.match(clause) or (switch := switched(clause)))):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
                 # August"; "The sumatriptan helps, so they put it up to 100 mg"
                 them = referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held, user_name)
+                if switch:  # what was switched from is no doctor: "Dr Pritchard stopped it and switched me to ..."
+                    them -= {_stem(m["name"].lower()) for m in TITLED_NAME.finditer(sentence)}
                 out |= {w for about, numbers in valued if numbers and changed - numbers
                         for w in about & them - DOSE_WORDS} \
                     if changed else them
@@ -3851,7 +3900,11 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # a doctor who ended it (fresh24: "Dr Pritchard stopped it" ended "Dr Pritchard ... says ...")
                 agents = {_stem(m["name"].lower()) for m in TITLED_NAME.finditer(clause[:over.start()])} \
                     if STOPPED_WHAT.match(clause[over.end():]) else set()
-                out |= held & said - {_stem(w) for w in words(clause) if w in OVER_WORDS} - agents
+                # what was stopped, when the memory holds it, not the reason said after it (fresh27: "The metabolic
+                # team stopped the metformin at once: in MELAS it can cause lactic acidosis" ended the MELAS)
+                what = held & _content_stems(OBJECT_END.split(clause[over.end():], 1)[0], user_name) \
+                    if STOPPED_WHAT.match(clause[over.end():]) else set()
+                out |= (what or held & said) - {_stem(w) for w in words(clause) if w in OVER_WORDS} - agents
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said - DOSE_WORDS}
@@ -3862,6 +3915,10 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= _content_stems(stored, user_name) & said
             if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
                 out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
+            if BACK_AT_WORK.search(clause) and OFF_SICK.search(stored):
+                out |= held & {"sick", "leav"}
+            if (diet := DIET_NOW.search(clause)) and diet["diet"].lower() not in words(stored):
+                out |= held & {_stem(w) for w in NOT_EATEN[diet["diet"].lower()]}
         if not own or says_own(sentence):
             out |= (new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
                     | new_job(sentence, stored, user_name))
@@ -3924,12 +3981,14 @@ COURTING = {"married": ("girlfriend", "boyfriend", "fiancé", "fiance", "fiancé
 Hana" beside "Hana and Ji-ho got married"."""
 
 
-CONTACT_NOW = re.compile(r"\b(?:(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)|[Ss]he|[Hh]e)(?:['’]s|\s+is)\s+(?:now\s+)?(?i:my|our)\s+"
+CONTACT_NOW = re.compile(r"\b(?:(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)|[Ss]he|[Hh]e)(?:\s*,\s*who\b[^,.;!?]{1,60},)?"
+                         r"(?:['’]s|\s+is)\s+(?:now\s+)?(?i:my|our)\s+"
                          r"(?:(?i:first|main)\s+)?(?i:emergency\s+contact)\s+now\b"
                          r"|\b(?i:my|our)\s+(?:(?i:first|main)\s+)?(?i:emergency\s+contact)\s+is\s+(?:(?i:now)\s+)?"
                          r"(?:(?i:my|our)\s+[a-z]+\s+)?(?P<named>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?=[^.;!?]*\bnow\b)")
 """Someone the user's emergency contact is now: "She's my emergency contact now; Jerzy is second", "so my emergency
-contact is my daughter Marisa now" (fresh26: the old contacts stayed)."""
+contact is my daughter Marisa now" (fresh26: the old contacts stayed), "my daughter Aïssatou, who lives in Villeurbanne
+too, is my emergency contact now" (fresh27)."""
 RANKS = ("first", "second", "third")
 RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?"
                     r"(?P<rank>first|second|third)\b")
@@ -4014,12 +4073,14 @@ def without(text: str, gone: set[str], people: set[str], rejected: list[Rejectio
     return rest
 
 
-def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
+def kept_apart(stored: str, gone: set[str], people: set[str], *, nameless: bool = False) -> str | None:
     """A stored memory less its parts (sentences, and their parts joined by "and" or "but") that
     hold one of the `_stem`s `gone`, when some part holds one and what is left stands alone (`flaw`
     finds nothing; `people`, the memory's own names, in words); else None. "Alasdair is
     hypothyroid, diagnosed last autumn" of "..., and he is on levothyroxine, 50 micrograms" when
     the dose went up; "Soraya is sick" of "... and is taking ondansetron" when she came off it.
+    `nameless`: what is left may name no one when the memory named no one either. Who someone is to the user
+    (`relations_left`) stays when the part saying it goes.
     What is left starting with "she" or "her" (not "they") is said of whom the memory starts with
     when that is one of `people`: "Ximena is an architect. Ximena's partner Ignacio does the shopping." of
     "Ximena is working from home for now, she is an architect. Her partner Ignacio does ..."."""
@@ -4034,7 +4095,34 @@ def kept_apart(stored: str, gone: set[str], people: set[str]) -> str | None:
     if head and text and head["who"].lower() in people and not text.startswith(head["who"]) \
             and any(medicine_word(w) for w in words(text.split(" ", 1)[0])):
         text = head[0] + text[0].lower() + text[1:]  # what is left of a list of medicines: "Kemal is on" it
-    return None if not dropped or not text or flaw(text, people) else text
+    problem = flaw(text, people) if text else None
+    flawed = problem is not None and not (nameless and problem == "nobody" == flaw(stored, people))
+    if dropped and not flawed:
+        # who someone is to the user goes with no part that ends (fresh27: the move and the new emergency contact
+        # ended "Amadou lives in Lyon, ..., with his wife Mariama, who is his emergency contact", and the wife went)
+        text = " ".join([text, *relations_left(stored, text, gone, first if first.lower() in people else "")]).strip()
+    return None if not dropped or not text or flawed else text
+
+
+OWNED_KIN = re.compile(rf"\b(?:(?P<pronoun>(?i:his|her|their))|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\s*,?\s+"
+                       rf"(?P<name>{_NAME})\b")
+"""Someone a memory says is someone's relation: "with his wife Mariama", "Ximena's partner Ignacio"."""
+
+
+def relations_left(stored: str, kept: str, gone: set[str], who: str) -> list[str]:
+    """Who someone is to `who` (the name a stored memory starts with), as the memory says it
+    ("his wife Mariama"), for each relation whose person `kept` (what is left of it) does not
+    name and whose word no part ended (`gone`): "Mariama is Amadou's wife."."""
+    if not who:
+        return []
+    out: list[str] = []
+    for m in OWNED_KIN.finditer(stored):
+        owner, rel = m["owner"], m["rel"].lower() + (m["law"] or "")
+        if owner and words(owner)[:1] != words(who)[:1] or _stem(m["rel"].lower()) in gone:
+            continue
+        if not set(words(m["name"])) & set(words(kept)):
+            out.append(f"{m['name']} is {who}'s {rel}.")
+    return list(dict.fromkeys(out))
 
 
 TAKEN_LIST = re.compile(r"\b(?:(?:is|are|was|were)\s+(?:on|taking|using)|takes|take|uses)\s+(?P<list>[^.;:!?]+)",
