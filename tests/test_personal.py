@@ -21,7 +21,7 @@ from reme.memory.personal import (_stem, claimed_by_another, led_in, conditions_
                                   said_whole, health_left_behind, health_word, medicine_word, said_by_another,
                                   self_compared, unheld_answers, unheld_avoided, unheld_dates, unheld_health, unheld_names, restricted,
                                   revalued, subject_named, unheld_content, unheld_relations, with_the_time_said,
-                                  asks_whom_to_call, named_thing)
+                                  asks_whom_to_call, named_thing, anothers_diagnosis)
 from reme.memory.wording import anchor_times, anchor_weekdays, name_the_speaker
 from reme.errors import LLMOutputError
 from reme.retrieval import cosine
@@ -2822,10 +2822,20 @@ def test_a_health_sentence_kept_as_said_is_a_persons_and_holds_what_no_memory_do
     "He's on atorvastatin now.", "They put me on amlodipine.", "She takes lisinopril at night.",
     "Two sachets of Moviprep, and I stop the ramipril.", "I take omeprazole with breakfast.",
     "Her ankles are swollen by the evening.", "He hurt his knee, the physio says rest.",
+    # fresh27 (qwen1.5b): what the speaker must not do, for a while or as a doctor's rule
+    "Until he says so, I don't drive.", "I'm not allowed to lift anything for six weeks.",
 ])
 def test_injuries_emergencies_and_medicines_by_their_endings_are_health_facts(sentence: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Ann", content=sentence)], datetime(2025, 3, 1, tzinfo=timezone.utc))
     assert unheld_health(transcript, ["Ann plays volleyball"]) == [(0, sentence)]
+
+
+@pytest.mark.parametrize("sentence", ["I don't drive.", "I never drink coffee.", "I don't work on Fridays.",
+                                      "I can't swim very well, ha."])
+def test_what_someone_does_not_do_is_no_rule_without_a_while_a_doctor_or_a_health_word(sentence: str) -> None:
+    transcript = Transcript.of([Message(role="user", name="Ann", content=sentence)],
+                               datetime(2025, 3, 1, tzinfo=timezone.utc))
+    assert unheld_health(transcript, ["Ann plays volleyball"]) == []
 
 
 @pytest.mark.parametrize("sentence", [
@@ -3102,6 +3112,11 @@ def test_a_sentence_kept_as_said_names_the_medicine_its_it_is(line: str, sentenc
     ("So I have a urine test every six months. The next one is on the 3rd of next month.",
      "The next one is on the 3rd of next month.",
      "So I have a urine test every six months. The next one is on the 3rd of next month."),
+    # fresh27 (qwen1.5b): "the last was on the 2nd of September" was kept without the injections it dates
+    ("I'm on degarelix injections, 80 milligrams every four weeks; the last was on the 2nd of September.",
+     "the last was on the 2nd of September.",
+     "I'm on degarelix injections, 80 milligrams every four weeks; the last was on the 2nd of September."),
+    ("The last was awful. The next is on Monday.", "The next is on Monday.", "The next is on Monday."),  # nothing
 ])
 def test_a_sentence_kept_as_said_starting_with_it_follows_what_it_is(line: str, sentence: str, kept: str) -> None:
     transcript = Transcript.of([Message(role="user", name="Rami", content=line)], datetime(2026, 10, 8, tzinfo=timezone.utc))
@@ -3258,6 +3273,21 @@ def test_a_sentence_kept_as_said_names_whom_its_he_or_she_is_when_the_sentence_b
     (["Where do you live and work?", "In a flat in Prospect, in Adelaide. I'm a forklift driver."],
      "In a flat in Prospect, in Adelaide.", "Mandla lives in a flat in Prospect, in Adelaide."),
     (["Where do you work?", "In a warehouse in Wingfield."], "In a warehouse in Wingfield.", None),
+    # fresh26/27 (qwen1.5b): a home alone answering it ("A flat in Leith, in Edinburgh." ended by no move)
+    (["Where do you live, and who should be called?", "A flat in Leith, in Edinburgh. My sister."],
+     "A flat in Leith, in Edinburgh.", "Mandla lives in a flat in Leith, in Edinburgh."),
+    (["Where are you living, and are you working?", "A top-floor flat in Leith. I'm a postman."],
+     "A top-floor flat in Leith.", "Mandla lives in a top-floor flat in Leith."),
+    (["Where are you living now?", "My flat in Leith, still."], "My flat in Leith, still.",
+     "Mandla lives in a flat in Leith, still."),
+    (["Where do you work?", "A flat in Leith, cleaning."], "A flat in Leith, cleaning.", None),
+    # fresh27 (qwen1.5b): what was done, answering a question after one thing ("Stopped in March" without what)
+    (["And the bicalutamide?", "Stopped in March, as planned."], "Stopped in March, as planned.",
+     "The bicalutamide was stopped in March, as planned."),
+    (["What about your inhalers?", "Both changed in May."], "Both changed in May.",
+     "Mandla's inhalers were both changed in May."),
+    (["And the bicalutamide?", "Fine, thanks. Stopped in March."], "Stopped in March.", None),  # not the first
+    (["And the bicalutamide?", "Stoppered in a jar."], "Stoppered in a jar.", None),
     # "his" or "her" of the one the line before speaks of, when the question names no one (fresh25, qwen1.5b: both
     # dropped as led by a pronoun)
     (["My son Ulises is seven.", "Who looks after him?",
@@ -3827,6 +3857,15 @@ def test_another_speaker_is_named_only_for_what_they_said_of_themselves(text: st
     found = said_by_another(text, cited, {"Ann", "Bo", "Ann Lee"})
     assert said_by_another("Ann Lee is a nurse", [Message(role="user", name="Ann Lee", content="I'm a nurse")],
                            {"Ann", "Ann Lee"}) is None
+    # fresh27 (qwen1.5b): a date added in parentheses is none of the line's words
+    assert said_by_another("Ann is packing double supplies for the Edinburgh half marathon on Sunday (17 May 2026).",
+                           [Message(role="user", name="Bo", content="And I'm running the Edinburgh half marathon on "
+                                                                    "Sunday.")], {"Ann", "Bo"}) == ("Ann", "Bo")
+    # ... and "Ann's migraines" says Ann has them, as "Ann's dad" does not
+    assert said_by_another("Ann's migraines are worse since the move.", [Message(
+        role="user", name="Bo", content="And my migraines are worse since the move.")], {"Ann", "Bo"}) == ("Ann", "Bo")
+    assert said_by_another("Ann's dad is worse since the move.", [Message(
+        role="user", name="Bo", content="My dad is worse since the move.")], {"Ann", "Bo"}) is None
     if found is not None:
         named, speaker = found
         assert named != speaker and text.strip().startswith(named) and {m.name for m in cited} == {speaker}
@@ -4600,6 +4639,44 @@ async def test_a_health_sentence_kept_as_said_naming_someone_new_is_news_beside_
     assert any("Aïssatou" in n.content and "emergency contact" in n.content for n in result.added), [
         n.content for n in result.added]
     assert not any("a stored memory holds it" in r.reason for r in result.rejected)
+
+
+@pytest.mark.parametrize(("lines", "memory", "found"), [
+    # fresh27 (qwen1.5b): his daughter's migraines, given to him beside his own new medicine
+    ([("Zdeněk", "I have a brain tumour. The neurologist switched me to lacosamide."),
+      ("Lenka", "I'm his daughter. For the record, the migraines in this family are mine."),
+      ("Lenka", "And my migraines are worse since the move.")],
+     "Zdeněk was diagnosed with migraines and was prescribed lacosamide.", "migraines"),
+    ([("Zdeněk", "I have a brain tumour."), ("Lenka", "My migraines are worse.")], "Zdeněk has a brain tumour.", None),
+    ([("Zdeněk", "I have a brain tumour."), ("Lenka", "My migraines are worse.")], "Lenka has migraines.", None),
+    # a carer who says it of the speaker, or the speaker who says it too
+    ([("Mum", "He has epilepsy, and I give him his meds."), ("Tom", "Hi.")], "Tom has epilepsy.", None),
+    ([("Tom", "My epilepsy is fine."), ("Mum", "My epilepsy is not.")], "Tom has epilepsy.", None),
+])
+def test_a_diagnosis_only_another_speaker_gives_themselves_is_not_the_speakers(
+        lines: list[tuple[str, str]], memory: str, found: str | None) -> None:
+    assert anothers_diagnosis(memory, [Message(role="user", name=n, content=c) for n, c in lines]) == found
+
+
+async def test_a_new_emergency_contact_kept_as_said_is_news_though_its_words_are_in_stored_memories(
+        reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh27 (qwen1.5b): "Jago is my emergency contact now; Mum comes second." was kept as said, then dropped as held
+    # by "Mum is Fenella's emergency contact." and "... her partner, Jago, ...": it was checked for what it ends
+    # once written in the third person, which no rule reads
+    await reme.add_memory("Mum is Fenella's emergency contact.", user_name="fenella")
+    await reme.add_memory("Fenella is moving in with her partner, Jago, in Falmouth.", user_name="fenella")
+    server.script(EXTRACT, memories({"content": "Fenella moved in July", "sources": [1]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD"}, {"candidate": 1, "action": "ADD"}))
+    chat = [{"role": "assistant", "content": "How's the new place?", "time": "2026-10-08T10:00:00Z"},
+            {"role": "user", "name": "Fenella",
+             "content": "Lovely. I moved in July. Jago is my emergency contact now; Mum comes second."}]
+    result = await reme.summarize_memory(chat, user_name="fenella")
+
+    assert any("Jago" in n.content and "emergency contact" in n.content for n in result.added + result.updated), [
+        n.content for n in result.added] + [r.reason for r in result.rejected]
+    assert not any("a stored memory holds it" in r.reason for r in result.rejected)
+    stored = [n.content for n in await reme.list_memory(user_name="fenella", memory_type="personal")]
+    assert "Mum is Fenella's emergency contact." not in stored, stored
 
 
 async def test_what_is_left_of_a_memory_that_named_no_one_may_name_no_one(reme: ReMe, server: OpenAITestServer) -> None:

@@ -606,11 +606,18 @@ def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> 
     if len(whose) != 1 or CJK_CHAR.search(text):
         return None
     speaker = whose.pop()
-    first = sorted((n for n in speakers if re.match(rf"{re.escape(n)}\b(?!['’])", text.strip())), key=len)
+    # "Zdeněk's migraines" is his as "Zdeněk has migraines" is; "Ravi's dad ..." is someone else (fresh27: Lenka's
+    # "And my migraines are worse since the move" became "Zdeněk's migraines are worse since the move")
+    first = sorted((n for n in speakers if (m := re.match(rf"{re.escape(n)}\b(?:['’]s\s+(?P<what>[^\W\d_]+))?",
+                                                          text.strip()))
+                    and not (m["what"] and (m["what"].lower() in _KIN_OF or m["what"].lower() in PRONOUNS))
+                    and not re.match(rf"{re.escape(n)}\b['’](?!s\s)", text.strip())), key=len)
     if not first or first[-1] == speaker or set(words(speaker)) & set(words(text)):
         return None  # "Ravi's dad ..." is someone else; a memory naming the speaker says whose it is
     named = first[-1]  # the longest: "Ann Lee" before "Ann"
-    best, most, size = closest_sentences(text, cited, {w for n in speakers for w in words(n)})
+    # a date code added in parentheses is none of the line's words (fresh27: "Ruaridh is packing double supplies for
+    # the Edinburgh half marathon on Sunday (17 May 2026)", of Callum's "I'm running the Edinburgh half marathon")
+    best, most, size = closest_sentences(PARENTHESES.sub(" ", text), cited, {w for n in speakers for w in words(n)})
     if not best or 2 * most < size:
         return None
     sentence = best[0]
@@ -676,6 +683,28 @@ def anothers_relation(text: str, cited: Sequence[Message]) -> bool:
         return False
     m, kin, speakers, lines = found
     return m["owner"] in speakers and _calls_it("his|her|their", kin, lines) and not _calls_it("my|our", kin, lines)
+
+
+def anothers_diagnosis(text: str, messages: Sequence[Message]) -> str | None:
+    """A diagnosis (`DIAGNOSES`) a memory starting with a speaker's name gives them that only
+    another speaker names, each time of their own ("the migraines in this family are mine", "my
+    migraines are worse"), never with "he", "she" or the name (fresh27, qwen1.5b: "Zdeněk was
+    diagnosed with migraines and was prescribed lacosamide", his daughter's migraines); None when
+    a line of that speaker, the assistant's, or one of someone else's about another names it."""
+    speakers = {m.name for m in messages if m.role == "user" and m.name}
+    first = next((n for n in sorted(speakers, key=len, reverse=True)
+                  if re.match(rf"{re.escape(n)}\b(?!['’])", text.strip())), None)
+    if first is None or CJK_CHAR.search(text):
+        return None
+    for w in dict.fromkeys(words(text)):
+        if (p := next((p for p in DIAGNOSES if w.startswith(p)), None)) is None:
+            continue
+        saying = [(m, sentence) for m in messages for sentence in SENTENCE.split(m.content)
+                  if any(x.startswith(p) for x in words(sentence))]
+        if saying and all(m.role == "user" and m.name != first and I_WORDS & set(words(sentence))
+                          and not (THIRD_PERSON | set(words(first))) & set(words(sentence)) for m, sentence in saying):
+            return w
+    return None
 
 
 LINE_STAMP = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d \d\d:\d\d(?!\d)")
@@ -1061,7 +1090,9 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             "melanom", "carcinom", "lymphom", "sarcom", "myelom", "glaucom", "tumour", "tumor",
                             "spasm", "wheez", "ulcer", "apnoea", "apnea", "cpap", "wheelchair", "parapleg",
                             "tetrapleg", "quadripleg", "hemipleg", "dysreflex", "dyslex", "dysprax", "dysphag",
-                            "cardiac", "vaccin", "immunis", "immuniz", "clot", "thyrox", "rash")
+                            "cardiac", "vaccin", "immunis", "immuniz", "clot", "thyrox", "rash",
+                            # fresh26: "Since May he's on a BiPAP machine at night" was kept without "since May"
+                            "bipap", "nippv", "mri", "dexa", "ecg", "ekg")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
@@ -1304,6 +1335,12 @@ def worth_reading(transcript: Transcript) -> set[int]:
 NOT_ALLOWED = re.compile(r"\b(?:no\s+(?:more\s+)?|nothing\s+\w+er\s+than\s+(?:an?\s+|the\s+)?)([a-z][\w-]*)",
                          re.IGNORECASE)
 """What a sentence rules out: "no herbal stuff", "no driving", "nothing heavier than a kettle"."""
+MUST_NOT = re.compile(r"\b(?-i:I)(?:['’]m|\s+am)?\s+(?:do\s+not|don['’]t|can\s?not|can['’]t|must\s+not|mustn['’]t"
+                      r"|won['’]t|shouldn['’]t|should\s+not|not\s+allowed\s+to|never)\s+(?:be\s+allowed\s+to\s+)?"
+                      r"(?P<what>drive|fly|swim|lift|cycle|bathe|drink|work|run|bend|carry|travel|dive)\b",
+                      re.IGNORECASE)
+"""What the speaker says they must not do, in the first person: "Until he says so, I don't drive." (fresh27: no memory
+kept it), "I'm not allowed to lift anything heavy"."""
 NO_RULE = frozenset("""one idea problem problems worries worry rush way thanks need longer doubt kidding matter big
 plans plan news change changes luck time reason wonder chance surprise difference point end sign word pressure
 rain harm hurry clue""".split())
@@ -1324,12 +1361,14 @@ CARER = re.compile(r"\b(?:Dr\.?\s+[A-Z]|(?i:doctors?|GP|consultant|nurse|pharmac
 def restricted(sentence: str) -> list[str]:
     """The words of what a sentence says someone must not do or have (`NOT_ALLOWED`), when it says
     so beside a health word, for a while (`FOR_A_WHILE`), as a doctor's rule (`CARER`) or as a list
-    of them: "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
+    of them, or that the speaker must not do (`MUST_NOT`: "Until he says so, I don't drive",
+    fresh27): "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
     levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
     clear: no sauna at all", "No alcohol at all" (`AT_ALL`), "No aged cheese, no cured sausage, ...,
     no soy sauce" (fresh16). Not
     "no worries" (`NO_RULE`), nor "no plans this weekend"."""
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
+    ruled += [m["what"].lower() for m in MUST_NOT.finditer(sentence)]
     if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence) or AT_ALL.search(sentence)
                   or any(health_word(w) for w in words(sentence))):
         return ruled
@@ -1706,9 +1745,11 @@ SAYS_AGAIN = re.compile(r"^(?:the\s+)?same\b|,\s*(?:the\s+)?same[.!]?$", re.IGNO
 """A sentence that says "the same" of what the one before says: "Same if I get a headache with vomiting.", "The same
 with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without what the same was)."""
 SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
-ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+one\b", re.IGNORECASE)
+ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)",
+                       re.IGNORECASE)
 """A sentence about "the next one" of what the one before says: "The next one is on the 3rd of next month." after "So
-I have a urine test every six months" (fresh20: too short to keep for its date, and of nothing alone)."""
+I have a urine test every six months" (fresh20: too short to keep for its date, and of nothing alone), "the last was
+on the 2nd of September" after "... degarelix injections instead, 80 milligrams every four weeks;" (fresh27)."""
 
 
 def needs_before(sentence: str) -> bool:
@@ -1843,10 +1884,14 @@ minor labour dinner corner border center centre finger answer weather""".split()
 ewes near Tregaron", "Nurse at the Royal" (not "Better, finally": `NOT_WORK`)."""
 
 
-LIVE_ASKED = re.compile(r"\bwhere\s+do\s+you\s+(?:live|stay)\b|\bwhere(?:['’]s|\s+is)\s+home\b", re.IGNORECASE)
+LIVE_ASKED = re.compile(r"\bwhere\s+do\s+you\s+(?:live|stay)\b|\bwhere(?:['’]s|\s+is)\s+home\b"
+                        r"|\bwhere\s+are\s+you\s+(?:living|staying|based)\b", re.IGNORECASE)
 PLACE_LEADS = re.compile(r"(?:(?:Out|Up|Down|Over|Just|Still)\s+)?(?:In|At|On|Near|Outside)\s+(?=\S)")
+HOME_LEADS = re.compile(r"(?:An?|Our|My)\s+(?:[a-z-]+\s+){0,2}?(?:flat|house|bungalow|cottage|apartment|maisonette"
+                        r"|terrace|caravan|houseboat|farmhouse|studio)\s+(?:in|on|near|outside)\s+(?=[A-ZÀ-ÖØ-Þ])")
 """The question of where someone lives, and an answer that is a place alone: "Where do you live and work?" --
-"In a flat in Prospect, in Adelaide." (fresh25: kept with no subject, so "I moved to Geelong" ended nothing)."""
+"In a flat in Prospect, in Adelaide." (fresh25: kept with no subject, so "I moved to Geelong" ended nothing), "A flat
+in Leith, in Edinburgh." (fresh26: "I moved in with Leander ..., in Portobello" ended nothing)."""
 
 
 STATE_LEADS = re.compile(r"(?:Allergic|Anaphylactic|Intolerant|Sensitive|Diabetic|Epileptic|Coeliac|Celiac|Asthmatic"
@@ -1856,6 +1901,15 @@ OWNER_LEADS = re.compile(r"(?:His|Her)\s+(?=[^\W\d_])")
 WHEN_WHERE = re.compile(r"^(?:(?:and|so)\s+)?(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+)?(?:when|where)(?:['’]s|\s+(?P<verb>is|are|was|were))"
                         r"\s+(?P<thing>[^?]{3,60}?)\s*\?$", re.IGNORECASE)
 """A question of when or where something is: "When is the wedding itself?", "Kristjan, when's the surgery?"."""
+
+
+AND_THE = re.compile(r"^(?:and|what\s+about|how\s+about)\s+"
+                     r"(?P<thing>(?:the|your)\s+[^\s?,]+(?:\s+[^\s?,]+){0,3}?)\s*\?$", re.IGNORECASE)
+_DONE = (r"(?:stopped|finished|started|changed|halved|doubled|increased|reduced|raised|lowered|dropped|switched|swapped"
+         r"|tapered|cancelled|canceled|postponed)\b")
+DONE_LEADS = re.compile(rf"(?:(?P<all>both|all)\s+)?{_DONE}", re.IGNORECASE)
+"""A question that asks only after a thing ("And the bicalutamide?"), and an answer that says what was done to it
+with no subject ("Stopped in March, as planned.")."""
 
 
 DOSE_ASKED = re.compile(r"\b(?:dose|doses|dosage|how\s+much)\b", re.IGNORECASE)
@@ -1923,6 +1977,17 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
         return f"{message.name} is {a} {sentence[0].lower()}{sentence[1:]}"
     if not before and message.name and LIVE_ASKED.search(asked) and PLACE_LEADS.match(sentence):
         return f"{message.name} lives {sentence[0].lower()}{sentence[1:]}"
+    if not before and message.name and LIVE_ASKED.search(asked) and HOME_LEADS.match(sentence):
+        home = sentence if sentence.startswith(("A ", "An ")) else "a " + sentence.split(" ", 1)[1]  # "My flat ..."
+        return f"{message.name} lives in {home[0].lower()}{home[1:]}"
+    if not before and (about := AND_THE.match(asked)) and (done := DONE_LEADS.match(sentence)):
+        # fresh27 (qwen1.5b): "And the bicalutamide?" -- "Stopped in March, as planned." was kept without what stopped
+        thing = about["thing"]
+        if thing.lower().startswith("your"):
+            if not message.name:
+                return sentence
+            thing = f"{message.name}'s{thing[4:]}"
+        return f"{thing[0].upper()}{thing[1:]} {'were' if done['all'] else 'was'} {sentence[0].lower()}{sentence[1:]}"
     question = WHEN_WHERE.match(asked) if asked and not before else None
     if question is None or not NOT_FRAGMENT.isdisjoint(words(sentence)):
         return sentence
@@ -2464,10 +2529,15 @@ class PersonalSummarizer:
         existing = await self._similar(candidates, vectors, user_name)
         if existing and plan.kept_as_said:  # what code kept that a stored memory holds is no news
             held = stems(n.content for n in existing)
+
+            def ends_one(c: MemoryNode) -> bool:  # what it says, or its line as said ("Jago is my emergency contact
+                said = " ".join(transcript.messages[i].content for i in c.metadata["source_turns"])  # now": fresh27)
+                return any(ended(c.content, n.content, user_name) or ended(said, n.content, user_name)
+                           for n in existing)
+
             stored = [k for k, c in enumerate(candidates) if c.memory_id in plan.kept_as_said
                       and plan.kept_as_said[c.memory_id][0] and plan.kept_as_said[c.memory_id][0] <= held
-                      and not (plan.kept_as_said[c.memory_id][1]
-                               and any(ended(c.content, n.content, user_name) for n in existing))]
+                      and not (plan.kept_as_said[c.memory_id][1] and ends_one(c))]
             for k in stored:
                 plan.rejected.append(Rejection(step="personal/kept", path=f"memories[{k}]", action="dropped",
                                                reason=f"{candidates[k].content[:80]!r}: a stored memory holds it"))
@@ -2751,7 +2821,8 @@ class PersonalSummarizer:
             draft.problem = flaw(draft.text, people) or (  # the line beside, when it cites no one's (off by one)
                 "misnamed" if misnamed(draft.text, cited_or_beside(draft.text, transcript, sources), transcript.names)
                 or self_compared(draft.text)
-                or anothers_relation(draft.text, cited) else None)
+                or anothers_relation(draft.text, cited)
+                or anothers_diagnosis(draft.text, transcript.messages) else None)
             if draft.problem:
                 flawed.append(draft)
                 continue
