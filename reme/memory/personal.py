@@ -3932,7 +3932,6 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
     for s, sentence in enumerate(sentences):
-        switch = False
         if not own or says_own(sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
             for m in (*INSTEAD.finditer(sentence), *FROM_TO.finditer(sentence)):
@@ -3950,12 +3949,13 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
         for i, clause in enumerate(clauses[s]):
             said = _content_stems(clause, user_name) - UNITS
+            switch = switched(clause)
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
             # the word saying it ended is not what ended ("Stopped in March" of "..., to stop a flare": fresh27)
             if (not held & said - OVER_STEMS and (not own or says_own(sentence))
                     and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
-                         or SUBJECTLESS.match(clause) or (switch := switched(clause)))):
+                         or SUBJECTLESS.match(clause) or switch)):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
                 # August"; "The sumatriptan helps, so they put it up to 100 mg"
                 them = referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held, user_name)
@@ -3975,7 +3975,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # team stopped the metformin at once: in MELAS it can cause lactic acidosis" ended the MELAS)
                 what = held & _content_stems(OBJECT_END.split(clause[over.end():], 1)[0], user_name) \
                     if STOPPED_WHAT.match(clause[over.end():]) else set()
-                out |= (what or held & said) - {_stem(w) for w in words(clause) if w in OVER_WORDS} - agents
+                out |= (what or held & said) - OVER_STEMS - agents
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said - DOSE_WORDS}
