@@ -106,6 +106,8 @@ def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times(
     assert hygiene("Alice moved to Berlin last week (22-28 April 2024)") == []
     assert hygiene("Alice moved to Berlin two weeks ago") == ["relative_time"]
     assert hygiene("Alice is Iranian and likes Myanmar") == []  # words, not letters
+    assert hygiene("Tom works shifts at the mine") == []  # the pit, not "mine" (fresh28)
+    assert hygiene("The blue car is mine") == ["first_person"]
 
 
 def test_scores_known_memories() -> None:

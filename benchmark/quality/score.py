@@ -21,9 +21,9 @@ from reme.retrieval import words as _split
 
 DATA = Path(__file__).with_name("dialogues.json")
 
-FIRST_PERSON = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|\b(?:my|me|mine|myself|we|our|ours|ourselves)\b",
-                          re.IGNORECASE)
-"""A memory that says "I" or "my" is in the first person: whose "I", months later?"""
+FIRST_PERSON = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|\b(?:my|me|(?<!the\s)(?<!\ba\s)mine|myself|we|our|ours"
+                          r"|ourselves)\b", re.IGNORECASE)
+"""A memory that says "I" or "my" is in the first person: whose "I", months later? ("shifts at the mine" does not.)"""
 LEADING_PRONOUN = {"he", "she", "they", "it", "him", "her", "his", "hers", "their", "them", "this", "that", "these",
                    "those", "its"}
 """A memory that starts with one of these names its subject only by a pronoun."""
