@@ -97,7 +97,7 @@ sought sold sent set shook shone shot showed shrank shut sang sank sat slept sli
 spread sprang stood stole stuck stung stank struck swore swept swam swung took taught tore told thought threw
 understood woke wore wove wept won wound wrote""".split())
 """Past tenses that do not end in "-ed" (some are present tenses too: "read", "put")."""
-PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split "
+PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split ground wound "
                                   "burst".split())
 """Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
 _TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have)"

@@ -29,6 +29,7 @@ import asyncio
 import functools
 import logging
 import re
+from calendar import monthrange
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Annotated, Any, Callable, Collection, Iterable, Iterator, Literal, Sequence
@@ -41,8 +42,8 @@ from reme.errors import InvalidInputError, LLMError, describe
 from reme.llm import ChatModel, Fraction, IntList, Note
 from reme.memory.repo import Change, MemoryRepo, scope_filter
 from reme.memory.repo import alive as live  # `alive` would read as a flag at the call sites
-from reme.memory.wording import (DAY_OF, PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span,
-                                 name_the_speaker, relative_spans, weekday_spans, year_of_days)
+from reme.memory.wording import (BARE_MONTH, DAY_OF, PARENTHESES, YEAR, anchor_times, anchor_weekdays, describe_span,
+                                 name_the_speaker, relative_spans, weekday_spans, year_of_days, year_of_month)
 from reme.prompts import PromptLibrary
 from reme.retrieval import cosine, day_window, fused_search, in_context, rank, render, window_filter, words
 from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF_IDS, MAX_SUMMARY_CANDIDATES,
@@ -170,11 +171,12 @@ def names_in(messages: Sequence[Message]) -> frozenset[str]:
     """The capitalized words some line writes inside a sentence, not at its start ("Tomás", not
     "Nervous"), that are no speaker's name nor a word that is never one ("I", "Monday", a title:
     fresh27's "with a one-to-one assistant, Mr Doherty. ... he's obsessed with trains" became
-    "Mr's obsessed with trains")."""
+    "Mr's obsessed with trains"); a hyphened one both whole and by its first word ("Ha-neul", "Ha")."""
     speakers = {w for m in messages if m.role == "user" and m.name for w in words(m.name)}
-    found = {m for line in messages for said in SENTENCE.split(line.content)
-             for k, m in enumerate(CAPITALIZED.findall(said)) if k or not said.strip().startswith(m)}
-    return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers | _TITLES)
+    found = {m for line in messages for said in SENTENCE.split(line.content) for pattern in (CAPITALIZED, HYPHENED)
+             for k, m in enumerate(pattern.findall(said)) if k or not said.strip().startswith(m)}
+    return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers | _TITLES
+                     and not set(words(m)) <= speakers)
 
 
 def to_messages(messages: Sequence[Message | dict[str, Any]]) -> list[Message]:
@@ -599,8 +601,8 @@ def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> 
     starts with one speaker's name ("Leilani is lactose intolerant"; not "Leilani's dad", someone
     else) for what another, whom it does not name, says in the first person in every line it
     cites: the sentence (no question) of those lines sharing the most words with it does not name
-    the first and holds at least half of the memory's other words ("I'm lactose intolerant",
-    Sione's; qwen1.5b wrote the flatmate's allergy and job under the user's name). None
+    the first, and it, or those lines together, hold at least half of the memory's other words ("I'm lactose
+    intolerant", Sione's; qwen1.5b wrote the flatmate's allergy and job under the user's name). None
     otherwise, or for a Chinese memory. `speakers`: the conversation's speakers' names."""
     whose = {m.name for m in cited if m.role == "user" and m.name}
     if len(whose) != 1 or CJK_CHAR.search(text):
@@ -617,8 +619,13 @@ def said_by_another(text: str, cited: Sequence[Message], speakers: set[str]) -> 
     named = first[-1]  # the longest: "Ann Lee" before "Ann"
     # a date code added in parentheses is none of the line's words (fresh27: "Ruaridh is packing double supplies for
     # the Edinburgh half marathon on Sunday (17 May 2026)", of Callum's "I'm running the Edinburgh half marathon")
-    best, most, size = closest_sentences(PARENTHESES.sub(" ", text), cited, {w for n in speakers for w in words(n)})
-    if not best or 2 * most < size:
+    names = {w for n in speakers for w in words(n)}
+    best, most, size = closest_sentences(PARENTHESES.sub(" ", text), cited, names)
+    # or the sentences of the lines together, the closest one of the speaker's own (fresh28: Nekesa's "And I've a bad
+    # back myself, so I can't lift him. Our son Barasa does the lifting." became "Wanjala has a bad back and cannot
+    # lift his son Barasa.")
+    together = len(own_words(PARENTHESES.sub(" ", text), names) & stems([m.content for m in cited]))
+    if not best or 2 * max(most, together) < size:
         return None
     sentence = best[0]
     if set(words(named)) & set(words(sentence)) or not I_WORDS & set(words(sentence)) \
@@ -1193,6 +1200,8 @@ def invented_health(text: str, messages: Sequence[Message]) -> list[str]:
 CAPITALIZED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+")
 """A capitalized word, accents too ("Tomás", "Snježana": fresh25 lost a new first contact whose name an ASCII
 pattern read as "Snje")."""
+HYPHENED = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]+(?:-[^\W\d_]{2,}){1,2}")
+"""A hyphened name, whole ("Ha-neul": fresh28's "My wife, Ha-neul. She's ..." was kept as "Ha is ...")."""
 
 
 def _stem(word: str) -> str:
@@ -1432,11 +1441,14 @@ FIRST_CALL = re.compile(r"\b(?:first|second|next|main)\s+(?:call|contact|port\s+
 husband, Tinashe, then Tatenda" (fresh17: no memory kept either)."""
 
 
+EMERGENCY_CONTACT = re.compile(r"\bemergency\s+contacts?\b", re.IGNORECASE)
+
+
 def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[int, str]]:
     """The sentences a person said (no question, not the assistant) with a health word
     (`health_word`) or a rule (`restricted`), and a health word, a word of the rule or a number
     that none of `written` (the memories so far) holds, or a clause whose health words and numbers
-    no one memory holds together (`needs`), or whom to call first (`FIRST_CALL`) or
+    no one memory holds together (`needs`), or whom to call first (`FIRST_CALL`, or an emergency contact) or
     when someone is unwell (`call_when`) with a name or condition no memory holds (half of), with
     the index of their line: a safety fact no memory kept ("He's eight and he's allergic to egg",
     "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
@@ -1450,8 +1462,12 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
             continue
         said = words(sentence)
         health = [w for w in said if health_word(w)] + restricted(sentence)
-        if first := FIRST_CALL.search(sentence):  # whom to call: the names said, else the words saying so
-            names = [w.lower() for w in named_in(sentence)]
+        if first := FIRST_CALL.search(sentence) or EMERGENCY_CONTACT.search(sentence):
+            # whom to call: the names said (the one a "She" leading it is too: fresh28's "My mother, Mercedes. She's
+            # my emergency contact." was kept by no memory), else the words saying so
+            subject = SUBJECT_NAME.match(named_subject(transcript, index, sentence))
+            names = [w.lower() for w in named_in(sentence)] + (
+                words(subject["name"]) if subject and subject["name"] in transcript.names else [])
             # each held by a memory that says whom to call, not only by one of who they are (fresh19: "Jo knows
             # the drill, she's my first call, then Big Tom" beside "Mariko's wife is Josephine, she's Jo")
             calling = stems([text for text in written if says_whom_to_call(text)])
@@ -1500,7 +1516,7 @@ KIN = [group.split() for group in (
 """The relations `unheld_relations` reads ("my husband Arjun"), each with the words a memory may
 say it in."""
 _KIN_OF = {word: group for group in KIN for word in group if word != "married"}
-_NAME = r"(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:-[A-ZÀ-ÖØ-Þ][^\W\d_]+)?"
+_NAME = r"(?:Dr\.?\s+)?[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:-[^\W\d_]{2,}){0,2}"
 _REL = r"(?P<rel>(?i:" + "|".join(sorted(map(re.escape, _KIN_OF), key=len, reverse=True)) + r"))(?P<law>-in-law)?"
 _ADJ = r"(?:(?P<adj>(?!(?:and|or|own|my|our|your|his|her|their|the|an?)\b)[a-z]+)\s+)?"
 _AGE_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -1532,10 +1548,16 @@ me us them god""".split()) | TIME_WORDS
 
 
 HE_OR_SHE = re.compile(r"(?P<pronoun>[Ss]he|[Hh]e)(?P<s>['’]s)?\s+(?P<next>[\w’']+)")
-SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*(?:(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+)?"
-                          rf"(?P<name>{_NAME})\b(?!['’])")
-ALIAS = re.compile(r"\b(?:call(?:s|ed)?\s+(?:her|him|them)|known\s+as|goes\s+by|nicknamed)\b", re.IGNORECASE)
-"""A clause giving another name of someone ("though everyone calls her Doña Chayo")."""
+SUBJECT_NAME = re.compile(rf"^(?:(?i:and|but|so|oh|also|then|well)\s+)*"
+                          rf"(?:(?i:my|our)\s+{_ADJ}{_REL}(?:\s+is|['’]s)?\s*,?\s+)?(?P<name>{_NAME})\b(?!['’])")
+"""A clause's subject when it is a name, after the relation it is ("My wife, Ha-neul", "My wife is Solongo": fresh28
+kept "She's ... my emergency contact" unnamed)."""
+ALIAS = re.compile(r"\b(?:call(?:s|ed)?\s+(?:her|him|them|me)|known\s+as|goes\s+by|nicknamed|for\s+short)\b",
+                   re.IGNORECASE)
+"""A clause giving another name of someone ("though everyone calls her Doña Chayo", "I'm Onalenna, Ona for short")."""
+APPOSITIVE = re.compile(r"an?\s+[a-z]+(?:\s+[a-z]+)?\s+(?:at|in|from|of|with|on)\b")
+"""A clause saying what the one before it is, naming only places: "Dr Andrade, a cardiologist at the Hospital Eugenio
+Espejo. She wants ..." (fresh28: the "She" was kept)."""
 HIS = frozenset("he him his himself".split())
 HERS = frozenset("she her hers herself".split())
 ADVERBS = frozenset("never always already just also still really only ever recently".split())
@@ -1563,7 +1585,8 @@ def the_one_related(transcript: Transcript, index: int, at: int, pronoun: str) -
             if said_of := next((w for w in words(text[parent.end():]) if w in HIS | HERS), None):
                 (ones if (said_of in HIS) == (pronoun == "He") else others).add(parent["name"])
     subjects = {m["name"] for text in lines for one in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(one)
-                if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names}
+                if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names
+                and not ALIAS.search(clause)}  # "I'm Onalenna, Ona for short" (fresh28): no one else
     if len(ones) != 1 or not subjects <= ones | others:
         return None
     return next(iter(ones))
@@ -1766,8 +1789,11 @@ def needs_before(sentence: str) -> bool:
 
 
 def without_lead_in(sentence: str) -> str:
-    """A sentence without its lead-ins (`LEAD_IN`: "But", "Agreed,", "Oh, and")."""
+    """A sentence without its lead-ins (`LEAD_IN`: "But", "Agreed,", "Oh, and"); not one naming a health word
+    ("Erythromycin:")."""
     while (lead := LEAD_IN.match(sentence)) is not None and lead.end():
+        if lead.group().rstrip().endswith(":") and any(health_word(w) for w in words(lead.group())):
+            break  # "Erythromycin: in 2018 his face swelled up, so he's allergic to it" (fresh28): what it is of
         sentence = sentence[lead.end():]
     return sentence
 
@@ -1845,7 +1871,7 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
         # Rosario, though everyone calls her Doña Chayo": fresh14)
         clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
         naming = [k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known}
-                  and not (k and ALIAS.search(c))]
+                  and not (k and (ALIAS.search(c) or APPOSITIVE.match(c)))]
         if not naming:
             continue
         k = naming[-1]
@@ -2282,7 +2308,10 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
     answer>", with the index of its line: the emergency word is the question's, the names the
     answer's, so no sentence of either holds the fact (fresh5: four emergency contacts lost so).
     The question may be another speaker's (fresh12: the guide's "Who's the contact?"), and the
-    contacts may be speakers too. A Chinese line is not judged."""
+    contacts may be speakers too. A place the answer starts with, to a question of where they live too, is no
+    contact (fresh28: "Khanyisile's emergency contacts: In Walmer, in Gqeberha. ..."), nor are the sentences from the
+    first after the first that the speaker starts with "I" or "we" and that names no one to call ("I work as a
+    paralegal"). A Chinese line is not judged."""
     held = [set(words(text)) for text in written if EMERGENCY.search(text)]
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages[1:], start=1):
@@ -2296,12 +2325,24 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
                 or not asks_whom_to_call(asked.content) or CJK_CHAR.search(message.content)):
             continue
         answer = " ".join(message.content.split())
+        if LIVE_ASKED.search(asked.content) and (first := SENTENCE.split(answer)[0]) and (
+                PLACE_LEADS.match(first) or HOME_LEADS.match(first)):
+            answer = answer[len(first):].strip()  # "Where do you live, and who ...?" "In Walmer, in Gqeberha. My ..."
+        said = [t for t in SENTENCE.split(answer) if t.strip()]
+        # not what the speaker goes on to say of themselves ("Nikhil. We have twin boys ... I'm a chartered
+        # accountant ...", "... she's my emergency contact. I work as a paralegal ...": fresh28)
+        told = next((k for k, t in enumerate(said) if k and SELF_LED.match(t) and not says_whom_to_call(t)), len(said))
+        answer = " ".join(said[:told])
         names = {w.casefold() for w in CAPITALIZED.findall(answer)} - NOT_NAMES - COMMON_WORDS - FILLER - TIME_WORDS \
             - LEAD_WORDS - ASKING - speakers
         text = f"{message.name or user_name}'s emergency contacts: {answer}"
         if any(not any(name in h for h in held) for name in names) and len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out
+
+
+SELF_LED = re.compile(r"(?:I|We)(?:['’](?:m|re|ve|d|ll))?\b")
+"""A sentence the speaker starts with "I" or "we": of themselves."""
 
 
 NAMES_NOTHING = frozenset("no none nothing not nope nah yes yeah yep i i'm we".split())
@@ -2430,8 +2471,10 @@ def with_the_time_said(text: str, said: datetime, lines: Sequence[str]) -> str:
     """A memory that names no time, given the time of the clause of `lines` (what it cites, said at
     `said`) whose every word worth comparing it holds: "Alice moved to Berlin" of "I moved to Berlin
     last week!" is "Alice moved to Berlin last week (22-28 April 2024)" (qwen1.5b often drops the
-    time). Unchanged when no such clause has a time, or two such clauses have different times; a
-    clause with two times is not read, nor one that is only the day it was said ("today")."""
+    time), and "Khanyisile moved to Cape Town" of "In May I moved to Cape Town" is "... in May 2026" (a month said
+    alone, of the year its tense tells: `year_of_month`). Unchanged when no such clause has a time, or two such
+    clauses have different times; a clause with two times is not read, nor one that is only the day it was said
+    ("today")."""
     if find_spans(text, said.date()) or TIME_WORDS & set(words(text)) or CJK_CHAR.search(text):
         return text
     held = stems([text])
@@ -2440,21 +2483,36 @@ def with_the_time_said(text: str, said: datetime, lines: Sequence[str]) -> str:
         for sentence in SENTENCE.split(line):
             for clause in CLAUSE.split(sentence):
                 spans = times_said(clause, said, sentence)
-                if len(spans) != 1:
+                at = sentence.find(clause)
+                months = [] if spans or YEAR.search(sentence) else [
+                    (m, year) for m in BARE_MONTH.finditer(sentence) if at <= m.start() and m.end() <= at + len(clause)
+                    and (year := year_of_month(sentence, m, said.date())) is not None]
+                if len(spans) + len(months) != 1:
                     continue
-                start, end, span = spans[0]
+                if months:  # "In May I moved to Cape Town" (fresh28: "Khanyisile moved to Cape Town", undated)
+                    (m, year), = months
+                    month = MONTHS[m["month"].lower()]
+                    start, end = m.start() - at, m.end() - at
+                    start -= len(the[0]) if (the := THE_BEFORE.search(clause[:start])) else 0  # "at the end of"
+                    span = Span(date(year, month, 1), date(year, month, monthrange(year, month)[1]))
+                    phrase = f"{clause[start:end]} {year}"
+                else:
+                    start, end, span = spans[0]
+                    phrase = f"{clause[start:end]} ({describe_span(span)})"
                 rest = content_words(clause[:start] + " " + clause[end:], I_WORDS)
                 if rest and all(_stem(w) in held for w in rest):
-                    found.setdefault(span, clause[start:end])
+                    found.setdefault(span, phrase)
     if len(found) != 1:
         return text
-    (span, phrase), = found.items()
+    phrase, = found.values()
     if phrase.split()[0].lower() not in TIME_WORDS:
         phrase = phrase[0].lower() + phrase[1:]
     body = text.rstrip(" .!;")
-    return f"{body} {phrase} ({describe_span(span)}){text[len(body):]}"
+    return f"{body} {phrase}{text[len(body):]}"
 
 
+THE_BEFORE = re.compile(r"(?:\b(?:at|by|in|until|till)\s+)?(?:\bthe\s+)?$", re.IGNORECASE)
+"""What says a month's part before it: "at the" of "at the end of February"."""
 DATED = re.compile(r"\(([^()]*\d[^()]*)\)")
 """A date a memory was given in brackets ("last week (22-28 April 2024)")."""
 
@@ -2969,11 +3027,12 @@ class PersonalSummarizer:
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
             speakers = {transcript.messages[j].name or user_name for j in beside(sources, len(transcript.messages))
                         if transcript.messages[j].role == "user"}
+        lines = [m.content for m in cited if m.role == "user"]  # a day's year as the line's tense tells it
         if len(speakers) == 1:
             speaker = speakers.pop()
-            reworded = anchor_times(own_pronoun(name_the_speaker(text, speaker, we=True), cited, speaker), said)
+            reworded = anchor_times(own_pronoun(name_the_speaker(text, speaker, we=True), cited, speaker), said, lines)
         else:
-            reworded = anchor_times(text, said)
+            reworded = anchor_times(text, said, lines)
         reworded = anchor_weekdays(reworded, said, [m.content for m in cited],
                                    [m.content for m in transcript.messages if m.role == "user"])
         reworded = with_the_time_said(reworded, said, [transcript.messages[i].content for i in sources
@@ -3203,7 +3262,8 @@ class Decider:
         or its vector is near the memory's (`SAME_SUBJECT`)."""
         shown = self.shown
         target = shown.existing[j].memory_target
-        own = _content_stems(shown.candidates[k].content, target) - UNITS
+        # the years and periods dated in code are no words of the candidate's own ("... at the end of February 2026")
+        own = _content_stems(YEAR.sub(" ", PARENTHESES.sub(" ", shown.candidates[k].content)), target) - UNITS
         told = _content_stems(" ".join([*self._ending(k, j), shown.existing[j].content]), target)
         if own & shown.ends[(k, j)] or own and own <= told:
             return True
@@ -3761,7 +3821,8 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
 
 MOVED_TO = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:(?:just|finally|now)\s+)?(?:moved|relocated)\s+"
                       r"(?:(?:back|in\s+together|house|over),?\s+)?(?:(?:in|on|last|this)\s+[^,.;!?]{1,20}?,?\s+)?"
-                      r"(?:out\s+of\s+[^,.;!?]{1,40}?,?\s+)?(?:to|into)\s+(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
+                      r"(?:(?:out\s+of|off|away\s+from)\s+[^,.;!?]{1,40}?,?\s+)?(?:to|into)\s+"
+                      r"(?:[^.;!?]{0,50}?\bin\s+)?(?P<to>[A-Z][^\W\d_]+)")
 MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?moved\s+in\s+with\s+"
                            r"[^.;!?]{1,60}?\bin\s+"
                            r"(?!(?:" + "|".join(m.capitalize() for m in MONTHS) + r")\b)(?P<to>[A-Z][^\W\d_]+)")
@@ -3770,7 +3831,8 @@ MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?
 LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+"
                       r"(?P<to>[A-Z][^\W\d_]+)")
 """Where the user lives now, said without "moved to": "since July we live in Hobart" (fresh25), "I now live in Ayr"."""
-LIVES_IN = re.compile(r"\b(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)\s+(?P<at>[A-Z][^\W\d_]+)")
+LIVES_IN = re.compile(r"\b(?:(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)"
+                      r"|(?:home|house|flat)\s+in)\s+(?P<at>[A-Z][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
                     r"\s+(?:at|with)|joined|(?:working|employed)\s+(?:at|for)|work\s+(?:at|for))\s+(?:the\s+)?"
                     r"(?P<to>[A-Z][^\W\d_]+)")
@@ -3778,9 +3840,10 @@ WORKS_AT = re.compile(r"\b(?:works|work|working|employed|job)\b[^.;!?,]{0,30}?\b
                       r"(?P<at>[A-Z][^\W\d_]+)")
 """A move, a new employer said in the first person ("We moved to Santiago", "I moved into the annexe
 at my daughter's, in Headington", "Dariush and I moved in together in May, into a house in Hamilton"
-(fresh24), "We moved in May, out of the Croix-Rousse to a flat in Villeurbanne" (fresh27), "I started at Bosch"), and where a memory says its user lives or
-works ("Ines lives in Valparaíso", "Bea lives on her own in a flat on Cowley Road", "Rui works as
-an engineer at Siemens")."""
+(fresh24), "We moved in May, out of the Croix-Rousse to a flat in Villeurbanne" (fresh27), "In August we moved off
+the farm to a house in Naivasha town" (fresh28), "I started at Bosch"), and where a memory says its user lives or
+works ("Ines lives in Valparaíso", "Bea lives on her own in a flat on Cowley Road", "Wanjala is home in Nakuru now",
+"Rui works as an engineer at Siemens")."""
 
 
 OFFICE_AGAIN = re.compile(r"\bback (?:in|at|to|into) (?:the |my )?office\b|\b(?:in|at|to) the office again\b",
@@ -3945,6 +4008,13 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                         if gone in {every_unit(e) for e in EVERY.finditer(part)} for w in about & said}
             if s == 0 and asked and "still" in words(asked) and NOT_STILL.match(clauses[0][0]):
                 out |= held & _content_stems(asked, user_name)  # "Still on the warfarin?" "No, ..."
+            if s == 0 and asked and CONTACT_ASKED_NOW.search(asked) and (named := SUBJECT_NAME.match(sentence)) and (
+                    named["rel"] or NAME_ALONE.fullmatch(sentence.strip())
+                    and named["name"].lower() not in NOT_NAMES | FILLER | COMMON_WORDS | {"nobody", "unchanged"}):
+                # "Who's your emergency contact now?" "My sister Mandisa." (not "Same.", nor "Mandisa and Nokwanda.")
+                others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {named["name"].lower()}
+                if not others & set(words(stored)):
+                    out |= new_holder(f"{named['name']} is my emergency contact now", stored, user_name)
             if s == 0 and asked and YES.match(clauses[0][0]) and stopped & (again := done_again(YOU.sub("I", asked))):
                 out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
         for i, clause in enumerate(clauses[s]):
@@ -4060,6 +4130,11 @@ CONTACT_NOW = re.compile(r"\b(?:(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)|[Ss]he|[Hh]e)
 """Someone the user's emergency contact is now: "She's my emergency contact now; Jerzy is second", "so my emergency
 contact is my daughter Marisa now" (fresh26: the old contacts stayed), "my daughter Aïssatou, who lives in Villeurbanne
 too, is my emergency contact now" (fresh27)."""
+CONTACT_ASKED_NOW = re.compile(r"\bemergency\s+contact\b[^?]*\bnow\b|\bnow\b[^?]*\bemergency\s+contact\b"
+                               r"|\b(?:new|current)\s+emergency\s+contact\b", re.IGNORECASE)
+NAME_ALONE = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:-[^\W\d_]{2,})?\.?")
+"""The question of whom the user's emergency contact is now, and an answer that is a name alone: "Who's your emergency
+contact now?" "My sister Mandisa." (fresh28: the cousin stayed the contact) or "Mandisa."."""
 RANKS = ("first", "second", "third")
 RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?"
                     r"(?P<rank>first|second|third)\b")

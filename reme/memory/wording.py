@@ -29,7 +29,7 @@ ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also",
            "rarely", "even", "already", "mostly", "actually", "currently", "recently", "definitely", "absolutely",
            "generally", "typically", "hardly", "seldom", "normally", "totally", "truly", "finally", "probably",
            "especially", "mainly", "occasionally", "regularly", "strongly", "sincerely", "honestly", "personally",
-           "rather", "then", "too", "once", "first", "all", "both", "certainly", "barely"}
+           "rather", "then", "too", "once", "first", "all", "both", "certainly", "barely", "ever"}
 KEEP = {"can", "could", "will", "would", "should", "must", "might", "may", "shall", "did", "was", "had", "cannot",
         "can't", "won't", "wouldn't", "couldn't", "shouldn't", "didn't", "wasn't", "hadn't", "used", "need",
         "ought", "dare", "are", "were"}
@@ -39,8 +39,14 @@ THIRD = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is", "don
          "'m": "is", "'ve": "has", "'d": "would", "'ll": "will", "m": "is", "ve": "has", "d": "would", "ll": "will",
          "aren't": "isn't", "am not": "is not"}
 
+PARTICIPLES = (IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay shut spread split".split())) | set(
+    """had been gone done seen taken given known eaten written gotten broken spoken fallen forgotten driven ridden
+    chosen begun flown grown shown thrown worn torn woken frozen stolen hidden bitten beaten""".split())
+"""Past participles (not "put", which may follow "would" too): "I'd had" is "had had", "I'd like" "would like"."""
 _I = re.compile(r"\bI(?:(?P<clitic>['’](?:m|ve|d|ll))\b)?(?![\w'’])")
-_POSSESSIVE = re.compile(r"\b(?:[Mm]y|MY|[Mm]ine)\b")
+_NOT_MINE = "".join(rf"(?<!\b{w}\s)" for w in "the The a an coal gold salt land tin copper diamond".split())
+_POSSESSIVE = re.compile(rf"\b(?:[Mm]y|MY|{_NOT_MINE}[Mm]ine)\b")
+"""The speaker's possessives: not the pit ("shifts at the mine", "a gold mine": fresh28 had "at the Onalenna's")."""
 _OBJECT = re.compile(r"\b(?:[Mm]e|[Mm]yself)\b(?!['’])")
 _WORD = re.compile(r"\s+([A-Za-z]+(?:['’][a-z]+)?)")
 
@@ -100,7 +106,11 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
         out.append(text[pos:m.start()])
         clitic = m.group("clitic")
         if clitic:
-            out.append(f"{speaker} {THIRD[clitic.replace('’', chr(39))]}")
+            aux = THIRD[clitic.replace('’', chr(39))]
+            after = next((w.lower() for w in _WORD.findall(text[m.end():m.end() + 40]) if w.lower() not in ADVERBS), "")
+            if aux == "would" and (after in PARTICIPLES or after.endswith("ed")):
+                aux = "had"  # "I'd had headaches" (fresh28 was "Dong-hyun would had headaches")
+            out.append(f"{speaker} {aux}")
             pos = m.end()
             continue
         out.append(speaker)
@@ -190,24 +200,31 @@ BARE_MONTH = re.compile(r"\b(?P<by>(?i:in|by|since|during|until|till|from|early|
 at a sentence's start (the month capitalized: "may" and "march" are verbs too)."""
 
 
-def year_of_months(text: str, said: date, *, named: bool = True) -> str:
+def year_of_months(text: str, said: date, *, named: bool = True, lines: Sequence[str] = ()) -> str:
     """`text` with the year put after each month it says alone ("in July" -> "in July 2026"), when
-    its sentence's tense tells which (`month_year`), not in a text that names a year (`named`:
-    check it does not)."""
+    its sentence's tense tells which (`month_year`), or the tense of the sentence of `lines` (what a memory cites)
+    saying that month alone, when one does; not in a text that names a year (`named`: check it does not)."""
     if named and YEAR.search(text):
         return text
     out, pos = [], 0
     for m in BARE_MONTH.finditer(text):
-        month = MONTHS[m["month"].lower()]
-        # since a month: of the past, whatever the tense ("Since March he has walked")
-        year: int | None = (said.year if month <= said.month else said.year - 1) if m["by"].lower() == "since" \
-            else month_year(month, said, _sentence_at(text, m.start()))
-        if year is None or not 1 <= year <= 9999:
+        said_as = next(((line, n) for line in lines for n in BARE_MONTH.finditer(line)
+                        if n["month"].lower() == m["month"].lower()), None)
+        if (year := year_of_month(*(said_as or (text, m)), said)) is None:
             continue
         out.append(f"{text[pos:m.end()]} {year}")
         pos = m.end()
     out.append(text[pos:])
     return "".join(out)
+
+
+def year_of_month(text: str, m: re.Match[str], said: date) -> int | None:
+    """The year of the month a `BARE_MONTH` match `m` of `text` says (`year_of_months`), or None."""
+    month = MONTHS[m["month"].lower()]
+    # since a month: of the past, whatever the tense ("Since March he has walked")
+    year: int | None = (said.year if month <= said.month else said.year - 1) if m["by"].lower() == "since" \
+        else month_year(month, said, _sentence_at(text, m.start()))
+    return year if year is not None and 1 <= year <= 9999 else None
 
 
 DAY_AND_MONTH = re.compile(rf"\b(?:(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_CAPITAL_MONTH})"
@@ -221,12 +238,14 @@ SINCE_OR_FROM = re.compile(r"\b(since|from)\s+(?:the\s+)?$", re.IGNORECASE)
 """What comes right before a day said since or from ("since the 2nd of December", "From the 1st of September")."""
 
 
-def year_of_days(text: str, said: date, *, named: bool = True) -> str:
+def year_of_days(text: str, said: date, *, named: bool = True, lines: Sequence[str] = ()) -> str:
     """`text` with the year put after each day of a month it says without one (`DAY_AND_MONTH`,
     outside brackets): the last such day on or before `said` when its sentence tells of the past
     (`told_of_past`), else the next one on or after it ("The bone scan is on the 5th of May",
     "next time on the 19th of January"); since a day, the last one; from a day in the present tense,
-    the nearest; not in a text that names a year (`named`)."""
+    the nearest; not in a text that names a year (`named`). The tense is that of the sentence of `lines` (what a
+    memory cites) saying the same day, when one does: "Lejla has a feeding tube put in on the 9th of June" of "I had
+    a feeding tube ... put into my stomach on the 9th of June" (fresh28) is of the last 9th of June, not the next."""
     if named and YEAR.search(text):
         return text
     hidden = PARENTHESES.sub(lambda p: " " * len(p[0]), text)
@@ -239,6 +258,12 @@ def year_of_days(text: str, said: date, *, named: bool = True) -> str:
         start = _sentence_start(hidden, m.start())
         sentence = _sentence_at(hidden, m.start())
         past = told_of_past_at(sentence, m.start() - start)
+        for line in lines:
+            if said_as := next((n for n in DAY_AND_MONTH.finditer(line) if int(n["day"] or n["day2"]) == day
+                                and MONTHS[(n["month"] or n["month2"]).lower()] == month), None):
+                at = _sentence_start(line, said_as.start())
+                past = told_of_past_at(_sentence_at(line, said_as.start()), said_as.start() - at)
+                break
         since = SINCE_OR_FROM.search(hidden[start:m.start()])
         if since and (since[1].lower() == "since" or not past and not told_of_future(sentence)):
             # since a day: of the past; from a day, in the present tense: the nearest such day ("From the 1st
@@ -266,17 +291,17 @@ def year_of_days(text: str, said: date, *, named: bool = True) -> str:
     return "".join(out)
 
 
-def anchor_times(text: str, said: datetime) -> str:
+def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
     6 May 2025)"), the year after a month said alone where the tense tells it
-    (`year_of_months`), and after a day of a month (`year_of_days`); unchanged when it names a
-    year already."""
+    (`year_of_months`), and after a day of a month (`year_of_days`), as `lines` (what it cites) tell them when they
+    say them too; unchanged when it names a year already."""
     if YEAR.search(text):
         return text
     found = relative_spans(text, said)
     if not found:
-        return year_of_days(year_of_months(text, said.date()), said.date())
+        return year_of_days(year_of_months(text, said.date(), lines=lines), said.date(), lines=lines)
     iso = bool(CJK.search(text))
     out, pos = [], 0
     for start, end, span in found:
@@ -290,7 +315,8 @@ def anchor_times(text: str, said: datetime) -> str:
         out.append(text[pos:end] + said_as)
         pos = end
     out.append(text[pos:])
-    return year_of_days(year_of_months("".join(out), said.date(), named=False), said.date(), named=False)
+    return year_of_days(year_of_months("".join(out), said.date(), named=False, lines=lines), said.date(), named=False,
+                        lines=lines)
 
 ON_WEEKDAY = re.compile(r"\b(?:on|from|until|till)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
                         r"(?!\s*[(（])", re.IGNORECASE)
