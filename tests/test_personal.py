@@ -846,6 +846,8 @@ def test_anchor_times_writes_the_period_a_relative_time_meant(said: str, text: s
     ("In September Lejla is moving to a ground-floor flat.", "", "In September 2026 Lejla is moving to a ground-floor "
                                                                 "flat."),
     ("The wound clinic sees Lejla on the 2nd of July.", "", "The wound clinic sees Lejla on the 2nd of July 2026."),
+    # ... and a month with its day after it is no month said alone (fresh28: "since September 2026 15th")
+    ("Lejla has lived in Ilidža since September 15th.", "", "Lejla has lived in Ilidža since September 15th 2025."),
 ])
 def test_a_day_said_in_a_line_is_of_the_year_the_lines_tense_tells(text: str, line: str, expected: str) -> None:
     assert anchor_times(text, datetime(2026, 6, 30, 15, tzinfo=timezone.utc), [line] if line else []) == expected
@@ -4845,6 +4847,9 @@ async def test_what_is_left_of_a_memory_that_named_no_one_may_name_no_one(reme: 
     ("Same.", "Who's your emergency contact now?", "Nokwanda is Amadou's emergency contact.", set()),
     ("My sister Mandisa and Nokwanda.", "Who's your emergency contact now?", "Nokwanda is Amadou's emergency contact.",
      set()),
+    # fresh28: a contact named "now" ends the one an emergency answer kept ("Lejla's emergency contacts: Senad.")
+    ("Jasmin is my emergency contact now, and he has power of attorney.", "", "Amadou's emergency contacts: Senad.",
+     {"emerg", "conta"}),
     # fresh28: a move "off" somewhere to a new town ends the home a memory names
     ("In August we moved off the farm to a house in Naivasha town.", "", "Amadou is currently home in Nakuru.",
      {"nakur"}),

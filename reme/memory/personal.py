@@ -4167,7 +4167,7 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
             continue
         for sentence in SENTENCE.split(stored):
             said = set(words(sentence))
-            if {"emergency", "contact"} <= said and name not in said:
+            if {"emerg", "conta"} <= {_stem(w) for w in said} and name not in said:  # "contacts: Senad." too
                 out |= {"emerg", "conta"} & {_stem(w) for w in said}
     for m in RANKED.finditer(clause):  # "he's first now and Busisiwe second" of "Busisiwe is first"
         name, rank = m["name"].lower(), m["rank"].lower()

@@ -195,9 +195,11 @@ kilos in three days, I ring Bisi": fresh17 was dated three days on)."""
 _CAPITAL_MONTH = "|".join(sorted((m.capitalize() for m in MONTHS if len(m) > 3 or m == "may"), key=len, reverse=True))
 """The months' names and short forms, capitalized: "may" and "march" are verbs too."""
 BARE_MONTH = re.compile(r"\b(?P<by>(?i:in|by|since|during|until|till|from|early|late|mid|(?:start|end|beginning|middle)"
-                        rf"\s+of))[\s-]+(?P<month>{_CAPITAL_MONTH})\b(?!\s*(?:[0-3]?\d\b|,?\s*(?:19|20)\d\d|[(（]))")
+                        rf"\s+of))[\s-]+(?P<month>{_CAPITAL_MONTH})\b"
+                        r"(?!\s*(?:[0-3]?\d(?:st|nd|rd|th)?\b|,?\s*(?:19|20)\d\d|[(（]))")
 """A month said without its year or day: "in July", "by February", "at the end of June", "In January"
-at a sentence's start (the month capitalized: "may" and "march" are verbs too)."""
+at a sentence's start (the month capitalized: "may" and "march" are verbs too); not "since September 15th" (fresh28
+was "since September 2026 15th")."""
 
 
 def year_of_months(text: str, said: date, *, named: bool = True, lines: Sequence[str] = ()) -> str:
