@@ -219,7 +219,7 @@ class Span:
                           end=datetime.combine(self.last, time.max, zone))
 
 
-def _month_span(year: int, month: int) -> Span:
+def month_span(year: int, month: int) -> Span:
     return Span(date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1]))
 
 
@@ -250,8 +250,8 @@ def _latest_month(month: int, today: date) -> int:
 def _season(name: str, year: int) -> Span:
     first, last = SEASONS[name]
     if first > last:  # winter runs into the next year
-        return Span(date(year, first, 1), _month_span(year + 1, last).last)
-    return Span(date(year, first, 1), _month_span(year, last).last)
+        return Span(date(year, first, 1), month_span(year + 1, last).last)
+    return Span(date(year, first, 1), month_span(year, last).last)
 
 
 Rule = tuple["re.Pattern[str]", Callable[["re.Match[str]", date], "Span | None"]]
@@ -312,7 +312,7 @@ def _relative_unit(m: re.Match[str], today: date) -> Span | None:
         return Span(d - timedelta(days=3), d + timedelta(days=3)) if fuzzy else _week_of(d)
     if unit == "month":
         year, month = _add_months(today, -n)
-        return _month_span(year, month)
+        return month_span(year, month)
     if today.year - n < 1:
         return None
     return Span(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
@@ -340,7 +340,7 @@ def _ahead(m: re.Match[str], today: date) -> Span | None:
         spread = (3 if unit == "week" else 1) if fuzzy else 0
         return Span(d - timedelta(days=spread), d + timedelta(days=spread))
     if unit == "month":
-        return _month_span(*_add_months(today, n))
+        return month_span(*_add_months(today, n))
     return Span(date(today.year + n, 1, 1), date(today.year + n, 12, 31))
 
 
@@ -362,7 +362,7 @@ def _relative_period(m: re.Match[str], today: date) -> Span | None:
     if unit == "month":
         if which == "past":
             return Span(today - timedelta(days=30), today)
-        return _month_span(*_add_months(today, shift))
+        return month_span(*_add_months(today, shift))
     if unit == "year":
         if which == "past":
             return Span(today - timedelta(days=365), today)
@@ -378,7 +378,7 @@ def _relative_period(m: re.Match[str], today: date) -> Span | None:
 def _month_end(m: re.Match[str], today: date) -> Span:
     """ "by the end of the month": the last day of this month (of the next or last one when it says so)."""
     year, month = _add_months(today, {"next": 1, "last": -1}.get(m["which"].lower(), 0))
-    last = _month_span(year, month).last
+    last = month_span(year, month).last
     return Span(last, last)
 
 
@@ -387,10 +387,10 @@ def _named_month(m: re.Match[str], today: date) -> Span:
     it; "this September": this year's."""
     month, which = _month(m), m["which"].lower()
     if which == "last":
-        return _month_span(today.year if month < today.month else today.year - 1, month)
+        return month_span(today.year if month < today.month else today.year - 1, month)
     if which == "this":
-        return _month_span(today.year, month)
-    return _month_span(today.year if month > today.month else today.year + 1, month)
+        return month_span(today.year, month)
+    return month_span(today.year if month > today.month else today.year + 1, month)
 
 
 NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
@@ -406,7 +406,7 @@ def _nth_weekday(m: re.Match[str], today: date) -> Span | None:
         year = int(m["year"]) if m["year"] else min(
             (today.year - 1, today.year, today.year + 1), key=lambda y: abs((y - today.year) * 12 + month - today.month))
     target, nth = WEEKDAYS[m["weekday"].lower()], NTH[m["nth"].lower()]
-    days = [d for d in range(1, _month_span(year, month).last.day + 1) if date(year, month, d).weekday() == target]
+    days = [d for d in range(1, month_span(year, month).last.day + 1) if date(year, month, d).weekday() == target]
     return _day(year, month, days[nth if nth < 0 else nth - 1]) if len(days) >= nth else None
 
 
@@ -467,16 +467,16 @@ RULES: list[Rule] = [
     (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _F), _absolute_day),
     (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", _F), _absolute_day),
     (re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", _F),
-     lambda m, t: _month_span(int(m["year"]), _month(m))),
+     lambda m, t: month_span(int(m["year"]), _month(m))),
     (re.compile(r"\b(?:the\s+)?(?P<unit>spring|summer|autumn|fall|winter)\s+(?:of\s+)?(?P<year>(?:19|20)\d\d)\b", _F),
      lambda m, t: _season(m["unit"].lower(), int(m["year"]))),
     (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)(?P<year>)", _F), _absolute_day),
     (re.compile(rf"\b(?:on\s+)?{_MONTH}\s+{_DAY}\b(?P<year>)(?!,?\s*\d)", _F), _absolute_day),
     (re.compile(rf"\b(?:in\s+)?{_MONTH}\s+(?P<which>last|this|next)\s+year\b", _F),
-     lambda m, t: _month_span(t.year + {"last": -1, "this": 0, "next": 1}[m["which"].lower()], _month(m))),
+     lambda m, t: month_span(t.year + {"last": -1, "this": 0, "next": 1}[m["which"].lower()], _month(m))),
     (re.compile(rf"\b(?P<which>last|this|next|coming)\s+{_MONTH}(?!\w)", _F), _named_month),
     (re.compile(rf"\b(?:in|during|since|by|throughout|early|late|mid)[\s-]+{_MONTH}(?!\w)", _F),
-     lambda m, t: _month_span(_latest_month(_month(m), t), _month(m))),
+     lambda m, t: month_span(_latest_month(_month(m), t), _month(m))),
     (re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}(?:['’]\s*time)?\b", _F), _ahead),
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+(?:from\s+(?:now|today)|today)\b", _F), _ahead),  # "two weeks today"
     (re.compile(r"\ba\s+week\s+(?:from\s+)?today\b", _F), _fixed(7)),  # British "a week tomorrow"
@@ -504,14 +504,14 @@ RULES: list[Rule] = [
     (re.compile(r"上(?:个)?(?:周|星期|礼拜)"), lambda m, t: _week_of(t - timedelta(weeks=1))),
     (re.compile(r"(?:本|这)(?:个)?(?:周|星期|礼拜)"), lambda m, t: _week_of(t)),
     (re.compile(r"下(?:个)?(?:周|星期|礼拜)"), lambda m, t: _week_of(t + timedelta(weeks=1))),
-    (re.compile(r"上个?月"), lambda m, t: _month_span(*_add_months(t, -1))),
-    (re.compile(r"(?:这个|本)月"), lambda m, t: _month_span(t.year, t.month)),
-    (re.compile(r"下个?月"), lambda m, t: _month_span(*_add_months(t, 1))),
+    (re.compile(r"上个?月"), lambda m, t: month_span(*_add_months(t, -1))),
+    (re.compile(r"(?:这个|本)月"), lambda m, t: month_span(t.year, t.month)),
+    (re.compile(r"下个?月"), lambda m, t: month_span(*_add_months(t, 1))),
     (re.compile(r"去年"), lambda m, t: Span(date(t.year - 1, 1, 1), date(t.year - 1, 12, 31))),
     (re.compile(r"今年"), lambda m, t: Span(date(t.year, 1, 1), date(t.year, 12, 31))),
     (re.compile(r"(?P<year>(?:19|20)\d\d)\s*年(?:\s*(?P<m>1[0-2]|0?[1-9])\s*月)?(?:\s*(?P<d>[0-3]?\d)\s*日)?"),
      lambda m, t: (_day(int(m["year"]), int(m["m"]), int(m["d"])) if m["d"] and m["m"] else
-                   _month_span(int(m["year"]), int(m["m"])) if m["m"] else
+                   month_span(int(m["year"]), int(m["m"])) if m["m"] else
                    Span(date(int(m["year"]), 1, 1), date(int(m["year"]), 12, 31)))),
 ]
 _ANCHOR = re.compile(r"^\s*(?:before|prior\s+to|preceding)\s+", _F)

@@ -29,7 +29,6 @@ import asyncio
 import functools
 import logging
 import re
-from calendar import monthrange
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Annotated, Any, Callable, Collection, Iterable, Iterator, Literal, Sequence
@@ -50,7 +49,8 @@ from reme.schema import (MAX_CONTENT_CHARS, MAX_NAME_CHARS, MAX_QUERIES, MAX_REF
                          MAX_TAGS, Fallback, MemoryNode, MemoryType, Message, Rejection, RetrieveResult, Scope,
                          SearchResult, SummaryResult, TimeWindow, Usage, normalize_text, parse_items, parse_iso, utcnow)
 from reme.store.filters import And, Filter
-from reme.temporal import COUNTS, FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window, with_digits
+from reme.temporal import (COUNTS, FUZZY, MONTHS, NUMBERS, WEEKDAYS, Span, find_spans, find_window, month_span,
+                           with_digits)
 
 log = logging.getLogger("reme.personal")
 
@@ -2494,7 +2494,7 @@ def with_the_time_said(text: str, said: datetime, lines: Sequence[str]) -> str:
                     month = MONTHS[m["month"].lower()]
                     start, end = m.start() - at, m.end() - at
                     start -= len(the[0]) if (the := THE_BEFORE.search(clause[:start])) else 0  # "at the end of"
-                    span = Span(date(year, month, 1), date(year, month, monthrange(year, month)[1]))
+                    span = month_span(year, month)
                     phrase = f"{clause[start:end]} {year}"
                 else:
                     start, end, span = spans[0]
@@ -4014,7 +4014,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # "Who's your emergency contact now?" "My sister Mandisa." (not "Same.", nor "Mandisa and Nokwanda.")
                 others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {named["name"].lower()}
                 if not others & set(words(stored)):
-                    out |= new_holder(f"{named['name']} is my emergency contact now", stored, user_name)
+                    out |= contact_replaced(named["name"].lower(), stored, user_name)
             if s == 0 and asked and YES.match(clauses[0][0]) and stopped & (again := done_again(YOU.sub("I", asked))):
                 out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
         for i, clause in enumerate(clauses[s]):
@@ -4142,6 +4142,18 @@ RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(
 first" stayed)."""
 
 
+def contact_replaced(name: str, stored: str, user_name: str) -> set[str]:
+    """The `_stem`s of "emergency contact" when a sentence of the stored memory says who it is
+    ("... emergency contacts: Senad.") and does not name `name`, the user's contact now (not the user; "" for a
+    "she" or "he": any other)."""
+    named = set(words(name))  # none for "She's my emergency contact now": any other
+    if named and named <= set(words(user_name)):
+        return set()
+    stated = any({"emerg", "conta"} <= {_stem(w) for w in said} and not (named and named <= set(said))
+                 for said in map(words, SENTENCE.split(stored)))
+    return {"emerg", "conta"} if stated else set()
+
+
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
     """The `_stem` of a role (a word) that `clause` (a sentence) says someone else now holds
     (`NOW_HOLDS`: "The new foreman is his nephew, Leandro"), when a part of the stored memory (a
@@ -4162,13 +4174,7 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
             if len(roles) == 1 and (who in said if who else True) and not health_said(sentence):
                 out.add(_stem(roles.pop()))
     for m in CONTACT_NOW.finditer(clause):  # whom a memory says the emergency contact is, when another is now
-        name = (m["name"] or m["named"] or "").lower()
-        if name in words(user_name):
-            continue
-        for sentence in SENTENCE.split(stored):
-            said = set(words(sentence))
-            if {"emerg", "conta"} <= {_stem(w) for w in said} and name not in said:  # "contacts: Senad." too
-                out |= {"emerg", "conta"} & {_stem(w) for w in said}
+        out |= contact_replaced((m["name"] or m["named"] or "").lower(), stored, user_name)
     for m in RANKED.finditer(clause):  # "he's first now and Busisiwe second" of "Busisiwe is first"
         name, rank = m["name"].lower(), m["rank"].lower()
         if name in words(stored) and name not in STARTERS and name not in words(user_name):
