@@ -98,6 +98,12 @@ def test_a_pattern_matches_whole_words_prefixes_and_phrases_case_folded() -> Non
     assert smoke.matches("Kemal quit smoking on the first of May") and smoke.matches("quit smoking May first")
     assert Pattern.of({"k": ["21st of june"]}).matches("on the twenty-first of June")
     assert not smoke.matches("Kemal quit smoking on the first day, in May")
+    # a `*` in the middle of a phrase is a prefix too (it was dropped there: "stands up slowly" missed)
+    assert Pattern.of({"k": ["stand* up slowly"]}).matches("Ana stands up slowly")
+    # a decimal's digits after the point match only as its part: "5 mg" is not in "2.5 mg"
+    assert Pattern.of({"k": ["2 5|2.5"]}).matches("bisoprolol 2.5mg") and Pattern.of({"k": ["2.5"]}).matches("2 5")
+    assert not Pattern.of({"k": ["5"]}).matches("bisoprolol 2.5 mg")
+    assert not Pattern.of({"k": ["5 mg"]}).matches("2.5 mg")
 
 
 def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times() -> None:
@@ -109,6 +115,14 @@ def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times(
     assert hygiene("Alice is Iranian and likes Myanmar") == []  # words, not letters
     assert hygiene("Tom works shifts at the mine") == []  # the pit, not "mine" (fresh28)
     assert hygiene("The blue car is mine") == ["first_person"]
+    assert hygiene("Ana has type I diabetes, i.e. no insulin of her own") == []  # no speaker's "I"
+    # a time counted from when it was said, but not a length of time ("in three days" as a rate)
+    assert hygiene("Ana flies to Marseille in three weeks") == ["relative_time"]
+    assert hygiene("Ana flew to Marseille ten days ago") == ["relative_time"]
+    assert hygiene("Ana flies in twelve days from now") == ["relative_time"]
+    assert hygiene("Ana flies to Marseille in three weeks (on 3 May 2026)") == []
+    assert hygiene("Ana rings the nurse if she puts on 2 kilos in three days") == []
+    assert hygiene("Ana hasn't smoked in ten weeks") == []
 
 
 def test_scores_known_memories() -> None:

@@ -3,7 +3,8 @@
 A pattern is a list of keyword groups (`"k"`), optionally with `"none"`, a list of words that
 must be absent. A memory matches it when every group has an alternative in the memory, and no
 `none` word is in it. Alternatives are separated by `|`; an alternative is one word or several
-consecutive words ("window seat"); a trailing `*` matches any word starting so ("allerg*").
+consecutive words ("window seat"); a `*` after a word matches any word starting so ("allerg*",
+"stand* up": "standing up").
 Words are `reme.retrieval.words` (case-folded, split at anything not a letter or digit, so
 "I'm" is `i m`, "2024-04-26" is `2024 04 26`), with a number apart from a unit stuck to it
 ("40mg" is `40 mg`).
@@ -21,23 +22,37 @@ from reme.retrieval import words as _split
 
 DATA = Path(__file__).with_name("dialogues.json")
 
-FIRST_PERSON = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|\b(?:my|me|(?<!the\s)(?<!\ba\s)mine|myself|we|our|ours"
+FIRST_PERSON = re.compile(r"(?<!type\s)(?<!phase\s)(?<!stage\s)(?<!grade\s)(?<!class\s)(?<!war\s)\bI\b(?!\.e\b)"
+                          r"|\bI'(?:m|ve|d|ll)\b|\b(?:my|me|(?<!the\s)(?<!\ba\s)mine|myself|we|our|ours"
                           r"|ourselves)\b", re.IGNORECASE)
-"""A memory that says "I" or "my" is in the first person: whose "I", months later? ("shifts at the mine" does not.)"""
+"""A memory that says "I" or "my" is in the first person: whose "I", months later? ("shifts at the mine", "type I
+diabetes", "stage I", "i.e." do not.)"""
 LEADING_PRONOUN = {"he", "she", "they", "it", "him", "her", "his", "hers", "their", "them", "this", "that", "these",
                    "those", "its"}
 """A memory that starts with one of these names its subject only by a pronoun."""
+_SOME = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|a\s+couple\s+of|several)"
+_UNITS = r"(?:days?|weeks?|months?|years?)"
 RELATIVE_TIME = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|(?:last|next|this|past|coming)\s+(?:week|weekend|month|year|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|\d+\s+(?:days?|weeks?|months?|years?)\s+ago|"
-    r"(?:a|one|two|three|four|five|six|a\s+few|several)\s+(?:days?|weeks?|months?|years?)\s+ago|recently)\b",
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this\s+(?:morning|afternoon|evening)|"
+    rf"{_SOME}\s+{_UNITS}\s+(?:ago|from\s+now)|"
+    r"(?:earlier|later)\s+this\s+(?:week|month|year)|the\s+other\s+day|recently)\b",
     re.IGNORECASE)
+IN_SOME_TIME = re.compile(rf"\bin\s+(?:about\s+)?{_SOME}\s+{_UNITS}\b(?!\s+(?:of|after|before)\b)", re.IGNORECASE)
+DURATION = re.compile(r"\b(?:not|never|no|nothing|first|second|third|only|more\s+than|less\s+than|up\s+to|over|"
+                      r"times|once|twice|kilos?|kg|pounds?|lbs?)\b|n't\b", re.IGNORECASE)
+""""In three weeks" is a time from when it was said ("flies to Marseille in three weeks"), unless its clause makes it
+a length of time ("put on 2 kilos in three days", "hasn't smoked in ten weeks", "the first break in nine years")."""
 ABSOLUTE_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-"""A memory with a relative time ("last week") and no year in it ("April 2024") cannot be placed
-in time once it is read later."""
+"""A memory with a relative time ("last week", "in three weeks") and no year in it ("April 2024") cannot be
+placed in time once it is read later. (A month or a day without a year is not counted: "on the 1st", "every
+March" may be meant to recur.)"""
 
 
 NUMBER_THEN_LETTER = re.compile(r"(\d)(?=[^\W\d_])")
+DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
+"""The digits after a decimal point are a word marked `_` ("2.5" is `2 _5`): a fact's "2 5" or "2.5" is found in
+"2.5 mg", its "5" or "5 mg" is not (an alternative's first word never matches a marked one)."""
 
 
 _ONES = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
@@ -104,11 +119,11 @@ def _day_ordinals(said: list[str]) -> list[str]:
 
 def words(text: str) -> list[str]:
     """`reme.retrieval.words` of `text`, a number apart from a unit stuck to it: "40mg" is `40 mg`,
-    so a fact's "40" is found in "atorvastatin 40mg" as in "40 mg"; a number spelled out is its
+    so a fact's "40" is found in "atorvastatin 40mg" as in "40 mg" ("2.5" is `2 _5`); a number spelled out is its
     digits ("forty milligrams" is `40 milligrams`, "a hundred and forty-two kilos" `142 kilos`),
     and so is a day of a month ("the first of May" is `the 1st of may`), in the facts as in the
     memories."""
-    said = _day_ordinals(_split(NUMBER_THEN_LETTER.sub(r"\1 ", text)))
+    said = _day_ordinals(_split(DECIMAL_POINT.sub(" _", NUMBER_THEN_LETTER.sub(r"\1 ", text))))
     out: list[str] = []
     i = 0
     while i < len(said):
@@ -139,15 +154,24 @@ class Pattern:
 
 
 def _alt(raw: str) -> tuple[str, ...]:
-    """An alternative's words; a trailing `*` stays on the last one (a prefix)."""
-    said = words(raw)
-    return (*said[:-1], said[-1] + "*") if raw.strip().endswith("*") and said else tuple(said)
+    """An alternative's words; a `*` after a word stays on it (a prefix), in the middle of a phrase too
+    ("take* over": the `*` was once dropped there, and "taking over" missed)."""
+    out: list[str] = []
+    for part in raw.split():
+        said = words(part)
+        out += (*said[:-1], said[-1] + "*") if part.endswith("*") and said else said
+    return tuple(out)
+
+
+def _unmarked(word: str) -> str:
+    return word[1:] if word.startswith("_") and word[1:].isdigit() else word
 
 
 def _contains(said: list[str], alt: tuple[str, ...]) -> bool:
     n = len(alt)
     for i in range(len(said) - n + 1):
-        if all(a == w or (a.endswith("*") and w.startswith(a[:-1])) for a, w in zip(alt, said[i:i + n])):
+        if all(a == w or (a.endswith("*") and w.startswith(a[:-1])) or k and _unmarked(a) == _unmarked(w)
+               for k, (a, w) in enumerate(zip(alt, said[i:i + n]))):
             return True
     return False
 
@@ -209,7 +233,8 @@ def hygiene(text: str) -> list[str]:
     first = words(text)[:1]
     if first and first[0] in LEADING_PRONOUN:
         problems.append("leading_pronoun")
-    if RELATIVE_TIME.search(text) and not ABSOLUTE_YEAR.search(text):
+    if (RELATIVE_TIME.search(text) or any(not DURATION.search(re.split(r"[.;!?]", text[:m.start()])[-1])
+                                          for m in IN_SOME_TIME.finditer(text))) and not ABSOLUTE_YEAR.search(text):
         problems.append("relative_time")
     return problems
 
