@@ -3855,6 +3855,10 @@ BACK_AT_WORK = re.compile(r"\b(?:back\s+(?:at|to)\s+work|back\s+at\s+my\s+job|ba
 OFF_SICK = re.compile(r"\boff\s+sick\b|\bon\s+sick\s+leave\b|\bsigned\s+off\b", re.IGNORECASE)
 """Back at work, and a memory of being off sick (fresh27: "I'm back at work" left "Ruaridh is a postman, ..., off
 sick for the moment")."""
+BACK_AGAIN = ((OFFICE_AGAIN, FROM_HOME, frozenset({"home", "remot"})),
+              (BACK_AT_WORK, OFF_SICK, frozenset({"sick", "leav"})))
+"""What a clause saying the user is back (at the office, at work) ends in a memory that says the other (working from
+home, off sick): the words of the memory that stop being so."""
 DIET_NOW = re.compile(r"\b(?-i:I)(?:['’]m|\s+am)\s+(?:now\s+|fully\s+|strictly\s+|also\s+)?(?:an?\s+)?"
                       r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian)\b", re.IGNORECASE)
 NOT_EATEN = {"vegetarian": ("meat", "beef", "lamb", "pork", "chicken", "bacon", "ham", "steak", "sausages", "fish",
@@ -4054,10 +4058,9 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                         for w in about & said - DOSE_WORDS}
             if stopped & done_again(clause):
                 out |= _content_stems(stored, user_name) & said
-            if OFFICE_AGAIN.search(clause) and FROM_HOME.search(stored):
-                out |= held & {"home", "remot"}  # "I'm back in the office three days a week"
-            if BACK_AT_WORK.search(clause) and OFF_SICK.search(stored):
-                out |= held & {"sick", "leav"}
+            # "I'm back in the office three days a week", "I'm back at work"
+            out |= {w for back, was, gone in BACK_AGAIN if back.search(clause) and was.search(stored)
+                    for w in held & gone}
             if (diet := DIET_NOW.search(clause)) and diet["diet"].lower() not in words(stored):
                 out |= held & {_stem(w) for w in NOT_EATEN[diet["diet"].lower()]}
         if not own or says_own(sentence):
