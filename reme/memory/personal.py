@@ -1523,18 +1523,21 @@ _AGE_WORDS = ("one two three four five six seven eight nine ten eleven twelve th
               "seventeen eighteen nineteen twenty").split()
 _AGE = (r"(?:\s*,\s*|\s+)(?:(?i:who|he|she)(?:['’]s|\s+is)|aged)\s+(?P<age>(?:\d{1,2}|" + "|".join(_AGE_WORDS)
         + r")(?:\s+(?:years?|months?|weeks?)\s+old)?)(?![\w-])(?!\s*(?:kg|kilo|pound|lb|cm|%|percent|minute|hour))")
-MY_KIN = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
+_OWNER = rf"(?P<owner>{_NAME})['’]s"
+_REL_NAME = rf"\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b"
+"""Whose relation (" Ximena's"), and a relation with its name after it (" new partner, Ignacio")."""
+MY_KIN = re.compile(rf"\b(?i:my|our){_REL_NAME}(?:{_AGE})?")
 KIN_NAMED = re.compile(rf"(?P<name>{_NAME}),\s+(?i:my|our)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
 """A name the relation after it says ("Tove, my sister, ..."); not one called before a relation
 that names its own ("Hey Mel, my cousin Ingrid ...": Ingrid is the cousin)."""
-THEIR_KIN = re.compile(rf"\b(?P<owner>{_NAME})['’]s\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\b(?:{_AGE})?")
+THEIR_KIN = re.compile(rf"\b{_OWNER}{_REL_NAME}(?:{_AGE})?")
 PARENT_OF = re.compile(rf"\bI(?:['’]m|\s+am)\s+(?P<name>{_NAME})['’]s\s+"
                        r"(?i:mum|mom|mother|mam|mama|dad|father|papa)\b")
 """A child named by the speaker saying whose parent they are: "I'm Tobi's mum; on paper he's Oluwatobi, and he's nine.
 He has Prader-Willi syndrome." (fresh27: every "he" of the line was kept unnamed)."""
 NAME_IS = re.compile(rf"\b(?P<pronoun>[Hh]er|[Hh]is)\s+name(?:['’]s|\s+is)\s+(?P<name>{_NAME})\b")
 """A name given after the relation, in a sentence of its own: "My mother had a stroke. ... Her name's Rosemary"."""
-UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
+UNNAMED_KIN = re.compile(rf"\b(?:(?i:my|our)|{_OWNER})\s+{_ADJ}{_REL}\b(?!\s*,?\s+{_NAME})")
 """A relation said without its name ("my new manager", "Idris's mum")."""
 MALE = frozenset("""husband fiancé fiance boyfriend son boy dad father papa brother grandfather grandpa granddad
 grandson uncle nephew stepdad stepfather stepson stepbrother godson godfather landlord""".split())
@@ -4259,8 +4262,7 @@ def kept_apart(stored: str, gone: set[str], people: set[str], *, nameless: bool 
     return None if not dropped or not text or flawed else text
 
 
-OWNED_KIN = re.compile(rf"\b(?:(?P<pronoun>(?i:his|her|their))|(?P<owner>{_NAME})['’]s)\s+{_ADJ}{_REL}\s*,?\s+"
-                       rf"(?P<name>{_NAME})\b")
+OWNED_KIN = re.compile(rf"\b(?:(?P<pronoun>(?i:his|her|their))|{_OWNER}){_REL_NAME}")
 """Someone a memory says is someone's relation: "with his wife Mariama", "Ximena's partner Ignacio"."""
 
 
