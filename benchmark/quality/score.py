@@ -38,11 +38,13 @@ RELATIVE_TIME = re.compile(
     rf"{_SOME}\s+{_UNITS}\s+(?:ago|from\s+now)|"
     r"(?:earlier|later)\s+this\s+(?:week|month|year)|the\s+other\s+day|recently)\b",
     re.IGNORECASE)
-IN_SOME_TIME = re.compile(rf"\bin\s+(?:about\s+)?{_SOME}\s+{_UNITS}\b(?!\s+(?:of|after|before)\b)", re.IGNORECASE)
+IN_SOME_TIME = re.compile(rf"\bin\s+(?:about\s+)?(?!(?:a|one)\s+day\b){_SOME}\s+{_UNITS}\b(?!\s+(?:of|after|before)\b)",
+                          re.IGNORECASE)
 DURATION = re.compile(r"\b(?:not|never|no|nothing|first|second|third|only|more\s+than|less\s+than|up\s+to|over|"
                       r"times|once|twice|kilos?|kg|pounds?|lbs?)\b|n't\b", re.IGNORECASE)
 """"In three weeks" is a time from when it was said ("flies to Marseille in three weeks"), unless its clause makes it
-a length of time ("put on 2 kilos in three days", "hasn't smoked in ten weeks", "the first break in nine years")."""
+a length of time ("put on 2 kilos in three days", "hasn't smoked in ten weeks", "the first break in nine years"); "in
+a day" is a rate ("two shocks in a day")."""
 ABSOLUTE_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 """A memory with a relative time ("last week", "in three weeks") and no year in it ("April 2024") cannot be
 placed in time once it is read later. (A month or a day without a year is not counted: "on the 1st", "every
