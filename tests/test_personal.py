@@ -1034,10 +1034,13 @@ def test_a_day_counted_from_another_day_of_its_sentence_is_dated(line: str, expe
     # who said it does not make a day in the present past, but a day of what was said stays past
     ("On the 14th of May, the doctor said I was fine.", "2026-01-20",
      "On the 14th of May 2025, the doctor said I was fine."),
-    # a year the user named: a bare day of another month of that sentence, or of another sentence, is not dated
+    # a year the user named: a bare day of another month of that sentence, or of another sentence of the past, is not
+    # dated; a day to come in a sentence of its own is of now (fresh29: "Since November 2025 omalizumab ...; the next
+    # one is on the 5th" was not dated)
     ("We met on the 3rd of May 2019 and married on the 9th.", "2026-01-20",
      "We met on the 3rd of May 2019 and married on the 9th (9 May 2019)."),
-    ("We met in 2019. I fly out on the 9th.", "2026-01-20", "We met in 2019. I fly out on the 9th."),
+    ("We met in 2019. We married on the 9th.", "2026-01-20", "We met in 2019. We married on the 9th."),
+    ("We met in 2019. I fly out on the 9th.", "2026-01-20", "We met in 2019. I fly out on the 9th (9 February 2026)."),
 ])
 def test_days_and_months_are_dated_as_their_sentence_tells(line: str, said: str, expected: str) -> None:
     at = datetime.fromisoformat(said + "T12:00:00+00:00")

@@ -175,8 +175,18 @@ def names_in(messages: Sequence[Message]) -> frozenset[str]:
     speakers = {w for m in messages if m.role == "user" and m.name for w in words(m.name)}
     found = {m for line in messages for said in SENTENCE.split(line.content) for pattern in (CAPITALIZED, HYPHENED)
              for k, m in enumerate(pattern.findall(said)) if k or not said.strip().startswith(m)}
+    things = {m[0] for line in messages for pattern in (CAPITALIZED, HYPHENED) for m in pattern.finditer(line.content)
+              if NO_PERSON_AFTER.match(line.content, m.end())}
     return frozenset(m for m in found if m.casefold() not in NOT_NAMES | FILLER | speakers | _TITLES
-                     and not set(words(m)) <= speakers)
+                     and not set(words(m)) <= speakers and m not in things)
+
+
+NO_PERSON_AFTER = re.compile(r"(?:['’]s)?\s+(?:syndrome|disease|palsy|ataxia|dystrophy|phenomenon)\b"
+                             r"|\s*,\s*(?:\d+(?:\.\d+)?|one|two|three|four|half\s+a|a)\s+(?:sachets?|tablets?"
+                             r"|capsules?|puffs?|drops?|pills?|patch(?:es)?|injections?|mg|milligrams?|micrograms?|mcg"
+                             r"|units?|ml)\b", re.IGNORECASE)
+"""What says a capitalized word is no person: a condition named after one ("Rett syndrome", "Crohn's disease"), or a
+dose after it ("And Movicol, one sachet a day": fresh29 read "She eats ..." as "Movicol eats ...")."""
 
 
 def to_messages(messages: Sequence[Message | dict[str, Any]]) -> list[Message]:
@@ -1126,12 +1136,15 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "propion", "spirone", "navir", "previr", "asvir", "buvir", "tegravir", "vudine", "amivir", "penem",
                 "bactam", "fungin", "tiazem", "triptan", "thioprine", "pramide", "clofen", "icline", "tonin",
                 # fresh27: lacosamide, bicalutamide, enzalutamide, temozolomide, indapamide were no medicines
-                "cosamide", "lutamide", "zolomide", "pamide")
+                "cosamide", "lutamide", "zolomide", "pamide",
+                # fresh29: trofinetide (peptides: octreotide, exenatide, teriparatide), eplerenone (finerenone)
+                "tide", "renone")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
 citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
 inflammation ("colitis", "arteritis"), each after at least two letters."""
-NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines"})
+NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines", "riptide", "yuletide", "eventide", "noontide",
+                       "springtide", "ebbtide"})
 """Words that end as a medicine's name does and are none."""
 
 
@@ -1484,9 +1497,12 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     return out
 
 
-NEVER = re.compile(r"\bnever\b", re.IGNORECASE)
+NEVER = re.compile(r"\bnever\b|\bno\s+one\b|\bnobody\b|\bmust\s+not\b|\bmustn['’]t\b|\bnot\s+allowed\b"
+                   r"|\bnot\s+supposed\s+to\b", re.IGNORECASE)
 NEVER_SAID = "<never>"
-"""What `needs` asks of a memory for a clause that says "never": that it says "never" too."""
+"""What `needs` asks of a memory for a clause that says "never" (or "no one", "nobody", "must not"): that it says so
+too (fresh29: "..., and no one takes blood from it" was held by "Blood tests on the 2nd of November", "I must not get
+pregnant again" by "... her heart had weakened in the pregnancy")."""
 
 
 def needs(sentence: str) -> Iterator[set[str]]:
@@ -1762,8 +1778,8 @@ def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
         if fragment(without_lead_in(before)):  # "Agreed, 3:45 it is. It was ...": none says what "it" is
             break
         taken.insert(0, before)
-        if words(before) and not needs_before(before):
-            return " ".join([*taken, text])
+        if words(before) and not needs_before(before):  # "She has seizures. If one lasts ...": whom it names
+            return " ".join([named_subject(transcript, index, taken[0]), *taken[1:], text])
     return text
 
 
@@ -1771,11 +1787,12 @@ SAYS_AGAIN = re.compile(r"^(?:the\s+)?same\b|,\s*(?:the\s+)?same[.!]?$", re.IGNO
 """A sentence that says "the same" of what the one before says: "Same if I get a headache with vomiting.", "The same
 with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without what the same was)."""
 SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
-ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)",
-                       re.IGNORECASE)
+ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)"
+                       r"|^(?:if|when|whenever|once)\s+one\b(?!\s+of\b)", re.IGNORECASE)
 """A sentence about "the next one" of what the one before says: "The next one is on the 3rd of next month." after "So
 I have a urine test every six months" (fresh20: too short to keep for its date, and of nothing alone), "the last was
-on the 2nd of September" after "... degarelix injections instead, 80 milligrams every four weeks;" (fresh27)."""
+on the 2nd of September" after "... degarelix injections instead, 80 milligrams every four weeks;" (fresh27), "If one
+lasts more than five minutes, give buccal midazolam" after "She has seizures." (fresh29: kept with no seizure)."""
 
 
 def needs_before(sentence: str) -> bool:
@@ -1823,12 +1840,23 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     "Nomvula's" before a participle ("He's had anaphylaxis", "She's called twice"). A sentence
     starting with "It" names the medicine the sentence before starts with (`named_thing`)."""
     lead = HE_OR_SHE.match(sentence)
+    timed = None if lead else TIME_LED.match(sentence)
+    if timed:  # "On the 29th she turns twelve" (fresh29)
+        lead = HE_OR_SHE.match(sentence, timed.end())
     message = transcript.messages[index]
     at = found_at(message.content, sentence)
     if CARERS_DID.match(sentence) and message.role == "user" and at >= 0:
         return carers_named(message.content[:at], sentence)
     if IT_LEADS.match(sentence) and message.role == "user" and at >= 0:
-        return named_thing(message.content[:at], sentence)
+        thing = named_thing(message.content[:at], sentence)
+        asked = transcript.messages[index - 1] if index else None
+        offered = {w for w in words(asked.content) if medicine_word(w)} if thing == sentence and asked and \
+            asked.role == "assistant" and not any(medicine_word(w) for w in words(message.content[:at])) else set()
+        if len(offered) == 1:  # "There's a newer Rett medicine, trofinetide. Would you ask ...?" -- "We talked about
+            lead = IT_LEADS.match(sentence)  # it. It isn't available here" (fresh29: kept as "It isn't ...")
+            assert lead is not None
+            return _subject_put(offered.pop().capitalize(), " " + sentence[lead.end():], bool(lead["s"]))
+        return thing
     if not lead and message.role == "user" and at >= 0 and not re.match(r"(?:[Ss]he|[Hh]e)\b", sentence):
         # not "She ? her" (hypothesis): a sentence led by "she" or "he" with no word after is not one to name within
         return object_named(transcript, message.content[:at], subject_given(transcript, index, sentence))
@@ -1837,7 +1865,14 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     name = pronoun_person(transcript, index, at, lead["pronoun"].capitalize())  # "he's" after a semicolon
     if name is None:
         return sentence
-    return _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+    named = _subject_put(name, sentence[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+    return timed[0] + named if timed else named
+
+
+TIME_LED = re.compile(r"(?:(?:And|But|So)\s+)?(?:(?:On|In|By|From|Since|Until|Before|After)\s+(?:the\s+)?[^\W_]+"
+                      r"(?:\s+of\s+[^\W\d_]+)?|(?:Last|Next|This)\s+[^\W\d_]+|Tomorrow|Today|Yesterday|Tonight),?\s+"
+                      r"(?=(?:[Ss]he|[Hh]e)\b)")
+"""A time a sentence starts with, before its "she" or "he": "On the 29th she turns twelve", "In June he starts"."""
 
 
 def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) -> str | None:
@@ -2402,6 +2437,39 @@ def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str
     return out
 
 
+REFUSED_WITH = re.compile(r"(?:No,?\s+)?Not\s+(?:with|while|since|after)\b", re.IGNORECASE)
+GERUND_OFFERED = re.compile(r"(?:^|(?<=[.!?]\s)|\b(?:try|trying|about|consider|considered|like)\s+)"
+                            r"(?P<act>[A-Za-z]{3,}ing)\b")
+NOT_ACTIVITIES = frozenset("""something anything nothing everything morning evening thing king ring spring string
+wedding ceiling building during bring sibling darling pudding stocking""".split())
+"""A person's refusal of what the assistant offered, with the reason ("Swimming is gentle exercise. Would that help
+you keep fit?" -- "Not with a line in my chest, the nurses won't hear of it."), and the one activity offered."""
+
+
+def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """A person's answer that turns down the one activity the assistant's line offered, with its reason
+    (`REFUSED_WITH`), when no memory saying what is not done (`TO_AVOID`) holds the activity: "No swimming for
+    <speaker>: <the answer's first sentence>", with the index of its line (fresh29: only "Leif-Arne cycles to the
+    harbour and back instead" was kept; the activity is the assistant's word, the refusal the person's)."""
+    held = [stems([text]) for text in written if TO_AVOID.search(text)]
+    out: list[tuple[int, str]] = []
+    for index, message in enumerate(transcript.messages):
+        if message.role != "user" or not asked_before(transcript.messages, index):
+            continue
+        first = SENTENCE.split(" ".join(message.content.split()))[0].strip()
+        if not REFUSED_WITH.match(first) or CJK_CHAR.search(first):
+            continue
+        offered = {m["act"].lower() for m in GERUND_OFFERED.finditer(transcript.messages[index - 1].content)
+                   } - NOT_ACTIVITIES
+        act = offered.pop() if len(offered) == 1 else ""
+        if not act or any(_stem(act) in h for h in held):
+            continue
+        text = f"No {act} for {message.name or user_name}: {first[:1].lower()}{first[1:]}"
+        if len(text) <= MAX_CONTENT_CHARS:
+            out.append((index, text))
+    return out
+
+
 def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
     """The times of `text` (part of `sentence`, said at `said`) relative to when it was said, each
     with its place and the period it means: "last week", "in nine days", "on Friday" as the
@@ -2525,14 +2593,17 @@ def said_whole(sentence: str) -> str:
     ("Everyone calls me Bobby, actually;" -> "Everyone calls me Bobby, actually.")."""
     rest = without_lead_in(sentence)  # "Oh, and I'm allergic ...": every lead-in goes
     if rest != sentence:  # "And from next week a carer" -> "From next week ..."; "Hey Mel, my cousin" -> "My cousin"
-        rest = CALLED.sub("", rest)
+        if GREETING.match(sentence):  # not "And Movicol, one sachet a day" (fresh29: "One sachet a day")
+            rest = CALLED.sub("", rest)
         sentence = rest[:1].upper() + rest[1:]
     sentence = sentence.rstrip(";:, ")
     return sentence if not sentence or sentence.endswith(SENTENCE_ENDS) else sentence + "."
 
 
 CALLED = re.compile(r"^[A-Z][a-z]+,\s+")
-"""The name a greeting calls someone by ("Hey Mel, ..."), after the greeting."""
+GREETING = re.compile(r"(?:oh\s+)?(?:hi|hiya|hello|hey|thanks|thank\s+you|morning|evening|ok|okay|right|yes|no|well)\b",
+                      re.IGNORECASE)
+"""The name a greeting (or a word said to someone) calls someone by ("Hey Mel, ...", "Thanks, Mel,"), after it."""
 SAID_STEPS = frozenset({"personal/said", "personal/dated", "personal/content"})
 """The steps that keep a sentence as said for what it holds that no memory does (a name, a date):
 one that starts with a pronoun the repair did not mend is dropped, as the model's to write."""
@@ -2660,7 +2731,7 @@ class PersonalSummarizer:
             candidates += more
             flawed += more_flawed
             so_far += [text for _, text in answered]
-        avoided = unheld_avoided(transcript, user_name, so_far)
+        avoided = unheld_avoided(transcript, user_name, so_far) + unheld_refusals(transcript, user_name, so_far)
         if avoided:  # the question asks what is to be avoided, the answer what: no sentence holds both
             more, more_flawed = self._kept_as_said(
                 avoided, "personal/kept", "answers a question about what to avoid with a thing no memory holds",
@@ -3615,6 +3686,7 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|(?:tapered|weaned) (?:(?:me|him|her|them|us) )?off|separated|divorced"
                    r"|t(?:ook|akes?|aken|aking) its place|in its place|out of the picture"
                    r"|went(?=\s*(?:[.,;!?]|$)|\s+(?:with|too|as well)\b)"
+                   r"|went\s+back(?=\s*(?:[.,;!?]|$))|(?:was|were|got)\s+(?:handed|given|sent)\s+back|(?:was|were)\s+returned"
                    r"|(?:smoked|had|drank|took) (?:my|his|her|their|our) (?:very )?last"
                    r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended|done)\b"
@@ -3912,8 +3984,11 @@ WORK_PLACE = re.compile(r"\b(?:is\s+an?|works?|working|teach(?:es|ing)?|employed
 Coimbra"."""
 
 
-WORKS_THERE = re.compile(r"\b(?:works?|working|job|employed)\b", re.IGNORECASE)
-"""A part of a memory that says someone works somewhere: "works part-time at the library"."""
+WORKS_THERE = re.compile(r"\b(?:works?|working|job|employed)\b"
+                         r"|\ban?\s+(?:[a-z-]+\s+){0,2}?[a-z]{3,}(?:er|or|ist|ian|ect|ant)\s+(?:at|for|with)\b",
+                         re.IGNORECASE)
+"""A part of a memory that says someone works somewhere: "works part-time at the library", "an architect at a firm in
+Gemmayzeh" (fresh29: "I've left the architecture firm" ended nothing)."""
 
 
 NOT_THERE = re.compile(r"\b(?:not|no\s+longer)\s+(?:in|at|for)\s+(?:the\s+)?\w+", re.IGNORECASE)
@@ -4016,7 +4091,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             if s == 0 and asked and "still" in words(asked) and NOT_STILL.match(clauses[0][0]):
                 out |= held & _content_stems(asked, user_name)  # "Still on the warfarin?" "No, ..."
             if s == 0 and asked and CONTACT_ASKED_NOW.search(asked) and (named := SUBJECT_NAME.match(sentence)) and (
-                    named["rel"] or NAME_ALONE.fullmatch(sentence.strip())
+                    named["rel"] or (NAME_ALONE.fullmatch(sentence.strip()) or FIRST_NOW.match(sentence.strip()))
                     and named["name"].lower() not in NOT_NAMES | FILLER | COMMON_WORDS | {"nobody", "unchanged"}):
                 # "Who's your emergency contact now?" "My sister Mandisa." (not "Same.", nor "Mandisa and Nokwanda.")
                 others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {named["name"].lower()}
@@ -4137,10 +4212,13 @@ CONTACT_NOW = re.compile(r"\b(?:(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)|[Ss]he|[Hh]e)
 contact is my daughter Marisa now" (fresh26: the old contacts stayed), "my daughter Aïssatou, who lives in Villeurbanne
 too, is my emergency contact now" (fresh27)."""
 CONTACT_ASKED_NOW = re.compile(r"\bemergency\s+contact\b[^?]*\bnow\b|\bnow\b[^?]*\bemergency\s+contact\b"
-                               r"|\b(?:new|current)\s+emergency\s+contact\b", re.IGNORECASE)
+                               r"|\b(?:new|current)\s+emergency\s+contact\b"
+                               r"|\bwho\b[^?]*\b(?:call(?:ed)?|rung|ring|phoned?)\b[^?]*\bnow\b", re.IGNORECASE)
 NAME_ALONE = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:-[^\W\d_]{2,})?\.?")
+FIRST_NOW = re.compile(r"[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:-[^\W\d_]{2,})?\s+first\b")
 """The question of whom the user's emergency contact is now, and an answer that is a name alone: "Who's your emergency
-contact now?" "My sister Mandisa." (fresh28: the cousin stayed the contact) or "Mandisa."."""
+contact now?" "My sister Mandisa." (fresh28: the cousin stayed the contact) or "Mandisa.", or a name first ("Who
+should be called now?" "Dawa first, now that she's here for good.": fresh29, the brother stayed the contact)."""
 RANKS = ("first", "second", "third")
 RANKED = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:['’]s|\s+is)?\s+(?:now\s+)?"
                     r"(?P<rank>first|second|third)\b")
@@ -4412,6 +4490,12 @@ PREDICATE = re.compile(r"^(?:is|are|was|has|had|takes|needs|uses|lives|works|can
 """A part that says more of the sentence's subject: "... and is on a low-fibre diet"."""
 
 
+NAMED_DOSE = re.compile(rf"\s*(?:the\s+)?[^\W\d_]{{4,}}(?:\s+[^\W\d_]+)?,?\s+\d+(?:\.\d+)?\s*{DOSE_UNIT}",
+                        re.IGNORECASE)
+"""A part of a list that names a thing and its dose ("and eplerenone, 25 milligrams, all in the morning": fresh29 lost
+it with the ramipril before it): a thing of its own, not one of what went before."""
+
+
 def _parts_left(stored: str, gone: set[str], subject: str, *,
                 predicates_stay: bool = False) -> tuple[list[str], bool]:
     """The sentences of a stored memory less the parts that hold one of the `_stem`s `gone`, and
@@ -4433,7 +4517,7 @@ def _parts_left(stored: str, gone: set[str], subject: str, *,
             opens = LEADING_PRONOUN.match(part)  # a clause of its own, but "they" tell of the part before
             # a medicine of a list that goes on is a thing of its own: "...; doxycycline, 100 mg a day, and
             # clindamycin gel on the lumps" keeps the clindamycin when the doxycycline ends (fresh15)
-            listed = any(medicine_word(w) for w in words(part))
+            listed = any(medicine_word(w) for w in words(part)) or bool(NAMED_DOSE.match(part))
             going = bool({_stem(w) for w in words(part)} & gone) or (
                 going and not part[:1].isupper() and not (opens and opens[0].lower() not in ("they", "their"))
                 and not said and not listed)

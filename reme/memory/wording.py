@@ -173,11 +173,14 @@ def describe_span(span: Span, iso: bool = False) -> str:
 
 def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     """The relative time expressions of `text` (`RELATIVE`), each with the period it means when
-    said at `said`; none when it names a year already."""
-    if YEAR.search(text):
+    said at `said`; none when it names a year already, but for the dates ReMe writes in parentheses (fresh29: "the 30th
+    (30 June 2026) ..., and the result comes in six weeks" was not dated); one followed by such a date is left."""
+    hidden = PARENTHESES.sub(lambda p: " " * len(p[0]), text)
+    if YEAR.search(hidden):
         return []
-    return [(start, end, span) for start, end, span in find_spans(text, said.date())
+    return [(start, end, span) for start, end, span in find_spans(hidden, said.date())
             if RELATIVE.search(text[start:end]) and not DAY_OF.search(text[:start])
+            and not text[end:].lstrip().startswith(("(", "（"))
             and not (text[start:end].lower().startswith("in") and AMOUNT_BEFORE.search(text[:start]))]
 
 
@@ -299,7 +302,7 @@ def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     6 May 2025)"), the year after a month said alone where the tense tells it
     (`year_of_months`), and after a day of a month (`year_of_days`), as `lines` (what it cites) tell them when they
     say them too; unchanged when it names a year already."""
-    if YEAR.search(text):
+    if YEAR.search(PARENTHESES.sub(" ", text)):
         return text
     found = relative_spans(text, said)
     if not found:
@@ -325,9 +328,10 @@ ON_WEEKDAY = re.compile(r"\b(?:on|from|until|till)\s+(monday|tuesday|wednesday|t
 """A weekday said alone: "on Monday", "from Saturday" (fresh20: "it goes up to 500 twice a day from Saturday" was
 not dated), "until Friday"."""
 ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(this|next|last)\s+month\b)?(?!\s*[(（])"
-                    r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with)\b)", re.IGNORECASE)
-"""A day of the month without its month: "on the 29th", "the 30th of this month" (not "the 30th
-anniversary", nor "the 30th of May", a date already)."""
+                    r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with"
+                    r"|i|you|he|she|we|they)\b|\s+(?-i:[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]))", re.IGNORECASE)
+"""A day of the month without its month: "on the 29th", "the 30th of this month", "On the 29th she turns twelve"
+(fresh29: undated), "On the 3rd Ebuka ..." (not "the 30th anniversary", nor "the 30th of May", a date already)."""
 THE_DAY_AFTER = re.compile(r"\s*,?\s*the\s+[0-3]?\d(?:st|nd|rd|th)\b", re.IGNORECASE)
 """A day of the month right after a weekday ("on Monday the 22nd"): one day, dated by its number."""
 _MONTH_NAME = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
@@ -391,11 +395,6 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         if weekday and THE_DAY_AFTER.match(text[m.end():]):
             continue  # "on Monday the 22nd": the 22nd's date, not the next Monday's as well
         dated = None if weekday or m[2] else MONTH_DAY_YEAR.search(_sentence_at(text, m.start()))
-        if year_named and dated is None and (weekday or not m[2]):
-            # a text that names a year: of some other time, but for a day of its sentence's dated month, and one
-            # of this, next or last month (fresh20: "a lumbar puncture on the 8th of next month, and Dr F on the
-            # 11th of August 2026")
-            continue
         said_so = (rf"\b(?:on|from|until|till)\s+{m[1].lower()}\b" if weekday else
                    rf"\bthe\s+{int(m[1])}(?:st|nd|rd|th)\b" + (rf"\s+of\s+{m[2]}\s+month" if m[2] else ""))
         told = [(s, found.start()) for group in (lines, others) for line in group
@@ -403,6 +402,13 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         if not told:
             continue
         past = told_of_past_at(*told[0])
+        if dated is None and (weekday or not m[2]) and (
+                year_named and past or YEAR.search(PARENTHESES.sub(" ", _sentence_at(text, m.start())))):
+            # a text that names a year: of some other time, but for a day of its sentence's dated month, and one
+            # of this, next or last month (fresh20: "a lumbar puncture on the 8th of next month, and Dr F on the
+            # 11th of August 2026"); a day to come in a sentence of its own is of now (fresh29: "Since November
+            # 2025 omalizumab, ...; the next one is on the 5th" was not dated)
+            continue
         end = m.end()
         if weekday:
             later = _weeks_on(text[:m.start()], text[m.end():]) or _weeks_on_in(told[0][0], m[1])

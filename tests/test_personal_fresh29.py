@@ -1,0 +1,135 @@
+"""What reading fresh29 (the memory-quality set's part measured once before anyone read it) taught the personal
+summarizer's code, each through the public helper that does it, on the dialogue's own words: a condition or a
+medicine is nobody ("Rett syndrome", "And Movicol, one sachet a day"), a sentence needing the one before ("If one lasts
+more than five minutes"), a day said before a pronoun ("On the 29th she turns twelve"), the medicine the assistant
+offered as "it", a rule said with "no one" or "must not", an offered activity turned down, a day to come beside a
+year ReMe wrote, a listed dose that stays when another ends, and what ends a device, a workplace and a contact."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from reme.memory.personal import (Transcript, ending, kept_apart, led_in, medicine_word, named_subject, names_in,
+                                  said_whole, to_messages, unheld_health, unheld_refusals)
+from reme.memory.wording import anchor_times, weekday_spans
+
+T0 = datetime(2026, 3, 11, 21, 10, tzinfo=timezone.utc)
+
+
+def transcript(*turns: tuple[str, str], now: datetime = T0) -> Transcript:
+    return Transcript.of(to_messages([{"role": "assistant", "content": text} if who == "assistant" else
+                                      {"role": "user", "name": who, "content": text} for who, text in turns]), now)
+
+
+RETT = transcript(
+    ("Chiamaka", "Good evening. I'm Chiamaka Eze. I want to set down everything about my daughter Ifunanya; we call "
+                 "her Nanya. She's eleven and she has Rett syndrome."),
+    ("assistant", "Of course. What should anyone caring for Nanya know first?"),
+    ("Chiamaka", "She has seizures. If one lasts more than five minutes, give buccal midazolam, 10 milligrams, into "
+                 "the side of her cheek, and call 999."),
+    ("assistant", "What medicines does she take?"),
+    ("Chiamaka", "Sodium valproate, 300 milligrams twice a day. And Movicol, one sachet a day, for constipation. All of "
+                 "it goes through her gastrostomy tube; she eats a little puréed food by mouth."),
+    ("assistant", "Is there anything she must not be given?"),
+    ("Chiamaka", "Her heart tracing shows a long QT, which is common in Rett, so no ondansetron. And she's allergic to "
+                 "amoxicillin."),
+    ("assistant", "There's a newer Rett medicine, trofinetide. Would you ask Dr Okonkwo-Ade about it?"),
+    ("Chiamaka", "We talked about it. It isn't available here, and the diarrhoea it causes would be hard with her tube."),
+    ("assistant", "Anything else?"),
+    ("Chiamaka", "On the 29th she turns twelve."))
+
+
+def test_a_condition_named_after_someone_and_a_dosed_medicine_are_nobody() -> None:
+    names = names_in(RETT.messages)
+    assert "Nanya" in names and "Ifunanya" in names
+    assert "Rett" not in names and "Movicol" not in names  # "Rett syndrome"; "And Movicol, one sachet a day"
+    # so a "she" after them is the daughter, not the syndrome nor the laxative
+    assert named_subject(RETT, 6, "She's allergic to amoxicillin.") == "Ifunanya is allergic to amoxicillin."
+
+
+def test_a_sentence_of_what_the_one_before_names_is_kept_with_it_and_its_she_named() -> None:
+    sentence = ("If one lasts more than five minutes, give buccal midazolam, 10 milligrams, into the side of her "
+                "cheek, and call 999.")
+    assert led_in(RETT, 2, sentence, sentence) == f"Nanya has seizures. {sentence}"
+
+
+def test_a_pronoun_after_the_day_it_happens_is_named_and_the_day_dated() -> None:
+    assert named_subject(RETT, 10, "On the 29th she turns twelve.") == "On the 29th Ifunanya turns twelve."
+    (start, end, span), = weekday_spans("On the 29th Ifunanya turns twelve.", T0, ["On the 29th she turns twelve."])
+    assert (span.first, span.last) == (datetime(2026, 3, 29).date(),) * 2
+
+
+def test_it_is_the_medicine_the_assistant_offered_when_the_line_names_none() -> None:
+    assert medicine_word("trofinetide") and not medicine_word("riptide")
+    assert named_subject(RETT, 8, "It isn't available here, and the diarrhoea it causes would be hard with her "
+                                  "tube.").startswith("Trofinetide isn't available here")
+
+
+def test_a_greeting_drops_the_name_it_calls_but_a_medicine_after_and_stays() -> None:
+    assert said_whole("And Movicol, one sachet a day, for constipation.") == \
+        "Movicol, one sachet a day, for constipation."
+    assert said_whole("Hey Mel, my cousin Ingrid moved to Oslo.") == "My cousin Ingrid moved to Oslo."
+
+
+LINE = transcript(
+    ("assistant", "What's the most urgent thing to watch for?"),
+    ("Leif-Arne", "Line infection. Nobody but the home care nurses or the hospital touches that line, and no one "
+                  "takes blood from it."),
+    ("assistant", "Any plans?"),
+    ("Leif-Arne", "Blood tests on the 2nd of November."),
+    ("assistant", "Swimming is gentle exercise. Would that help you keep fit?"),
+    ("Leif-Arne", "Not with a line in my chest, the nurses won't hear of it. I cycle to the harbour and back instead."),
+    now=datetime(2026, 10, 8, 7, 45, tzinfo=timezone.utc))
+
+
+def test_a_rule_said_with_no_one_is_not_held_by_a_memory_sharing_its_word() -> None:
+    kept = [text for _, text in unheld_health(LINE, ["Blood tests on the 2nd of November 2026.",
+                                                     "Leif-Arne has a history of line infections."])]
+    assert any("Nobody but the home care nurses" in text for text in kept)
+    held = "Line infection: nobody but the nurses touches Leif-Arne's line, and no one takes blood from it."
+    assert not any("Nobody" in text for _, text in unheld_health(LINE, [held]))
+
+
+def test_an_offered_activity_turned_down_with_its_reason_is_kept() -> None:
+    assert unheld_refusals(LINE, "Leif-Arne", ["Leif-Arne cycles to the harbour and back instead."]) == [
+        (5, "No swimming for Leif-Arne: not with a line in my chest, the nurses won't hear of it.")]
+    assert unheld_refusals(LINE, "Leif-Arne", ["Leif-Arne must not go swimming with the line."]) == []
+
+
+def test_a_day_to_come_in_a_sentence_of_its_own_is_dated_beside_a_year_rewritten() -> None:
+    said = datetime(2026, 1, 28, 10, 0, tzinfo=timezone.utc)
+    text = "Since November 2025 omalizumab, Xolair, an injection every four weeks; the next one is on the 5th."
+    line = ("And since November omalizumab, Xolair, an injection every four weeks; the next one is on the 5th. It has "
+            "helped a lot.")
+    (_, _, span), = weekday_spans(text, said, [line])
+    assert span.first == datetime(2026, 2, 5).date()
+    # of the past, a year said elsewhere in the memory still keeps the day undated
+    assert weekday_spans("In 2019 Ana had surgery; the stitches came out on the 19th.", said,
+                         ["In 2019 I had surgery; the stitches came out on the 19th."]) == []
+    # a date ReMe wrote in parentheses is no year said: "tomorrow" is dated too
+    assert anchor_times("Ana moved last week (19-25 January 2026) and flies tomorrow.", said) == \
+        "Ana moved last week (19-25 January 2026) and flies tomorrow (29 January 2026)."
+
+
+def test_a_listed_medicine_with_its_dose_stays_when_the_one_before_it_ends() -> None:
+    stored = ("Bisoprolol, 1.25 milligrams, ramipril, 2.5 milligrams, and eplerenone, 25 milligrams, all in the "
+              "morning, and furosemide, 40 milligrams, for the fluid.")
+    assert kept_apart(stored, {"ramip"}, {"xóchitl"}, nameless=True) == \
+        "Eplerenone, 25 milligrams, all in the morning, and furosemide, 40 milligrams, for the fluid."
+    # a second dose of the one that ended goes with it
+    assert kept_apart("Ana takes bisoprolol 5 mg in the morning and 2.5 mg at night, and Ana walks daily.", {"bisop"},
+                      {"ana"}) == "Ana walks daily."
+
+
+def test_what_ends_a_device_a_workplace_and_an_emergency_contact() -> None:
+    vest = "Xóchitl wears a LifeVest, a defibrillator vest, day and night, except in the shower."
+    assert ending("In June the echo showed my heart at forty percent, so the LifeVest went back.", vest, "Xóchitl")
+    assert not ending("I went back to work in August.", "Xóchitl works as a teacher.", "Xóchitl")
+    firm = "Rania is Rania Haddad, thirty-one, an architect at a firm in Gemmayzeh, in Beirut."
+    assert "firm" in ending("And I've left the architecture firm: since September I teach design in Jbeil.", firm,
+                            "Rania")
+    contacts = ("Pemba's emergency contacts: Pemba's brother Mingma; he lives on the floor above the studio. Pemba's "
+                "wife Dawa is in Solukhumbu most of the year.")
+    answer = "Dawa first, now that she's here for good. Mingma stayed in Boudha, which is too far across the city."
+    assert {"emerg", "conta"} <= ending(answer, contacts, "Pemba", asked="Who should be called now?")
+    assert not ending(answer, contacts, "Pemba", asked="Who should be called if you fall?")
