@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from reme.memory.personal import (Transcript, ending, kept_apart, led_in, medicine_word, named_subject, names_in,
-                                  said_whole, to_messages, unheld_health, unheld_refusals)
+                                  not_a_memory, said_whole, to_messages, unheld_health, unheld_refusals)
 from reme.memory.wording import anchor_times, weekday_spans
 
 T0 = datetime(2026, 3, 11, 21, 10, tzinfo=timezone.utc)
@@ -133,3 +133,14 @@ def test_what_ends_a_device_a_workplace_and_an_emergency_contact() -> None:
     answer = "Dawa first, now that she's here for good. Mingma stayed in Boudha, which is too far across the city."
     assert {"emerg", "conta"} <= ending(answer, contacts, "Pemba", asked="Who should be called now?")
     assert not ending(answer, contacts, "Pemba", asked="Who should be called if you fall?")
+
+
+def test_an_interest_read_into_questions_alone_is_no_memory() -> None:
+    bubbles = to_messages([
+        {"role": "user", "name": "Liang", "content": "Why are soap bubbles always round, never square?"},
+        {"role": "assistant", "content": "Surface tension: a sphere is the shape with the smallest surface."},
+        {"role": "user", "name": "Liang", "content": "So nature only does squares when you force it. Lovely."}])
+    assert not_a_memory("Liang is a person who is interested in the properties of soap and foam.", bubbles, [0, 2],
+                        "Liang")
+    said = to_messages([{"role": "user", "name": "Yannick", "content": "My daughter Maëlle wants to learn the piano."}])
+    assert not_a_memory("Maëlle wants to learn the piano.", said, [0], "Yannick") is None

@@ -724,6 +724,14 @@ def anothers_diagnosis(text: str, messages: Sequence[Message]) -> str | None:
     return None
 
 
+INTEREST_CLAIMED = re.compile(r"\b(?:is|are|was|were)\s+(?:a\s+person\s+who\s+is\s+)?(?:very\s+)?"
+                              r"(?:interested|curious|fascinated|intrigued)\b|\bwants?\s+to\s+(?:know|learn)\b",
+                              re.IGNORECASE)
+INTEREST_SAID = re.compile(r"\b(?:interest\w*|curious|fascinat\w*|intrigu\w*|love|loves|like|likes|hobby|hobbies"
+                           r"|passion\w*|enjoy\w*|into|keen|want\w*|excit\w*|learn\w*)\b", re.IGNORECASE)
+"""A person's interest the model reads into their questions, when no line of theirs says one: fresh29's small talk
+about soap bubbles ("Why are soap bubbles always round?") gave four memories "Liang is a person who is interested in
+the properties of ..."."""
 LINE_STAMP = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d \d\d:\d\d(?!\d)")
 """The time stamp a line of the conversation is shown with to the model ("[2026-01-20 19:52] Sanele: ...")."""
 
@@ -763,6 +771,8 @@ def not_a_memory(text: str, messages: list[Message], sources: list[int], user_na
         return f"{text[:80]!r} tells what happened in the conversation with the assistant, not about a person"
     if IN_CONVERSATION.search(text):
         return f"{text[:80]!r} tells who is in the conversation, not about a person"
+    if INTEREST_CLAIMED.search(text) and not any(INTEREST_SAID.search(m.content) for m in messages if m.role == "user"):
+        return f"{text[:80]!r} says its person is interested in what they only asked about"
     unsaid = unsaid_words(text, messages, user_name)
     if unsaid:
         return f"{text[:80]!r} says what no one said in the conversation ({', '.join(unsaid[:5])})"
