@@ -325,12 +325,26 @@ def _sentence_of(m: re.Match[str]) -> str:
     return m.string[start:end.start() if end else len(m.string)]
 
 
+_CLAUSE_END = re.compile(r",\s+(?:and|but|so)\s+|;\s*", re.IGNORECASE)
+
+
+def _clause_of(m: re.Match[str]) -> str:
+    """The clause of the sentence a match lies in (parted at ", and", ", but", ", so" and ";")."""
+    at = max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
+    sentence = _sentence_of(m)
+    start, end = m.start() - at, m.end() - at
+    cut = [0] + [e.end() for e in _CLAUSE_END.finditer(sentence) if e.end() <= start]
+    after = _CLAUSE_END.search(sentence, end)
+    return sentence[max(cut):after.start() if after else len(sentence)]
+
+
 def _ahead(m: re.Match[str], today: date) -> Span | None:
     """ "in ten days", "three weeks from now": counted forward from `today` (days and weeks to the
-    day, months and years as a whole). None when the sentence tells of the past: "finished the
-    course in ten days" is a time it took; but "from now" and "from today" are ahead however the
+    day, months and years as a whole). None when its clause tells of the past: "finished the
+    course in ten days" is a time it took (but "Natan was tested last Thursday, and the result
+    comes in six weeks" is ahead: fresh29); "from now" and "from today" are ahead however the
     verb reads ("I'm signed off for six weeks from today")."""
-    if not re.search(r"\bfrom\s", m.group(0), re.IGNORECASE) and told_of_past(_sentence_of(m)):
+    if not re.search(r"\bfrom\s", m.group(0), re.IGNORECASE) and told_of_past(_clause_of(m)):
         return None
     n, unit, fuzzy = _counted(m)
     if n > 400:

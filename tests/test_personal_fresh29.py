@@ -144,3 +144,11 @@ def test_an_interest_read_into_questions_alone_is_no_memory() -> None:
                         "Liang")
     said = to_messages([{"role": "user", "name": "Yannick", "content": "My daughter Maëlle wants to learn the piano."}])
     assert not_a_memory("Maëlle wants to learn the piano.", said, [0], "Yannick") is None
+
+
+def test_a_time_ahead_in_a_clause_of_its_own_after_a_past_one_is_dated() -> None:
+    from reme.temporal import find_spans
+    today = datetime(2026, 6, 17).date()
+    found = find_spans("Natan was tested for the gene last Thursday, and the result comes in six weeks.", today)
+    assert [span.first for _, _, span in found] == [datetime(2026, 6, 11).date(), datetime(2026, 7, 29).date()]
+    assert find_spans("I finished the course in ten days.", today) == []  # a time it took
