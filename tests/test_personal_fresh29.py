@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from reme.memory.personal import (Transcript, ending, kept_apart, led_in, medicine_word, named_subject, names_in,
-                                  not_a_memory, said_whole, to_messages, unheld_health, unheld_refusals)
+                                  not_a_memory, said_whole, to_messages, unheld_health, unheld_names,
+                                  unheld_refusals)
 from reme.memory.wording import anchor_times, weekday_spans
 
 T0 = datetime(2026, 3, 11, 21, 10, tzinfo=timezone.utc)
@@ -152,3 +153,9 @@ def test_a_time_ahead_in_a_clause_of_its_own_after_a_past_one_is_dated() -> None
     found = find_spans("Natan was tested for the gene last Thursday, and the result comes in six weeks.", today)
     assert [span.first for _, _, span in found] == [datetime(2026, 6, 11).date(), datetime(2026, 7, 29).date()]
     assert find_spans("I finished the course in ten days.", today) == []  # a time it took
+
+
+def test_another_name_of_someone_introduced_by_their_relation_is_kept_with_the_first() -> None:
+    assert (0, "Ifunanya goes by Nanya") in unheld_names(RETT, "Chiamaka", ["Chiamaka has a daughter, Ifunanya."])
+    assert not any("goes by" in text for _, text in unheld_names(RETT, "Chiamaka", [
+        "Chiamaka's daughter Ifunanya is called Nanya."]))

@@ -2222,6 +2222,10 @@ shall should do does did""".split())
 
 CALL_ME = re.compile(r"\b(?i:please\s+)?(?i:call\s+me|I\s+go\s+by)\s+(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b")
 """The name a speaker asks to be called: "please call me Dana", "I go by Sol"."""
+KIN_CALLED = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\s*[;,]\s*(?i:we|everyone|they|people)\s+"
+                        rf"(?i:calls?)\s+(?i:her|him|them)\s+(?P<alias>{_NAME})\b")
+"""Another name of someone the speaker introduces by their relation: "my daughter Ifunanya; we call her Nanya" (fresh29:
+no memory held the two names together)."""
 
 
 def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
@@ -2230,10 +2234,14 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
     index of their line: what the extraction was shown and still did not keep ("We're planning
     my build-up to the Porto marathon in November", "Plot 14 at the Hillside site": qwen1.5b);
     not a request to the assistant (`ASKING`). A name a speaker asks to be called (`CALL_ME`) that no
-    memory holds is kept as "<speaker> goes by <name>". A Chinese line is not judged."""
+    memory holds is kept as "<speaker> goes by <name>", and another name of someone introduced by their relation
+    (`KIN_CALLED`) that no memory holds with the first as "<name> goes by <other>". A Chinese line is not judged."""
     speakers = transcript.speaker_words(user_name)
     held = stems(written)
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int, str]] = [
+        (index, f"{kin['name']} goes by {kin['alias']}") for index, message in enumerate(transcript.messages)
+        if message.role == "user" for kin in KIN_CALLED.finditer(message.content)
+        if not any({_stem(kin["name"].lower()), _stem(kin["alias"].lower())} <= stems([text]) for text in written)]
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
         if ((alias := CALL_ME.search(sentence)) and _stem(alias["name"].lower()) not in held
