@@ -29,13 +29,14 @@ RETT = transcript(
     ("Chiamaka", "She has seizures. If one lasts more than five minutes, give buccal midazolam, 10 milligrams, into "
                  "the side of her cheek, and call 999."),
     ("assistant", "What medicines does she take?"),
-    ("Chiamaka", "Sodium valproate, 300 milligrams twice a day. And Movicol, one sachet a day, for constipation. All of "
-                 "it goes through her gastrostomy tube; she eats a little puréed food by mouth."),
+    ("Chiamaka", "Sodium valproate, 300 milligrams twice a day. And Movicol, one sachet a day, for constipation. "
+                 "All of it goes through her gastrostomy tube; she eats a little puréed food by mouth."),
     ("assistant", "Is there anything she must not be given?"),
     ("Chiamaka", "Her heart tracing shows a long QT, which is common in Rett, so no ondansetron. And she's allergic to "
                  "amoxicillin."),
     ("assistant", "There's a newer Rett medicine, trofinetide. Would you ask Dr Okonkwo-Ade about it?"),
-    ("Chiamaka", "We talked about it. It isn't available here, and the diarrhoea it causes would be hard with her tube."),
+    ("Chiamaka", "We talked about it. It isn't available here, and the diarrhoea it causes would be hard with her "
+                 "tube."),
     ("assistant", "Anything else?"),
     ("Chiamaka", "On the 29th she turns twelve."))
 

@@ -2222,7 +2222,7 @@ shall should do does did""".split())
 
 CALL_ME = re.compile(r"\b(?i:please\s+)?(?i:call\s+me|I\s+go\s+by)\s+(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b")
 """The name a speaker asks to be called: "please call me Dana", "I go by Sol"."""
-KIN_CALLED = re.compile(rf"\b(?i:my|our)\s+{_ADJ}{_REL}\s*,?\s+(?P<name>{_NAME})\s*[;,]\s*(?i:we|everyone|they|people)\s+"
+KIN_CALLED = re.compile(rf"\b(?i:my|our){_REL_NAME}\s*[;,]\s*(?i:we|everyone|they|people)\s+"
                         rf"(?i:calls?)\s+(?i:her|him|them)\s+(?P<alias>{_NAME})\b")
 """Another name of someone the speaker introduces by their relation: "my daughter Ifunanya; we call her Nanya" (fresh29:
 no memory held the two names together)."""
@@ -3704,7 +3704,8 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|(?:tapered|weaned) (?:(?:me|him|her|them|us) )?off|separated|divorced"
                    r"|t(?:ook|akes?|aken|aking) its place|in its place|out of the picture"
                    r"|went(?=\s*(?:[.,;!?]|$)|\s+(?:with|too|as well)\b)"
-                   r"|went\s+back(?=\s*(?:[.,;!?]|$))|(?:was|were|got)\s+(?:handed|given|sent)\s+back|(?:was|were)\s+returned"
+                   r"|went\s+back(?=\s*(?:[.,;!?]|$))|(?:was|were|got)\s+(?:handed|given|sent)\s+back"
+                   r"|(?:was|were)\s+returned"
                    r"|(?:smoked|had|drank|took) (?:my|his|her|their|our) (?:very )?last"
                    r")\b|\bno\s+(?:[a-z]+\s+){1,3}now\b"
                    r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended|done)\b"
