@@ -318,9 +318,14 @@ def _relative_unit(m: re.Match[str], today: date) -> Span | None:
     return Span(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
 
 
+def _sentence_start(m: re.Match[str]) -> int:
+    """Where the sentence of the text a match lies in starts."""
+    return max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
+
+
 def _sentence_of(m: re.Match[str]) -> str:
     """The sentence of the text a match lies in."""
-    start = max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
+    start = _sentence_start(m)
     end = _SENTENCE_END.search(m.string, m.end())
     return m.string[start:end.start() if end else len(m.string)]
 
@@ -330,7 +335,7 @@ _CLAUSE_END = re.compile(r",\s+(?:and|but|so)\s+|;\s*", re.IGNORECASE)
 
 def _clause_of(m: re.Match[str]) -> str:
     """The clause of the sentence a match lies in (parted at ", and", ", but", ", so" and ";")."""
-    at = max((e.end() for e in _SENTENCE_END.finditer(m.string, 0, m.start())), default=0)
+    at = _sentence_start(m)
     sentence = _sentence_of(m)
     start, end = m.start() - at, m.end() - at
     cut = [0] + [e.end() for e in _CLAUSE_END.finditer(sentence) if e.end() <= start]

@@ -171,11 +171,21 @@ def describe_span(span: Span, iso: bool = False) -> str:
     return f"{_day(a)} - {_day(b)}"
 
 
+def blanked(text: str) -> str:
+    """`text` with the dates ReMe writes in parentheses blanked out, each character a space (places stay)."""
+    return PARENTHESES.sub(lambda p: " " * len(p[0]), text)
+
+
+def year_said(text: str) -> bool:
+    """Whether `text` names a year outside the dates ReMe writes in parentheses ("the 30th (30 June 2026)")."""
+    return bool(YEAR.search(PARENTHESES.sub(" ", text)))
+
+
 def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     """The relative time expressions of `text` (`RELATIVE`), each with the period it means when
     said at `said`; none when it names a year already, but for the dates ReMe writes in parentheses (fresh29: "the 30th
     (30 June 2026) ..., and the result comes in six weeks" was not dated); one followed by such a date is left."""
-    hidden = PARENTHESES.sub(lambda p: " " * len(p[0]), text)
+    hidden = blanked(text)
     if YEAR.search(hidden):
         return []
     return [(start, end, span) for start, end, span in find_spans(hidden, said.date())
@@ -253,7 +263,7 @@ def year_of_days(text: str, said: date, *, named: bool = True, lines: Sequence[s
     a feeding tube ... put into my stomach on the 9th of June" (fresh28) is of the last 9th of June, not the next."""
     if named and YEAR.search(text):
         return text
-    hidden = PARENTHESES.sub(lambda p: " " * len(p[0]), text)
+    hidden = blanked(text)
     out, pos = [], 0
     for m in DAY_AND_MONTH.finditer(hidden):
         month = MONTHS[(m["month"] or m["month2"]).lower()]
@@ -302,7 +312,7 @@ def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     6 May 2025)"), the year after a month said alone where the tense tells it
     (`year_of_months`), and after a day of a month (`year_of_days`), as `lines` (what it cites) tell them when they
     say them too; unchanged when it names a year already."""
-    if YEAR.search(PARENTHESES.sub(" ", text)):
+    if year_said(text):
         return text
     found = relative_spans(text, said)
     if not found:
@@ -386,7 +396,7 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
     Monday"); one followed by such a date already is left as it is."""
     if CJK.search(text):
         return []
-    year_named = bool(YEAR.search(PARENTHESES.sub(" ", text)))
+    year_named = year_said(text)
     out: list[tuple[int, int, Span]] = []
     for m in sorted([*ON_WEEKDAY.finditer(text), *ON_DAY.finditer(text)], key=lambda m: m.start()):
         if out and m.start() < out[-1][1] or text[m.end():].lstrip().startswith("("):
@@ -403,7 +413,7 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
             continue
         past = told_of_past_at(*told[0])
         if dated is None and (weekday or not m[2]) and (
-                year_named and past or YEAR.search(PARENTHESES.sub(" ", _sentence_at(text, m.start())))):
+                year_named and past or year_said(_sentence_at(text, m.start()))):
             # a text that names a year: of some other time, but for a day of its sentence's dated month, and one
             # of this, next or last month (fresh20: "a lumbar puncture on the 8th of next month, and Dr F on the
             # 11th of August 2026"); a day to come in a sentence of its own is of now (fresh29: "Since November
