@@ -8,11 +8,16 @@ year ReMe wrote, a listed dose that stays when another ends, and what ends a dev
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
+
+from reme import ReMe
 
 from reme.memory.personal import (Transcript, ending, kept_apart, led_in, medicine_word, named_subject, names_in,
-                                  not_a_memory, said_whole, to_messages, unheld_health, unheld_names,
-                                  unheld_refusals)
+                                  not_a_memory, said_whole, to_messages, unheld_dates, unheld_health,
+                                  unheld_names, unheld_refusals, without_empty_it)
 from reme.memory.wording import anchor_times, weekday_spans
+
+from openai_server import OpenAITestServer
 
 T0 = datetime(2026, 3, 11, 21, 10, tzinfo=timezone.utc)
 
@@ -127,6 +132,9 @@ def test_what_ends_a_device_a_workplace_and_an_emergency_contact() -> None:
     vest = "Xóchitl wears a LifeVest, a defibrillator vest, day and night, except in the shower."
     assert ending("In June the echo showed my heart at forty percent, so the LifeVest went back.", vest, "Xóchitl")
     assert not ending("I went back to work in August.", "Xóchitl works as a teacher.", "Xóchitl")
+    # ... and the vest a memory names alone, the last word of "LifeVest"
+    assert "vest" in ending("In June the echo showed my heart at forty percent, so the LifeVest went back.",
+                            "If Xóchitl collapses, call 911 and let the vest do its work.", "Xóchitl")
     firm = "Rania is Rania Haddad, thirty-one, an architect at a firm in Gemmayzeh, in Beirut."
     assert "firm" in ending("And I've left the architecture firm: since September I teach design in Jbeil.", firm,
                             "Rania")
@@ -160,3 +168,44 @@ def test_another_name_of_someone_introduced_by_their_relation_is_kept_with_the_f
     assert (0, "Ifunanya goes by Nanya") in unheld_names(RETT, "Chiamaka", ["Chiamaka has a daughter, Ifunanya."])
     assert not any("goes by" in text for _, text in unheld_names(RETT, "Chiamaka", [
         "Chiamaka's daughter Ifunanya is called Nanya."]))
+
+
+def test_a_sentence_saying_only_when_its_thing_is_is_kept_for_its_date() -> None:
+    said = datetime(2026, 4, 14, 9, 20, tzinfo=timezone.utc)
+    talk = transcript(("assistant", "When is the operation?"),
+                      ("Ruxandra", "On the 12th, under general anaesthetic; the anaesthetist already knows. The pre-op "
+                                   "assessment is the day after tomorrow."), now=said)
+    assert unheld_dates(talk, ["Ruxandra is under general anaesthetic on 12 May 2026."]) == [
+        (1, "The pre-op assessment is the day after tomorrow.")]
+    assert unheld_dates(talk, ["Ruxandra is under general anaesthetic on 12 May 2026.",
+                               "Ruxandra's pre-op assessment is on 16 April 2026."]) == []
+    # a sentence saying more than when, with one word worth comparing, is still too little to stand alone
+    assert unheld_dates(transcript(("Ruxandra", "The thing I said is true tomorrow."), now=said), []) == []
+
+
+async def test_a_relation_the_speaker_calls_their_own_stays_theirs_when_the_memory_cites_the_next_line(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh29 (qwen1.5b): "Nanya's husband Obiora", citing the assistant's line after "My husband Obiora, her dad"
+    chat = [{"role": "assistant", "content": "Who is in Nanya's family?", "time": "2026-03-11T21:10:00Z"},
+            {"role": "user", "name": "Chiamaka", "content": "My husband Obiora, her dad; he drives a bus on the 192 "
+                                                            "route. And my younger sister Adaeze."},
+            {"role": "assistant", "content": "Thank you. Who should be called in an emergency?"}]
+    found: list[dict[str, Any]] = [
+        {"content": "Nanya's husband Obiora drives a bus on the 192 route.", "sources": [2]},
+        {"content": "Nanya's younger sister Adaeze is part of the family.", "sources": [0]}]
+    server.script("Read the conversation below", {"memories": [
+        {"kind": "fact", "importance": 0.5, "time": None, **item} for item in found]})
+    result = await llm_reme.summarize_memory(chat, user_name="chiamaka")
+
+    added = [n.content for n in result.added]
+    assert "Chiamaka's husband Obiora drives a bus on the 192 route." in added
+    assert "Chiamaka's younger sister Adaeze is part of the family." in added
+
+
+def test_an_it_that_stands_for_nothing_does_not_lead_a_memory() -> None:
+    heart = "Xóchitl's heart had weakened in the pregnancy: peripartum cardiomyopathy."
+    assert without_empty_it(f"It turned out that {heart}") == heart
+    assert without_empty_it("It turned out Ana had asthma.") == "Ana had asthma."
+    # an "it" that is something stays: what turned out well, or what is on Friday
+    for kept in ("It turns out well for Ana.", "It turned out fine.", "It is on Friday.", "It seems that way."):
+        assert without_empty_it(kept) == kept

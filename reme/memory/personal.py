@@ -181,10 +181,13 @@ def names_in(messages: Sequence[Message]) -> frozenset[str]:
                      and not set(words(m)) <= speakers and m not in things)
 
 
+DOSE_UNIT = r"(?:mg|milligrams?|mcg|micrograms?|µg|g|grams?|ml|millilit(?:re|er)s?|units?|iu)\b"
+"""What a dose is counted in ("mg", "micrograms", "units"): `DOSE` and `DOSE_ALONE`."""
+DOSE_FORM = r"(?:sachets?|tablets?|capsules?|puffs?|drops?|pills?|patch(?:es)?|injections?)\b"
+"""What a dose is counted out in ("one sachet", "two puffs"): `NO_PERSON_AFTER`."""
 NO_PERSON_AFTER = re.compile(r"(?:['’]s)?\s+(?:syndrome|disease|palsy|ataxia|dystrophy|phenomenon)\b"
-                             r"|\s*,\s*(?:\d+(?:\.\d+)?|one|two|three|four|half\s+a|a)\s+(?:sachets?|tablets?"
-                             r"|capsules?|puffs?|drops?|pills?|patch(?:es)?|injections?|mg|milligrams?|micrograms?|mcg"
-                             r"|units?|ml)\b", re.IGNORECASE)
+                             rf"|\s*,\s*(?:\d+(?:\.\d+)?|one|two|three|four|half\s+a|a)\s+(?:{DOSE_FORM}|{DOSE_UNIT})",
+                             re.IGNORECASE)
 """What says a capitalized word is no person: a condition named after one ("Rett syndrome", "Crohn's disease"), or a
 dose after it ("And Movicol, one sachet a day": fresh29 read "She eats ..." as "Movicol eats ...")."""
 
@@ -355,6 +358,23 @@ was wasn't are am has have had too not so either""".split())
 """A short memory ending so ("Kenji will.", "Sam does too.") answers a line it does not hold."""
 SPEAKER_PREFIX = re.compile(r"\s*(?:\[[^\]\n]{0,40}\]\s*)?([^:\n\[\]]{1,40}):\s+(?=\S)")
 """A transcript line's speaker (and time) as a memory copied it: "Annika: ...", "[2024-05-03 10:00] Alice: ..."."""
+IT_TURNED_OUT = re.compile(r"It\s+(?:turned|turns|has\s+turned)\s+out\s+(?:that\s+|(?=[A-Z]|(?:the|a|an|my|his|her|"
+                           r"their|our)\s))"
+                           r"|It\s+(?:seems|seemed|appears|appeared)\s+that\s+(?=\S)")
+"""An "it" that stands for nothing, leading what a memory says: "It turned out that Xóchitl's heart had weakened in the
+pregnancy" (fresh29, qwen1.5b: a memory starting with a pronoun, kept when the repair did not mend it)."""
+
+
+def without_empty_it(text: str) -> str:
+    """A memory without an empty "It turned out (that)" or "It seems that" leading it (`IT_TURNED_OUT`: not "It turned
+    out well"), when what follows is a sentence of three words or more; else as it is."""
+    lead = IT_TURNED_OUT.match(text.lstrip())
+    rest = text.lstrip()[lead.end():] if lead else ""
+    if not lead or len(words(SENTENCE.split(rest)[0])) < 3:
+        return text
+    return rest[:1].upper() + rest[1:]
+
+
 FIRST_PERSON = frozenset("me my mine myself we us our ours ourselves".split())
 I_WORDS = frozenset("i me my mine myself".split())
 """A speaker's own first person, as `words` splits it ("I'm": "i", "m")."""
@@ -1987,8 +2007,6 @@ with no subject ("Stopped in March, as planned.")."""
 
 
 DOSE_ASKED = re.compile(r"\b(?:dose|doses|dosage|how\s+much)\b", re.IGNORECASE)
-DOSE_UNIT = r"(?:mg|milligrams?|mcg|micrograms?|µg|g|grams?|ml|millilit(?:re|er)s?|units?|iu)\b"
-"""What a dose is counted in ("mg", "micrograms", "units"): `DOSE` and `DOSE_ALONE`."""
 DOSE_ALONE = re.compile(rf"^(?P<n>\d{{1,4}}|[a-z]+(?:[- ][a-z]+)?)\s+{DOSE_UNIT}", re.IGNORECASE)
 """A sentence starting with a dose: "Fifteen milligrams, three times a day", "20 mg at night"."""
 TAKEN = re.compile(r"\b(?:(?:been|am|I['’]m|is|are|started|put\s+(?:me|him|her)|kept)\s+on|taking|I\s+take|prescribed)"
@@ -2496,6 +2514,20 @@ def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int,
     return [(start, end, span) for start, end, span in found if not span.first == span.last == said.date()]
 
 
+WHEN_IT_IS = re.compile(r"^(?:the|my|our|his|her|their)\s+(?:[\w-]+\s+){0,3}?[\w-]+\s+(?:is|are|will\s+be)\s+",
+                        re.IGNORECASE)
+"""A sentence that says when a thing of its own is and nothing else: "The pre-op assessment is the day after tomorrow."
+(fresh29: one word worth comparing, "assessment", and the date was in no memory)."""
+
+
+def says_only_when(sentence: str, said: datetime) -> bool:
+    """Whether a sentence names a thing (`WHEN_IT_IS`) and then only the time it is, relative to when it was said."""
+    lead = WHEN_IT_IS.match(sentence)
+    end = len(sentence.rstrip(" .!"))
+    return lead is not None and any(start - lead.end() <= len("on ") and stop == end
+                                    for start, stop, _ in times_said(sentence, said, sentence))
+
+
 WHICH_TIME = frozenset("""next last this coming past ago before after day days week weeks fortnight month months year
 years today tomorrow yesterday tonight morning evening afternoon""".split())
 """Words that say which time is meant, and nothing of what happens then."""
@@ -2529,7 +2561,7 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
         if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
                 or len(besides) < (1 if dated != sentence or any(map(health_word, besides)) else 2 if after_health
                                    else 3)
-                and not needs_before(sentence)):
+                and not needs_before(sentence) and not says_only_when(sentence, said)):
             # a request, or too little besides its time to stand alone ("We decided on Saturday"); one that is
             # of what the sentence before says is kept after it ("The next one's on the 3rd of next month.")
             continue
@@ -2962,7 +2994,8 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it named {named} for what {speaker} said of themselves: "
                                                  f"{speaker} is named"))
-            if owner := wrong_owner(draft.text, cited):
+            # the line beside when it cites the assistant's (fresh29: "Nanya's husband Obiora" for "My husband Obiora")
+            if owner := wrong_owner(draft.text, cited_or_beside(draft.text, transcript, sources)):
                 said_of, whose = owner
                 draft.text = whose + draft.text.strip()[len(said_of):]
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
@@ -2971,7 +3004,7 @@ class PersonalSummarizer:
             draft.problem = flaw(draft.text, people) or (  # the line beside, when it cites no one's (off by one)
                 "misnamed" if misnamed(draft.text, cited_or_beside(draft.text, transcript, sources), transcript.names)
                 or self_compared(draft.text)
-                or anothers_relation(draft.text, cited)
+                or anothers_relation(draft.text, cited_or_beside(draft.text, transcript, sources))
                 or anothers_diagnosis(draft.text, transcript.messages) else None)
             if draft.problem:
                 flawed.append(draft)
@@ -3116,6 +3149,7 @@ class PersonalSummarizer:
             # a line copied with its speaker ("Annika: And I'm allergic to mustard": qwen0.5b): they said it
             speakers = {next(n for n in named if n.casefold() == prefix[1].strip().casefold())}
             text = text[prefix.end():]
+        text = without_empty_it(text)
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
             speakers = {transcript.messages[j].name or user_name for j in beside(sources, len(transcript.messages))
                         if transcript.messages[j].role == "user"}
@@ -3686,11 +3720,17 @@ all any few new old may mum dad jan feb mar apr jun jul aug sep sept oct nov dec
 
 def _content_stems(text: str, user_name: str) -> set[str]:
     """The `_stem`s of a text's words worth comparing (four letters or more, no filler or common
-    word, not the user's name), and its short names ("Tom and I split up" shares "tom" with
-    "Kofi's partner Tom")."""
+    word, not the user's name), its short names ("Tom and I split up" shares "tom" with
+    "Kofi's partner Tom") and the last words of names written as one (`CAMEL_TAIL`: "vest" of "LifeVest")."""
     skip = set(words(user_name))
     short = {w.lower() for w in SHORT_NAME.findall(text)} - skip - _TITLES - COMMON_WORDS - SHORT_WORDS
-    return {_stem(w) for w in content_words(text, skip)} | short
+    tails = {_stem(m[1].lower()) for m in CAMEL_TAIL.finditer(text) if m[1].lower() not in COMMON_WORDS}
+    return {_stem(w) for w in content_words(text, skip)} | short | tails
+
+
+CAMEL_TAIL = re.compile(r"\b[A-Z][a-z]+([A-Z][a-z]{3,})\b")
+"""The last word of a name written as one ("LifeVest"): the thing it is, which a memory may say alone (fresh29: "the
+LifeVest went back" did not end "If Xóchitl collapses, ... let the vest do its work")."""
 
 
 ENDS_THERE = r"(?=\s*(?:[.,;!?]|$)|\s+(?:too|as well|with|when|after|last|in|on)\b)"
