@@ -122,6 +122,9 @@ def test_hygiene_finds_first_person_leading_pronouns_and_undated_relative_times(
     assert hygiene("Ana flies to Marseille in three weeks") == ["relative_time"]
     assert hygiene("Ana flew to Marseille ten days ago") == ["relative_time"]
     assert hygiene("Ana flies in twelve days from now") == ["relative_time"]
+    # a fortnight is two weeks (the fresh30 writer: "a fortnight ago" passed where "two weeks ago" did not)
+    for said in ("Ana flew to Marseille a fortnight ago", "Ana flies in a fortnight", "Ana flew last fortnight"):
+        assert hygiene(said) == ["relative_time"]
     assert hygiene("Ana flies to Marseille in three weeks (on 3 May 2026)") == []
     assert hygiene("Ana rings the nurse if she puts on 2 kilos in three days") == []
     assert hygiene("Ana hasn't smoked in ten weeks") == []

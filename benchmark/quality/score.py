@@ -31,9 +31,9 @@ LEADING_PRONOUN = {"he", "she", "they", "it", "him", "her", "his", "hers", "thei
                    "those", "its"}
 """A memory that starts with one of these names its subject only by a pronoun."""
 _SOME = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|a\s+couple\s+of|several)"
-_UNITS = r"(?:days?|weeks?|months?|years?)"
+_UNITS = r"(?:days?|weeks?|fortnights?|months?|years?)"
 RELATIVE_TIME = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|(?:last|next|this|past|coming)\s+(?:week|weekend|month|year|"
+    r"\b(?:yesterday|today|tonight|tomorrow|last\s+night|(?:last|next|this|past|coming)\s+(?:week|weekend|fortnight|month|year|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this\s+(?:morning|afternoon|evening)|"
     rf"{_SOME}\s+{_UNITS}\s+(?:ago|from\s+now)|"
     r"(?:earlier|later)\s+this\s+(?:week|month|year)|the\s+other\s+day|recently)\b",
