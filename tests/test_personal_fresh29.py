@@ -209,3 +209,22 @@ def test_an_it_that_stands_for_nothing_does_not_lead_a_memory() -> None:
     # an "it" that is something stays: what turned out well, or what is on Friday
     for kept in ("It turns out well for Ana.", "It turned out fine.", "It is on Friday.", "It seems that way."):
         assert without_empty_it(kept) == kept
+
+
+async def test_a_new_first_contact_answering_who_to_call_now_is_news_though_stored_memories_name_them(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh29 (qwen1.5b): "Pemba's emergency contacts: Dawa first, ..." was kept as said, then dropped as held by the
+    # stored contacts naming Mingma and Dawa: what it ends was read without the question it answers
+    await llm_reme.add_memory("Pemba's emergency contacts: Pemba's brother Mingma; he lives on the floor above the "
+                              "studio. Pemba's wife Dawa is in Namche most of the year.", user_name="pemba")
+    await llm_reme.add_memory("Pemba Dorje is a thangka painter with a studio in Boudha, in Kathmandu.",
+                              user_name="pemba")
+    server.script("Read the conversation below", {"memories": []})
+    server.script("long-term memory consistent", {"decisions": [{"candidate": 0, "action": "ADD"}]})
+    chat = [{"role": "assistant", "content": "Who should be called now?", "time": "2026-11-10T07:30:00Z"},
+            {"role": "user", "name": "Pemba", "content": "Dawa first, now that she's here for good. Mingma stayed in "
+                                                         "Boudha, which is too far across the city."}]
+    result = await llm_reme.summarize_memory(chat, user_name="pemba")
+
+    assert not any("a stored memory holds it" in r.reason for r in result.rejected), [r.reason for r in result.rejected]
+    assert any("Dawa first" in n.content for n in result.added + result.updated), [n.content for n in result.added]

@@ -1178,10 +1178,17 @@ NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines", "riptide", "y
 """Words that end as a medicine's name does and are none."""
 
 
+HEALTH_WORDS = frozenset("flu jab jabs booster boosters aura auras".split())
+"""Short health words that begin other words ("fluent"): health words only whole ("She had her flu jab last Friday":
+fresh30)."""
+
+
 def health_word(word: str) -> bool:
-    """Whether a word (lower case) is a health or safety word: it begins as one of `HEALTH_STEMS`
-    does, ends as a medicine's name does (`DRUG_ENDINGS`), or as a condition's does
+    """Whether a word (lower case) is a health or safety word: one of `HEALTH_WORDS`, or it begins as one of
+    `HEALTH_STEMS` does, ends as a medicine's name does (`DRUG_ENDINGS`), or as a condition's does
     (`condition_word`)."""
+    if word in HEALTH_WORDS:
+        return True
     if word.startswith(HEALTH_STEMS):
         return not word.startswith(NOT_HEALTH)
     return word not in NOT_DRUGS and any(word.endswith(e) and len(word) >= len(e) + 2 for e in DRUG_ENDINGS) \
@@ -2139,7 +2146,12 @@ def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     mine = set(words(speaker))
     others = {n for n in CAPITALIZED.findall(near) if n in transcript.names and n.lower() not in mine}
     kin = {m["rel"].lower() for m in KIN_WORD.finditer(near)}
-    if own & told or not I_WORDS & set(words(said)) or not others <= set(CAPITALIZED.findall(text)) \
+    # an answer without "I" to a question asked of them ("Do you take anything else?" -- "Omeprazole, 20 milligrams
+    # every morning, ...": fresh30, qwen1.5b wrote "He takes Omeprazole ...")
+    first = next((i for i, m in enumerate(transcript.messages) if any(m is line for line in lines)), -1)
+    asked = asked_before(transcript.messages, first)
+    mine_asked = bool(YOU.search(asked)) and not (THIRD_PERSON & (told | set(words(asked))) or KIN_WORD.search(asked))
+    if own & told or not (I_WORDS & set(words(said)) or mine_asked) or not others <= set(CAPITALIZED.findall(text)) \
             or not kin <= set(words(text)):
         return text
     return _subject_put(speaker, text[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
@@ -2444,8 +2456,9 @@ def avoided_answers(messages: Sequence[Message]) -> Iterator[tuple[int, str, str
         first = SENTENCE.split(" ".join(message.content.split()))[0].strip()
         listed = WHY_AFTER.split(first)[0]  # "Grapefruit and grapefruit juice, and St John's wort, they change ..."
         said = words(listed)
-        if (not said or len(said) > (8 if listed == first else 10) or said[0] in NAMES_NOTHING or I_WORDS & set(said)
-                or CJK_CHAR.search(first)):
+        # not a sentence of someone else's ("Does she have allergies?" -- "She's allergic to amoxicillin;": fresh30)
+        if (not said or len(said) > (8 if listed == first else 10) or said[0] in NAMES_NOTHING | THIRD_PERSON
+                or I_WORDS & set(said) or CJK_CHAR.search(first)):
             continue
         thing = re.split(r"[,;:(]|\s+(?:and|or|or\s+any|and\s+any)\s+", listed)[0].strip(" .!").casefold()
         thing = re.sub(r"^(?:just|only|and|oh|well|definitely)\s+", "", thing)
@@ -2559,8 +2572,8 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
         after_health = last[0] == index and any(map(health_word, words(last[1])))
         last = (index, sentence)
         if (words(sentence)[:1] and words(sentence)[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS
-                or len(besides) < (1 if dated != sentence or any(map(health_word, besides)) else 2 if after_health
-                                   else 3)
+                or len(besides) < (1 if dated != sentence or any(map(health_word, words(sentence)))
+                                   else 2 if after_health else 3)
                 and not needs_before(sentence) and not says_only_when(sentence, said)):
             # a request, or too little besides its time to stand alone ("We decided on Saturday"); one that is
             # of what the sentence before says is kept after it ("The next one's on the 3rd of next month.")
@@ -2713,8 +2726,10 @@ class PersonalSummarizer:
             held = stems(n.content for n in existing)
 
             def ends_one(c: MemoryNode) -> bool:  # what it says, or its line as said ("Jago is my emergency contact
-                said = " ".join(transcript.messages[i].content for i in c.metadata["source_turns"])  # now": fresh27)
-                return any(ended(c.content, n.content, user_name) or ended(said, n.content, user_name)
+                turns = sorted(c.metadata["source_turns"])  # now": fresh27), with the question it answers ("Who
+                said = " ".join(transcript.messages[i].content for i in turns)  # should be called now?": fresh29)
+                asked = asked_before(transcript.messages, turns[0]) if turns else ""
+                return any(ended(c.content, n.content, user_name) or ending(said, n.content, user_name, asked=asked)
                            for n in existing)
 
             stored = [k for k, c in enumerate(candidates) if c.memory_id in plan.kept_as_said

@@ -181,15 +181,21 @@ def year_said(text: str) -> bool:
     return bool(YEAR.search(PARENTHESES.sub(" ", text)))
 
 
+DEICTIC = re.compile(r"\bago\b|\b(?:yesterday|tomorrow|tonight)\b", re.IGNORECASE)
+"""Times that can only be of when they were said, whatever year a sentence names ("A TIA in 2022, and three weeks ago
+a small lacunar stroke": fresh30, not dated)."""
+
+
 def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     """The relative time expressions of `text` (`RELATIVE`), each with the period it means when
-    said at `said`; none when it names a year already, but for the dates ReMe writes in parentheses (fresh29: "the 30th
+    said at `said`; when it names a year already, only those that can be of no other time (`DEICTIC`: "three weeks
+    ago", "tomorrow"), but for the dates ReMe writes in parentheses (fresh29: "the 30th
     (30 June 2026) ..., and the result comes in six weeks" was not dated); one followed by such a date is left."""
     hidden = blanked(text)
-    if YEAR.search(hidden):
-        return []
+    only_now = bool(YEAR.search(hidden))
     return [(start, end, span) for start, end, span in find_spans(hidden, said.date())
             if RELATIVE.search(text[start:end]) and not DAY_OF.search(text[:start])
+            and not (only_now and not DEICTIC.search(text[start:end]))
             and not text[end:].lstrip().startswith(("(", "（"))
             and not (text[start:end].lower().startswith("in") and AMOUNT_BEFORE.search(text[:start]))]
 
@@ -306,20 +312,40 @@ def year_of_days(text: str, said: date, *, named: bool = True, lines: Sequence[s
     return "".join(out)
 
 
+SENTENCE_GAP = re.compile(r"(?<=[.!?;])(\s+)(?=[A-Z])")
+"""Where a memory's sentences meet, kept when it is split."""
+NEXT_OF = re.compile(r"\b(?:the\s+(?:next|following)|following)\s+(?:day|week|weekend|month|year)\b", re.IGNORECASE)
+"""A time that may follow another said before it rather than now: "the next week", "the following month"."""
+
+
 def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
     6 May 2025)"), the year after a month said alone where the tense tells it
     (`year_of_months`), and after a day of a month (`year_of_days`), as `lines` (what it cites) tell them when they
-    say them too; unchanged when it names a year already."""
+    say them too; when it names a year already, only the times of its sentences that name none, and not a "next ..."
+    that may be of the year ("In 2019 Ana moved. The next week she started work."; fresh30: "In 2021 ... The next one
+    is the day after tomorrow." was not dated)."""
     if year_said(text):
-        return text
+        return "".join(anchor_times(piece, said, lines) if piece.strip() and not year_said(piece)
+                       and not NEXT_OF.search(piece) else _dated(piece, said, DEICTIC)
+                       for piece in SENTENCE_GAP.split(text))
     found = relative_spans(text, said)
     if not found:
         return year_of_days(year_of_months(text, said.date(), lines=lines), said.date(), lines=lines)
+    out = _dated(text, said)
+    return year_of_days(year_of_months(out, said.date(), named=False, lines=lines), said.date(), named=False,
+                        lines=lines)
+
+
+def _dated(text: str, said: datetime, only: re.Pattern[str] | None = None) -> str:
+    """`text` with each relative time (`relative_spans`; those `only` matches, when given) followed by the date it
+    means when said at `said`."""
     iso = bool(CJK.search(text))
     out, pos = [], 0
-    for start, end, span in found:
+    for start, end, span in relative_spans(text, said):
+        if only is not None and not only.search(text[start:end]):
+            continue
         day = None if iso else day_weeks_ago(text[start:end], said.date())
         if iso:
             said_as = f"（{describe_span(span, iso)}）"
@@ -330,13 +356,12 @@ def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
         out.append(text[pos:end] + said_as)
         pos = end
     out.append(text[pos:])
-    return year_of_days(year_of_months("".join(out), said.date(), named=False, lines=lines), said.date(), named=False,
-                        lines=lines)
+    return "".join(out)
 
 ON_WEEKDAY = re.compile(r"\b(?:on|from|until|till)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
-                        r"(?!\s*[(（])", re.IGNORECASE)
+                        r"(?!['’]s\b)(?!\s*[(（])", re.IGNORECASE)
 """A weekday said alone: "on Monday", "from Saturday" (fresh20: "it goes up to 500 twice a day from Saturday" was
-not dated), "until Friday"."""
+not dated), "until Friday"; not a day's thing ("310 on Monday's spot": fresh30 dated it the Monday to come)."""
 ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(this|next|last)\s+month\b)?(?!\s*[(（])"
                     r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with"
                     r"|i|you|he|she|we|they)\b|\s+(?-i:[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]))", re.IGNORECASE)

@@ -1,0 +1,66 @@
+"""What reading fresh30 (the memory-quality set's part measured once before anyone read it) taught the personal
+summarizer's code, each through the public helper that does it, on the dialogue's own words: a "He" the model wrote
+for whoever answered a question asked of them, times that are of now though a year is named beside them, a weekday's
+thing that is no date, short health words ("flu jab"), and an allergy said of someone else."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from reme.memory.personal import (Transcript, health_word, speaker_meant, to_messages, unheld_avoided,
+                                  unheld_dates)
+from reme.memory.wording import anchor_times, weekday_spans
+
+
+def transcript(*turns: tuple[str, str], now: datetime) -> Transcript:
+    return Transcript.of(to_messages([{"role": "assistant", "content": text} if who == "assistant" else
+                                      {"role": "user", "name": who, "content": text} for who, text in turns]), now)
+
+
+def test_a_he_for_whoever_answered_a_question_asked_of_them_is_named() -> None:
+    said = datetime(2026, 3, 25, 4, 15, tzinfo=timezone.utc)
+    line = "Omeprazole, 20 milligrams every morning, for reflux, and vitamin D, two thousand units a day. That's all."
+    memory = "He takes Omeprazole, 20 milligrams every morning, for reflux."
+    talk = transcript(("assistant", "Do you take anything else?"), ("Daulet", line), now=said)
+    assert speaker_meant(memory, talk, [1]) == "Daulet takes Omeprazole, 20 milligrams every morning, for reflux."
+    # not when the question is of someone else
+    for asked in ("What does your dad take, do you know?", "And what does she take, do you know?"):
+        assert speaker_meant(memory, transcript(("assistant", asked), ("Daulet", line), now=said), [1]) == memory
+
+
+def test_a_time_of_now_is_dated_though_a_year_is_named_beside_it() -> None:
+    said = datetime(2026, 5, 20, 12, 0, tzinfo=timezone.utc)
+    assert anchor_times("A TIA in 2022, and three weeks ago a small lacunar stroke.", said) == \
+        "A TIA in 2022, and three weeks ago (about 29 April 2026) a small lacunar stroke."
+    assert anchor_times("In 2021 Daulet had a reaction in an infusion. The next one is the day after tomorrow.",
+                        said) == ("In 2021 Daulet had a reaction in an infusion. The next one is the day after tomorrow "
+                                  "(22 May 2026).")
+    # a time that may be of the year named stays as it is
+    for kept in ("In 2019 Ana moved. The next week she started work.", "In 2019 Ana moved; next week she flies.",
+                 "In 2019, the day before, she fell."):
+        assert anchor_times(kept, said) == kept
+
+
+def test_a_weekday_s_thing_is_no_date() -> None:
+    said = datetime(2026, 7, 9, 8, 30, tzinfo=timezone.utc)
+    line = "It's back down now: 310 on Monday's spot."
+    assert weekday_spans(line, said, [line]) == []
+    assert weekday_spans("Her clinic is on Monday.", said, ["Her clinic is on Monday."])
+
+
+def test_a_flu_jab_last_friday_is_kept_for_its_date() -> None:
+    assert health_word("flu") and health_word("jab") and health_word("aura")
+    assert not health_word("fluent") and not health_word("laura")
+    said = datetime(2026, 7, 9, 8, 30, tzinfo=timezone.utc)
+    talk = transcript(("assistant", "Anything else coming up?"),
+                      ("Losana", "Tia had her flu jab last Friday, no problems."), now=said)
+    assert unheld_dates(talk, []) == [(1, "Tia had her flu jab last Friday, no problems.")]
+
+
+def test_an_allergy_said_of_someone_else_is_not_the_speaker_s() -> None:
+    said = datetime(2026, 7, 9, 8, 30, tzinfo=timezone.utc)
+    talk = transcript(("assistant", "Does she take any medicines, or have allergies?"),
+                      ("Losana", "She's allergic to amoxicillin; it gave her hives in 2022."), now=said)
+    assert unheld_avoided(talk, "Losana", []) == []
+    mine = transcript(("assistant", "Any allergies?"), ("Losana", "Amoxicillin; it gave me hives in 2022."), now=said)
+    assert unheld_avoided(mine, "Losana", []) == [(1, "Losana's allergies: Amoxicillin;")]
