@@ -2792,7 +2792,7 @@ class PersonalSummarizer:
                 # news: its names beside the emergency word (each name alone may be in a memory of another kind)
                 lambda text: {"emerg"} | {_stem(w) for w in words(text)} & {_stem(w.casefold())
                                                                          for w in CAPITALIZED.findall(text)},
-                kind="health", importance=1.0)
+                may_end=True, kind="health", importance=1.0)  # "Who should be called now?" "Dawa first" (fresh29)
             candidates += more
             flawed += more_flawed
             so_far += [text for _, text in answered]
