@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from reme import ReMe
+
 from reme.memory.personal import (Transcript, health_word, speaker_meant, to_messages, unheld_avoided,
                                   unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
+
+from openai_server import OpenAITestServer
 
 
 def transcript(*turns: tuple[str, str], now: datetime) -> Transcript:
@@ -32,9 +36,8 @@ def test_a_time_of_now_is_dated_though_a_year_is_named_beside_it() -> None:
     said = datetime(2026, 5, 20, 12, 0, tzinfo=timezone.utc)
     assert anchor_times("A TIA in 2022, and three weeks ago a small lacunar stroke.", said) == \
         "A TIA in 2022, and three weeks ago (about 29 April 2026) a small lacunar stroke."
-    assert anchor_times("In 2021 Daulet had a reaction in an infusion. The next one is the day after tomorrow.",
-                        said) == ("In 2021 Daulet had a reaction in an infusion. The next one is the day after tomorrow "
-                                  "(22 May 2026).")
+    infusion = "In 2021 Daulet had a reaction in an infusion. The next one is the day after tomorrow"
+    assert anchor_times(f"{infusion}.", said) == f"{infusion} (22 May 2026)."
     # a time that may be of the year named stays as it is
     for kept in ("In 2019 Ana moved. The next week she started work.", "In 2019 Ana moved; next week she flies.",
                  "In 2019, the day before, she fell."):
@@ -64,3 +67,23 @@ def test_an_allergy_said_of_someone_else_is_not_the_speaker_s() -> None:
     assert unheld_avoided(talk, "Losana", []) == []
     mine = transcript(("assistant", "Any allergies?"), ("Losana", "Amoxicillin; it gave me hives in 2022."), now=said)
     assert unheld_avoided(mine, "Losana", []) == [(1, "Losana's allergies: Amoxicillin;")]
+
+
+async def test_a_problem_note_the_repair_copied_cut_short_is_not_stored(llm_reme: ReMe,
+                                                                        server: OpenAITestServer) -> None:
+    # fresh30 (qwen1.5b): "Mert has coeliac disease and is allergic to bee stings. (says of the speaker what the line
+    # says of someone else (" was stored: the note has parentheses of its own, and was copied cut short
+    chat = [{"role": "user", "name": "Shireen", "content": "Kasper's here too."},
+            {"role": "user", "name": "Kasper", "content": "Hello."},
+            {"role": "assistant", "content": "Who should the hospital contact if needed?"},
+            {"role": "user", "name": "Shireen", "content": "Kasper first, then my sister Tahira."}]
+    server.script("Read the conversation below", {"memories": [
+        {"kind": "fact", "importance": 0.5, "time": None, "content": "Kasper first.", "sources": [3]}]})
+    rewrite = ("Shireen's first contact is Kasper, then Shireen's sister Tahira. (says of the speaker what the line "
+               "says of ")
+    server.script("cannot be understood on its own", {"memories": [{"index": 0, "content": rewrite}]})
+    result = await llm_reme.summarize_memory(chat, user_name="shireen")
+
+    added = [n.content for n in result.added]
+    assert "Shireen's first contact is Kasper, then Shireen's sister Tahira." in added, added
+    assert not any("says of the speaker" in text for text in added), added

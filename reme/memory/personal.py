@@ -3117,6 +3117,11 @@ class PersonalSummarizer:
         for r in reply.memories:
             # "the PhD (a fragment, not a sentence)": the line as shown, its note copied, in any quotes
             content = re.sub(r"\s*\(([^()]*)\)", lambda m: "" if words(m[1]) in notes else m[0], r.content)
+            # or a note cut short, or one with parentheses of its own (fresh30: "Mert has coeliac disease ... (says
+            # of the speaker what the line says of someone else (")
+            content = next((content[:m.start()] for note in PROBLEMS.values()
+                            if (m := re.search(r"\s*[(（]\s*" + re.escape(" ".join(note.split()[:4])), content))),
+                           content)
             if 0 <= r.index < len(flawed) and content.strip():
                 rewrites.setdefault(r.index, content.strip())
         return rewrites
