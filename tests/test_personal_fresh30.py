@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, health_word, speaker_meant, to_messages, unheld_avoided,
+from reme.memory.personal import (Transcript, health_word, revalued, speaker_meant, to_messages, unheld_avoided,
                                   unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
 
@@ -87,3 +87,13 @@ async def test_a_problem_note_the_repair_copied_cut_short_is_not_stored(llm_reme
     added = [n.content for n in result.added]
     assert "Shireen's first contact is Kasper, then Shireen's sister Tahira." in added, added
     assert not any("says of the speaker" in text for text in added), added
+
+
+def test_a_number_after_what_was_switched_to_changes_no_dose() -> None:
+    # fresh30: "Anakinra, Kineret, 100 milligrams, ..." was stored as "Anakinra, Kineret, 1 milligrams, ..."
+    stored = "Anakinra, Kineret, 100 milligrams, an injection every morning, and prednisolone, 20 milligrams a day."
+    switched = ("The anakinra left big red welts wherever I injected it, so in April my rheumatologist, Dr Vlachou, "
+                "switched me to canakinumab, Ilaris: one injection every four weeks.")
+    assert revalued(stored, switched) is None
+    assert revalued(stored, "They switched the anakinra dose to 200 milligrams.") == (
+        stored.replace("100", "200"), "100", "200")

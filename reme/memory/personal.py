@@ -3781,12 +3781,13 @@ SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in 
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
-                        r"|moved)\b[^.;!?\d]{0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
+                        r"|moved)\b(?:(?!\bto\s)[^.;!?\d]){0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
                         r"|\b(?:up|down)\s+to\s+(?:(?-i:[A-Z])[\w-]+\s+)?(?P<m>" + _NUMBER + ")", re.IGNORECASE)
 """A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "put me up to Creon
 40,000" (fresh25), "doubled
 the metformin: 1000 mg", "down to three times a day"; or a value of "it" now: "so it's 500 mg twice
-a day now" (after "put her levetiracetam up")."""
+a day now" (after "put her levetiracetam up"); not a number after what was switched to ("switched me to canakinumab,
+Ilaris: one injection every four weeks" changed no "100 milligrams" to 1: fresh30)."""
 NOW_VALUE = re.compile(r"\b(?:it['’]s|it is|they['’]re|they are)\s+(?:(?:only|just|down|up)\s+)?(?P<n>" + _NUMBER
                        + r")[^.;!?\d]{0,30}?\bnow\b", re.IGNORECASE)
 INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?(?:\binstead of|\bnow,?\s+not)\s+(?:the\s+)?"
