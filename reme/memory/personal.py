@@ -3000,7 +3000,6 @@ class PersonalSummarizer:
                 text = left
             draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
                                         draft.said)
-            cited = [transcript.messages[i] for i in sources]
             # another speaker's words in the lines it cites, or what another says they are anywhere
             if another := said_by_another(draft.text, cited_or_beside(draft.text, transcript, sources),
                                           transcript.speakers) or claimed_by_another(draft.text, transcript.messages):
@@ -3016,10 +3015,11 @@ class PersonalSummarizer:
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
                                           reason=f"it gave {said_of} what the line says is {whose}'s: "
                                                  f"{whose} is named"))
-            draft.problem = flaw(draft.text, people) or (  # the line beside, when it cites no one's (off by one)
-                "misnamed" if misnamed(draft.text, cited_or_beside(draft.text, transcript, sources), transcript.names)
+            near = cited_or_beside(draft.text, transcript, sources)  # the line beside, when it cites no one's
+            draft.problem = flaw(draft.text, people) or (
+                "misnamed" if misnamed(draft.text, near, transcript.names)
                 or self_compared(draft.text)
-                or anothers_relation(draft.text, cited_or_beside(draft.text, transcript, sources))
+                or anothers_relation(draft.text, near)
                 or anothers_diagnosis(draft.text, transcript.messages) else None)
             if draft.problem:
                 flawed.append(draft)
