@@ -3487,6 +3487,7 @@ def test_a_he_after_a_semicolon_is_named_too() -> None:
            " ".join)), min_size=1, max_size=4))
 @example([("user", "my partner Nomvula is a nurse . She's never met Kofi")])  # one it names
 @example([("user", "She Nomvula Dr. She ? her")])  # "her" was named in a sentence led by "She"
+@example([("user", "She Nomvula Dr. her her")])  # the object "her" is the second
 def test_naming_a_he_or_she_keeps_the_rest_of_the_sentence(lines: list[tuple[str, str]]) -> None:
     messages = [Message(role=role, content=text or ".", name=None if role == "assistant" else "Mandla")
                 for role, text in lines]
@@ -3499,13 +3500,12 @@ def test_naming_a_he_or_she_keeps_the_rest_of_the_sentence(lines: list[tuple[str
                 rest = lead[1]
                 name = named[:len(named) - len(rest)].split("'")[0].split(" ")[0]
                 assert named.endswith(rest) and name in "".join(m.content for m in messages[:index + 1])
-            elif named != sentence:  # one "him" or "her" as a name the line wrote before it (`object_named`)
-                pronoun = re.search(r"\b(?:him|her)\b", sentence)
-                assert pronoun is not None
-                head, tail = sentence[:pronoun.start()], sentence[pronoun.end():]
-                assert named.startswith(head) and named.endswith(tail)
-                name = named[len(head):len(named) - len(tail)]
-                assert name and name.split()[-1] in messages[index].content[:messages[index].content.find(sentence)]
+            elif named != sentence:  # one "him" or "her" as a name the line wrote before it (`object_named`); the
+                # object, which need not be the first ("her her": the first is "her" before a noun)
+                before = messages[index].content[:messages[index].content.find(sentence)]
+                assert any(named.startswith(sentence[:p.start()]) and named.endswith(sentence[p.end():])
+                           and (name := named[p.start():len(named) - len(sentence) + p.end()])
+                           and name.split()[-1] in before for p in re.finditer(r"\b(?:him|her)\b", sentence))
 
 
 async def test_an_emergency_contact_kept_as_said_is_named_without_a_repair(
