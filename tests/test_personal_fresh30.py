@@ -1,7 +1,8 @@
 """What reading fresh30 (the memory-quality set's part measured once before anyone read it) taught the personal
 summarizer's code, each through the public helper that does it, on the dialogue's own words: a "He" the model wrote
-for whoever answered a question asked of them, times that are of now though a year is named beside them, a weekday's
-thing that is no date, short health words ("flu jab"), and an allergy said of someone else."""
+for whoever answered a question asked of them, the child a talk is about (a "She" of a later session, a "Her" the
+model copied, the model's "She" for the carer's "I"), times that are of now though a year is named beside them, a
+weekday's thing that is no date, short health words ("flu jab"), and an allergy said of someone else."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, health_word, revalued, speaker_meant, to_messages, unheld_avoided,
-                                  unheld_dates)
+from reme.memory.personal import (Transcript, health_word, revalued, speaker_meant, subject_named, to_messages,
+                                  unheld_avoided, unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
 
 from openai_server import OpenAITestServer
@@ -97,3 +98,44 @@ def test_a_number_after_what_was_switched_to_changes_no_dose() -> None:
     assert revalued(stored, switched) is None
     assert revalued(stored, "They switched the anakinra dose to 200 milligrams.") == (
         stored.replace("100", "200"), "100", "200")
+
+
+SESSION_TWO = (("assistant", "Hello, Sigrún. How is Embla?"),
+               ("Sigrún", "She had a cluster of seizures in June, so Dr Jónsson raised the levetiracetam to 375 "
+                          "milligrams twice a day."),
+               ("assistant", "How are her eyes?"),
+               ("Sigrún", "The pressure went up in her left eye, so she has timolol drops in the morning now."),
+               ("assistant", "What about the birthmark?"),
+               ("Sigrún", "She has pulsed dye laser on it, under a general anaesthetic, every three months at the "
+                          "children's hospital."),
+               ("Guðrún", "And I had my hip replaced in May, so I can't lift her for now."))
+
+
+def test_the_child_a_later_session_asks_after_by_name_is_the_she_of_it() -> None:
+    said = datetime(2026, 7, 21, 10, 30, tzinfo=timezone.utc)
+    laser = "She has pulsed dye laser on it, under a general anaesthetic, every three months at the children's hospital."
+    assert subject_named(laser, transcript(*SESSION_TWO, now=said), [5]) == f"Embla{laser[3:]}"
+    # not when the talk says the one asked after is a "he", nor when it asks after two people of that gender
+    as_him = [(who, text.replace("She had", "He had")) for who, text in SESSION_TWO]
+    assert subject_named(laser, transcript(*as_him, now=said), [5]) == laser
+    two = [*SESSION_TWO[:4], ("assistant", "And how is Katla?"), ("Sigrún", "She is fine, thanks."), *SESSION_TWO[4:]]
+    assert subject_named(laser, transcript(*two, now=said), [7]) == laser
+    # a name the assistant says to the speaker ("you") is no one asked after
+    to_her = [("assistant", "Hello, Embla. How are you?"), *SESSION_TWO[1:]]
+    assert subject_named(laser, transcript(*to_her, now=said), [5]) == laser
+
+
+def test_a_her_the_model_copied_is_of_the_child_the_sentence_before_names() -> None:
+    said = datetime(2026, 7, 9, 8, 30, tzinfo=timezone.utc)
+    line = ("Bula! I'm Losana Vuniwaqa. My daughter Litia, Tia for short, is six and has maple syrup urine disease. "
+            "Her body can't break down leucine and two other amino acids. I want her plan kept somewhere safe.")
+    talk = transcript(("Losana", line), now=said)
+    assert subject_named("Her body can't break down leucine and two other amino acids.", talk, [0]) == \
+        "Litia's body can't break down leucine and two other amino acids."
+    # the model's "She" for the speaker's "I", word for word after it, is the speaker, though "her" is the child's
+    assert speaker_meant("She wants her plan kept somewhere safe.", talk, [0]) == \
+        "Losana wants her plan kept somewhere safe."
+    # not a sentence the speaker said of someone else
+    other = transcript(("Losana", "My mum Ana wants her plan kept somewhere safe. I agree."), now=said)
+    assert speaker_meant("She wants her plan kept somewhere safe.", other, [0]) == \
+        "She wants her plan kept somewhere safe."

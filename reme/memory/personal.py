@@ -1648,6 +1648,43 @@ def the_one_related(transcript: Transcript, index: int, at: int, pronoun: str) -
     return next(iter(ones))
 
 
+def topic_person(transcript: Transcript, pronoun: str) -> str | None:
+    """Whom "he" or "she" (`pronoun`) is when the talk is about one person the speakers care for and no line before it
+    says who: the one person the assistant's lines ask about by name ("How is Embla?", "Would that help Tia?"; no
+    speaker, no one asked "you" of) whom the talk says is of that gender (`gender_said`); None when none, or more than
+    one, could be. A session after the first names the child only in the assistant's lines (fresh30: "She has pulsed
+    dye laser on it" after "What about the birthmark?", kept unnamed), and a grandmother introduced beside the child
+    ("my mum, Ana") makes `the_one_related` two."""
+    speaking = {w for name in transcript.speakers for w in words(name)}
+    asked = {n for m in transcript.messages if m.role == "assistant" and not YOU.search(m.content)
+             for n in CAPITALIZED.findall(m.content) if n in transcript.names and n.lower() not in speaking}
+    ones = [n for n in asked if gender_said(transcript, n) == pronoun]
+    return ones[0] if len(ones) == 1 else None
+
+
+def gender_said(transcript: Transcript, name: str) -> str | None:
+    """"He" or "She" for `name`, when what the talk says of them agrees: the relations it is said with ("my daughter
+    Embla"), and the first "he" or "she" (or "his", "her", "him") of a person's answer to the assistant asking after
+    them by name, in the answer's first sentence, with no one else and no relation named before it ("How is Embla?" --
+    "She had a cluster of seizures"); None when nothing says, or the lines disagree."""
+    said: set[str] = set()
+    for index, message in enumerate(transcript.messages):
+        for m in [*MY_KIN.finditer(message.content), *THEIR_KIN.finditer(message.content),
+                  *KIN_NAMED.finditer(message.content)]:
+            if m["name"] == name and m["rel"].lower() in MALE | FEMALE:
+                said.add("He" if m["rel"].lower() in MALE else "She")
+        if message.role != "assistant" or name not in CAPITALIZED.findall(message.content) or YOU.search(
+                message.content) or index + 1 >= len(transcript.messages) or \
+                transcript.messages[index + 1].role != "user":
+            continue
+        answer = next((t for t in SENTENCE.split(transcript.messages[index + 1].content) if t.strip()), "")
+        first = re.search(r"\b(?:he|she|his|her|him)\b", answer, re.IGNORECASE)
+        head = answer[:first.start()] if first else ""
+        if first and not KIN_WORD.search(head) and not any(n in transcript.names for n in CAPITALIZED.findall(head)):
+            said.add("He" if first[0].lower() in HIS else "She")
+    return said.pop() if len(said) == 1 else None
+
+
 IT_LEADS = re.compile(r"It(?P<s>['’]s)?\s+(?=\S)")
 SWITCHED_TO = re.compile(r"\b(?:switched|changed|moved|put)\s+(?:(?:me|him|her|them|us)\s+)?(?:over\s+)?"
                          r"(?:to|on(?:to)?)\s+(?:the\s+)?(?P<to>[\w-]+)", re.IGNORECASE)
@@ -1957,7 +1994,8 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
         unlike = rel in (FEMALE if pronoun == "He" else MALE)
         if (not found or found["name"].split()[-1] not in known or unlike
                 or k and SUBJECT_NAME.fullmatch(clauses[k - 1])):  # "Sifiso and Nomvula are": which?
-            if (not found or unlike) and (related := the_one_related(transcript, index, at, pronoun)):
+            if (not found or unlike) and (related := the_one_related(transcript, index, at, pronoun)
+                                          or topic_person(transcript, pronoun)):
                 name = related  # "I need somewhere to keep my daughter Yasmin's details. She's four"
                 break
             return None
@@ -1968,7 +2006,8 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
     else:
         if len(named) == 1:
             name = named.pop()
-        elif named or not (name := the_one_related(transcript, index, at, pronoun)):
+        elif named or not (name := the_one_related(transcript, index, at, pronoun)
+                           or topic_person(transcript, pronoun)):
             return None
     return name
 
@@ -2106,10 +2145,11 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     too, gliclazide 80 with breakfast."), named as `named_subject` names that sentence in its
     line ("My father-in-law Duarte moved in. He's diabetic too ..."); one no such line says word
     for word, for the speaker, when that can be no one else (`speaker_meant`); one starting with a
-    dose (`DOSE_ALONE`) a cited line says word for word, with the medicine `subject_given` finds;
-    otherwise as it is."""
+    dose (`DOSE_ALONE`) a cited line says word for word, with the medicine `subject_given` finds; one starting with
+    "His" or "Her" a cited line says word for word, with whose `subject_given` finds ("My daughter Litia ... Her body
+    can't break down leucine": fresh30); otherwise as it is."""
     pronoun = HE_OR_SHE.match(text)
-    if not pronoun and not DOSE_ALONE.match(text):
+    if not pronoun and not DOSE_ALONE.match(text) and not OWNER_LEADS.match(text):
         return text
     first = SENTENCE.split(text.strip(), maxsplit=1)[0]
     for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
@@ -2151,10 +2191,33 @@ def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     first = next((i for i, m in enumerate(transcript.messages) if any(m is line for line in lines)), -1)
     asked = asked_before(transcript.messages, first)
     mine_asked = bool(YOU.search(asked)) and not (THIRD_PERSON & (told | set(words(asked))) or KIN_WORD.search(asked))
-    if own & told or not (I_WORDS & set(words(said)) or mine_asked) or not others <= set(CAPITALIZED.findall(text)) \
-            or not kin <= set(words(text)):
+    if not said_in_first_person(text, said) and (
+            own & told or not (I_WORDS & set(words(said)) or mine_asked)
+            or not others <= set(CAPITALIZED.findall(text)) or not kin <= set(words(text))):
         return text
     return _subject_put(speaker, text[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
+
+
+SAME_VERB = {"'s": ("am", "['’]m", "have", "['’]ve"), "is": ("am", "['’]m"), "has": ("have", "['’]ve"), "was": ("was",), "does": ("do",), "goes": ("go",)}
+
+
+def said_in_first_person(text: str, said: str) -> bool:
+    """Whether a memory starting "She" or "He" is a sentence of `said` word for word but for its "I" and the verb's
+    person ("I want her plan kept somewhere safe" -> "She wants her plan kept somewhere safe.": fresh30, qwen1.5b;
+    the "her" is the daughter's, the "She" the speaker), with at least three words after the verb."""
+    lead = HE_OR_SHE.match(text)
+    if lead is None:
+        return False
+    verb = "'s" if lead["s"] else lead["next"].lower()
+    rest = text[lead.end("s") if lead["s"] else lead.end("next"):].strip().rstrip(".!?;: ")
+    if len(words(rest)) < 3:
+        return False
+    forms = SAME_VERB.get(verb, (verb,) if verb.endswith("ed") else (verb[:-1], verb[:-2]) if verb.endswith("s")
+                          else ())
+    if verb.endswith("ies"):
+        forms = (verb[:-3] + "y",)
+    joined = "|".join(f"\\s+{form}" if form[0].isalpha() else form for form in forms if form)
+    return bool(joined) and re.search(rf"\bI(?:{joined})\s+{re.escape(rest)}", said) is not None
 
 
 def copied_from(text: str, said: str, speaker: str) -> str:
