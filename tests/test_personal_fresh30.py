@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, health_word, revalued, speaker_meant, subject_named, to_messages,
-                                  unheld_avoided, unheld_dates)
+from reme.memory.personal import (Transcript, health_word, object_copied, revalued, speaker_meant, subject_named,
+                                  to_messages, unheld_avoided, unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
 
 from openai_server import OpenAITestServer
@@ -139,3 +139,19 @@ def test_a_her_the_model_copied_is_of_the_child_the_sentence_before_names() -> N
     other = transcript(("Losana", "My mum Ana wants her plan kept somewhere safe. I agree."), now=said)
     assert speaker_meant("She wants her plan kept somewhere safe.", other, [0]) == \
         "She wants her plan kept somewhere safe."
+
+
+def test_a_her_the_model_kept_from_the_line_is_the_one_the_sentence_before_names() -> None:
+    said = datetime(2026, 5, 20, 12, 0, tzinfo=timezone.utc)
+    line = ("Dr Kerjean, a neurologist at the CHU in Brest. I see her the day after tomorrow for my blood results, "
+            "and my next MRI is on the 2nd of June.")
+    talk = transcript(("assistant", "Who looks after you?"), ("Maïwenn", line), now=said)
+    assert object_copied("Maïwenn sees her the day after tomorrow for Maïwenn's blood results.", talk, [1]) == \
+        "Maïwenn sees Dr Kerjean the day after tomorrow for Maïwenn's blood results."
+    # not when the line before names two people, nor a "her" the line does not say so
+    two = transcript(("assistant", "Who looks after you?"),
+                     ("Maïwenn", line.replace("in Brest", "with Dr Tanguy")), now=said)
+    assert object_copied("Maïwenn sees her the day after tomorrow.", two, [1]) == \
+        "Maïwenn sees her the day after tomorrow."
+    assert object_copied("Maïwenn sees her on Friday for results.", talk, [1]) == \
+        "Maïwenn sees her on Friday for results."

@@ -1800,10 +1800,15 @@ def found_at(line: str, sentence: str) -> int:
 
 
 OBJECT_PRONOUN = re.compile(r"\b(?P<pronoun>him|her)\b(?=\s*[,.;:!?]|\s*$|\s+(?:on|at|in|every|each|if|when|first|and|or"
-                            r"|today|tonight|tomorrow|next|once|twice|about|for|to|after|before|again|now|then)\b)")
-""""him" or "her" as the object of a sentence ("I see him on the 2nd", "ring her if"), not "her" before a noun."""
+                            r"|today|tonight|tomorrow|next|once|twice|about|for|to|after|before|again|now|then|the|an?)\b)")
+""""him" or "her" as the object of a sentence ("I see him on the 2nd", "ring her if", "I see her the day after
+tomorrow"), not "her" before a noun."""
 TITLE_WORDS = frozenset(t.rstrip(".") for t in TITLES) | frozenset("Doctor Miss Professor Nurse Sister".split())
 TITLED = rf"(?:(?:{'|'.join(TITLE_WORDS)})\.?\s+)?"
+
+
+PLACE_BEFORE = re.compile(r"\b(?:in|at|from|near)\s+$")
+"""What a place is said after ("... a neurologist at the CHU in Brest")."""
 
 
 def object_named(transcript: Transcript, before: str, sentence: str) -> str:
@@ -1811,7 +1816,8 @@ def object_named(transcript: Transcript, before: str, sentence: str) -> str:
     sentence before it in its line names (`before`: the line up to it; no question), title and
     all ("My new haematologist down here is Dr Tregear; I see him on the 2nd of next month":
     fresh18 kept "Dalit sees him on the 2nd", whom?); as it is when the sentence names anyone,
-    the one before names no one or two, or a relation there says the other gender."""
+    the one before names no one or two (a place it is "in" or "at" is no one), or a relation there says the other
+    gender."""
     found = list(OBJECT_PRONOUN.finditer(sentence))
     said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
     if len(found) != 1 or not said or said[-1].endswith(("?", "？")):
@@ -1819,13 +1825,38 @@ def object_named(transcript: Transcript, before: str, sentence: str) -> str:
     known = transcript.names
     if {n for n in CAPITALIZED.findall(sentence) if n in known and n not in TITLE_WORDS}:
         return sentence
-    names = {n for n in CAPITALIZED.findall(said[-1]) if n in known and n not in TITLE_WORDS}
+    names = {m[0] for m in CAPITALIZED.finditer(said[-1]) if m[0] in known and m[0] not in TITLE_WORDS
+             and not PLACE_BEFORE.search(said[-1][:m.start()])}  # "Dr Kerjean, a neurologist at the CHU in Brest"
     other = FEMALE if found[0]["pronoun"] == "him" else MALE
     if len(names) != 1 or other & set(words(said[-1])) or (HERS if other is FEMALE else HIS) & set(words(said[-1])):
         return sentence
     name = next(iter(names))
     titled = re.search(rf"\b{TITLED}{re.escape(name)}\b", said[-1])
     return sentence[:found[0].start()] + (titled[0] if titled else name) + sentence[found[0].end():]
+
+
+def object_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
+    """A memory with the one "him" or "her" it says (`OBJECT_PRONOUN`, two words or more after it) named as
+    `object_named` names it in the sentence of a cited person's line (or one beside it) the memory copies from the
+    pronoun on ("Dr Kerjean, a neurologist at the CHU in Brest. I see her the day after tomorrow for my blood results"
+    -> "Maïwenn sees her the day after tomorrow ...": fresh30, qwen1.5b; whom?); otherwise as it is."""
+    found = list(OBJECT_PRONOUN.finditer(text))
+    after = words(text[found[0].end():])[:3] if len(found) == 1 else []
+    if len(after) < 2:
+        return text
+    key = re.compile(rf"\b{found[0]['pronoun']}\s+" + r"\W+".join(map(re.escape, after)) + r"\b", re.IGNORECASE)
+    for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
+        line = transcript.messages[i]
+        said = next((t for t in SENTENCE.split(line.content) if key.search(t)), None) if line.role == "user" else None
+        if said is None:
+            continue
+        named = object_named(transcript, line.content[:line.content.find(said)], said)
+        at = OBJECT_PRONOUN.search(said)
+        if named == said or at is None:
+            return text
+        who = named[at.start():len(named) - len(said) + at.end()]
+        return text[:found[0].start()] + who + text[found[0].end():]
+    return text
 
 
 def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
@@ -3232,7 +3263,7 @@ class PersonalSummarizer:
             # a line copied with its speaker ("Annika: And I'm allergic to mustard": qwen0.5b): they said it
             speakers = {next(n for n in named if n.casefold() == prefix[1].strip().casefold())}
             text = text[prefix.end():]
-        text = without_empty_it(text)
+        text = object_copied(without_empty_it(text), transcript, sources)
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
             speakers = {transcript.messages[j].name or user_name for j in beside(sources, len(transcript.messages))
                         if transcript.messages[j].role == "user"}
