@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, health_word, object_copied, revalued, speaker_meant, subject_named,
-                                  to_messages, unheld_avoided, unheld_dates)
+from reme.memory.personal import (Transcript, health_word, named_subject, object_copied, revalued, speaker_meant,
+                                  subject_named, to_messages, unheld_avoided, unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
 
 from openai_server import OpenAITestServer
@@ -155,3 +155,19 @@ def test_a_her_the_model_kept_from_the_line_is_the_one_the_sentence_before_names
         "Maïwenn sees her the day after tomorrow."
     assert object_copied("Maïwenn sees her on Friday for results.", talk, [1]) == \
         "Maïwenn sees her on Friday for results."
+
+
+def test_the_child_asked_after_by_the_short_name_is_the_she_of_an_answer() -> None:
+    said = datetime(2026, 7, 9, 8, 30, tzinfo=timezone.utc)
+    talk = transcript(("Losana", "My daughter Litia, Tia for short, is six and has MSUD. And my mum, Ana, has her "
+                                 "after school on Tuesdays."),
+                      ("assistant", "Some parents give probiotics after a tummy bug. Would that help Tia?"),
+                      ("Losana", "No."), ("assistant", "Anything else coming up?"),
+                      ("Losana", "She had her flu jab last Friday, no problems."), now=said)
+    assert named_subject(talk, 4, "She had her flu jab last Friday, no problems.") == \
+        "Tia had her flu jab last Friday, no problems."
+    # a short name said of a son is no "she"
+    his = transcript(*[(who, text.replace("My daughter", "My son").replace("my mum, Ana", "my dad, Jone"))
+                       for who, text in [(m.name or m.role, m.content) for m in talk.messages]], now=said)
+    assert named_subject(his, 4, "She had her flu jab last Friday, no problems.") == \
+        "She had her flu jab last Friday, no problems."

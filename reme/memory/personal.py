@@ -1662,16 +1662,22 @@ def topic_person(transcript: Transcript, pronoun: str) -> str | None:
     return ones[0] if len(ones) == 1 else None
 
 
+SHORT_FOR = re.compile(rf"(?P<name>{_NAME}),\s+(?P<alias>{_NAME})\s+for\s+short\b")
+"""A name and the short one said for it: "My daughter Litia, Tia for short"."""
+
+
 def gender_said(transcript: Transcript, name: str) -> str | None:
-    """"He" or "She" for `name`, when what the talk says of them agrees: the relations it is said with ("my daughter
-    Embla"), and the first "he" or "she" (or "his", "her", "him") of a person's answer to the assistant asking after
+    """"He" or "She" for `name`, when what the talk says of them agrees: the relations it (or the name it is short
+    for: `SHORT_FOR`) is said with ("my daughter Embla"; "My daughter Litia, Tia for short"), and the first "he" or "she" (or "his", "her", "him") of a person's answer to the assistant asking after
     them by name, in the answer's first sentence, with no one else and no relation named before it ("How is Embla?" --
     "She had a cluster of seizures"); None when nothing says, or the lines disagree."""
     said: set[str] = set()
+    same = {name} | {m["name"] if m["alias"] == name else m["alias"] for message in transcript.messages
+                     for m in SHORT_FOR.finditer(message.content) if name in (m["name"], m["alias"])}
     for index, message in enumerate(transcript.messages):
         for m in [*MY_KIN.finditer(message.content), *THEIR_KIN.finditer(message.content),
                   *KIN_NAMED.finditer(message.content)]:
-            if m["name"] == name and m["rel"].lower() in MALE | FEMALE:
+            if m["name"] in same and m["rel"].lower() in MALE | FEMALE:
                 said.add("He" if m["rel"].lower() in MALE else "She")
         if message.role != "assistant" or name not in CAPITALIZED.findall(message.content) or YOU.search(
                 message.content) or index + 1 >= len(transcript.messages) or \
