@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, health_word, named_subject, object_copied, revalued, speaker_meant,
-                                  subject_named, to_messages, unheld_avoided, unheld_dates)
+from reme.memory.personal import (Transcript, ending, health_word, named_subject, object_copied, revalued,
+                                  speaker_meant, subject_named, to_messages, unheld_avoided, unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
 
 from openai_server import OpenAITestServer
@@ -98,6 +98,16 @@ def test_a_number_after_what_was_switched_to_changes_no_dose() -> None:
     assert revalued(stored, switched) is None
     assert revalued(stored, "They switched the anakinra dose to 200 milligrams.") == (
         stored.replace("100", "200"), "100", "200")
+
+
+def test_a_switch_after_a_doctor_said_with_a_time_ends_the_medicine_named_before() -> None:
+    # fresh30: "Anakinra, Kineret, 100 milligrams, an injection every morning." stayed after the switch
+    switched = ("The anakinra left big red welts wherever I injected it, so in April my rheumatologist, Dr Vlachou, "
+                "switched me to canakinumab, Ilaris: one injection every four weeks.")
+    ended = ending(switched, "Anakinra, Kineret, 100 milligrams, an injection every morning.", "Eleftheria", own=True)
+    assert ended and all("anakinra".startswith(stem) for stem in ended), ended
+    # a doctor said with a time is no medicine: nothing else of the memory ends
+    assert ending(switched, "Eleftheria sees Dr Vlachou every April.", "Eleftheria", own=True) == set()
 
 
 SESSION_TWO = (("assistant", "Hello, Sigrún. How is Embla?"),

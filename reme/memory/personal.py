@@ -4032,9 +4032,11 @@ _DETERMINERS = frozenset("the my our his her their a an".split())
 
 SUBJECT_SHARED = frozenset("made gave took kept got went left put set brought caused".split())
 """Verbs in the past that start a clause whose subject is the one before it ("... and gave me a rash")."""
-WHO_ALONE = re.compile(r"^\s*(?:(?:and|but|so|then)\s+)?(?:(?:my|our|his|her|their)\s+[a-z]+|" + _TITLE[:-1]
-                       + r"[A-Z][^\W\d_]+)\s*[.!]?\s*$")
-"""A clause that only names who did something, before what they did: "so my gastroenterologist", "Dr Farahani"."""
+WHO_ALONE = re.compile(r"^\s*(?:(?:and|but|so|then)\s+)?(?:(?:in|on|last|this)\s+\w+\s+)?(?:(?:my|our|his|her|their)\s+"
+                       r"[a-z]+|" + _TITLE[:-1] + r"[A-Z][^\W\d_]+)\s*[.!]?\s*$")
+"""A clause that only names who did something, before what they did: "so my gastroenterologist", "Dr Farahani", "so in
+April my rheumatologist" (fresh30: "The anakinra left big red welts ..., so in April my rheumatologist, Dr Vlachou,
+switched me to canakinumab" ended nothing)."""
 
 
 OBJECT_END = re.compile(r"[,;:.!?]|\s(?=(?:because|since|as|when|so|but|after|while|though|although)\s)",
