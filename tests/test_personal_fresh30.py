@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, ending, health_word, named_subject, object_copied, revalued,
+from reme.memory.personal import (Transcript, ending, health_word, kept_apart, named_subject, object_copied, revalued,
                                   speaker_meant, subject_named, to_messages, unheld_avoided, unheld_dates)
 from reme.memory.wording import anchor_times, weekday_spans
 
@@ -181,3 +181,15 @@ def test_the_child_asked_after_by_the_short_name_is_the_she_of_an_answer() -> No
                        for who, text in [(m.name or m.role, m.content) for m in talk.messages]], now=said)
     assert named_subject(his, 4, "She had her flu jab last Friday, no problems.") == \
         "She had her flu jab last Friday, no problems."
+
+
+def test_splitting_up_ends_the_partner_not_only_the_name() -> None:
+    # fresh30: "Stavros and I split up in March" left "Stavros is Eleftheria's partner." of "Eleftheria lives in
+    # Piraeus with Eleftheria's partner, Stavros."
+    line = "Lots. Stavros and I split up in March, and I moved home to Chania, in Crete."
+    stored = "Eleftheria lives in Piraeus with Eleftheria's partner, Stavros."
+    assert kept_apart(stored, ending(line, stored, "Eleftheria"), {"eleftheria"}) is None
+    # a sister stays a sister when the one who moved out was the speaker
+    sister = "Eleftheria lives in Piraeus with Eleftheria's sister, Katerina."
+    assert kept_apart(sister, ending("I moved out of Katerina's flat in March.", sister, "Eleftheria"),
+                      {"eleftheria"}) == "Katerina is Eleftheria's sister."

@@ -4310,6 +4310,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 what = held & _content_stems(OBJECT_END.split(clause[over.end():], 1)[0], user_name) \
                     if STOPPED_WHAT.match(clause[over.end():]) else set()
                 out |= (what or held & said) - OVER_STEMS - agents
+                if BROKE_UP.match(over[0]):  # "Stavros and I split up in March": no partner now (fresh30)
+                    out |= {_stem(w) for w in words(stored) if w in PARTNERS}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
             out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said - DOSE_WORDS}
@@ -4327,6 +4329,11 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             out |= (new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
                     | new_job(sentence, stored, user_name))
     return out
+
+
+BROKE_UP = re.compile(r"broke up|split up|separated|divorced")
+PARTNERS = frozenset("partner boyfriend girlfriend husband wife fiancé fiance fiancée fiancee spouse".split())
+"""An ending that is a couple parting, and what it ends a memory calls the one parted from."""
 
 
 LISTED = re.compile(r"^(?:the|my|our|his|her|their)\s+[^\s,]+(?:\s+[^\s,]+){0,2}$", re.IGNORECASE)
