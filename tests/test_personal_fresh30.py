@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from reme import ReMe
 
 from reme.memory.personal import (Transcript, ending, health_word, kept_apart, named_subject, object_copied, revalued,
-                                  speaker_meant, subject_named, to_messages, unheld_avoided, unheld_dates)
+                                  speaker_meant, subject_named, to_messages, unheld_avoided, unheld_dates, worth_keeping)
 from reme.memory.wording import anchor_times, weekday_spans
 
 from openai_server import OpenAITestServer
@@ -193,3 +193,13 @@ def test_splitting_up_ends_the_partner_not_only_the_name() -> None:
     sister = "Eleftheria lives in Piraeus with Eleftheria's sister, Katerina."
     assert kept_apart(sister, ending("I moved out of Katerina's flat in March.", sister, "Eleftheria"),
                       {"eleftheria"}) == "Katerina is Eleftheria's sister."
+
+
+def test_a_he_left_of_an_ended_contact_is_nothing_worth_keeping() -> None:
+    # fresh30: the split ended Stavros, and "He's home more than Eleftheria is." kept the old contact whole
+    stored = "Eleftheria's emergency contacts: Stavros. He's home more than Eleftheria is."
+    line = "Stavros and I split up in March. My emergency contact is my sister Katerina, who lives five minutes away."
+    assert not worth_keeping(stored, ending(line, stored, "Eleftheria"), {"eleftheria"})
+    # a name that is no one's own still is
+    assert worth_keeping(stored.replace("He's home more", "Dr Vlachou knows him better"),
+                         ending(line, stored, "Eleftheria"), {"eleftheria"})

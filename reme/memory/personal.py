@@ -4652,12 +4652,14 @@ def taken_though_stopped(text: str, lines: str) -> set[str]:
 def worth_keeping(stored: str, gone: set[str], people: set[str]) -> bool:
     """Whether what `kept_apart` leaves of a stored memory, when it cannot stand alone, holds
     something worth keeping it whole for: a health word, a number, or a name not the memory's own
-    (`people`). fresh20 kept "Can't go up ladders, can't drive to sites. It's doing Hemi's head
-    in, excuse the pun." whole when driving and the building job had ended, for its last sentence."""
+    (`people`; a pronoun is none: "Eleftheria's emergency contacts: Stavros. He's home more than Eleftheria is." kept
+    nothing worth it when the split ended Stavros, fresh30). fresh20 kept "Can't go up ladders, can't drive to sites.
+    It's doing Hemi's head in, excuse the pun." whole when driving and the building job had ended, for its last
+    sentence."""
     parts = _parts_left(stored, gone, "", predicates_stay=True)[0]
     return any(health_word(w) or any(c.isdigit() for c in w) for part in parts for w in words(part)) or any(
-        w.lower() not in people and w.lower() not in STARTERS and w.lower() not in MONTHS and w.lower() not in WEEKDAYS
-        for part in parts for w in CAPITALIZED.findall(part))
+        w.lower() not in people and w.lower() not in STARTERS | PRONOUNS and w.lower() not in MONTHS
+        and w.lower() not in WEEKDAYS for part in parts for w in CAPITALIZED.findall(part))
 
 
 def job_ended(stored: str, gone: set[str], people: set[str]) -> bool:
