@@ -1865,6 +1865,35 @@ def object_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     return text
 
 
+IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|skip|skipping|miss|missing|crush|chew"
+                       r"|halve|double|with|on|off|without)\s+(?P<it>it)\b(?!['’])")
+"""An "it" a medicine is said as, after what is done to it ("never to stop it suddenly")."""
+
+
+def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
+    """A memory with the one "it" it says (`IT_OBJECT`) named as `named_thing` names a sentence starting with it in the
+    cited person's line (or one beside it) the memory copies it from: "Ruxolitinib, Jakavi, 15 milligrams twice a day.
+    Dr Altantsetseg told me never to stop it suddenly" -> "... told Ganzorig never to stop it suddenly" (fresh31,
+    qwen1.5b: what not to stop, the memory did not say); otherwise as it is."""
+    found = list(IT_OBJECT.finditer(text))
+    if len(found) != 1 or len(re.findall(r"\bit\b", text, re.IGNORECASE)) != 1:
+        return text
+    lead = words(text[:found[0].start("it")])[-1:]
+    after = words(text[found[0].end("it"):])[:2]
+    key = re.compile(r"\b" + r"\W+".join(map(re.escape, [*lead, "it", *after])) + r"\b", re.IGNORECASE)
+    for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
+        line = transcript.messages[i]
+        said = next((t for t in SENTENCE.split(line.content) if key.search(t)), None) if line.role == "user" else None
+        if said is None:
+            continue
+        named = named_thing(line.content[:line.content.find(said)], "It is.")
+        if named == "It is." or (thing := named[:-len(" is.")]).lower() in text.lower():
+            return text
+        thing = thing[0].lower() + thing[1:] if thing.startswith("The ") else thing
+        return text[:found[0].start("it")] + thing + text[found[0].end("it"):]
+    return text
+
+
 def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
     """`text` (`sentence` of line `index`, its subject named where code could) after the sentences
     before it in its line that say what its leading "It", "That" or "They" is, when it still
@@ -3269,7 +3298,7 @@ class PersonalSummarizer:
             # a line copied with its speaker ("Annika: And I'm allergic to mustard": qwen0.5b): they said it
             speakers = {next(n for n in named if n.casefold() == prefix[1].strip().casefold())}
             text = text[prefix.end():]
-        text = object_copied(without_empty_it(text), transcript, sources)
+        text = it_copied(object_copied(without_empty_it(text), transcript, sources), transcript, sources)
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
             speakers = {transcript.messages[j].name or user_name for j in beside(sources, len(transcript.messages))
                         if transcript.messages[j].role == "user"}
