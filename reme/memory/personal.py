@@ -1668,9 +1668,10 @@ SHORT_FOR = re.compile(rf"(?P<name>{_NAME}),\s+(?P<alias>{_NAME})\s+for\s+short\
 
 def gender_said(transcript: Transcript, name: str) -> str | None:
     """"He" or "She" for `name`, when what the talk says of them agrees: the relations it (or the name it is short
-    for: `SHORT_FOR`) is said with ("my daughter Embla"; "My daughter Litia, Tia for short"), and the first "he" or "she" (or "his", "her", "him") of a person's answer to the assistant asking after
-    them by name, in the answer's first sentence, with no one else and no relation named before it ("How is Embla?" --
-    "She had a cluster of seizures"); None when nothing says, or the lines disagree."""
+    for: `SHORT_FOR`) is said with ("my daughter Embla"; "My daughter Litia, Tia for short"), and the first "he" or
+    "she" (or "his", "her", "him") of a person's answer to the assistant asking after them by name, in the answer's
+    first sentence, with no one else and no relation named before it ("How is Embla?" -- "She had a cluster of
+    seizures"); None when nothing says, or the lines disagree."""
     said: set[str] = set()
     same = {name} | {m["name"] if m["alias"] == name else m["alias"] for message in transcript.messages
                      for m in SHORT_FOR.finditer(message.content) if name in (m["name"], m["alias"])}
@@ -1805,8 +1806,9 @@ def found_at(line: str, sentence: str) -> int:
     return line.find(core[0].lower() + core[1:])
 
 
-OBJECT_PRONOUN = re.compile(r"\b(?P<pronoun>him|her)\b(?=\s*[,.;:!?]|\s*$|\s+(?:on|at|in|every|each|if|when|first|and|or"
-                            r"|today|tonight|tomorrow|next|once|twice|about|for|to|after|before|again|now|then|the|an?)\b)")
+OBJECT_PRONOUN = re.compile(r"\b(?P<pronoun>him|her)\b(?=\s*[,.;:!?]|\s*$|\s+(?:on|at|in|every|each|if|when|first"
+                            r"|and|or|today|tonight|tomorrow|next|once|twice|about|for|to|after|before|again|now|then"
+                            r"|the|an?)\b)")
 """"him" or "her" as the object of a sentence ("I see him on the 2nd", "ring her if", "I see her the day after
 tomorrow"), not "her" before a noun."""
 TITLE_WORDS = frozenset(t.rstrip(".") for t in TITLES) | frozenset("Doctor Miss Professor Nurse Sister".split())
@@ -1851,18 +1853,26 @@ def object_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     if len(after) < 2:
         return text
     key = re.compile(rf"\b{found[0]['pronoun']}\s+" + r"\W+".join(map(re.escape, after)) + r"\b", re.IGNORECASE)
+    if (copied := copied_sentence(key, transcript, sources)) is None:
+        return text
+    before, said = copied
+    named = object_named(transcript, before, said)
+    at = OBJECT_PRONOUN.search(said)
+    if named == said or at is None:
+        return text
+    who = named[at.start():len(named) - len(said) + at.end()]
+    return text[:found[0].start()] + who + text[found[0].end():]
+
+
+def copied_sentence(key: re.Pattern[str], transcript: Transcript, sources: Sequence[int]) -> tuple[str, str] | None:
+    """The first sentence `key` finds in a person's line a memory cites (or one beside it: a small model's sources
+    are often off by one), with its line up to it; None when none."""
     for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
         line = transcript.messages[i]
         said = next((t for t in SENTENCE.split(line.content) if key.search(t)), None) if line.role == "user" else None
-        if said is None:
-            continue
-        named = object_named(transcript, line.content[:line.content.find(said)], said)
-        at = OBJECT_PRONOUN.search(said)
-        if named == said or at is None:
-            return text
-        who = named[at.start():len(named) - len(said) + at.end()]
-        return text[:found[0].start()] + who + text[found[0].end():]
-    return text
+        if said is not None:
+            return line.content[:line.content.find(said)], said
+    return None
 
 
 IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|skip|skipping|miss|missing|crush|chew"
@@ -1881,17 +1891,13 @@ def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     lead = words(text[:found[0].start("it")])[-1:]
     after = words(text[found[0].end("it"):])[:2]
     key = re.compile(r"\b" + r"\W+".join(map(re.escape, [*lead, "it", *after])) + r"\b", re.IGNORECASE)
-    for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
-        line = transcript.messages[i]
-        said = next((t for t in SENTENCE.split(line.content) if key.search(t)), None) if line.role == "user" else None
-        if said is None:
-            continue
-        named = named_thing(line.content[:line.content.find(said)], "It is.")
-        if named == "It is." or (thing := named[:-len(" is.")]).lower() in text.lower():
-            return text
-        thing = thing[0].lower() + thing[1:] if thing.startswith("The ") else thing
-        return text[:found[0].start("it")] + thing + text[found[0].end("it"):]
-    return text
+    if (copied := copied_sentence(key, transcript, sources)) is None:
+        return text
+    named = named_thing(copied[0], "It is.")
+    if named == "It is." or (thing := named[:-len(" is.")]).lower() in text.lower():
+        return text
+    thing = thing[0].lower() + thing[1:] if thing.startswith("The ") else thing
+    return text[:found[0].start("it")] + thing + text[found[0].end("it"):]
 
 
 def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
@@ -2264,7 +2270,9 @@ def speaker_meant(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     return _subject_put(speaker, text[lead.end("s" if lead["s"] else "pronoun"):], bool(lead["s"]))
 
 
-SAME_VERB = {"'s": ("am", "['’]m", "have", "['’]ve"), "is": ("am", "['’]m"), "has": ("have", "['’]ve"), "was": ("was",), "does": ("do",), "goes": ("go",)}
+SAME_VERB = {"'s": ("am", "['’]m", "have", "['’]ve"), "is": ("am", "['’]m"), "has": ("have", "['’]ve"),
+             "was": ("was",), "does": ("do",), "goes": ("go",)}
+"""The first person's forms of a verb a memory says in the third (`said_in_first_person`)."""
 
 
 def said_in_first_person(text: str, said: str) -> bool:
