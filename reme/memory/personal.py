@@ -1168,7 +1168,10 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 # fresh27: lacosamide, bicalutamide, enzalutamide, temozolomide, indapamide were no medicines
                 "cosamide", "lutamide", "zolomide", "pamide",
                 # fresh29: trofinetide (peptides: octreotide, exenatide, teriparatide), eplerenone (finerenone)
-                "tide", "renone")
+                "tide", "renone",
+                # fresh31: ciclosporin, cysteamine, lumasiran (inclisiran), alfacalcidol, tranexamic acid, deferasirox,
+                # and a brand of drops (Cystadrops; "drops" alone is none: an ending needs two letters before it)
+                "sporin", "eamine", "siran", "calcidol", "examic", "asirox", "drops")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
 citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
@@ -1456,6 +1459,27 @@ NOT_FRAGMENT = frozenset("i we he she they it you is are am was were be been hav
 """Words that make a sentence more than a thing named alone: a subject, a verb."""
 
 
+ONE_BACK = re.compile(r"^(?:he|she|they|we|i)\s+(?:[^\W\d_]+\s+){0,2}?(?:one|it|them)\b", re.IGNORECASE)
+"""A clause whose "one" or "it" is the thing the clause before it names: "he needs one about every three weeks now"."""
+
+
+def clauses_joined(transcript: Transcript) -> Iterator[tuple[int, str]]:
+    """`statements`, a clause after a ";" that says "one" or "it" of what the clause before names (`ONE_BACK`), with
+    no health word of its own, kept with that clause: "so he has a transfusion this Thursday; he needs one about every
+    three weeks now" (fresh31: how often, the clause alone did not say of what)."""
+    said = list(statements(transcript))
+    k = 0
+    while k < len(said):
+        index, sentence = said[k]
+        while k + 1 < len(said) and said[k + 1][0] == index and sentence.endswith(";") \
+                and ONE_BACK.match(said[k + 1][1]) and any(health_word(w) for w in words(sentence)) \
+                and not any(health_word(w) for w in words(said[k + 1][1])):
+            sentence = f"{sentence} {said[k + 1][1]}"
+            k += 1
+        yield index, sentence
+        k += 1
+
+
 def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     """The sentences people said (`statements`), each run of things named alone ("Trimethoprim.",
     "Sulfa antibiotics.": four words or fewer, no subject or verb of `NOT_FRAGMENT`) that holds a
@@ -1464,7 +1488,7 @@ def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     with "It", which `named_thing` names."""
     run: list[str] = []
     line = -1
-    for index, sentence in statements(transcript):
+    for index, sentence in clauses_joined(transcript):
         if index != line:
             yield from ((line, kept) for kept in run)
             run, line = [], index
@@ -1504,6 +1528,8 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
     again). A Chinese line is not judged."""
     held = stems(written)
+    # a medicine is held by its whole name, not its stem: "Cystadrops" is not "Cystagon" (fresh31)
+    whole = {w.removesuffix("s") for text in written for w in words(text)}
     each = [stems([text]) | ({NEVER_SAID} if NEVER.search(text) else set()) for text in written]
     out: list[tuple[int, str]] = []
     for index, sentence in health_led(transcript):
@@ -1528,6 +1554,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         condition = call_when(sentence)
         if len(sentence) <= MAX_CONTENT_CHARS and (
                 health and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])
+                or any(medicine_word(w) and w.removesuffix("s") not in whole for w in health)
                 or health and any(not any(need <= one for one in each) for need in needs(sentence))
                 or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)):
             out.append((index, sentence))
@@ -1855,7 +1882,7 @@ def object_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     key = re.compile(rf"\b{found[0]['pronoun']}\s+" + r"\W+".join(map(re.escape, after)) + r"\b", re.IGNORECASE)
     if (copied := copied_sentence(key, transcript, sources)) is None:
         return text
-    before, said = copied
+    before, said, _ = copied
     named = object_named(transcript, before, said)
     at = OBJECT_PRONOUN.search(said)
     if named == said or at is None:
@@ -1864,20 +1891,23 @@ def object_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     return text[:found[0].start()] + who + text[found[0].end():]
 
 
-def copied_sentence(key: re.Pattern[str], transcript: Transcript, sources: Sequence[int]) -> tuple[str, str] | None:
+def copied_sentence(key: re.Pattern[str], transcript: Transcript,
+                    sources: Sequence[int]) -> tuple[str, str, int] | None:
     """The first sentence `key` finds in a person's line a memory cites (or one beside it: a small model's sources
-    are often off by one), with its line up to it; None when none."""
+    are often off by one), with its line up to it and the line's index; None when none."""
     for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
         line = transcript.messages[i]
         said = next((t for t in SENTENCE.split(line.content) if key.search(t)), None) if line.role == "user" else None
         if said is not None:
-            return line.content[:line.content.find(said)], said
+            return line.content[:line.content.find(said)], said, i
     return None
 
 
 IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|skip|skipping|miss|missing|crush|chew"
-                       r"|halve|double|with|on|off|without)\s+(?P<it>it)\b(?!['’])")
-"""An "it" a medicine is said as, after what is done to it ("never to stop it suddenly")."""
+                       r"|halve|halved|double|doubled|raised|lowered|increased|reduced|upped|cut|put|with|on|off"
+                       r"|without)\s+(?P<it>it)\b(?!['’])")
+"""An "it" a medicine is said as, after what is done to it ("never to stop it suddenly", "raised it to 90
+milligrams")."""
 
 
 def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
@@ -1894,6 +1924,9 @@ def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     if (copied := copied_sentence(key, transcript, sources)) is None:
         return text
     named = named_thing(copied[0], "It is.")
+    asked = {w for w in words(asked_before(transcript.messages, copied[2])) if medicine_word(w)}
+    if named == "It is." and len(asked) == 1 and not any(medicine_word(w) for w in words(copied[0])):
+        named = f"{asked.pop()} is."  # "How is the burosumab going?" "Dr Asamoah raised it to 90 ..." (fresh31)
     if named == "It is." or (thing := named[:-len(" is.")]).lower() in text.lower():
         return text
     thing = thing[0].lower() + thing[1:] if thing.startswith("The ") else thing
@@ -1941,6 +1974,12 @@ on the 2nd of September" after "... degarelix injections instead, 80 milligrams 
 lasts more than five minutes, give buccal midazolam" after "She has seizures." (fresh29: kept with no seizure)."""
 
 
+LATE_SUBJECT = re.compile(r"[a-z](?:[^\W\d_]|\s){0,40}?\b(?:they|it)(?:['’](?:re|s|ll|d)\b|\s+(?:are|is|were|was|will"
+                          r"|have|has)\b)")
+"""A clause cut from its sentence (at a ";" or ":") whose subject "they" or "it" comes after a few words: "after
+the first three they're every eight weeks" (fresh31: kept as said, what "they" are it did not say)."""
+
+
 def needs_before(sentence: str) -> bool:
     """Whether a sentence says what only the one before it tells: it starts with "it", "that" or
     "they" (`pronoun_led`; "he" and "she" name a person the sentences before may not), says "the
@@ -1948,7 +1987,8 @@ def needs_before(sentence: str) -> bool:
     names no medicine ("Sixty milligrams when I wake up" after "Tolvaptan, the brand's Jinarc.";
     "Every day for life" after "Colchicine, one milligram a day": fresh20)."""
     lead = without_lead_in(sentence)
-    if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead):
+    if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead) \
+            or LATE_SUBJECT.match(sentence):
         return True
     dose = DOSE.match(with_digits(lead)) or SCHEDULE_FIRST.match(lead)
     return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
@@ -2034,12 +2074,17 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
     named = {m for m in CAPITALIZED.findall(asked.content) if m in known} if asked else set()
     name = None
     before = transcript.messages[index].content[:at]
+    # a speaker is no "he" to themselves: "I'm Khulan, the nurse ... I take his blood" (fresh31)
+    speaking = set(CAPITALIZED.findall(transcript.messages[index].name or ""))
     theirs = HIS if other == "He" else HERS
     since = [t for t in SENTENCE.split(before) if t.strip()]
     while since and not theirs & set(words(since[0])):
         since.pop(0)
     lead = SUBJECT_NAME.match(since[0].strip()) if since else None
-    if since and not any(m in known for t in since[1:] for m in CAPITALIZED.findall(t)) and not (
+    # one named after the other pronoun in its own sentence is the one meant ("If she doesn't answer, my younger
+    # brother Phúc; his number is ...": fresh31)
+    after = re.split(rf"\b(?:{'|'.join(theirs)})\b", since[0], flags=re.IGNORECASE)[-1] if since else ""
+    if since and not any(m in known for t in [after, *since[1:]] for m in CAPITALIZED.findall(t)) and not (
             lead and lead["name"] in known and (lead["rel"] or "").casefold() not in (MALE if pronoun == "She" else
                                                                                       FEMALE)):
         # "Back at work today, his first shift. She's called twice": not him; but "My husband Sorin ..., he
@@ -2054,7 +2099,7 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
         # a clause giving another name of someone named before it is no one new ("My mother,
         # Rosario, though everyone calls her Doña Chayo": fresh14)
         clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
-        naming = [k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known}
+        naming = [k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known} - speaking
                   and not (k and (ALIAS.search(c) or APPOSITIVE.match(c)))]
         if not naming:
             continue
@@ -2079,9 +2124,24 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
         if len(named) == 1:
             name = named.pop()
         elif named or not (name := the_one_related(transcript, index, at, pronoun)
-                           or topic_person(transcript, pronoun)):
+                           or topic_person(transcript, pronoun) or spoken_of(transcript, index, pronoun)):
             return None
     return name
+
+
+def spoken_of(transcript: Transcript, index: int, pronoun: str) -> str | None:
+    """Whom "he" or "she" (`pronoun`) in line `index`, of a speaker who names no one before it, is when the talk has
+    one other person speaking before it who is not of the other gender (`gender_said`) and not introduced with a
+    relation of it: a nurse or relative speaks of the one they came with ("I'm Khulan, the nurse from the family health
+    centre. I take his blood every Monday. His haemoglobin yesterday was 78": fresh31, of Ganzorig, beside his
+    daughter Oyuna); None when none or more than one could be, or the line is no named speaker's."""
+    speaker = transcript.messages[index].name
+    if not speaker or transcript.messages[index].role != "user":
+        return None
+    other = "She" if pronoun == "He" else "He"
+    before = {m.name for m in transcript.messages[:index] if m.role == "user" and m.name and m.name != speaker}
+    ones = [n for n in before if gender_said(transcript, n.split()[0]) != other]
+    return ones[0].split()[0] if len(ones) == 1 else None
 
 
 WORK_ASKED = re.compile(r"\bwhat\s+do\s+you\s+do\b|\bfor\s+(?:work|a\s+living)\b|\byour\s+(?:job|work)\b"
@@ -2109,7 +2169,8 @@ in Leith, in Edinburgh." (fresh26: "I moved in with Leander ..., in Portobello" 
 STATE_LEADS = re.compile(r"(?:Allergic|Anaphylactic|Intolerant|Sensitive|Diabetic|Epileptic|Coeliac|Celiac|Asthmatic"
                          r"|Pregnant)\b")
 """A sentence that says a state with no subject: "Anaphylactic to cashews and pistachios."."""
-OWNER_LEADS = re.compile(r"(?:His|Her)\s+(?=[^\W\d_])")
+OWNER_LEADS = re.compile(r"(?:[Hh]is|[Hh]er)\s+(?=[^\W\d_])")
+"""A sentence (or the part of one after a semicolon: "...; his number is 0905 318 442": fresh31) led by whose."""
 WHEN_WHERE = re.compile(r"^(?:(?:and|so)\s+)?(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+)?(?:when|where)(?:['’]s|\s+(?P<verb>is|are|was|were))"
                         r"\s+(?P<thing>[^?]{3,60}?)\s*\?$", re.IGNORECASE)
 """A question of when or where something is: "When is the wedding itself?", "Kristjan, when's the surgery?"."""
@@ -2177,7 +2238,8 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
             return f"{asked_of.pop()}'s {sentence[owner.end():]}"
         # fresh25 (qwen1.5b): "His dad, Joaquín, my ex-husband, has him every other weekend" and "His sister Xiomara"
         # of the son the mother speaks of were dropped as led by a pronoun
-        who = None if asked_of else pronoun_person(transcript, index, at, "He" if sentence.startswith("His") else "She")
+        who = None if asked_of else pronoun_person(transcript, index, at, "He" if sentence[:3].lower() == "his"
+                                                                  else "She")
         return f"{who}'s {sentence[owner.end():]}" if who else sentence
     if (not before and message.name and WORK_ASKED.search(asked) and (work := WORK_ALONE.match(sentence))
             and work["job"].lower() not in NOT_WORK | FILLER):
@@ -2653,7 +2715,43 @@ def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[st
         text = f"No {act} for {message.name or user_name}: {first[:1].lower()}{first[1:]}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
+    return out + unheld_refused_stops(transcript, user_name, written)
+
+
+STOP_OFFERED = re.compile(r"\b(?:could|should|can|would)\s+(?:you|he|she|we)\s+(?:just\s+)?(?P<verb>stop|drop|skip"
+                          r"|come\s+off|cut\s+out|quit)\s+(?:the\s+|your\s+|his\s+|her\s+)?(?P<thing>[\w-]+)",
+                          re.IGNORECASE)
+NO_THEN = re.compile(r"^\W*No\W*$", re.IGNORECASE)
+"""The assistant's offer to stop a medicine ("Since you're feeling better, could you stop the prednisolone?"), and
+an answer's "No." before what it says instead."""
+
+
+def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """A person's "No." to the assistant's question whether they could stop the one medicine it names
+    (`STOP_OFFERED`), with the sentence after it that says "never" or "not", when no memory holds the medicine with
+    a "never" or "not": "<speaker> will not stop the prednisolone: never on my own, and never suddenly." (fresh31:
+    "No. Never on my own, and never suddenly." became "Jaakko should stop the prednisolone when ...")."""
+    out: list[tuple[int, str]] = []
+    for index, message in enumerate(transcript.messages):
+        asked = asked_before(transcript.messages, index)
+        offer = STOP_OFFERED.search(asked) if message.role == "user" and asked else None
+        if offer is None or not medicine_word(offer["thing"].lower()) or CJK_CHAR.search(message.content):
+            continue
+        said = [t.strip() for t in SENTENCE.split(" ".join(message.content.split())) if t.strip()]
+        if len(said) < 2 or not NO_THEN.match(said[0]) or not NEVER_OR_NOT.search(said[1]):
+            continue
+        thing = _stem(offer["thing"].lower())
+        if any(thing in stems([text]) and NEVER_OR_NOT.search(text) for text in written):
+            continue
+        verb = " ".join(offer["verb"].lower().split())
+        text = f"{message.name or user_name} will not {verb} the {offer['thing'].lower()}: " \
+               f"{said[1][:1].lower()}{said[1][1:]}"
+        if len(text) <= MAX_CONTENT_CHARS:
+            out.append((index, text))
     return out
+
+
+NEVER_OR_NOT = re.compile(r"\b(?:never|not|no)\b|n['’]t\b", re.IGNORECASE)
 
 
 def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
@@ -4109,7 +4207,11 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
         whole = held & _content_stems(" ".join(said), user_name)
         said = unled(said, _DETERMINERS)
         # its subject, else what it names after: "The neurologist put her levetiracetam up, so it's 500 mg now"
-        return held & _content_stems(" ".join(said[:3]), user_name) or whole
+        subject = held & _content_stems(" ".join(said[:3]), user_name)
+        form = next((k for k, w in enumerate(said[:3]) if _stem(w) in DOSE_WORDS), 0)
+        if subject and subject <= DOSE_WORDS and form and not held & _content_stems(" ".join(said[:form]), user_name):
+            return set()  # "The iron tablets ..., so I stopped them" ends no tranexamic acid tablets (fresh31)
+        return subject or whole
     return held & _content_stems(asked, user_name)
 
 
@@ -4324,7 +4426,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
             # the word saying it ended is not what ended ("Stopped in March" of "..., to stop a flare": fresh27)
-            if (not held & said - OVER_STEMS and (not own or says_own(sentence))
+            # (a unit it shares is no thing: "raised it to 90 milligrams" of "burosumab, 80 milligrams": fresh31)
+            if (not held & said - OVER_STEMS - DOSE_WORDS and (not own or says_own(sentence))
                     and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
                          or SUBJECTLESS.match(clause) or switch)):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
@@ -4822,9 +4925,9 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
-SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
+SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:(?:since|now|as|if)\s+[^,?]{1,40},\s+)?(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
                       r"|should you|could you (?:try|use|take|"
-                      r"get|ask)|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
+                      r"get|ask|stop|drop|skip|come off|cut out|quit)|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
                       r"|checked out)|do you want to "
                       r"(?:try|use|take|get)|is it worth|maybe (?:you|a|an|try)|how about (?:trying|using|taking|getting"
                       r"|a|an|some))\b", re.IGNORECASE)
