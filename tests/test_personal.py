@@ -4440,11 +4440,13 @@ async def test_a_health_conversation_loses_no_sentence_the_model_left_out(
             {"role": "assistant", "content": "Thanks. Anything you do to stay safe day to day?"},
             {"role": "user", "name": "Anjali", "content": "What I do stick to: showers only, never a bath, and the "
              "bathroom door stays unlocked. It helps a lot, honestly."}]
-    server.script(EXTRACT, memories({"content": "Anjali has epilepsy and takes brivaracetam", "sources": [0]}))
+    # (the memory holds the age said in words: a number no memory holds would keep line 0 as said too)
+    server.script(EXTRACT, memories({"content": "Anjali has had epilepsy since twelve and takes brivaracetam",
+                                     "sources": [0]}))
     result = await reme.summarize_memory(chat, user_name="Anjali")
 
     assert [n.content for n in result.added] == [
-        "Anjali has epilepsy and takes brivaracetam",
+        "Anjali has had epilepsy since twelve and takes brivaracetam",
         "What Anjali does stick to: showers only, never a bath, and the bathroom door stays unlocked."]
     assert result.added[1].metadata["source_turns"] == [2]
     # "It helps a lot, honestly" says nothing besides filler ("honestly" is one): not kept, and no repair call

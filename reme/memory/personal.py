@@ -1527,7 +1527,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     the index of their line: a safety fact no memory kept ("He's eight and he's allergic to egg",
     "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
     again). A Chinese line is not judged."""
-    held = stems(written)
+    held = stems(written) | stems(with_digits(text) for text in written)
     # a medicine is held by its whole name, not its stem: "Cystadrops" is not "Cystagon" (fresh31)
     whole = {w.removesuffix("s") for text in written for w in words(text)}
     each = [stems([text]) | ({NEVER_SAID} if NEVER.search(text) else set()) for text in written]
@@ -1553,7 +1553,10 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
             health += names or words(first[0])
         condition = call_when(sentence)
         if len(sentence) <= MAX_CONTENT_CHARS and (
-                health and any(_stem(w) not in held for w in health + [w for w in said if w.isdigit()])
+                # its numbers said in words too (fresh31: "Cysteamine, Cystagon, every six hours, ..." was held by
+                # "Sumaq takes cysteamine, Cystagon, and ...")
+                health and any(_stem(w) not in held for w in health + [w for w in words(with_digits(sentence))
+                                                                       if w.isdigit()])
                 or any(medicine_word(w) and w.removesuffix("s") not in whole for w in health)
                 or health and any(not any(need <= one for one in each) for need in needs(sentence))
                 or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)):
@@ -1667,8 +1670,11 @@ def the_one_related(transcript: Transcript, index: int, at: int, pronoun: str) -
         for parent in PARENT_OF.finditer(text):
             if said_of := next((w for w in words(text[parent.end():]) if w in HIS | HERS), None):
                 (ones if (said_of in HIS) == (pronoun == "He") else others).add(parent["name"])
+    # a speaker's own name is no one else (fresh31: "I'm Sumaq Huarancca ... I'm writing for my son, Yaku")
+    speaking = {w for name in transcript.speakers for w in CAPITALIZED.findall(name)}
     subjects = {m["name"] for text in lines for one in SENTENCE.split(text) for clause in SUBJECT_CLAUSE.split(one)
                 if (m := SUBJECT_NAME.match(clause.strip())) and m["name"] in transcript.names
+                and m["name"] not in speaking and clause.strip().rstrip(".,;:!") != m[0].strip()  # not a name alone
                 and not ALIAS.search(clause)}  # "I'm Onalenna, Ona for short" (fresh28): no one else
     if len(ones) != 1 or not subjects <= ones | others:
         return None
@@ -2031,6 +2037,10 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
         lead = HE_OR_SHE.match(sentence, timed.end())
     message = transcript.messages[index]
     at = found_at(message.content, sentence)
+    if (they := re.match(r"(?:They|It)\b", sentence)) and message.role == "user" and index and at >= 0 \
+            and re.fullmatch(r"\s*No,\s*", message.content[:at]) \
+            and (thing := thing_offered(transcript.messages[index - 1].content)):
+        return thing[:1].upper() + thing[1:] + sentence[they.end():]  # "No, they thin the blood" (`thing_offered`)
     if CARERS_DID.match(sentence) and message.role == "user" and at >= 0:
         return carers_named(message.content[:at], sentence)
     if IT_LEADS.match(sentence) and message.role == "user" and at >= 0:
@@ -2705,17 +2715,39 @@ def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[st
         if message.role != "user" or not asked_before(transcript.messages, index):
             continue
         first = SENTENCE.split(" ".join(message.content.split()))[0].strip()
-        if not REFUSED_WITH.match(first) or CJK_CHAR.search(first):
+        if CJK_CHAR.search(first):
             continue
-        offered = {m["act"].lower() for m in GERUND_OFFERED.finditer(transcript.messages[index - 1].content)
-                   } - NOT_ACTIVITIES
-        act = offered.pop() if len(offered) == 1 else ""
-        if not act or any(_stem(act) in h for h in held):
+        if REFUSED_WITH.match(first):
+            offered = {m["act"].lower() for m in GERUND_OFFERED.finditer(transcript.messages[index - 1].content)
+                       } - NOT_ACTIVITIES
+            act = offered.pop() if len(offered) == 1 else ""
+        elif (no := NO_BECAUSE.match(first)) and (act := thing_offered(transcript.messages[index - 1].content)):
+            first = no["why"]  # "Fish oil capsules are good for the heart. Would you like to try them?" -- "No, they
+            # thin the blood." (fresh31: kept as "They thin the blood.")
+        else:
+            continue
+        if not act or any(_stem(w) in h for h in held for w in words(act)[-1:]):
             continue
         text = f"No {act} for {message.name or user_name}: {first[:1].lower()}{first[1:]}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out + unheld_refused_stops(transcript, user_name, written)
+
+
+NO_BECAUSE = re.compile(r"No,\s+(?P<why>(?:they|it)\s+\S+(?:\s+\S+){1,})", re.IGNORECASE)
+THING_IS = re.compile(r"^(?P<thing>[A-Za-z][a-z-]*(?:\s+[a-z-]+){0,3}?)\s+(?:is|are|can|could|may|might|help|helps)\b")
+OFFERED_AGAIN = re.compile(r"\b(?:try|take|use|get|have)\s+(?:them|it|some)\b", re.IGNORECASE)
+
+
+def thing_offered(said: str) -> str:
+    """What the assistant's line offers by "them" or "it" (`OFFERED_AGAIN`, in its last sentence, one that suggests:
+    `SUGGESTS`), the thing its sentence before starts with (`THING_IS`), in lower case: "fish oil capsules" of "Fish
+    oil capsules are good for the heart. Would you like to try them?"; "" when none."""
+    sentences = [t.strip() for t in SENTENCE.split(said) if t.strip()]
+    if len(sentences) < 2 or not SUGGESTS.match(sentences[-1]) or not OFFERED_AGAIN.search(sentences[-1]):
+        return ""
+    thing = THING_IS.match(sentences[-2])
+    return thing["thing"].lower() if thing and thing["thing"].split()[0].lower() not in STARTERS else ""
 
 
 STOP_OFFERED = re.compile(r"\b(?:could|should|can|would)\s+(?:you|he|she|we)\s+(?:just\s+)?(?P<verb>stop|drop|skip"
@@ -3890,6 +3922,9 @@ class Decider:
                 left = worth_keeping(over.content, shown.ends[(k, j)], set(words(over.memory_target))) \
                     and not job_ended(over.content, shown.ends[(k, j)], set(words(over.memory_target)))
                 changed = revalued(over.content, shown.cited[k])
+                if changed is not None:  # and the parts the line ends beside it go (fresh31: "The ciclosporin went")
+                    changed = (without_ended(changed[0], shown.ends[(k, j)], changed[2],
+                                             set(words(over.memory_target))), *changed[1:])
                 if changed is not None and (left or changed[2] not in amounts(cand.content) or not self._about(k, j)):
                     # the candidate need not say the new value: "My kidney numbers rose, so the givosiran is
                     # 1.25 mg per kilo now" gave "Wei's kidney numbers rose"
@@ -4341,10 +4376,22 @@ def users_parts(stored: str, user_name: str) -> Iterator[str]:
     """The parts of a stored memory (`JOINT`) whose subject is the user ("Ines lives in ..."), not
     something of theirs ("Ines's brother ...")."""
     name = words(user_name)[:1]
+    theirs = False
     for sentence in SENTENCE.split(stored):
+        theirs = theirs and sentence.startswith("they ")  # after a ";"
         for part in JOINT.split(sentence)[0::2]:
             if name and words(part)[:1] == name and not re.match(r"^\S+['’]", part):
+                theirs = True
                 yield part
+            elif theirs and words(part)[:1] == ["they"]:  # "Ji-woo has a boyfriend, Daan; they live together in ..."
+                yield part
+
+
+BOUGHT_HOME = re.compile(r"\b(?:(?i:i|we)|[A-Z][^\W\d_]+\s+and\s+I)\s+(?:(?:just|finally)\s+)?bought\s+(?:a|an|our|my)\s+"
+                         r"(?:new\s+)?(?:[a-z]+\s+)?(?:house|flat|home|apartment|bungalow|cottage)\s+in\s+"
+                         r"(?P<to>[A-Z][^\W\d_]+)")
+"""A home bought somewhere, said as a move: "Daan and I bought a house in Delft; we moved on the 1st of June" (fresh31:
+"they live together in Kralingen" stayed)."""
 
 
 def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
@@ -4352,7 +4399,8 @@ def moved_on(clause: str, stored: str, user_name: str) -> set[str]:
     (`MOVED_TO`, `MOVED_IN_WITH`, `LIVE_NOW`, `JOINED`), where a part of the stored memory whose
     subject is the user says they live or work there."""
     out: set[str] = set()
-    for said, held in ((MOVED_TO, LIVES_IN), (MOVED_IN_WITH, LIVES_IN), (LIVE_NOW, LIVES_IN), (JOINED, WORKS_AT)):
+    for said, held in ((MOVED_TO, LIVES_IN), (MOVED_IN_WITH, LIVES_IN), (LIVE_NOW, LIVES_IN), (BOUGHT_HOME, LIVES_IN),
+                       (JOINED, WORKS_AT)):
         for m in said.finditer(clause):
             for part in users_parts(stored, user_name):
                 out |= {_stem(h["at"].lower()) for h in held.finditer(part)
@@ -4418,6 +4466,10 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {named["name"].lower()}
                 if not others & set(words(stored)):
                     out |= contact_replaced(named["name"].lower(), stored, user_name)
+            if s == 0 and asked and "contact" in asked.lower() and (after := AFTER_THEM.search(lines)):
+                out |= contact_after(lines, after["name"], stored, user_name)
+            if s == 0 and asked and CARER_ASKED_NOW.search(asked) and (carer := CARER_NAMED.match(sentence.strip())):
+                out |= role_taken(carer["role"].lower(), carer["name"], stored, user_name)
             if s == 0 and asked and YES.match(clauses[0][0]) and stopped & (again := done_again(YOU.sub("I", asked))):
                 out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
         for i, clause in enumerate(clauses[s]):
@@ -4597,12 +4649,51 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
         name = m["name"] or m["other"] or m["there"] or m["newly"] or m["named"]
         if m["plain"] and not role.endswith(ONE_HOLDER):
             continue  # "my friend is Anna" ends no other friend
-        for sentence in SENTENCE.split(stored):
-            said = set(words(sentence))
-            others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
-            if role in said and name.lower() not in said and others and not health_said(sentence):
-                out.add(_stem(role))
+        out |= role_taken(role, name, stored, user_name)
     return out
+
+
+AFTER_THEM = re.compile(r"\bafter\s+(?:her|him|them|that)\s*,?\s+(?:it['’]s|it\s+is|comes|I\s+call)\s+"
+                        r"(?:(?:my|our)\s+[a-z-]+\s+)?(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)")
+NAME_WORD = re.compile(r"\b[A-ZÀ-ÖØ-Þ][^\W\d_]*(?:['’][^\W\d_]+)*")
+FIRST_SAID = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:first|still)\b")
+
+
+def contact_after(lines: str, name: str, stored: str, user_name: str) -> set[str]:
+    """The `_stem`s of the names of people a stored memory of whom to call (its sentences that say "contact", "call"
+    or "after her") names, that an answer to the question of an emergency contact names too and says someone else,
+    `name`, now comes after the first (`AFTER_THEM`): "Yes, Vailea first. But Fa'afetai is back in Apia, so after her
+    it's my cousin Leota" ends Fa'afetai in "Tupe's emergency contact is her wife Vailea and brother Fa'afetai."
+    (fresh31); not the one said first (`FIRST_SAID`), nor `name`, nor the user."""
+    kept = {name.lower(), *words(user_name), *(m["name"].lower() for m in FIRST_SAID.finditer(lines))}
+    said = {n.lower() for n in NAME_WORD.findall(lines)} - kept - {w.lower() for w in STARTERS}
+    out: set[str] = set()
+    for sentence in SENTENCE.split(stored):
+        if re.search(r"\bcontact|\bcall|\bafter\s+(?:her|him)\b", sentence, re.IGNORECASE) and name.lower() \
+                not in words(sentence):
+            out |= {_stem(w) for n in NAME_WORD.findall(sentence) if n.lower() in said - _TITLES
+                    for w in words(n) if len(w) >= 3}
+    return out
+
+
+def role_taken(role: str, name: str, stored: str, user_name: str) -> set[str]:
+    """The `_stem` of `role` when a sentence of the stored memory names it with someone else than `name` and holds no
+    health fact (`health_said`): `name` holds it now."""
+    for sentence in SENTENCE.split(stored):
+        said = set(words(sentence))
+        others = {w.lower() for w in CAPITALIZED.findall(sentence)} - {name.lower(), *words(user_name)} - _TITLES
+        if role in said and name.lower() not in said and others and not health_said(sentence):
+            return {_stem(role)}
+    return set()
+
+
+CARER_ASKED_NOW = re.compile(r"\bwho\b[^?]*\b(?:looks?\s+after|treats?|is\s+treating|takes?\s+care\s+of)\b[^?]*\bnow\b"
+                             r"|\bwho(?:['’]s|\s+is)\s+your\s+(?:new\s+)?[a-z]+\s+now\b", re.IGNORECASE)
+CARER_NAMED = re.compile(r"(?:(?:Dr|Prof)\.?\s+)(?P<name>[A-Z][^\W\d_]+)(?:\s+[A-Z][^\W\d_]+)?,\s+(?:a|an|the|my)\s+"
+                         r"(?:new\s+)?(?P<role>[a-z]+(?:ologist|ician|iatrist|surgeon|consultant))\b")
+"""The question of who looks after someone now, and an answer naming a doctor and what they are: "Tafsut, who looks
+after your Glanzmann now?" -- "Dr Hadjadj, a haematologist at the CHU Mustapha." (fresh31: "Dr Benali, Tafsut's
+haematologist, ..." stayed)."""
 
 
 def health_said(sentence: str) -> bool:
@@ -4726,6 +4817,15 @@ def unlisted(stored: str, gone: set[str]) -> str:
 
 LIST_HEAD = re.compile(r"(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is\s+(?:on|taking|using)|takes|uses)\s+")
 """How a memory listing someone's medicines starts: "Kemal is on adalimumab, ...; doxycycline"."""
+
+
+def without_ended(text: str, gone: set[str], value: str, people: set[str]) -> str:
+    """`text` (a memory with a value changed in place, `revalued`) less its parts (`kept_apart`) that hold a stem of
+    `gone` and not the new `value`: "Prednisone, 10 milligrams every morning." of "Prednisone, 10 milligrams every
+    morning, and ciclosporin, 150 milligrams twice a day." when the ciclosporin went (fresh31); as it is when none."""
+    ended = {w for w in gone if (rest := kept_apart(text, {w}, people, nameless=True)) is not None
+             and value in amounts(rest)}
+    return (kept_apart(text, ended, people, nameless=True) or text) if ended else text
 
 
 def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
