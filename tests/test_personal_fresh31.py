@@ -195,3 +195,8 @@ def test_the_contact_after_the_first_is_someone_else_now() -> None:
     assert kept_apart(stored, gone, {"tupe"}) == "Tupe's emergency contact is her wife Vailea."
     assert ending(line, "Fa'afetai is Tupe's brother.", "Tupe", asked=asked) == set()  # who he is stays
     assert ending(line, stored, "Tupe", asked="How are the ulcers?") == set()
+    # "Who's your emergency contact now, with Taemin leaving?" -- "Daan first. Then Daan's sister, Fenna" (fresh31)
+    stored = "Ji-woo's emergency contacts: Ji-woo's boyfriend, Daan. And if he can't be reached, Ji-woo's friend Taemin."
+    gone = ending("Daan first. Then Daan's sister, Fenna, who lives in Delft too.", stored, "Ji-woo",
+                  asked="Who's your emergency contact now, with Taemin leaving?")
+    assert kept_apart(stored, gone, {"ji", "woo"}) == "Ji-woo's emergency contacts: Ji-woo's boyfriend, Daan."

@@ -410,8 +410,8 @@ def flaw(text: str, people: set[str]) -> str | None:
     if CJK_CHAR.search(text):
         return None
     said = words(text)
-    if said[0] in PRONOUNS:
-        return "pronoun"
+    if said[0] in PRONOUNS and not (said[0] in ("this", "that") and said[1:2] and said[1] in TIME_WORDS | SPAN_WORDS):
+        return "pronoun"  # not a time: "This Thursday Tharshini sees Dr Lindqvist" (fresh30, kept as said, dropped)
     if any(w == "I" or (w.lower() in FIRST_PERSON and w != "US") for w in LATIN_WORD.findall(text)):
         return "first_person"
     if dangling(text, people):
@@ -1097,6 +1097,8 @@ small talk, and two texts that share only these are not about one thing (fresh19
 TIME_WORDS = frozenset("""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
 thursdays fridays saturdays sundays january february march april may june july august september october
 november december""".split())
+SPAN_WORDS = frozenset("morning afternoon evening night week weekend month year summer winter spring autumn".split())
+"""What "this" or "that" says of a time ("This weekend", "That summer")."""
 CONDITIONS = ("allerg", "intoler", "diabet", "asthma", "epilep", "coeliac", "celiac", "dialys", "kidney", "cancer",
               "heart", "stroke", "arthrit", "dement", "alzheim", "parkinson", "thyroid", "pacemaker", "eczema",
               "fibrill", "arrhythm", "anaphyla", "seizure", "migrain", "phobi", "gout", "cholest", "blood")
@@ -1171,7 +1173,10 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "tide", "renone",
                 # fresh31: ciclosporin, cysteamine, lumasiran (inclisiran), alfacalcidol, tranexamic acid, deferasirox,
                 # and a brand of drops (Cystadrops; "drops" alone is none: an ending needs two letters before it)
-                "sporin", "eamine", "siran", "calcidol", "examic", "asirox", "drops")
+                "sporin", "eamine", "siran", "calcidol", "examic", "asirox", "drops",
+                # more of WHO's stems, none of them the end of any other word of LoCoMo or the set before fresh32
+                "nercept", "tacept", "bercept", "poetin", "grastim", "plase", "axone", "meterol", "moterol", "butamol",
+                "phylline", "curonium", "thasone", "fentanyl", "amadol", "pramine", "hydramine", "ciferol", "citriol")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
 citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
@@ -2242,7 +2247,8 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
     if not before and message.name and DOSE_ASKED.search(asked) and (dose := DOSE_ALONE.match(sentence)) \
             and _count_of(dose["n"]) > 0 and (medicine := medicine_taken(transcript.messages[:index - 1])):
         return f"{message.name} takes {medicine}: {sentence[0].lower()}{sentence[1:]}"
-    if owner := OWNER_LEADS.match(sentence):
+    if (owner := OWNER_LEADS.match(sentence)) and (sentence[0].isupper() or message.content[:max(at, 0)].rstrip()
+                                                   .endswith((";", ":"))):  # "...; his number is": after a ";"
         asked_of = {n for n in CAPITALIZED.findall(asked) if n in known}
         if len(asked_of) == 1 and not any(named):
             return f"{asked_of.pop()}'s {sentence[owner.end():]}"
@@ -4387,9 +4393,9 @@ def users_parts(stored: str, user_name: str) -> Iterator[str]:
                 yield part
 
 
-BOUGHT_HOME = re.compile(r"\b(?:(?i:i|we)|[A-Z][^\W\d_]+\s+and\s+I)\s+(?:(?:just|finally)\s+)?bought\s+(?:a|an|our|my)\s+"
-                         r"(?:new\s+)?(?:[a-z]+\s+)?(?:house|flat|home|apartment|bungalow|cottage)\s+in\s+"
-                         r"(?P<to>[A-Z][^\W\d_]+)")
+BOUGHT_HOME = re.compile(r"\b(?:(?i:i|we)|[A-Z][^\W\d_]+\s+and\s+I)\s+(?:(?:just|finally)\s+)?bought\s+"
+                         r"(?:a|an|our|my)\s+(?:new\s+)?(?:[a-z]+\s+)?(?:house|flat|home|apartment|bungalow|cottage)"
+                         r"\s+in\s+(?P<to>[A-Z][^\W\d_]+)")
 """A home bought somewhere, said as a move: "Daan and I bought a house in Delft; we moved on the 1st of June" (fresh31:
 "they live together in Kralingen" stayed)."""
 
@@ -4467,7 +4473,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 if not others & set(words(stored)):
                     out |= contact_replaced(named["name"].lower(), stored, user_name)
             if s == 0 and asked and "contact" in asked.lower() and (after := AFTER_THEM.search(lines)):
-                out |= contact_after(lines, after["name"], stored, user_name)
+                out |= contact_after(f"{asked} {lines}", after["name"] or after["then"], stored, user_name)
             if s == 0 and asked and CARER_ASKED_NOW.search(asked) and (carer := CARER_NAMED.match(sentence.strip())):
                 out |= role_taken(carer["role"].lower(), carer["name"], stored, user_name)
             if s == 0 and asked and YES.match(clauses[0][0]) and stopped & (again := done_again(YOU.sub("I", asked))):
@@ -4654,26 +4660,28 @@ def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
 
 
 AFTER_THEM = re.compile(r"\bafter\s+(?:her|him|them|that)\s*,?\s+(?:it['’]s|it\s+is|comes|I\s+call)\s+"
-                        r"(?:(?:my|our)\s+[a-z-]+\s+)?(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)")
+                        r"(?:(?:my|our)\s+[a-z-]+\s+)?(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)"
+                        r"|(?:^|[.!?]\s+)Then\s+(?:(?:my|our|[A-ZÀ-ÖØ-Þ][^\W\d_]+['’]s)\s+[a-z-]+,?\s+)?"
+                        r"(?P<then>[A-ZÀ-ÖØ-Þ][^\W\d_]+)")
+"""Whom an answer says comes after the first to call: "so after her it's my cousin Leota", "Daan first. Then Daan's
+sister, Fenna"."""
 NAME_WORD = re.compile(r"\b[A-ZÀ-ÖØ-Þ][^\W\d_]*(?:['’][^\W\d_]+)*")
 FIRST_SAID = re.compile(r"\b(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:first|still)\b")
 
 
 def contact_after(lines: str, name: str, stored: str, user_name: str) -> set[str]:
-    """The `_stem`s of the names of people a stored memory of whom to call (its sentences that say "contact", "call"
-    or "after her") names, that an answer to the question of an emergency contact names too and says someone else,
-    `name`, now comes after the first (`AFTER_THEM`): "Yes, Vailea first. But Fa'afetai is back in Apia, so after her
-    it's my cousin Leota" ends Fa'afetai in "Tupe's emergency contact is her wife Vailea and brother Fa'afetai."
-    (fresh31); not the one said first (`FIRST_SAID`), nor `name`, nor the user."""
+    """The `_stem`s of the names of people a stored memory of whom to call (one that says "contact", "call" or "after
+    her") names, that the question of an emergency contact and its answer (`lines`) name too, when the
+    answer says someone else, `name`, now comes after the first (`AFTER_THEM`): "Yes, Vailea first. But Fa'afetai is
+    back in Apia, so after her it's my cousin Leota" ends Fa'afetai in "Tupe's emergency contact is her wife Vailea and
+    brother Fa'afetai." (fresh31), and "Who's your emergency contact now, with Taemin leaving?" -- "Daan first. Then
+    Daan's sister, Fenna" ends Taemin; not the one said first (`FIRST_SAID`), nor `name`, nor the user."""
     kept = {name.lower(), *words(user_name), *(m["name"].lower() for m in FIRST_SAID.finditer(lines))}
     said = {n.lower() for n in NAME_WORD.findall(lines)} - kept - {w.lower() for w in STARTERS}
-    out: set[str] = set()
-    for sentence in SENTENCE.split(stored):
-        if re.search(r"\bcontact|\bcall|\bafter\s+(?:her|him)\b", sentence, re.IGNORECASE) and name.lower() \
-                not in words(sentence):
-            out |= {_stem(w) for n in NAME_WORD.findall(sentence) if n.lower() in said - _TITLES
-                    for w in words(n) if len(w) >= 3}
-    return out
+    if not re.search(r"\bcontact|\bcall|\bafter\s+(?:her|him)\b", stored, re.IGNORECASE) or name.lower() in words(
+            stored):
+        return set()
+    return {_stem(w) for n in NAME_WORD.findall(stored) if n.lower() in said - _TITLES for w in words(n) if len(w) >= 3}
 
 
 def role_taken(role: str, name: str, stored: str, user_name: str) -> set[str]:
@@ -5025,9 +5033,10 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
-SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:(?:since|now|as|if)\s+[^,?]{1,40},\s+)?(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
-                      r"|should you|could you (?:try|use|take|"
-                      r"get|ask|stop|drop|skip|come off|cut out|quit)|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
+SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:(?:since|now|as|if)\s+[^,?]{1,40},\s+)?"
+                      r"(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
+                      r"|should you|could you (?:try|use|take|get|ask|stop|drop|skip|come off|cut out|quit)"
+                      r"|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
                       r"|checked out)|do you want to "
                       r"(?:try|use|take|get)|is it worth|maybe (?:you|a|an|try)|how about (?:trying|using|taking|getting"
                       r"|a|an|some))\b", re.IGNORECASE)
