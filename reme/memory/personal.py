@@ -2009,8 +2009,10 @@ def without_lead_in(sentence: str) -> str:
     """A sentence without its lead-ins (`LEAD_IN`: "But", "Agreed,", "Oh, and"); not one naming a health word
     ("Erythromycin:")."""
     while (lead := LEAD_IN.match(sentence)) is not None and lead.end():
-        if lead.group().rstrip().endswith(":") and any(health_word(w) for w in words(lead.group())):
-            break  # "Erythromycin: in 2018 his face swelled up, so he's allergic to it" (fresh28): what it is of
+        if lead.group().rstrip().endswith(":") and (any(health_word(w) for w in words(lead.group()))
+                                                    or words(lead.group())[0] in ("no", "never", "not")):
+            break  # "Erythromycin: in 2018 his face swelled up, so he's allergic to it" (fresh28): what it is of;
+            # "No estrogen: the pill sends triglycerides up" (fresh32): what is ruled out
         sentence = sentence[lead.end():]
     return sentence
 
@@ -2653,9 +2655,11 @@ TO_AVOID = re.compile(r"\b(?:no|never|not|nothing|avoid\w*|stay\w*\s+away|allerg
 """What a memory says something is not to be had with."""
 
 
-WHY_AFTER = re.compile(r",\s+(?=(?:they|it|that|those|both|which|all)\s+(?!and\b|or\b))", re.IGNORECASE)
+WHY_AFTER = re.compile(r",\s+(?=(?:they|it|that|those|both|which|all)\s+(?!and\b|or\b))"
+                       r"|:\s+(?=(?:anything|everything|all|any|they|it|that|those|both)\b)", re.IGNORECASE)
 """Where a list of things ends and what is said of them begins: "Grapefruit and grapefruit juice, and St
-John's wort, they change the level in my blood" (fresh24)."""
+John's wort, they change the level in my blood" (fresh24), "Soil, compost, hay, ...: anything full of mould spores"
+(fresh32)."""
 
 
 def avoided_answers(messages: Sequence[Message]) -> Iterator[tuple[int, str, str, bool]]:
@@ -2704,6 +2708,8 @@ def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str
 REFUSED_WITH = re.compile(r"(?:No,?\s+)?Not\s+(?:with|while|since|after)\b", re.IGNORECASE)
 GERUND_OFFERED = re.compile(r"(?:^|(?<=[.!?]\s)|\b(?:try|trying|about|consider|considered|like)\s+)"
                             r"(?P<act>[A-Za-z]{3,}ing)\b")
+GERUND_ON = re.compile(r"\b(?:on|with|for|into|at)\s+(?P<act>[A-Za-z]{3,}ing)\b(?=\s*\?)")
+"""The activity a question offers help with, last in it: "Would you like some tips on vaping?"."""
 NOT_ACTIVITIES = frozenset("""something anything nothing everything morning evening thing king ring spring string
 wedding ceiling building during bring sibling darling pudding stocking""".split())
 """A person's refusal of what the assistant offered, with the reason ("Swimming is gentle exercise. Would that help
@@ -2730,11 +2736,21 @@ def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[st
         elif (no := NO_BECAUSE.match(first)) and (act := thing_offered(transcript.messages[index - 1].content)):
             first = no["why"]  # "Fish oil capsules are good for the heart. Would you like to try them?" -- "No, they
             # thin the blood." (fresh31: kept as "They thin the blood.")
+        elif NO_THEN.match(first) and len(said := [t.strip() for t in SENTENCE.split(" ".join(message.content.split()))
+                                                   if t.strip()]) >= 2 \
+                and len(offered := {m["act"].lower() for pattern in (GERUND_OFFERED, GERUND_ON)
+                                    for m in pattern.finditer(transcript.messages[index - 1].content)}
+                        - NOT_ACTIVITIES) == 1:
+            # "Would you like some tips on vaping?" -- "No. For me, vaping is smoking: ..." (fresh32: kept without
+            # its "No"); "Gardening can be relaxing. ..." -- "No. Dr Shrestha banned gardening completely: ..."
+            act, first = offered.pop(), said[1]
         else:
             continue
         if not act or any(_stem(w) in h for h in held for w in words(act)[-1:]):
             continue
-        text = f"No {act} for {message.name or user_name}: {first[:1].lower()}{first[1:]}"
+        head = first.split()[0].rstrip(".,:;") if first.split() else ""
+        named = head in TITLE_WORDS or head in transcript.names or head == "I"  # "Dr Shrestha banned ..."
+        text = f"No {act} for {message.name or user_name}: {first if named else first[:1].lower() + first[1:]}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out + unheld_refused_stops(transcript, user_name, written)
@@ -4033,7 +4049,7 @@ ENDS_THERE = r"(?=\s*(?:[.,;!?]|$)|\s+(?:too|as well|with|when|after|last|in|on)
 """After "stopped" or "finished", what says the thing itself ended there: "Furosemide stopped, no
 swelling", "The co-trimoxazole stopped with the chemo", "The Ponticelli finished in September" (not
 "finished the scarf", "stopped nothing")."""
-ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out"
+ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?more|no more|used to|pulled out|sold"
                    r"|called off|call(?:ed|ing) it off|cancell?ed|dropped out|broke up|split up|moved out"
                    r"|c[oa]me off|coming off|replaced (?:by|with)|discontinued|swapped"
                    r"|t(?:ook|aken?|aking) (?:me|him|her|them|us) off|switched (?:(?:me|him|her|them|us) )?(?:over )?from"
@@ -4056,8 +4072,11 @@ OVER_STEMS = frozenset(_stem(w) for w in OVER_WORDS)
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
 _NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
+THE_DOSE = re.compile(r"\bthe\s+(?:dose|dosage)\b", re.IGNORECASE)
+"""A dose said of what the clause before names: "My sirolimus level was low, so ... the dose went up to 3 milligrams"
+(fresh32)."""
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
-                        r"|moved)\b(?:(?!\bto\s)[^.;!?\d]){0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
+                        r"|moved|fell|dropped|rose|climbed)\b(?:(?!\bto\s)[^.;!?\d]){0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
                         r"|\b(?:up|down)\s+to\s+(?:(?-i:[A-Z])[\w-]+\s+)?(?P<m>" + _NUMBER + ")", re.IGNORECASE)
 """A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "put me up to Creon
 40,000" (fresh25), "doubled
@@ -4486,7 +4505,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             # the word saying it ended is not what ended ("Stopped in March" of "..., to stop a flare": fresh27)
             # (a unit it shares is no thing: "raised it to 90 milligrams" of "burosumab, 80 milligrams": fresh31)
             if (not held & said - OVER_STEMS - DOSE_WORDS and (not own or says_own(sentence))
-                    and ((ENDED.search(clause) or changed) and REFERRING & set(words(clause))
+                    and ((ENDED.search(clause) or changed)
+                         and (REFERRING & set(words(clause)) or THE_DOSE.search(clause))
                          or SUBJECTLESS.match(clause) or switch)):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
                 # August"; "The sumatriptan helps, so they put it up to 100 mg"
@@ -5033,9 +5053,9 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
     return borrowed if borrowed and 2 * len(borrowed) >= len(said) else []
 
 
-SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:(?:since|now|as|if)\s+[^,?]{1,40},\s+)?"
+SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:[^,?]{1,40},\s+)?"
                       r"(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
-                      r"|should you|could you (?:try|use|take|get|ask|stop|drop|skip|come off|cut out|quit)"
+                      r"|should you|shall I|could you (?:try|use|take|get|ask|stop|drop|skip|come off|cut out|quit)"
                       r"|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
                       r"|checked out)|do you want to "
                       r"(?:try|use|take|get)|is it worth|maybe (?:you|a|an|try)|how about (?:trying|using|taking|getting"
