@@ -4076,7 +4076,8 @@ THE_DOSE = re.compile(r"\bthe\s+(?:dose|dosage)\b", re.IGNORECASE)
 """A dose said of what the clause before names: "My sirolimus level was low, so ... the dose went up to 3 milligrams"
 (fresh32)."""
 CHANGED_TO = re.compile(r"\b(?:upped|increased|raised|lowered|reduced|decreased|doubled|halved|cut|switched|changed"
-                        r"|moved|fell|dropped|rose|climbed)\b(?:(?!\bto\s)[^.;!?\d]){0,40}?(?:\bto|:)\s+(?P<n>" + _NUMBER + ")"
+                        r"|moved|fell|dropped|rose|climbed)\b(?:(?!\bto\s)[^.;!?\d]){0,40}?(?:\bto|:)\s+"
+                        r"(?P<n>" + _NUMBER + ")"
                         r"|\b(?:up|down)\s+to\s+(?:(?-i:[A-Z])[\w-]+\s+)?(?P<m>" + _NUMBER + ")", re.IGNORECASE)
 """A value changed: "they upped my levothyroxine to 75", "put my sertraline up to 100 mg", "put me up to Creon
 40,000" (fresh25), "doubled
