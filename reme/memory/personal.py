@@ -2148,8 +2148,7 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
 
 def spoken_of(transcript: Transcript, index: int, pronoun: str) -> str | None:
     """Whom "he" or "she" (`pronoun`) in line `index`, of a speaker who names no one before it, is when the talk has
-    one other person speaking before it who is not of the other gender (`gender_said`) and not introduced with a
-    relation of it: a nurse or relative speaks of the one they came with ("I'm Khulan, the nurse from the family health
+    one other person speaking before it whom it does not say is of the other gender (`gender_said`): a nurse or relative speaks of the one they came with ("I'm Khulan, the nurse from the family health
     centre. I take his blood every Monday. His haemoglobin yesterday was 78": fresh31, of Ganzorig, beside his
     daughter Oyuna); None when none or more than one could be, or the line is no named speaker's."""
     speaker = transcript.messages[index].name
@@ -2256,8 +2255,8 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
             return f"{asked_of.pop()}'s {sentence[owner.end():]}"
         # fresh25 (qwen1.5b): "His dad, Joaquín, my ex-husband, has him every other weekend" and "His sister Xiomara"
         # of the son the mother speaks of were dropped as led by a pronoun
-        who = None if asked_of else pronoun_person(transcript, index, at, "He" if sentence[:3].lower() == "his"
-                                                                  else "She")
+        his = sentence[:3].lower() == "his"
+        who = None if asked_of else pronoun_person(transcript, index, at, "He" if his else "She")
         return f"{who}'s {sentence[owner.end():]}" if who else sentence
     if (not before and message.name and WORK_ASKED.search(asked) and (work := WORK_ALONE.match(sentence))
             and work["job"].lower() not in NOT_WORK | FILLER):
@@ -2717,43 +2716,50 @@ you keep fit?" -- "Not with a line in my chest, the nurses won't hear of it."), 
 
 
 def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
-    """A person's answer that turns down the one activity the assistant's line offered, with its reason
-    (`REFUSED_WITH`), when no memory saying what is not done (`TO_AVOID`) holds the activity: "No swimming for
-    <speaker>: <the answer's first sentence>", with the index of its line (fresh29: only "Leif-Arne cycles to the
-    harbour and back instead" was kept; the activity is the assistant's word, the refusal the person's)."""
+    """A person's answer that turns down the one activity (or thing) the assistant's line offered (`refused`), when no
+    memory saying what is not done (`TO_AVOID`) holds it: "No swimming for <speaker>: <what the answer says of it>",
+    with the index of its line (fresh29: only "Leif-Arne cycles to the harbour and back instead" was kept; the
+    activity is the assistant's word, the refusal the person's); and a "No." to stopping a medicine
+    (`unheld_refused_stops`)."""
     held = [stems([text]) for text in written if TO_AVOID.search(text)]
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages):
-        if message.role != "user" or not asked_before(transcript.messages, index):
+        found = refused(transcript.messages, index)
+        if found is None or any(_stem(w) in h for h in held for w in words(found[0])[-1:]):
             continue
-        first = SENTENCE.split(" ".join(message.content.split()))[0].strip()
-        if CJK_CHAR.search(first):
-            continue
-        if REFUSED_WITH.match(first):
-            offered = {m["act"].lower() for m in GERUND_OFFERED.finditer(transcript.messages[index - 1].content)
-                       } - NOT_ACTIVITIES
-            act = offered.pop() if len(offered) == 1 else ""
-        elif (no := NO_BECAUSE.match(first)) and (act := thing_offered(transcript.messages[index - 1].content)):
-            first = no["why"]  # "Fish oil capsules are good for the heart. Would you like to try them?" -- "No, they
-            # thin the blood." (fresh31: kept as "They thin the blood.")
-        elif NO_THEN.match(first) and len(said := [t.strip() for t in SENTENCE.split(" ".join(message.content.split()))
-                                                   if t.strip()]) >= 2 \
-                and len(offered := {m["act"].lower() for pattern in (GERUND_OFFERED, GERUND_ON)
-                                    for m in pattern.finditer(transcript.messages[index - 1].content)}
-                        - NOT_ACTIVITIES) == 1:
-            # "Would you like some tips on vaping?" -- "No. For me, vaping is smoking: ..." (fresh32: kept without
-            # its "No"); "Gardening can be relaxing. ..." -- "No. Dr Shrestha banned gardening completely: ..."
-            act, first = offered.pop(), said[1]
-        else:
-            continue
-        if not act or any(_stem(w) in h for h in held for w in words(act)[-1:]):
-            continue
-        head = first.split()[0].rstrip(".,:;") if first.split() else ""
+        act, why = found
+        head = why.split()[0].rstrip(".,:;") if why.split() else ""
         named = head in TITLE_WORDS or head in transcript.names or head == "I"  # "Dr Shrestha banned ..."
-        text = f"No {act} for {message.name or user_name}: {first if named else first[:1].lower() + first[1:]}"
+        text = f"No {act} for {message.name or user_name}: {why if named else why[:1].lower() + why[1:]}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out + unheld_refused_stops(transcript, user_name, written)
+
+
+def refused(messages: Sequence[Message], index: int) -> tuple[str, str] | None:
+    """What line `index`, a person's answer to the assistant's question, turns down, and what it says of it: the one
+    activity offered (`GERUND_OFFERED`) and its first sentence, when that gives the reason (`REFUSED_WITH`: "Swimming
+    is gentle exercise. Would that help you keep fit?" -- "Not with a line in my chest, ..."); the thing offered by
+    "them" or "it" (`thing_offered`) and the reason after "No," ("No, they thin the blood": fresh31); or, after a
+    "No." alone, the one activity the question offers (`GERUND_OFFERED`, `GERUND_ON`: "tips on vaping?") and the
+    sentence after it (fresh32); None otherwise."""
+    message = messages[index]
+    if message.role != "user" or not asked_before(messages, index):
+        return None
+    said = [t.strip() for t in SENTENCE.split(" ".join(message.content.split())) if t.strip()]
+    offer = messages[index - 1].content
+    if not said or CJK_CHAR.search(said[0]):
+        return None
+    if REFUSED_WITH.match(said[0]):
+        offered = {m["act"].lower() for m in GERUND_OFFERED.finditer(offer)} - NOT_ACTIVITIES
+        return (offered.pop(), said[0]) if len(offered) == 1 else None
+    if (no := NO_BECAUSE.match(said[0])) and (thing := thing_offered(offer)):
+        return thing, no["why"]
+    if NO_THEN.match(said[0]) and len(said) >= 2:
+        offered = {m["act"].lower() for pattern in (GERUND_OFFERED, GERUND_ON) for m in pattern.finditer(offer)}
+        offered -= NOT_ACTIVITIES
+        return (offered.pop(), said[1]) if len(offered) == 1 else None
+    return None
 
 
 NO_BECAUSE = re.compile(r"No,\s+(?P<why>(?:they|it)\s+\S+(?:\s+\S+){1,})", re.IGNORECASE)
