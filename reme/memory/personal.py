@@ -2788,8 +2788,8 @@ an answer's "No." before what it says instead."""
 
 def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """A person's "No." to the assistant's question whether they could stop the one medicine it names
-    (`STOP_OFFERED`), with the sentence after it that says "never" or "not", when no memory holds the medicine with
-    a "never" or "not": "<speaker> will not stop the prednisolone: never on my own, and never suddenly." (fresh31:
+    (`STOP_OFFERED`), with the sentence after it that says "never" or "not" (`TO_AVOID`), when no memory holds the medicine with
+    such a word: "<speaker> will not stop the prednisolone: never on my own, and never suddenly." (fresh31:
     "No. Never on my own, and never suddenly." became "Jaakko should stop the prednisolone when ...")."""
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages):
@@ -2798,10 +2798,10 @@ def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequen
         if offer is None or not medicine_word(offer["thing"].lower()) or CJK_CHAR.search(message.content):
             continue
         said = [t.strip() for t in SENTENCE.split(" ".join(message.content.split())) if t.strip()]
-        if len(said) < 2 or not NO_THEN.match(said[0]) or not NEVER_OR_NOT.search(said[1]):
+        if len(said) < 2 or not NO_THEN.match(said[0]) or not TO_AVOID.search(said[1]):
             continue
         thing = _stem(offer["thing"].lower())
-        if any(thing in stems([text]) and NEVER_OR_NOT.search(text) for text in written):
+        if any(thing in stems([text]) and TO_AVOID.search(text) for text in written):
             continue
         verb = " ".join(offer["verb"].lower().split())
         text = f"{message.name or user_name} will not {verb} the {offer['thing'].lower()}: " \
@@ -2810,8 +2810,6 @@ def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequen
             out.append((index, text))
     return out
 
-
-NEVER_OR_NOT = re.compile(r"\b(?:never|not|no)\b|n['’]t\b", re.IGNORECASE)
 
 
 def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
