@@ -2788,8 +2788,8 @@ an answer's "No." before what it says instead."""
 
 def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """A person's "No." to the assistant's question whether they could stop the one medicine it names
-    (`STOP_OFFERED`), with the sentence after it that says "never" or "not" (`TO_AVOID`), when no memory holds the medicine with
-    such a word: "<speaker> will not stop the prednisolone: never on my own, and never suddenly." (fresh31:
+    (`STOP_OFFERED`), with the sentence after it that says "never" or "not" (`TO_AVOID`), when no memory holds the
+    medicine with such a word: "<speaker> will not stop the prednisolone: never on my own, and never suddenly." (fresh31:
     "No. Never on my own, and never suddenly." became "Jaakko should stop the prednisolone when ...")."""
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages):
