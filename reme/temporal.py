@@ -127,10 +127,10 @@ def told_of_past(sentence: str) -> bool:
     """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
     finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), a verb in
     "-ed" it starts with ("Stopped it in June"), or a past tense of `PAST_WORDS` ("I went",
-    "paid"), "both done" (`_DONE_ALREADY`); "have got" is no past (`HAVE_GOT`)."""
+    "paid"; not the "won" of "won't"), "both done" (`_DONE_ALREADY`); "have got" is no past (`HAVE_GOT`)."""
     sentence = HAVE_GOT.sub(" hold", sentence)
     return bool(_TOLD_PAST.search(sentence) or _LEADING_PAST.match(sentence) or _DONE_ALREADY.search(sentence)) \
-        or not PAST_WORDS.isdisjoint(re.findall(r"[a-z]+", sentence.lower()))
+        or not PAST_WORDS.isdisjoint(re.findall(r"\b[a-z]+\b(?!['’]t\b)", sentence.lower()))
 
 
 _QUALITY = r"(?!(?:amazing|interesting|boring|exciting|stunning|charming|relaxing|refreshing|appealing|inviting" \

@@ -1485,12 +1485,18 @@ def clauses_joined(transcript: Transcript) -> Iterator[tuple[int, str]]:
         k += 1
 
 
+WHEN_SAID = re.compile(r"(?:In|On|Since|From|Back\s+in)\s+[^.]*\d")
+"""A time said in a few words: "In 2009, at the dentist.", "On the 3rd of May."."""
+
+
 def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
     """The sentences people said (`statements`), each run of things named alone ("Trimethoprim.",
     "Sulfa antibiotics.": four words or fewer, no subject or verb of `NOT_FRAGMENT`) that holds a
     health word joined to the sentence after it in its line ("Trimethoprim. Hives all over, in my
     twenties.": the reaction kept without the medicine is no safety fact); not to one starting
-    with "It", which `named_thing` names."""
+    with "It", which `named_thing` names. So too a time said in a few words (six at most,
+    `WHEN_SAID`) before a sentence with a health word: "When was it found?" -- "In 2009, at the
+    dentist. He rubbed a benzocaine gel on my gum ..." (fresh32: the gel kept, its year lost)."""
     run: list[str] = []
     line = -1
     for index, sentence in clauses_joined(transcript):
@@ -1498,10 +1504,13 @@ def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
             yield from ((line, kept) for kept in run)
             run, line = [], index
         told = words(sentence)
-        if len(told) <= 4 and sentence.endswith(".") and NOT_FRAGMENT.isdisjoint(told):
+        if (len(told) <= 4 or len(told) <= 6 and WHEN_SAID.match(sentence)) and sentence.endswith(".") \
+                and NOT_FRAGMENT.isdisjoint(told):
             run.append(sentence)
             continue
-        if run and any(health_word(w) for kept in run for w in words(kept)) and not IT_LEADS.match(sentence):
+        if run and not IT_LEADS.match(sentence) and (
+                any(health_word(w) for kept in run for w in words(kept))
+                or any(WHEN_SAID.match(kept) for kept in run) and any(health_word(w) for w in told)):
             content = transcript.messages[index].content  # as said, spaces and all
             start = content.find(run[0])
             end = content.find(sentence, start)
@@ -2298,16 +2307,46 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     for word, for the speaker, when that can be no one else (`speaker_meant`); one starting with a
     dose (`DOSE_ALONE`) a cited line says word for word, with the medicine `subject_given` finds; one starting with
     "His" or "Her" a cited line says word for word, with whose `subject_given` finds ("My daughter Litia ... Her body
-    can't break down leucine": fresh30); otherwise as it is."""
+    can't break down leucine": fresh30); one starting with "It", as `it_named` names it; otherwise as it is."""
     pronoun = HE_OR_SHE.match(text)
+    first = SENTENCE.split(text.strip(), maxsplit=1)[0]
+    if (lead := IT_LEADS.match(first)) is not None:
+        return it_named(text, first, lead, transcript, sources)
     if not pronoun and not DOSE_ALONE.match(text) and not OWNER_LEADS.match(text):
         return text
-    first = SENTENCE.split(text.strip(), maxsplit=1)[0]
     for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
         if first in transcript.messages[i].content:
             named = named_subject(transcript, i, first)
             return named + text.strip()[len(first):] if named != first else text
     return speaker_meant(text, transcript, [j for j in sources if 0 <= j < len(transcript.messages)]) if pronoun else text
+
+
+YOURS = {"i": "i", "me": "me", "my": "my", "she": "i", "he": "i", "her": "my", "his": "my", "him": "me",
+         "doesn": "don", "don": "don", "has": "have", "have": "have", "is": "am", "am": "am", "was": "was"}
+"""A word of a line in the first person and as a memory says it of the speaker: "the very enzyme I don't have" is
+"the very enzyme she doesn't have"."""
+
+
+def it_named(text: str, first: str, lead: re.Match[str], transcript: Transcript, sources: Sequence[int]) -> str:
+    """`subject_named` of a memory starting with "It": the "It" `named_subject` names in the sentence of a cited user
+    line (or one beside it) the memory's first sentence says, word for word but for the speaker said in the third
+    person ("It does nothing for FCS: it works through the very enzyme she doesn't have" of "... I don't have":
+    fresh32, the fenofibrate the assistant asked about); otherwise as it is."""
+    def said_as(sentence: str) -> list[str]:
+        return [YOURS.get(w, w) for w in words(sentence)]
+
+    own = said_as(first)
+    for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
+        line = transcript.messages[i]
+        if line.role != "user":
+            continue
+        for sentence in SENTENCE.split(line.content):
+            sentence = sentence.strip()
+            if (its := IT_LEADS.match(sentence)) and said_as(sentence) == own:
+                named, rest = named_subject(transcript, i, sentence), sentence[its.end():]
+                if named != sentence and named.endswith(rest):
+                    return named[:len(named) - len(rest)] + text.strip()[lead.end():]
+    return text
 
 
 KIN_WORD = re.compile(rf"\b{_REL}\b")
@@ -4090,6 +4129,14 @@ a day now" (after "put her levetiracetam up"); not a number after what was switc
 Ilaris: one injection every four weeks" changed no "100 milligrams" to 1: fresh30)."""
 NOW_VALUE = re.compile(r"\b(?:it['’]s|it is|they['’]re|they are)\s+(?:(?:only|just|down|up)\s+)?(?P<n>" + _NUMBER
                        + r")[^.;!?\d]{0,30}?\bnow\b", re.IGNORECASE)
+MEASURED_NOW = re.compile(r"\bmy\s+(?:[a-z]+\s+)?[a-z]+\s+(?:is|['’]s)\s+(?:now\s+)?(?P<n>" + _NUMBER + ")"
+                          r"(?!\s+(?:days?|weeks?|months?|years?|hours?|minutes?|times?)\b)"
+                          r"|\bmy\s+(?:[a-z]+\s+)?[a-z]+\s+was\s+(?P<m>" + _NUMBER + r")[^.;!?]{0,12}?\b(?:at|on)\s+"
+                          r"(?:the|my)\s+(?:last\s+|latest\s+)?(?:check|test|blood\s+test|clinic|review|appointment)\b",
+                          re.IGNORECASE)
+"""A value of the speaker's measured again, now or at the last check: "My haemoglobin was 12.1 at the check on the 9th
+of November" (fresh32: "... haemoglobin fell to 8.6 in April" stayed as it was); not one of the past ("when I was
+diagnosed my haemoglobin was 6"), nor a time ("My yearly bronchoscopy is two weeks today")."""
 INSTEAD = re.compile(r"(?<![\d.])(?P<new>" + _NUMBER + r")[^.;!?\d]{0,30}?(?:\binstead of|\bnow,?\s+not)\s+(?:the\s+)?"
                      r"(?P<old>" + _NUMBER + ")", re.IGNORECASE)
 """A value said with the one it replaces: "it's 600 mg now instead of 800", "the 12th of May now, not
@@ -4165,6 +4212,9 @@ ONE_HOLDER = ("ologist", "iatrist", "ician", "gp", "doctor", "dentist", "therapi
 DOSE = re.compile(rf"(?<![\d./])(?P<n>\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?)\s*{DOSE_UNIT}"
                   r"|(?<![\d./])(?P<s>\d+/\d+)(?![\d/])", re.IGNORECASE)
 """A dose: a number with its unit ("1.25 mg", "50 micrograms", "8 units"), or a strength ("the 49/51")."""
+QUALIFIERS = frozenset(_stem(w) for w in "blood heart level".split())
+"""Words that say which of several things a value is of, none of them alone: "blood pressure", "blood test", "blood
+sugar"; "heart rate", "heart echo"."""
 DOSE_WORDS = frozenset(_stem(w) for w in "dose doses dosage tablet tablets pill pills capsule capsules take takes "
                                           "taking injection injections strength medicine medicines milligram "
                                           "milligrams microgram micrograms".split())
@@ -4243,6 +4293,8 @@ OBJECT_END = re.compile(r"[,;:.!?]|\s(?=(?:because|since|as|when|so|but|after|wh
                         re.IGNORECASE)
 """Where the object of an ending word ends: "the metformin at once" of "... stopped the metformin at once: in MELAS
 it can cause lactic acidosis"."""
+REASON_AFTER = re.compile(r"[^.;!?:]{0,20}?(:)\s")
+"""The colon after an ending word and a few words, before why: "is stopped: my blood pressure went up"."""
 STOPPED_WHAT = re.compile(r"\s+(?!(?:in|on|at|last|this|after|before|for|because|when|and|so|but|then|now|too)\b)"
                           r"(?:it|them|the|my|his|her|their|our|a|an|[a-z]{3,})\b")
 """What follows an ending word when it has an object ("stopped it", "stopped the pirfenidone"): its subject,
@@ -4507,6 +4559,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             switch = switched(clause)
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
+            # a value measured again changes one measured, not a dose ("My lithium level is 0.9 now" of "800 mg")
+            measured = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in MEASURED_NOW.finditer(clause)}
             # the word saying it ended is not what ended ("Stopped in March" of "..., to stop a flare": fresh27)
             # (a unit it shares is no thing: "raised it to 90 milligrams" of "burosumab, 80 milligrams": fresh31)
             if (not held & said - OVER_STEMS - DOSE_WORDS and (not own or says_own(sentence))
@@ -4519,7 +4573,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 if switch:  # what was switched from is no doctor: "Dr Pritchard stopped it and switched me to ..."
                     them -= {_stem(m["name"].lower()) for m in TITLED_NAME.finditer(sentence)}
                 out |= {w for about, numbers in valued if numbers and changed - numbers
-                        for w in about & them - DOSE_WORDS} \
+                        for w in about & them - DOSE_WORDS - QUALIFIERS} \
                     if changed else them
             if own and not says_own(clause, sentence):
                 continue
@@ -4532,12 +4586,20 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # team stopped the metformin at once: in MELAS it can cause lactic acidosis" ended the MELAS)
                 what = held & _content_stems(OBJECT_END.split(clause[over.end():], 1)[0], user_name) \
                     if STOPPED_WHAT.match(clause[over.end():]) else set()
+                if not what and (why := REASON_AFTER.match(clause[over.end():])):
+                    # "The etoricoxib is stopped: my blood pressure went up": what is after the colon is why (fresh32:
+                    # it ended "a tyrosine blood test")
+                    said = _content_stems(clause[:over.end() + why.start(1)], user_name) - UNITS
                 out |= (what or held & said) - OVER_STEMS - agents
                 if BROKE_UP.match(over[0]):  # "Stavros and I split up in March": no partner now (fresh30)
                     out |= {_stem(w) for w in words(stored) if w in PARTNERS}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
             # weeks", "the flushes are down to two a day" no age of "Filipa is 51 ..., including hot flushes"
-            out |= {w for about, numbers in valued if numbers and changed - numbers for w in about & said - DOSE_WORDS}
+            # (not by a word that only qualifies: "my blood pressure went up to 170" changes no "blood test": fresh32)
+            out |= {w for about, numbers in valued if numbers and changed - numbers
+                    for w in about & said - DOSE_WORDS - QUALIFIERS}
+            out |= {w for (about, numbers), part in zip(valued, pieces) if numbers and measured - numbers
+                    and not doses(part) for w in about & said - DOSE_WORDS - QUALIFIERS}
             if dosed := doses(clause):  # a dose said again: "Bisoprolol is 5 mg" of "Bisoprolol, 1.25 mg ..."
                 out |= {w for (about, _), part in zip(valued, pieces) if (was := doses(part)) and not dosed & was
                         for w in about & said - DOSE_WORDS}
