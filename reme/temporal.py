@@ -103,7 +103,7 @@ PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet l
 _TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have)"
                         r"|(?i:the|a|an|my|our|his|her|their|this|that)\s+(?:[a-z]+\s+)?[a-z]+)\s+"
                         r"(?:just\s+|[a-z]+ly\s+)?(?!(?:called|named|based|used|supposed|scheduled|planned|booked"
-                        r"|related|located|designed)\b)[a-z]{2,}ed\b")
+                        r"|related|located|designed)\b)[a-z]{2,}ed\b(?!\s+(?:like|as)\b)")
 
 
 _LEADING_PAST = re.compile(r"^\s*(?!(?:Scheduled|Booked|Planned|Supposed|Expected|Pencilled|Penciled)\b)"

@@ -1147,7 +1147,7 @@ NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
 DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin", "cycline", "floxacin", "prazole",
                 "oxetine", "azepam", "azolam", "triptan", "formin", "gliptin", "parin", "xaban", "semide", "thiazide",
-                "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "traline", "alopram",
+                "codone", "trigine", "lukast", "isone", "olone", "limus", "racetam", "pressin", "traline", "alopram",
                 # the stems of international nonproprietary names, WHO's list (fresh15: betahistine, gentamicin,
                 # adalimumab, tizanidine, prochlorperazine, nitrofurantoin, trimethoprim, pseudoephedrine, ...)
                 "mab", "tinib", "anib", "rafenib", "ciclovir", "zole", "idine", "azine", "histine", "micin", "toin",
@@ -1186,9 +1186,10 @@ NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines", "riptide", "y
 """Words that end as a medicine's name does and are none."""
 
 
-HEALTH_WORDS = frozenset("flu jab jabs booster boosters aura auras".split())
-"""Short health words that begin other words ("fluent"): health words only whole ("She had her flu jab last Friday":
-fresh30)."""
+HEALTH_WORDS = frozenset("flu jab jabs booster boosters aura auras lung lungs drip drips fluid fluids ventilator "
+                         "ventilators oxygen".split())
+"""Short health words that begin other words ("fluent", "lunge", "dripping"): health words only whole ("She had her
+flu jab last Friday": fresh30; "too much fluid during the attack floods my lungs": fresh33)."""
 
 
 def health_word(word: str) -> bool:
@@ -1412,6 +1413,9 @@ NO_RULE = frozenset("""one idea problem problems worries worry rush way thanks n
 plans plan news change changes luck time reason wonder chance surprise difference point end sign word pressure
 rain harm hurry clue""".split())
 """What follows "no" and rules nothing out ("no worries", "no idea")."""
+RULE_THEN_WHY = re.compile(r"(?:(?:and|but|so|also)\s+)?no\s+[a-z][\w-]*(?:\s+[a-z][\w-]*)?\s*:\s", re.IGNORECASE)
+"""A rule a sentence starts with, why after a colon: "And no alcohol: if I drink and nod off ..., I don't wake up"
+(fresh33)."""
 AT_ALL = re.compile(r"\b(?:at\s+all|ever|whatsoever|completely|full\s+stop|under\s+any\s+circumstances)\b",
                     re.IGNORECASE)
 """What makes "no X" a rule said on its own ("No alcohol at all, not even at the wedding", fresh22)."""
@@ -1432,12 +1436,12 @@ def restricted(sentence: str) -> list[str]:
     fresh27): "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
     levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
     clear: no sauna at all", "No alcohol at all" (`AT_ALL`), "No aged cheese, no cured sausage, ...,
-    no soy sauce" (fresh16). Not
+    no soy sauce" (fresh16), "And no alcohol: if I drink ..." (`RULE_THEN_WHY`). Not
     "no worries" (`NO_RULE`), nor "no plans this weekend"."""
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
     ruled += [m["what"].lower() for m in MUST_NOT.finditer(sentence)]
     if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence) or AT_ALL.search(sentence)
-                  or any(health_word(w) for w in words(sentence))):
+                  or RULE_THEN_WHY.match(sentence) or any(health_word(w) for w in words(sentence))):
         return ruled
     return []
 
@@ -1487,6 +1491,51 @@ def clauses_joined(transcript: Transcript) -> Iterator[tuple[int, str]]:
 
 WHEN_SAID = re.compile(r"(?:In|On|Since|From|Back\s+in)\s+[^.]*\d")
 """A time said in a few words: "In 2009, at the dentist.", "On the 3rd of May."."""
+
+
+WHEN_ASKED = re.compile(r"\bwhen\s+(?:was|were)\s+(?P<who>it|that|this|you)\s+(?:first\s+)?(?P<verb>found|diagnosed"
+                        r"|discovered|picked\s+up|spotted|confirmed)\b[^?]*\?\s*$", re.IGNORECASE)
+"""A question of when something was found: "When was it found?", "When were you diagnosed?"."""
+HAS_CONDITION = re.compile(r"\bI\s+(?:have|['’]ve\s+got|was\s+born\s+with|live\s+with|suffer\s+from)\s+"
+                           r"(?P<what>(?!(?:a|an|the|no|two|to|been|had|it|this|that)\b)[^\W\d_]+(?:[\s-][^\W\d_]+)?)"
+                           r"\s*(?=[,.:;(]|$)")
+"""What the speaker says they have, in a word or two before a pause: "I have xeroderma pigmentosum, XP: ...", "I was
+born with methaemoglobinaemia, the inherited kind"."""
+
+
+WHAT_ABOUT = re.compile(r"\b(?:what|how)\s+about\s+(?P<what>(?:[a-z-]+\s+){0,2}?[a-z-]+)\s*\?\s*$", re.IGNORECASE)
+"""A question of one thing: "What about naps?"."""
+NONE_LEADS = re.compile(r"None\b(?=[\s,;:]+\S)")
+"""An answer that there is none, saying more: "None without the ventilator, not even on the sofa."."""
+
+
+def when_answered(transcript: Transcript, index: int, sentence: str) -> str:
+    """`sentence`, the start of line `index`, that answers a question of when something was found (`WHEN_ASKED`) with
+    a time and no subject of its own before its first pause (`WHEN_SAID`), said as what was found when: "When was it
+    found?" -- "In 2003, when I was three." is "My xeroderma pigmentosum was found in 2003, when I was three." when the
+    line before the question says "I have xeroderma pigmentosum, ..." (the one thing `HAS_CONDITION` finds there);
+    "When were you diagnosed?" -- "In 2019, after a fall." is "I was diagnosed in 2019, after a fall." (fresh32,
+    fresh33: the year kept, what was found in it not). One that says "None ..." to a question of one thing
+    (`WHAT_ABOUT`) says of what: "What about naps?" -- "None without the ventilator" is "No naps without the
+    ventilator" (fresh33). Otherwise as it is."""
+    message = transcript.messages[index]
+    question = transcript.messages[index - 1].content if index and message.role == "user" else ""
+    if not question or found_at(message.content, sentence) != 0:
+        return sentence
+    if NONE_LEADS.match(sentence) and (about := WHAT_ABOUT.search(question)):
+        return f"No {about['what'].lower()}{sentence[len('None'):]}"
+    asked = WHEN_ASKED.search(question)
+    if asked is None or not WHEN_SAID.match(sentence) \
+            or not NOT_FRAGMENT.isdisjoint(words(re.split(r"[,;:.]", sentence, maxsplit=1)[0])):
+        return sentence
+    said = sentence[0].lower() + sentence[1:]
+    verb = " ".join(asked["verb"].lower().split())
+    if asked["who"].lower() == "you":
+        return f"I was {verb} {said}"
+    before = transcript.messages[index - 2] if index >= 2 else None
+    had = {m["what"] for m in HAS_CONDITION.finditer(before.content)} \
+        if before is not None and before.role == "user" and before.name == message.name else set()
+    return f"My {had.pop()} was {verb} {said}" if len(had) == 1 else sentence
 
 
 def health_led(transcript: Transcript) -> Iterator[tuple[int, str]]:
@@ -1764,7 +1813,8 @@ def named_thing(before: str, sentence: str) -> str:
     between; else as it is. A medicine
     the sentence before says someone was switched to is the "it" (`SWITCHED_TO`: "The pirfenidone
     ..., so ... stopped it and switched me to nintedanib. It gives me diarrhoea"), and the medicine
-    it starts with is not when it names another medicine after it."""
+    it starts with is not when it names another medicine after it. "It's at ..." or "It's on ..." is the one event
+    (`EVENTS`) the line names before it, with no question between."""
     said = [t.strip() for t in SENTENCE.split(before) if t.strip()]
     last = said[-1] if said and not said[-1].endswith(("?", "？")) else ""
     found = THE_THING.match(last)
@@ -1791,8 +1841,22 @@ def named_thing(before: str, sentence: str) -> str:
     asked = max((k for k, t in enumerate(said) if t.endswith(("?", "？"))), default=-1)
     named = {w for t in said[asked + 1:] for w in words(t) if medicine_word(w)}
     if len(named) != 1 or not doses(with_digits(sentence)):
-        return sentence
+        # an event the line names before it, once, when the sentence says where or when it is: "I'm going to have a
+        # bone marrow transplant! ... It's at Groote Schuur in Cape Town, on the 9th of November." (fresh33)
+        events = {w for t in said[asked + 1:] for w in words(t) if w in EVENTS}
+        if len(events) != 1 or not lead["s"] or not IT_IS_WHEN.match(sentence, lead.end()):
+            return sentence
+        event = events.pop()
+        owner = "My" if re.search(rf"\b(?:I|my)\b[^.!?]*\b{event}", " ".join(said[asked + 1:]), re.IGNORECASE) else "The"
+        return _subject_put(f"{owner} {event}", " " + sentence[lead.end():], True)
     return _subject_put(f"The {named.pop()}", " " + sentence[lead.end():], bool(lead["s"]))
+
+
+EVENTS = frozenset("""transplant operation surgery procedure scan biopsy appointment infusion wedding party concert
+interview exam funeral christening birthday graduation trip flight""".split())
+"""Things that happen somewhere on a day, which an "It's on the 9th" is of."""
+IT_IS_WHEN = re.compile(r"(?:at|on|in)\s+(?:the\s+)?(?:\d|(?-i:[A-Z]))", re.IGNORECASE)
+"""Where or when, after "It's": "at Groote Schuur", "on the 9th of November", "in June"."""
 
 
 def _subject_put(name: str, rest: str, s: bool) -> str:
@@ -1930,13 +1994,27 @@ IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|s
 milligrams")."""
 
 
+IT_DOSE = re.compile(r"\b[Ii]t['’]s(?=\s+(?:now\s+)?\d+(?:\.\d+)?\s*(?:mg|milligrams?|micrograms?|mcg|units?|ml|grams?)\b)")
+"""A dose said of "it": "since the 12th of May it's 0.2 milligrams at night"."""
+
+
 def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     """A memory with the one "it" it says (`IT_OBJECT`) named as `named_thing` names a sentence starting with it in the
     cited person's line (or one beside it) the memory copies it from: "Ruxolitinib, Jakavi, 15 milligrams twice a day.
     Dr Altantsetseg told me never to stop it suddenly" -> "... told Ganzorig never to stop it suddenly" (fresh31,
-    qwen1.5b: what not to stop, the memory did not say); otherwise as it is."""
+    qwen1.5b: what not to stop, the memory did not say); a dose said of "it" (`IT_DOSE`), with the one medicine the
+    question before its line names; otherwise as it is."""
     found = list(IT_OBJECT.finditer(text))
-    if len(found) != 1 or len(re.findall(r"\bit\b", text, re.IGNORECASE)) != 1:
+    if len(re.findall(r"\bit\b", text, re.IGNORECASE)) != 1:
+        return text
+    if (dose := IT_DOSE.search(text)) is not None:  # of the one medicine asked about ("Any change to the
+        # desmopressin?" -- "... since the 12th of May it's 0.2 milligrams at night": fresh33)
+        key = re.compile(r"\b" + r"\W+".join(map(re.escape, words(text[dose.start():])[:4])) + r"\b", re.IGNORECASE)
+        if (said := copied_sentence(key, transcript, sources)) is None or any(medicine_word(w) for w in words(said[1])):
+            return text
+        asked = {w for w in words(asked_before(transcript.messages, said[2])) if medicine_word(w)}
+        return text[:dose.start()] + f"the {asked.pop()} is" + text[dose.end():] if len(asked) == 1 else text
+    if len(found) != 1:
         return text
     lead = words(text[:found[0].start("it")])[-1:]
     after = words(text[found[0].end("it"):])[:2]
@@ -1987,11 +2065,13 @@ SAYS_AGAIN = re.compile(r"^(?:the\s+)?same\b|,\s*(?:the\s+)?same[.!]?$", re.IGNO
 with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without what the same was)."""
 SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
 ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)"
-                       r"|^(?:if|when|whenever|once)\s+one\b(?!\s+of\b)", re.IGNORECASE)
+                       r"|^(?:if|when|whenever|once)\s+one\b(?!\s+of\b)"
+                       r"|^the\s+one\s+(?:I|we|you|he|she|they)\s+(?:did|had|sent|took|posted|gave|got)\b", re.IGNORECASE)
 """A sentence about "the next one" of what the one before says: "The next one is on the 3rd of next month." after "So
 I have a urine test every six months" (fresh20: too short to keep for its date, and of nothing alone), "the last was
 on the 2nd of September" after "... degarelix injections instead, 80 milligrams every four weeks;" (fresh27), "If one
-lasts more than five minutes, give buccal midazolam" after "She has seizures." (fresh29: kept with no seizure)."""
+lasts more than five minutes, give buccal midazolam" after "She has seizures." (fresh29: kept with no seizure), "The one
+I did last Monday came back at 610" after "I prick a blood spot card at home every month" (fresh33)."""
 
 
 LATE_SUBJECT = re.compile(r"[a-z](?:[^\W\d_]|\s){0,40}?\b(?:they|it)(?:['’](?:re|s|ll|d)\b|\s+(?:are|is|were|was|will"
@@ -2014,14 +2094,21 @@ def needs_before(sentence: str) -> bool:
     return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
 
 
+FILLER_LEADS = frozenset("and but so oh also well".split())
+"""Words a lead-in may start with before what it says: "And no alcohol:" rules out alcohol (fresh33)."""
+FILLERS_FIRST = re.compile(r"^(?:(?:and|but|so|oh|also|well)\b,?\s+)+", re.IGNORECASE)
+
+
 def without_lead_in(sentence: str) -> str:
     """A sentence without its lead-ins (`LEAD_IN`: "But", "Agreed,", "Oh, and"); not one naming a health word
     ("Erythromycin:")."""
     while (lead := LEAD_IN.match(sentence)) is not None and lead.end():
         if lead.group().rstrip().endswith(":") and (any(health_word(w) for w in words(lead.group()))
-                                                    or words(lead.group())[0] in ("no", "never", "not")):
-            break  # "Erythromycin: in 2018 his face swelled up, so he's allergic to it" (fresh28): what it is of;
-            # "No estrogen: the pill sends triglycerides up" (fresh32): what is ruled out
+                                                    or [w for w in words(lead.group()) if w not in FILLER_LEADS][:1]
+                                                    in (["no"], ["never"], ["not"])):
+            # "Erythromycin: in 2018 his face swelled up, so he's allergic to it" (fresh28): what it is of;
+            # "No estrogen: the pill sends triglycerides up" (fresh32): what is ruled out ("And no alcohol:", its "And")
+            return FILLERS_FIRST.sub("", sentence)
         sentence = sentence[lead.end():]
     return sentence
 
@@ -2307,9 +2394,13 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     for word, for the speaker, when that can be no one else (`speaker_meant`); one starting with a
     dose (`DOSE_ALONE`) a cited line says word for word, with the medicine `subject_given` finds; one starting with
     "His" or "Her" a cited line says word for word, with whose `subject_given` finds ("My daughter Litia ... Her body
-    can't break down leucine": fresh30); one starting with "It", as `it_named` names it; otherwise as it is."""
+    can't break down leucine": fresh30); one starting with "It", as `it_named` names it; one a cited line starts with
+    word for word, as `when_answered` says it; otherwise as it is."""
     pronoun = HE_OR_SHE.match(text)
     first = SENTENCE.split(text.strip(), maxsplit=1)[0]
+    for i in (j for j in sources if 0 <= j < len(transcript.messages)):
+        if (answered := when_answered(transcript, i, first)) != first:  # "None without the ventilator" (fresh33)
+            return answered + text.strip()[len(first):]
     if (lead := IT_LEADS.match(first)) is not None:
         return it_named(text, first, lead, transcript, sources)
     if not pronoun and not DOSE_ALONE.match(text) and not OWNER_LEADS.match(text):
@@ -2723,6 +2814,11 @@ def avoided_answers(messages: Sequence[Message]) -> Iterator[tuple[int, str, str
             yield index, first, thing, bool(REACTS.search(asked))
 
 
+ASKED_OF = re.compile(r"\b(?i:does|is|has|did|can|must|should)\s+(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:have|react|get|avoid"
+                      r"|take|be|got|had|reacted|ever)\b|\b(?P<whose>[A-ZÀ-ÖØ-Þ][^\W\d_]+)['’]s\s+allerg")
+"""A question of someone else's allergies or what they avoid: "Does Murad have any allergies?"."""
+
+
 def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """A person's answer to what they react to or must avoid (`avoided_answers`) whose first thing
     no memory that says what is not to be had (`TO_AVOID`) holds, as "<speaker>'s allergies:
@@ -2736,7 +2832,10 @@ def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str
         need = {_stem(w) for w in words(thing) if len(w) >= 3 and w not in COMMON_WORDS}
         if not need or any(need <= h for h in held):
             continue
-        who = transcript.messages[index].name or user_name
+        # whom the question asks about ("Does Murad have any allergies?" -- "Latex. ... Me? Nothing.": fresh33)
+        of = ASKED_OF.search(asked_before(transcript.messages, index))
+        named = (of["who"] or of["whose"]) if of else ""
+        who = named if named in transcript.names else transcript.messages[index].name or user_name
         text = f"{who}'s allergies: {first}" if allergy else f"{who} must avoid: {first}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
@@ -3205,16 +3304,19 @@ class PersonalSummarizer:
                       **extra: Any) -> tuple[list[MemoryNode], list[Draft]]:
         """The sentences `found` (each with its line's index) kept as said, listed in `rejected` as
         `step` ("... `why`: kept as said"), its "He" or "She" named where the sentence before
-        says whom it is (`named_subject`), and checked as the extraction's memories are; each one
+        says whom it is (`named_subject`), a time answering when something was found said with
+        what (`when_answered`), and checked as the extraction's memories are; each one
         kept is noted in `plan.kept_as_said` with the words that make it news (`news` of its text)
         and whether it `may_end` a stored memory. `extra`: the memories' kind and importance."""
         for _, sentence in found:
             plan.rejected.append(Rejection(step=step, action="defaulted",
                                            reason=f"{sentence[:80]!r} {why}: kept as said"))
-        more, more_flawed = self._candidates(Extraction(memories=[  # "She's my ...": whom the sentence before names
-            ExtractedMemory(content=led_in(transcript, index, sentence, named_subject(transcript, index, sentence)),
-                            sources=[index], **extra)
-            for index, sentence in found]),
+        def kept(index: int, sentence: str) -> str:  # "She's my ...": whom the sentence before names
+            text = led_in(transcript, index, sentence, named_subject(transcript, index, sentence))
+            return when_answered(transcript, index, sentence) if text == sentence else text
+
+        more, more_flawed = self._candidates(Extraction(memories=[
+            ExtractedMemory(content=kept(index, sentence), sources=[index], **extra) for index, sentence in found]),
             transcript, history, user_name, now, plan.rejected, written, step=step)
         plan.kept_as_said |= {c.memory_id: (news(c.content), may_end) for c in more}
         return more, more_flawed
@@ -4229,7 +4331,7 @@ def doses(text: str) -> set[str]:
 def amounts(text: str) -> set[str]:
     """The numbers a text states (spelled ones as digits), less years and what is in parentheses
     (the dates ReMe adds)."""
-    found = (SPELLED.get(n.lower(), n) for n in AMOUNT.findall(PARENTHESES.sub(" ", text)))
+    found = (SPELLED.get(n.lower(), n) for n in AMOUNT.findall(with_digits(PARENTHESES.sub(" ", text))))
     return {n for n in found if not YEAR.fullmatch(n)}
 
 
@@ -4345,7 +4447,7 @@ LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+n
                       r"(?P<to>[A-Z][^\W\d_]+)")
 """Where the user lives now, said without "moved to": "since July we live in Hobart" (fresh25), "I now live in Ayr"."""
 LIVES_IN = re.compile(r"\b(?:(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)"
-                      r"|(?:home|house|flat)\s+in)\s+(?P<at>[A-Z][^\W\d_]+)")
+                      r"|(?:home|house|flat)\s+in)\s+(?:the\s+)?(?P<at>[A-Z][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
                     r"\s+(?:at|with)|joined|(?:working|employed)\s+(?:at|for)|work\s+(?:at|for))\s+(?:the\s+)?"
                     r"(?P<to>[A-Z][^\W\d_]+)")
@@ -4390,6 +4492,7 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"(?:[a-z]+\s+){0,2}?(?:college|school|university|polytech|academy|(?-i:[A-Z]))"
                      r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
+                     r"|\b(?-i:I)(?:['’]m| am)\s+an?\s+[a-z-]+(?:er|or|ist|ian)\s+(?:in|at|for|with)\s+[^.;!?]{0,50}?\bnow\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
                      r"(?:[a-z-]+\s+){0,2}?(?P<left>restaurant|salon|shop|firm|company|practice|business|job|café|cafe"
                      r"|bakery|garage|studio|farm|library|warehouse|factory|depot|hospital|nursery|bank)\b"
@@ -4404,11 +4507,15 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
 """A first-person clause that says the user does other work now, or left their work: "I teach
 cookery at the further education college now", "I've left the restaurant", "I left the warehouse job"
 (fresh25), "I've left the library since the episode" (fresh27: the place itself ends where the user works there), "I've had to sell the
-salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I retired", "I've left
-flying" (fresh26)."""
+salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I'm a dispatcher in the ferry
+company's office now" (fresh33), "I retired", "I've left flying" (fresh26)."""
 JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,3}?"
-                 r"(?P<job>[a-z]+(?:er|or|ist|ian)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
+                 r"(?P<job>[a-z]+(?:er|or|ist|ian|hand)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
 """What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
+DRIVES = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?P<job>drives)\s+an?\s+(?:[a-z]+\s+)?(?:bus|taxi|tram|lorry|truck"
+                    r"|van|cab|ambulance)\b")
+"""Driving for work, as a memory says it: "Facundo drives a city bus in Montevideo" (fresh33: it stayed when he
+retired)."""
 
 
 WORK_MOVED = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+)?(?:moved|switched|changed)\s+"
@@ -4444,7 +4551,7 @@ def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
         return set()
     said = {_stem(w) for w in words(NOT_THERE.sub(" ", sentence))}
     name = words(user_name)[:1]
-    out = {_stem(m["job"]) for m in JOB.finditer(stored)
+    out = {_stem(m["job"]) for m in (*JOB.finditer(stored), *DRIVES.finditer(stored))
            if other and words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
     for part in users_parts(stored, user_name):
         out |= {_stem(m["at"].lower()) for m in WORK_PLACE.finditer(part)} - said
@@ -4530,7 +4637,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     for s, sentence in enumerate(sentences):
         if not own or says_own(sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
-            for m in (*INSTEAD.finditer(sentence), *FROM_TO.finditer(sentence)):
+            for m in (*INSTEAD.finditer(with_digits(sentence)), *FROM_TO.finditer(with_digits(sentence))):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
                 out |= {w for about, numbers in valued if old in numbers and new not in numbers
                         for w in about & said - DOSE_WORDS}
@@ -4557,10 +4664,12 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
         for i, clause in enumerate(clauses[s]):
             said = _content_stems(clause, user_name) - UNITS
             switch = switched(clause)
-            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(clause)}
-            changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(clause)}
+            valued_as = with_digits(clause)  # "twelve hundred milligrams" is 1200 (fresh33)
+            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(valued_as)}
+            changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(valued_as)}
             # a value measured again changes one measured, not a dose ("My lithium level is 0.9 now" of "800 mg")
-            measured = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in MEASURED_NOW.finditer(clause)}
+            measured = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"])
+                        for m in MEASURED_NOW.finditer(valued_as)}
             # the word saying it ended is not what ended ("Stopped in March" of "..., to stop a flare": fresh27)
             # (a unit it shares is no thing: "raised it to 90 milligrams" of "burosumab, 80 milligrams": fresh31)
             if (not held & said - OVER_STEMS - DOSE_WORDS and (not own or says_own(sentence))
@@ -4613,7 +4722,17 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
         if not own or says_own(sentence):
             out |= (new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
                     | new_job(sentence, stored, user_name))
-    return out
+    # a medicine given before something ends with no course of it (fresh33: "The prednisone is finished" ended "so now
+    # they give Facundo prednisone and an antihistamine first", before contrast dye)
+    given_before = {_stem(w) for t in SENTENCE.split(stored) if PREMEDICATION.search(t) for w in words(t)
+                    if medicine_word(w)}
+    other = {_stem(w) for t in SENTENCE.split(stored) if not PREMEDICATION.search(t) for w in words(t)}
+    return out - (given_before - other)
+
+
+PREMEDICATION = re.compile(r"\b(?:first|beforehand)\s*[.!;]?\s*$|\bbefore\s+(?:each|every|any)\b", re.IGNORECASE)
+"""A sentence that says something is given before something else: "..., so now they give me prednisone and an
+antihistamine first", "Before each rituximab they give me paracetamol"."""
 
 
 BROKE_UP = re.compile(r"broke up|split up|separated|divorced")
@@ -4933,7 +5052,8 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
     if CJK_CHAR.search(stored + lines):
         return None
     found: list[tuple[str, str, str, str]] = []
-    for sentence in SENTENCE.split(lines):
+    # numbers said in words as digits, whole: "twelve hundred milligrams" is 1200, not 12 (fresh33)
+    for sentence in SENTENCE.split(with_digits(lines)):
         # what the sentence names: its health words, a unit ("mg") only when it names no other
         named = [w for w in words(sentence) if health_word(w)]
         health = {_stem(w) for w in named if not DOSE.fullmatch("1 " + w)} or {_stem(w) for w in named}
@@ -5137,6 +5257,10 @@ TURNED_DOWN = frozenset("not no never without nor t".split())
 """A memory saying one of these ("does not want", "didn't") may say that a suggestion was turned down."""
 
 
+ONE_OF = re.compile(r"\b(?:a\s+pair|one|some)\s*\?", re.IGNORECASE)
+"""A question offering some of what the sentence before names: "Shall I find a pair?", "Want one?"."""
+
+
 def declined(text: str, messages: Sequence[Message]) -> list[str]:
     """The words of a memory that only the assistant said, in a question that suggests
     (`SUGGESTS`) which the person's answer right after it does not take up (`ACCEPTS`), when the
@@ -5170,7 +5294,9 @@ def declined(text: str, messages: Sequence[Message]) -> list[str]:
             if sentence.strip().endswith("?") and SUGGESTS.match(sentence.strip()):
                 # "it" of the sentence before: "Some people take vitamin E for their circulation. Would you like to
                 # try it?" (fresh26: "Henrietta takes vitamin E" was stored of "Not while I'm on a blood thinner")
-                asked = stems([sentence] + (said[k - 1:k] if k and REFERRING & set(words(sentence)) else []))
+                # (or "a pair", "one", "some" of it: "Compression stockings are good ... Shall I find a pair?": fresh33)
+                asked = stems([sentence] + (said[k - 1:k] if k and (REFERRING & set(words(sentence))
+                                                                    or ONE_OF.search(sentence)) else []))
                 out += [w for w in mine if _stem(w) in asked]
     return list(dict.fromkeys(out))
 
