@@ -92,8 +92,8 @@ def test_a_when_answered_in_a_few_words_stays_with_the_sentence_after_it() -> No
     # nothing joined when the few words hold no time, or the sentence after them no health word
     assert unheld_health(transcript(("Senait", "At the dentist. He rubbed a benzocaine gel on my gum.")), []) == [
         (0, "He rubbed a benzocaine gel on my gum.")]
-    assert unheld_health(transcript(("Senait", "In 2009, at the dentist. He was very kind. I take folic acid, 5 "
-                                               "milligrams a day.")), []) == [(0, "I take folic acid, 5 milligrams a day.")]
+    kind = transcript(("Senait", "In 2009, at the dentist. He was very kind. I take folic acid, 5 milligrams a day."))
+    assert unheld_health(kind, []) == [(0, "I take folic acid, 5 milligrams a day.")]
 
 
 def test_a_value_measured_again_ends_the_value_before() -> None:
@@ -126,8 +126,8 @@ def test_a_wont_is_no_past_tense_for_the_month_said() -> None:
 def test_a_blood_pressure_changed_changes_no_blood_test() -> None:
     # fresh32: "my blood pressure went up to 170" cut "..., and have a tyrosine blood test every three months" (the two
     # share "blood" alone)
-    stored = ("Ľubomír has to eat less protein, small portions of meat and cheese, and have a tyrosine blood test every "
-              "three months.")
+    stored = ("Ľubomír has to eat less protein, small portions of meat and cheese, and have a tyrosine blood test "
+              "every three months.")
     assert ending("The etoricoxib is stopped: my blood pressure went up to 170.", stored, "Ľubomír") == set()
     assert "press" in ending("My blood pressure went up to 170.", "Ľubomír's blood pressure is 130.", "Ľubomír")
     assert "press" in ending("My blood pressure is 170 now.", "Ľubomír's blood pressure is 130.", "Ľubomír")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from reme.memory.personal import (Transcript, declined, ending, it_copied, led_in, named_thing, needs_before, restricted,
+from reme.memory.personal import (Transcript, declined, ending, it_copied, led_in, named_subject, named_thing,
+                                   needs_before, restricted,
                                    said_whole, to_messages,
                                    revalued, unheld_avoided, unheld_health, when_answered)
 from reme.memory.wording import anchor_times
@@ -95,8 +96,8 @@ def test_a_warning_that_the_drips_could_flood_the_lungs_is_a_health_fact() -> No
 def test_a_new_job_said_with_now_ends_the_old_one() -> None:
     # fresh33: "And I've left the ferries: I'm a dispatcher in the ferry company's office now, ..." left "Kurt is a
     # deckhand on the Grand Harbour ferries."
-    line = ("And I've left the ferries: I'm a dispatcher in the ferry company's office now, day shifts only, because the "
-            "mask needs a proper night's sleep.")
+    line = ("And I've left the ferries: I'm a dispatcher in the ferry company's office now, day shifts only, because "
+            "the mask needs a proper night's sleep.")
     assert ending(line, "Kurt is a deckhand on the Grand Harbour ferries.", "Kurt") == {"deckh"}
     assert ending(line, "Kurt's brother Pawlu is a deckhand.", "Kurt") == set()
 
@@ -117,8 +118,8 @@ def test_a_dose_said_as_its_names_the_medicine_asked_about() -> None:
 def test_a_dose_said_in_hundreds_is_the_whole_number() -> None:
     # fresh33: "Dr Nghipandulwa raised the deferasirox to twelve hundred milligrams" made "deferasirox, 900 milligrams"
     # "deferasirox, 12 milligrams": a dose a hundred times too small
-    stored = ("Iron piles up from all that blood, so Ndapewa takes deferasirox, 900 milligrams every morning on an empty "
-              "stomach.")
+    stored = ("Iron piles up from all that blood, so Ndapewa takes deferasirox, 900 milligrams every morning on an "
+              "empty stomach.")
     line = ("My ferritin came back at three thousand four hundred, so Dr Nghipandulwa raised the deferasirox to twelve "
             "hundred milligrams.")
     assert revalued(stored, line) == (stored.replace("900", "1200"), "900", "1200")
@@ -187,3 +188,27 @@ def test_a_pair_offered_is_what_the_sentence_before_names() -> None:
     kept = "Tadej Kovačič uses compression stockings to keep his legs warm."
     assert "compression" in declined(kept, no.messages)
     assert declined(kept, transcript(offer, ("Tadej", "Yes please, a pair would help.")).messages) == []
+
+
+def test_a_dose_said_as_its_ends_the_dose_of_the_medicine_asked_about() -> None:
+    # fresh33: "Any change to the desmopressin?" -- "... since the 12th of May it's 0.2 milligrams at night and 0.1 in
+    # the morning." left "Desmopressin tablets, 0.1 milligrams twice a day, ..." as it was
+    line = ("Yes. I was still up all night passing water, so since the 12th of May it's 0.2 milligrams at night and "
+            "0.1 in the morning.")
+    stored = "Desmopressin tablets, 0.1 milligrams twice a day, for the diabetes insipidus."
+    assert "desmo" in ending(line, stored, "Yassine", asked="Any change to the desmopressin?")
+    assert ending(line, stored, "Yassine", asked="Any change to the insulin?") == set()
+
+
+def test_she_in_an_answer_to_who_someone_is_is_them() -> None:
+    # fresh33: "Who is Dr Aliyeva?" -- "His metabolic doctor at the children's hospital. She sees him in three weeks,
+    # ..." was kept as "She sees him in three weeks (12 March 2026), ...": the "his" before it kept "She" unnamed
+    line = ("His metabolic doctor at the children's hospital. She sees him in three weeks, and his heart scan is on "
+            "the 4th of March.")
+    talk = transcript(("assistant", "Who is Dr Aliyeva?"), ("Leyla", line))
+    said = "She sees him in three weeks, and his heart scan is on the 4th of March."
+    assert named_subject(talk, 1, said) == \
+        "Dr Aliyeva sees him in three weeks, and his heart scan is on the 4th of March."
+    other = transcript(("assistant", "Who is Dr Aliyeva?"),
+                       ("Leyla", "My sister Nigar knows her. She sees him weekly."))
+    assert not named_subject(other, 1, "She sees him weekly.").startswith("Dr Aliyeva")  # the line names another

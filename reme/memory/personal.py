@@ -1847,7 +1847,8 @@ def named_thing(before: str, sentence: str) -> str:
         if len(events) != 1 or not lead["s"] or not IT_IS_WHEN.match(sentence, lead.end()):
             return sentence
         event = events.pop()
-        owner = "My" if re.search(rf"\b(?:I|my)\b[^.!?]*\b{event}", " ".join(said[asked + 1:]), re.IGNORECASE) else "The"
+        told = " ".join(said[asked + 1:])
+        owner = "My" if re.search(rf"\b(?:I|my)\b[^.!?]*\b{event}", told, re.IGNORECASE) else "The"
         return _subject_put(f"{owner} {event}", " " + sentence[lead.end():], True)
     return _subject_put(f"The {named.pop()}", " " + sentence[lead.end():], bool(lead["s"]))
 
@@ -1994,7 +1995,8 @@ IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|s
 milligrams")."""
 
 
-IT_DOSE = re.compile(r"\b[Ii]t['’]s(?=\s+(?:now\s+)?\d+(?:\.\d+)?\s*(?:mg|milligrams?|micrograms?|mcg|units?|ml|grams?)\b)")
+IT_DOSE = re.compile(r"\b[Ii]t['’]s(?=\s+(?:now\s+)?\d+(?:\.\d+)?\s*"
+                     r"(?:mg|milligrams?|micrograms?|mcg|units?|ml|grams?)\b)")
 """A dose said of "it": "since the 12th of May it's 0.2 milligrams at night"."""
 
 
@@ -2066,7 +2068,8 @@ with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without w
 SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
 ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)"
                        r"|^(?:if|when|whenever|once)\s+one\b(?!\s+of\b)"
-                       r"|^the\s+one\s+(?:I|we|you|he|she|they)\s+(?:did|had|sent|took|posted|gave|got)\b", re.IGNORECASE)
+                       r"|^the\s+one\s+(?:I|we|you|he|she|they)\s+(?:did|had|sent|took|posted|gave|got)\b",
+                       re.IGNORECASE)
 """A sentence about "the next one" of what the one before says: "The next one is on the 3rd of next month." after "So
 I have a urine test every six months" (fresh20: too short to keep for its date, and of nothing alone), "the last was
 on the 2nd of September" after "... degarelix injections instead, 80 milligrams every four weeks;" (fresh27), "If one
@@ -2174,6 +2177,11 @@ TIME_LED = re.compile(r"(?:(?:And|But|So)\s+)?(?:(?:On|In|By|From|Since|Until|Be
 """A time a sentence starts with, before its "she" or "he": "On the 29th she turns twelve", "In June he starts"."""
 
 
+WHO_IS = re.compile(r"\bWho(?:['’]s|\s+is)\s+(?:(?P<title>Dr|Mr|Mrs|Ms|Prof)\.?\s+)?"
+                    r"(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s*\?\s*$")
+"""A question of who someone is: "Who is Dr Aliyeva?"."""
+
+
 def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) -> str | None:
     """Whom `pronoun` ("He" or "She") at `at` in line `index` is, as `named_subject` reads it: the
     subject of the closest sentence before it in its line that names anyone, or the one person the
@@ -2190,6 +2198,11 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
     # a speaker is no "he" to themselves: "I'm Khulan, the nurse ... I take his blood" (fresh31)
     speaking = set(CAPITALIZED.findall(transcript.messages[index].name or ""))
     theirs = HIS if other == "He" else HERS
+    # the one asked about, when the line names no one before it ("Who is Dr Aliyeva?" -- "His metabolic doctor ... She
+    # sees him in three weeks": fresh33)
+    if asked and (who := WHO_IS.search(asked.content)) and who["name"] in known \
+            and not any(m in known for m in CAPITALIZED.findall(before)):
+        return f"{who['title']} {who['name']}" if who["title"] else who["name"]
     since = [t for t in SENTENCE.split(before) if t.strip()]
     while since and not theirs & set(words(since[0])):
         since.pop(0)
@@ -2814,8 +2827,9 @@ def avoided_answers(messages: Sequence[Message]) -> Iterator[tuple[int, str, str
             yield index, first, thing, bool(REACTS.search(asked))
 
 
-ASKED_OF = re.compile(r"\b(?i:does|is|has|did|can|must|should)\s+(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:have|react|get|avoid"
-                      r"|take|be|got|had|reacted|ever)\b|\b(?P<whose>[A-ZÀ-ÖØ-Þ][^\W\d_]+)['’]s\s+allerg")
+ASKED_OF = re.compile(r"\b(?i:does|is|has|did|can|must|should)\s+(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+"
+                      r"(?:have|react|get|avoid|take|be|got|had|reacted|ever)\b"
+                      r"|\b(?P<whose>[A-ZÀ-ÖØ-Þ][^\W\d_]+)['’]s\s+allerg")
 """A question of someone else's allergies or what they avoid: "Does Murad have any allergies?"."""
 
 
@@ -4492,7 +4506,8 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"(?:[a-z]+\s+){0,2}?(?:college|school|university|polytech|academy|(?-i:[A-Z]))"
                      r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
-                     r"|\b(?-i:I)(?:['’]m| am)\s+an?\s+[a-z-]+(?:er|or|ist|ian)\s+(?:in|at|for|with)\s+[^.;!?]{0,50}?\bnow\b"
+                     r"|\b(?-i:I)(?:['’]m| am)\s+an?\s+[a-z-]+(?:er|or|ist|ian)\s+(?:in|at|for|with)\s+"
+                     r"[^.;!?]{0,50}?\bnow\b"
                      r"|\b(?-i:I)(?:['’]ve| have)?\s+(?:had\s+to\s+)?(?:left|sold|quit|closed|given\s+up)\s+(?:the|my|our)\s+"
                      r"(?:[a-z-]+\s+){0,2}?(?P<left>restaurant|salon|shop|firm|company|practice|business|job|café|cafe"
                      r"|bakery|garage|studio|farm|library|warehouse|factory|depot|hospital|nursery|bank)\b"
@@ -4512,8 +4527,8 @@ company's office now" (fresh33), "I retired", "I've left flying" (fresh26)."""
 JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,3}?"
                  r"(?P<job>[a-z]+(?:er|or|ist|ian|hand)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
 """What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
-DRIVES = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?P<job>drives)\s+an?\s+(?:[a-z]+\s+)?(?:bus|taxi|tram|lorry|truck"
-                    r"|van|cab|ambulance)\b")
+DRIVES = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?P<job>drives)\s+an?\s+(?:[a-z]+\s+)?"
+                    r"(?:bus|taxi|tram|lorry|truck|van|cab|ambulance)\b")
 """Driving for work, as a memory says it: "Facundo drives a city bus in Montevideo" (fresh33: it stayed when he
 retired)."""
 
@@ -4661,11 +4676,17 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= role_taken(carer["role"].lower(), carer["name"], stored, user_name)
             if s == 0 and asked and YES.match(clauses[0][0]) and stopped & (again := done_again(YOU.sub("I", asked))):
                 out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
+        # a dose said of "it", of the one medicine the question asks about ("Any change to the desmopressin?" -- "...
+        # since the 12th of May it's 0.2 milligrams at night": fresh33)
+        asked_of = {_stem(w) for w in words(asked) if medicine_word(w)} if asked and IT_DOSE.search(sentence) \
+            and not any(medicine_word(w) for w in words(sentence)) else set()
+        asked_of = asked_of if len(asked_of) == 1 else set()
         for i, clause in enumerate(clauses[s]):
-            said = _content_stems(clause, user_name) - UNITS
+            said = _content_stems(clause, user_name) - UNITS | (asked_of if IT_DOSE.search(clause) else set())
             switch = switched(clause)
             valued_as = with_digits(clause)  # "twelve hundred milligrams" is 1200 (fresh33)
-            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]) for m in CHANGED_TO.finditer(valued_as)}
+            changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"])
+                       for m in CHANGED_TO.finditer(valued_as)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(valued_as)}
             # a value measured again changes one measured, not a dose ("My lithium level is 0.9 now" of "800 mg")
             measured = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"])
