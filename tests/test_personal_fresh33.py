@@ -212,3 +212,13 @@ def test_she_in_an_answer_to_who_someone_is_is_them() -> None:
     other = transcript(("assistant", "Who is Dr Aliyeva?"),
                        ("Leyla", "My sister Nigar knows her. She sees him weekly."))
     assert not named_subject(other, 1, "She sees him weekly.").startswith("Dr Aliyeva")  # the line names another
+
+
+def test_a_stored_dose_said_in_hundreds_is_not_read_as_its_first_word() -> None:
+    # review of fresh33's fix: a stored "twelve hundred milligrams" was read as 12, so a new dose would have been put in
+    # place of "twelve" alone ("1500 hundred milligrams")
+    stored = "Ndapewa takes deferasirox, twelve hundred milligrams every morning."
+    changed = revalued(stored, "Dr Nghipandulwa raised the deferasirox to 1500 milligrams.")
+    assert changed is None or "hundred" not in changed[0]
+    assert revalued("Ndapewa takes deferasirox, 900 milligrams every morning.",
+                    "Dr Nghipandulwa raised the deferasirox to 1500 milligrams.") is not None

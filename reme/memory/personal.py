@@ -2099,7 +2099,7 @@ def needs_before(sentence: str) -> bool:
 
 FILLER_LEADS = frozenset("and but so oh also well".split())
 """Words a lead-in may start with before what it says: "And no alcohol:" rules out alcohol (fresh33)."""
-FILLERS_FIRST = re.compile(r"^(?:(?:and|but|so|oh|also|well)\b,?\s+)+", re.IGNORECASE)
+FILLERS_FIRST = re.compile(r"^(?:(?:" + "|".join(FILLER_LEADS) + r")\b,?\s+)+", re.IGNORECASE)
 
 
 def without_lead_in(sentence: str) -> str:
@@ -2425,8 +2425,7 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     return speaker_meant(text, transcript, [j for j in sources if 0 <= j < len(transcript.messages)]) if pronoun else text
 
 
-YOURS = {"i": "i", "me": "me", "my": "my", "she": "i", "he": "i", "her": "my", "his": "my", "him": "me",
-         "doesn": "don", "don": "don", "has": "have", "have": "have", "is": "am", "am": "am", "was": "was"}
+YOURS = {"she": "i", "he": "i", "her": "my", "his": "my", "him": "me", "doesn": "don", "has": "have", "is": "am"}
 """A word of a line in the first person and as a memory says it of the speaker: "the very enzyme I don't have" is
 "the very enzyme she doesn't have"."""
 
@@ -2961,7 +2960,6 @@ def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequen
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out
-
 
 
 def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int, Span]]:
@@ -4230,7 +4228,9 @@ stopped" ends no "must never stop the prednisolone suddenly" (fresh23)."""
 OVER_STEMS = frozenset(_stem(w) for w in OVER_WORDS)
 SPELLED = {w: str(n) for w, n in NUMBERS.items() if w not in FUZZY and w not in ("a", "an")}
 """Numbers said in words ("four times a day"), as `amounts` states them: "one" to "twelve"."""
-_NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b"
+_WHOLE = r"(?!\s+(?:hundred|thousand|million)\b)"
+"""After a number said in words: not the first word of a bigger one ("twelve hundred" is no 12: fresh33)."""
+_NUMBER = r"\d+(?:\.\d+)?(?!\d|\.\d)|(?:" + "|".join(SPELLED) + r")\b" + _WHOLE
 THE_DOSE = re.compile(r"\bthe\s+(?:dose|dosage)\b", re.IGNORECASE)
 """A dose said of what the clause before names: "My sirolimus level was low, so ... the dose went up to 3 milligrams"
 (fresh32)."""
@@ -4272,7 +4272,7 @@ def every_unit(m: re.Match[str]) -> str:
     return (m["unit"] or {"daily": "day"}.get(m["ly"].lower(), m["ly"].lower()[:-2])).lower()
 
 
-AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b", re.IGNORECASE)
+AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELLED) + r")\b" + _WHOLE, re.IGNORECASE)
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
                            r"(?:(?:my|his|her|their|our|(?-i:[A-ZÀ-ÖØ-Þ])[^\W\d_]*['’]s)\s+)?(?P<w>[a-z]{4,})"
                            r"|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+(?:allowed\s+)?to\s+(?P<t>[a-z]{3,})"
@@ -4716,11 +4716,11 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # team stopped the metformin at once: in MELAS it can cause lactic acidosis" ended the MELAS)
                 what = held & _content_stems(OBJECT_END.split(clause[over.end():], 1)[0], user_name) \
                     if STOPPED_WHAT.match(clause[over.end():]) else set()
-                if not what and (why := REASON_AFTER.match(clause[over.end():])):
-                    # "The etoricoxib is stopped: my blood pressure went up": what is after the colon is why (fresh32:
-                    # it ended "a tyrosine blood test")
-                    said = _content_stems(clause[:over.end() + why.start(1)], user_name) - UNITS
-                out |= (what or held & said) - OVER_STEMS - agents
+                # "The etoricoxib is stopped: my blood pressure went up": what is after the colon is why (fresh32: it
+                # ended "a tyrosine blood test")
+                why = REASON_AFTER.match(clause[over.end():])
+                told = _content_stems(clause[:over.end() + why.start(1)], user_name) - UNITS if why else said
+                out |= (what or held & told) - OVER_STEMS - agents
                 if BROKE_UP.match(over[0]):  # "Stavros and I split up in March": no partner now (fresh30)
                     out |= {_stem(w) for w in words(stored) if w in PARTNERS}
             # the value of what the part is about: "cut the season to five weeks" changes no dose "every two
@@ -4745,6 +4745,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                     | new_job(sentence, stored, user_name))
     # a medicine given before something ends with no course of it (fresh33: "The prednisone is finished" ended "so now
     # they give Facundo prednisone and an antihistamine first", before contrast dye)
+    if not out:
+        return out
     given_before = {_stem(w) for t in SENTENCE.split(stored) if PREMEDICATION.search(t) for w in words(t)
                     if medicine_word(w)}
     other = {_stem(w) for t in SENTENCE.split(stored) if not PREMEDICATION.search(t) for w in words(t)}
