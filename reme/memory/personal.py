@@ -525,7 +525,9 @@ def misnamed(text: str, cited: Sequence[Message], known: Collection[str] = ()) -
         said = set(clauses[back][clauses[back][:1] in (["my"], ["our"]):]).union(*clauses[back + 1:best + 1])
         if {"i", *FIRST_PERSON} & said:  # "they want me to deliver in hospital": the speaker's too
             return None
-        if any(f"{aux} {subject[1]}" in memory for aux in PASSIVE) or subject[0] in memory.split():
+        after = subject[1] or next((c[0] for c in clauses[back + 1:best + 1]  # "Our daughter, Yasmine, was born"
+                                    if c and c[0] not in others), "")  # (fresh33: "Yassine was born on ...")
+        if after and any(f"{aux} {after}" in memory for aux in PASSIVE) or subject[0] in memory.split():
             return None  # done to the speaker; the relation itself ("Kate has a cat called Miso": "My cat Miso")
         if subject[0] in SUBJECT_PRONOUNS and _KIN_OF.keys() & set(memory.split()):
             return None  # "he" said by the line, whom by the memory ("Quang mentions that his son has ...")
@@ -1204,8 +1206,8 @@ def health_word(word: str) -> bool:
         or condition_word(word)
 
 
-PROCEDURE_ENDINGS = ("ectomy", "otomy", "oscopy")
-"""Endings of the names of procedures ("hysterectomy", "colonoscopy")."""
+PROCEDURE_ENDINGS = ("ectomy", "otomy", "ostomy", "oscopy")
+"""Endings of the names of procedures ("hysterectomy", "colonoscopy", "tracheostomy": fresh33)."""
 NOT_CONDITIONS = frozenset("hypnosis osmosis metamorphosis apotheosis symbiosis nostalgia academia bohemia empathy "
                            "sympathy telepathy dichotomy diagnosis diagnoses prognosis".split())
 
@@ -2012,10 +2014,10 @@ def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     if (dose := IT_DOSE.search(text)) is not None:  # of the one medicine asked about ("Any change to the
         # desmopressin?" -- "... since the 12th of May it's 0.2 milligrams at night": fresh33)
         key = re.compile(r"\b" + r"\W+".join(map(re.escape, words(text[dose.start():])[:4])) + r"\b", re.IGNORECASE)
-        if (said := copied_sentence(key, transcript, sources)) is None or any(medicine_word(w) for w in words(said[1])):
+        if (said := copied_sentence(key, transcript, sources)) is None:
             return text
-        asked = {w for w in words(asked_before(transcript.messages, said[2])) if medicine_word(w)}
-        return text[:dose.start()] + f"the {asked.pop()} is" + text[dose.end():] if len(asked) == 1 else text
+        asked = asked_medicine(asked_before(transcript.messages, said[2]), said[1])
+        return text[:dose.start()] + f"the {asked} is" + text[dose.end():] if asked else text
     if len(found) != 1:
         return text
     lead = words(text[:found[0].start("it")])[-1:]
@@ -2024,13 +2026,21 @@ def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     if (copied := copied_sentence(key, transcript, sources)) is None:
         return text
     named = named_thing(copied[0], "It is.")
-    asked = {w for w in words(asked_before(transcript.messages, copied[2])) if medicine_word(w)}
-    if named == "It is." and len(asked) == 1 and not any(medicine_word(w) for w in words(copied[0])):
-        named = f"{asked.pop()} is."  # "How is the burosumab going?" "Dr Asamoah raised it to 90 ..." (fresh31)
+    if named == "It is." and (asked := asked_medicine(asked_before(transcript.messages, copied[2]), copied[0])):
+        named = f"{asked} is."  # "How is the burosumab going?" "Dr Asamoah raised it to 90 ..." (fresh31)
     if named == "It is." or (thing := named[:-len(" is.")]).lower() in text.lower():
         return text
     thing = thing[0].lower() + thing[1:] if thing.startswith("The ") else thing
     return text[:found[0].start("it")] + thing + text[found[0].end("it"):]
+
+
+def asked_medicine(question: str, said: str) -> str | None:
+    """The one medicine a question names (a word, lower case), when what answers it (`said`) names none: what its
+    "it" is ("Any change to the desmopressin?" -- "... it's 0.2 milligrams at night": fresh33); else None."""
+    if any(medicine_word(w) for w in words(said)):
+        return None
+    named = {w for w in words(question) if medicine_word(w)}
+    return named.pop() if len(named) == 1 else None
 
 
 def led_in(transcript: Transcript, index: int, sentence: str, text: str) -> str:
@@ -2152,12 +2162,12 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     if IT_LEADS.match(sentence) and message.role == "user" and at >= 0:
         thing = named_thing(message.content[:at], sentence)
         asked = transcript.messages[index - 1] if index else None
-        offered = {w for w in words(asked.content) if medicine_word(w)} if thing == sentence and asked and \
-            asked.role == "assistant" and not any(medicine_word(w) for w in words(message.content[:at])) else set()
-        if len(offered) == 1:  # "There's a newer Rett medicine, trofinetide. Would you ask ...?" -- "We talked about
+        offered = asked_medicine(asked.content, message.content[:at]) if thing == sentence and asked and \
+            asked.role == "assistant" else None
+        if offered:  # "There's a newer Rett medicine, trofinetide. Would you ask ...?" -- "We talked about
             lead = IT_LEADS.match(sentence)  # it. It isn't available here" (fresh29: kept as "It isn't ...")
             assert lead is not None
-            return _subject_put(offered.pop().capitalize(), " " + sentence[lead.end():], bool(lead["s"]))
+            return _subject_put(offered.capitalize(), " " + sentence[lead.end():], bool(lead["s"]))
         return thing
     if not lead and message.role == "user" and at >= 0 and not re.match(r"(?:[Ss]he|[Hh]e)\b", sentence):
         # not "She ? her" (hypothesis): a sentence led by "she" or "he" with no word after is not one to name within
@@ -3422,6 +3432,13 @@ class PersonalSummarizer:
                 # whose "I" it is: the line that says it, not the one cited (fresh25, qwen1.5b: "I live in Launceston
                 # with my husband Artyom" cited Artyom's line and became "Artyom lives ... with Artyom's husband")
                 sources = [there]
+            elif I_WORDS & set(words(text)) and sources and all(transcript.messages[i].role == "assistant"
+                                                                for i in sources):
+                # an "I" or "my" is no assistant's: the answer beside the question it cites (fresh33, qwen1.5b: "My
+                # emergency contact now is Tangeni first, ..." cited "Who is your emergency contact now?")
+                beside_it = cited_or_beside(text, transcript, sources)
+                sources = [j for j in beside(sources, len(transcript.messages))
+                           if any(transcript.messages[j] is m for m in beside_it)][:1] or sources
             draft = Draft(index, item, text, text, sources,
                           transcript.times[sources[-1]] if sources else transcript.times[-1], step=step)
             reason = not_a_memory(text, transcript.messages, sources, user_name)
@@ -3619,6 +3636,10 @@ class PersonalSummarizer:
         if not speakers:  # it cites only the assistant: a small model's sources are often off by one
             speakers = {transcript.messages[j].name or user_name for j in beside(sources, len(transcript.messages))
                         if transcript.messages[j].role == "user"}
+            if len(speakers) > 1:  # the line beside that holds its words (fresh33: "My emergency contact now is
+                # Tangeni first, ..." cited the question between Tangeni's line and Ndapewa's answer)
+                speakers = {m.name or user_name for m in cited_or_beside(text, transcript, sources)
+                            if m.role == "user"} or speakers
         lines = [m.content for m in cited if m.role == "user"]  # a day's year as the line's tense tells it
         if len(speakers) == 1:
             speaker = speakers.pop()
@@ -4122,6 +4143,12 @@ class Decider:
                 if kept and not left:
                     # fresh18 (qwen1.5b): "I gave up guiding, my legs can't do the passes any more" ended "Wayra
                     # has CIDP, ..., which causes her legs to go weak": the diagnosis was lost for the job
+                    if (past := in_the_past(over.content, shown.ends[(k, j)])) is not None:
+                        # ... and a medicine it says is taken is said in the past (fresh33)
+                        self._parted(k, j, past, f"candidates[{k}]", added=True,
+                                     why=f"its line ends part of {over.content[:80]!r}, which names a condition the "
+                                         f"line does not ({', '.join(kept_words)}): what it ends is said in the past")
+                        continue
                     self.rejected.append(Rejection(
                         step="personal/reconcile", path=f"candidates[{k}]", action="defaulted",
                         reason=f"its line ends part of {over.content[:80]!r}, which names a condition the line "
@@ -4222,6 +4249,19 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|\bended\b(?!\s+up\b)"
                    r"|\bfinished\b" + ENDS_THERE +
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
+TAKEN_OUT = re.compile(r"\bt(?:ook|aken?|aking)\s+(?:the|my|his|her|their)\s+(?P<thing>[\w-]+)\s+out\b"
+                       r"(?!\s+(?:of|for|to|with|on)\b)|\b(?:removed|took out|taken out)\s+(?:the|my|his|her|their)\s+"
+                       r"(?P<other>[\w-]+)", re.IGNORECASE)
+"""Something of the body's care taken out: "in May they took the tracheostomy out" (fresh33), "they removed the port";
+a thing of health only (`taken_out`), not "took the dog out"."""
+
+
+def taken_out(clause: str) -> re.Match[str] | None:
+    """The `TAKEN_OUT` match of a clause whose thing taken out is a health word, else None."""
+    m = TAKEN_OUT.search(clause)
+    return m if m and health_word((m["thing"] or m["other"]).lower()) else None
+
+
 OVER_WORDS = ("finished", "over", "gone", "ended", "stop", "stops", "stopped", "stopping", "quit", "quits")
 """The words of `ENDED` that say a thing is over ("the senna is gone"), not what is: "the aspirin has been
 stopped" ends no "must never stop the prednisolone suddenly" (fresh23)."""
@@ -4245,6 +4285,12 @@ a day now" (after "put her levetiracetam up"); not a number after what was switc
 Ilaris: one injection every four weeks" changed no "100 milligrams" to 1: fresh30)."""
 NOW_VALUE = re.compile(r"\b(?:it['’]s|it is|they['’]re|they are)\s+(?:(?:only|just|down|up)\s+)?(?P<n>" + _NUMBER
                        + r")[^.;!?\d]{0,30}?\bnow\b", re.IGNORECASE)
+EVERY_NOW = re.compile(r"\b(?:is|are|['’]s|['’]re)\s+(?:now\s+)?every\s+(?P<n>" + _NUMBER
+                       + r")\s+(?:days?|weeks?|months?|years?)\b", re.IGNORECASE)
+"""How often something is done, in a clause that says since when or "now": "since April my transfusions are every three
+weeks" changes "A blood transfusion every four weeks ..." (fresh33)."""
+EVERY_N = re.compile(r"\bevery\s+(?P<n>" + _NUMBER + r")\s+(?P<unit>days?|weeks?|months?|years?)\b", re.IGNORECASE)
+SINCE_OR_NOW = re.compile(r"\b(?:since|now)\b", re.IGNORECASE)
 MEASURED_NOW = re.compile(r"\bmy\s+(?:[a-z]+\s+)?[a-z]+\s+(?:is|['’]s)\s+(?:now\s+)?(?P<n>" + _NUMBER + ")"
                           r"(?!\s+(?:days?|weeks?|months?|years?|hours?|minutes?|times?)\b)"
                           r"|\bmy\s+(?:[a-z]+\s+)?[a-z]+\s+was\s+(?P<m>" + _NUMBER + r")[^.;!?]{0,12}?\b(?:at|on)\s+"
@@ -4505,6 +4551,10 @@ NEW_JOB = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+|also\s+)
                      r"|\b(?-i:I)(?:['’]m| am)?\s+(?:now\s+)?teach(?:ing)?\s+[^.;!?]*?\bat\s+(?:the\s+)?"
                      r"(?:[a-z]+\s+){0,2}?(?:college|school|university|polytech|academy|(?-i:[A-Z]))"
                      r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)\s+(?:work|teach)\b"
+                     # "I've changed jobs: since May I'm an auditor at the Ministry of Finance" (fresh33)
+                     r"|\b(?-i:I)(?:['’]ve| have)\s+changed\s+jobs\b"
+                     r"|\b(?:since|from)\s+(?:the\s+)?[^,.;!?]{1,30}?,?\s+(?-i:I)(?:['’]m| am)\s+an?\s+(?:[a-z-]+\s+)?"
+                     r"[a-z-]+(?:er|or|ist|ian)\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+(?:now\s+)?an?\s+[a-z-]+(?:\s+[a-z-]+)?\s+now\b"
                      r"|\b(?-i:I)(?:['’]m| am)\s+an?\s+[a-z-]+(?:er|or|ist|ian)\s+(?:in|at|for|with)\s+"
                      r"[^.;!?]{0,50}?\bnow\b"
@@ -4524,8 +4574,11 @@ cookery at the further education college now", "I've left the restaurant", "I le
 (fresh25), "I've left the library since the episode" (fresh27: the place itself ends where the user works there), "I've had to sell the
 salon", "I'm not going back on the tools" (fresh20), "I'm a childminder now", "I'm a dispatcher in the ferry
 company's office now" (fresh33), "I retired", "I've left flying" (fresh26)."""
-JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+an?\s+(?:[a-z-]+\s+){0,3}?"
-                 r"(?P<job>[a-z]+(?:er|or|ist|ian|hand)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
+JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|worked\s+as)\s+"
+                 # "Ndapewa is Ndapewa Shikongo, twenty-six, an accountant at ..." (fresh33: it stayed on a new job)
+                 r"(?:(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+\s+){0,2}[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+(?:[a-z]+-[a-z]+|[a-z]+|\d+),\s+)?"
+                 r"an?\s+(?:[a-z-]+\s+){0,3}?"
+                 r"(?P<job>[a-z]+(?:er|or|ist|ian|hand|ant)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
 """What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
 DRIVES = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?P<job>drives)\s+an?\s+(?:[a-z]+\s+)?"
                     r"(?:bus|taxi|tram|lorry|truck|van|cab|ambulance)\b")
@@ -4641,7 +4694,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     lines, stored = with_digits(lines), with_digits(stored)  # "two hundred and fifty milligrams" of "300 mg"
     sentences = SENTENCE.split(PARENTHESES.sub(" ", stored))
     held = {w for sentence in sentences for clause in CLAUSE.split(sentence) if not ENDED.search(clause)
-            for w in _content_stems(clause, user_name)} - UNITS
+            for w in _content_stems(clause, user_name) | short_things(clause)} - UNITS
     # the numbers of each part of the memory ("..., and Alasdair is on levothyroxine, 50 micrograms"), with its words
     pieces = [part for sentence in sentences for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
     valued = [(_content_stems(part, user_name) - UNITS, amounts(part)) for part in pieces]
@@ -4678,9 +4731,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= _content_stems(stored, user_name) & again  # "Are you driving again?" "Yes, ..." (fresh23)
         # a dose said of "it", of the one medicine the question asks about ("Any change to the desmopressin?" -- "...
         # since the 12th of May it's 0.2 milligrams at night": fresh33)
-        asked_of = {_stem(w) for w in words(asked) if medicine_word(w)} if asked and IT_DOSE.search(sentence) \
-            and not any(medicine_word(w) for w in words(sentence)) else set()
-        asked_of = asked_of if len(asked_of) == 1 else set()
+        asked_of = {_stem(one)} if asked and IT_DOSE.search(sentence) and (one := asked_medicine(asked, sentence)) \
+            else set()
         for i, clause in enumerate(clauses[s]):
             said = _content_stems(clause, user_name) - UNITS | (asked_of if IT_DOSE.search(clause) else set())
             switch = switched(clause)
@@ -4688,6 +4740,8 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             changed = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"])
                        for m in CHANGED_TO.finditer(valued_as)}
             changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in NOW_VALUE.finditer(valued_as)}
+            if SINCE_OR_NOW.search(clause):
+                changed |= {SPELLED.get(m["n"].lower(), m["n"]) for m in EVERY_NOW.finditer(valued_as)}
             # a value measured again changes one measured, not a dose ("My lithium level is 0.9 now" of "800 mg")
             measured = {SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"])
                         for m in MEASURED_NOW.finditer(valued_as)}
@@ -4707,7 +4761,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                     if changed else them
             if own and not says_own(clause, sentence):
                 continue
-            if held & said and (over := ENDED.search(clause)):
+            if held & said and (over := ENDED.search(clause) or taken_out(clause)):
                 # what ended, not the word saying so ("The senna and docusate are gone" ends no "hasn't gone"), nor
                 # a doctor who ended it (fresh24: "Dr Pritchard stopped it" ended "Dr Pritchard ... says ...")
                 agents = {_stem(m["name"].lower()) for m in TITLED_NAME.finditer(clause[:over.start()])} \
@@ -4720,6 +4774,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 # ended "a tyrosine blood test")
                 why = REASON_AFTER.match(clause[over.end():])
                 told = _content_stems(clause[:over.end() + why.start(1)], user_name) - UNITS if why else said
+                told |= short_things(clause[:over.end() + why.start(1)] if why else clause)  # "No more pens" (fresh33)
                 out |= (what or held & told) - OVER_STEMS - agents
                 if BROKE_UP.match(over[0]):  # "Stavros and I split up in March": no partner now (fresh30)
                     out |= {_stem(w) for w in words(stored) if w in PARTNERS}
@@ -4751,6 +4806,19 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                     if medicine_word(w)}
     other = {_stem(w) for t in SENTENCE.split(stored) if not PREMEDICATION.search(t) for w in words(t)}
     return out - (given_before - other)
+
+
+SHORT_THINGS_NOT = frozenset("""day way lot bit end far big bad let see say put try use set run get ago age per via
+yes own odd ill low top two six ten new old due non pre""".split())
+
+
+def short_things(text: str) -> set[str]:
+    """The `_stem`s of the words of three letters a text names things with ("pen", "gym", "car"), which
+    `_content_stems` leaves out: "No more pens" ends "Insulin by pen: glargine ..." (fresh33)."""
+    return {_stem(w) for w in words(text) if len(w) == 3 and w.isalpha() and w not in SHORT_WORDS
+            and w not in FILLER and w not in SHORT_THINGS_NOT and w not in TIME_WORDS} | {
+        stem for w in words(text) if len(w) == 4 and len(stem := _stem(w)) == 3 and stem not in SHORT_WORDS
+        and stem not in SHORT_THINGS_NOT}
 
 
 PREMEDICATION = re.compile(r"\b(?:first|beforehand)\s*[.!;]?\s*$|\bbefore\s+(?:each|every|any)\b", re.IGNORECASE)
@@ -4849,9 +4917,10 @@ def contact_replaced(name: str, stored: str, user_name: str) -> set[str]:
     named = set(words(name))  # none for "She's my emergency contact now": any other
     if named and named <= set(words(user_name)):
         return set()
-    stated = any({"emerg", "conta"} <= {_stem(w) for w in said} and not (named and named <= set(said))
-                 for said in map(words, SENTENCE.split(stored)))
-    return {"emerg", "conta"} if stated else set()
+    # "... should be called in an emergency by her mother, Selma" says who it is too (fresh33)
+    stated = [said for said in map(words, SENTENCE.split(stored)) if "emerg" in (stemmed := {_stem(w) for w in said})
+              and ("conta" in stemmed or "called" in said) and not (named and named <= set(said))]
+    return {"emerg", "conta"} | ({"call"} if any("called" in said for said in stated) else set()) if stated else set()
 
 
 def new_holder(clause: str, stored: str, user_name: str) -> set[str]:
@@ -5052,6 +5121,26 @@ def unlisted(stored: str, gone: set[str]) -> str:
     return TAKEN_LIST.sub(cut, stored)
 
 
+TAKEN_NOW = re.compile(r"\b(?:(?P<be>is|are)\s+(?P<how>on|taking|using)|(?P<verb>takes|uses))\s+(?P<list>[^.;:!?]+)",
+                       re.IGNORECASE)
+TAKEN_PAST = {"is": "was", "are": "were", "takes": "took", "uses": "used"}
+
+
+def in_the_past(stored: str, gone: set[str]) -> str | None:
+    """A stored memory with what someone takes said in the past where what is taken holds one of the `_stem`s `gone`
+    ("..., so Facundo is on metformin, 850 milligrams twice a day" -> "..., so Facundo was on metformin, ..."), for a
+    memory that must stay (it names a condition the line ending it does not: fresh33's "The prednisone pushed
+    Facundo's sugar up into diabetes, so ..." when "the metformin stopped too"); None when nothing is."""
+    def past(m: re.Match[str]) -> str:
+        if not {_stem(w) for w in words(m["list"])} & gone:
+            return m[0]
+        verb = m["be"] or m["verb"]
+        said = TAKEN_PAST[verb.lower()]
+        return m[0].replace(verb, said[0].upper() + said[1:] if verb[0].isupper() else said, 1)
+    text = TAKEN_NOW.sub(past, stored)
+    return text if text != stored else None
+
+
 LIST_HEAD = re.compile(r"(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is\s+(?:on|taking|using)|takes|uses)\s+")
 """How a memory listing someone's medicines starts: "Kemal is on adalimumab, ...; doxycycline"."""
 
@@ -5086,6 +5175,19 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
         # a dose said again, of what its clause names ("Bisoprolol is 5 mg now"), for a dose
         values += [(dose, _content_stems(clause, "") - UNITS - DOSE_WORDS, True) for clause in clauses_of(sentence)
                    if not CHANGED_TO.search(clause) for dose in doses(clause) if "/" not in dose]
+        # how often, said since when: "since April my transfusions are every three weeks" (fresh33) changes the one
+        # "every four weeks" of a part that states other numbers too ("..., two units, ...")
+        for clause in clauses_of(sentence):
+            for m in EVERY_NOW.finditer(clause) if SINCE_OR_NOW.search(clause) else ():
+                unit = _stem(m[0].split()[-1].lower())
+                new = SPELLED.get(m["n"].lower(), m["n"])
+                for sentence_held in SENTENCE.split(stored):
+                    for part in JOINT.split(sentence_held)[0::2]:
+                        every = [e for e in EVERY_N.finditer(part) if _stem(e["unit"].lower()) == unit]
+                        old = SPELLED.get(every[0]["n"].lower(), every[0]["n"]) if len(every) == 1 else new
+                        if old != new and health & {_stem(w) for w in words(part)}:
+                            start, end = every[0].span("n")
+                            found.append((part, part[:start] + new + part[end:], old, new))
         for new, things, dose in values:
             for sentence_held in SENTENCE.split(stored):
                 for part in JOINT.split(sentence_held)[0::2]:
