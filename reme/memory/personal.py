@@ -506,6 +506,10 @@ def misnamed(text: str, cited: Sequence[Message], known: Collection[str] = ()) -
     start = re.match(rf"{re.escape(name)}\b(?P<s>['’]s\s+(?P<next>[^\W\d_]+))?", text.strip())
     if not start or text.strip()[start.end():start.end() + 1] in ("'", "’"):
         return None
+    told = " ".join(m.content for m in cited if m.role == "user")
+    if start["s"] and (whose := re.search(rf"\b(his|her)\s+{re.escape(start['next'])}\b", told, re.IGNORECASE)) \
+            and not re.search(rf"\b(?:my|our)\s+{re.escape(start['next'])}\b", told, re.IGNORECASE):
+        return whose[1].lower()  # "His seventh birthday, on Sunday ..." is no "Anahit's seventh birthday" (fresh34)
     if start["s"] and not any(re.search(rf"\b(?:she|he)['’]s\s+{re.escape(start['next'])}\b", m.content, re.IGNORECASE)
                               for m in cited if m.role == "user"):
         return None  # "Wei's sister": whose; "Wei's diabetic" where the line says "She's diabetic": "is"
@@ -606,8 +610,14 @@ def cited_or_beside(text: str, transcript: Transcript, sources: Sequence[int]) -
         return cited if there is None else [transcript.messages[there]]
     near = [transcript.messages[j] for j in beside(sources, len(transcript.messages))
             if transcript.messages[j].role == "user"]
-    scored = [(closest_sentences(text, [m], names)[1], k) for k, m in enumerate(near)]
-    return [near[max(scored)[1]]] if scored and max(scored)[0] else cited
+    scored = [(closest_sentences(text, [m], names)[1:], k) for k, m in enumerate(near)]
+    (most, size), k = max(scored) if scored else ((0, 0), 0)
+    # none beside holds half its words: the one line that does, if one does (fresh34, qwen1.5b: "He has Williams
+    # syndrome: ..." cited "And the calcium?", two lines after the mother's "my son, Davit. He's six, and he has ...")
+    there = elsewhere(text, transcript, sources, names) if 2 * most < size else None
+    if there is not None:
+        return [transcript.messages[there]]
+    return [near[k]] if most else cited
 
 
 def elsewhere(text: str, transcript: Transcript, sources: Sequence[int], names: set[str]) -> int | None:
@@ -1188,10 +1198,19 @@ NOT_DRUGS = frozenset({"april", "capril", "magazine", "magazines", "riptide", "y
 """Words that end as a medicine's name does and are none."""
 
 
+SPECIALISTS = frozenset(f"{w}{s}" for w in """neurologist nephrologist immunologist rheumatologist cardiologist
+endocrinologist haematologist hematologist oncologist dermatologist gastroenterologist hepatologist pulmonologist
+urologist gynaecologist gynecologist obstetrician ophthalmologist audiologist geneticist paediatrician pediatrician
+neurosurgeon psychiatrist""".split() for s in ("", "s"))
+"""A doctor's specialty, news for `unheld_health` (fresh34: "Dr Ramos, an immunologist at Chong Hua" was kept as
+"Jomar's doctor is Dr Ramos"; the specialty was in no memory, and no rule looked, in four dialogues of fresh33 and
+fresh34); no health word elsewhere: a doctor who looks after someone now ends the one before, where a health fact would
+stay."""
 HEALTH_WORDS = frozenset("flu jab jabs booster boosters aura auras lung lungs drip drips fluid fluids ventilator "
-                         "ventilators oxygen".split())
+                         "ventilators oxygen cough coughs coughing".split())
 """Short health words that begin other words ("fluent", "lunge", "dripping"): health words only whole ("She had her
-flu jab last Friday": fresh30; "too much fluid during the attack floods my lungs": fresh33)."""
+flu jab last Friday": fresh30; "too much fluid during the attack floods my lungs": fresh33; "a fever, or a cough with
+blood, means the hospital the same day": fresh34; not "fever", which "hay fever" is said with)."""
 
 
 def health_word(word: str) -> bool:
@@ -1511,6 +1530,22 @@ NONE_LEADS = re.compile(r"None\b(?=[\s,;:]+\S)")
 """An answer that there is none, saying more: "None without the ventilator, not even on the sofa."."""
 
 
+LAST_ASKED = re.compile(r"\bwhen\s+(?:was|did\s+you\s+have)\s+(?:your|the)\s+(?:very\s+)?last\s+"
+                        r"(?P<what>[a-z-]+(?:\s+[a-z-]+)?)\s*\?\s*$", re.IGNORECASE)
+"""A question of when something last was: "When was your last attack?"."""
+SET_OFF_ASKED = re.compile(r"\bwhat\s+(?:usually\s+)?(?:(?P<verb>sets?|brings?)\s+(?:the|your|an?|those)\s+"
+                           r"(?P<what>[a-z-]+(?:\s+[a-z-]+)?)\s+(?P<part>off|on)"
+                           r"|(?P<cause>triggers?|causes?|starts?)\s+(?:the|your|an?|those)\s+"
+                           r"(?P<caused>[a-z-]+(?:\s+[a-z-]+)?))\s*\?\s*$", re.IGNORECASE)
+"""A question of what sets something off: "What sets the attacks off?", "What triggers your migraines?"."""
+SET_OFF_SAID = {"set": "set off", "bring": "brought on", "trigger": "triggered", "cause": "caused", "start": "started"}
+ROLE_ASKED = re.compile(r"\b(?:(?P<when>when)\s+(?:do|will)\s+you\s+(?:next\s+)?see|who\s*(?:is|['’]s))"
+                        r"\s+(?:your|the)\s+"
+                        r"(?P<role>[a-z-]+(?:\s+[a-z-]+)?)(?:\s+now)?\s*\?\s*$", re.IGNORECASE)
+"""A question of who someone's doctor is, or when they see them: "Who's your consultant?", "When do you see your
+neurologist?"."""
+
+
 def when_answered(transcript: Transcript, index: int, sentence: str) -> str:
     """`sentence`, the start of line `index`, that answers a question of when something was found (`WHEN_ASKED`) with
     a time and no subject of its own before its first pause (`WHEN_SAID`), said as what was found when: "When was it
@@ -1522,15 +1557,29 @@ def when_answered(transcript: Transcript, index: int, sentence: str) -> str:
     ventilator" (fresh33). Otherwise as it is."""
     message = transcript.messages[index]
     question = transcript.messages[index - 1].content if index and message.role == "user" else ""
-    if not question or found_at(message.content, sentence) != 0:
+    if not question or not sentence or found_at(message.content, sentence) != 0:
         return sentence
     if NONE_LEADS.match(sentence) and (about := WHAT_ABOUT.search(question)):
         return f"No {about['what'].lower()}{sentence[len('None'):]}"
+    said, lead = sentence[0].lower() + sentence[1:], re.split(r"[,;:.]", sentence, maxsplit=1)[0]
+    # "When was your last attack?" -- "Last Sunday. My right arm ..." (fresh34: the date of the attack was lost)
+    if (last := LAST_ASKED.search(question)) and len(words(sentence)) <= 6 and NOT_FRAGMENT.isdisjoint(words(
+            sentence)) and not content_words(sentence, TIME_WORDS | WHICH_TIME) and times_said(
+            sentence, transcript.times[index], sentence):
+        return f"My last {last['what'].lower()} was {said}"
+    # "What sets the attacks off?" -- "A knock on the head, even a small one, and nights without sleep." (fresh34)
+    if (sets := SET_OFF_ASKED.search(question)) and NOT_FRAGMENT.isdisjoint(words(lead)) and len(words(lead)) >= 2:
+        what = (sets["what"] or sets["caused"]).lower()
+        verb = SET_OFF_SAID[(sets["verb"] or sets["cause"]).lower().removesuffix("s")]
+        return f"My {what} {'are' if what.endswith('s') else 'is'} {verb} by {said}"
+    # "When do you see your neurologist?" -- "Dr Jayasuriya, at the teaching hospital in Kandy, on Monday the 29th."
+    if (role := ROLE_ASKED.search(question)) and NAMED_FIRST.match(sentence) and NOT_FRAGMENT.isdisjoint(words(lead)):
+        who = role["role"].lower()
+        return f"I see my {who}, {sentence}" if role["when"] else f"My {who} is {sentence}"
     asked = WHEN_ASKED.search(question)
     if asked is None or not WHEN_SAID.match(sentence) \
             or not NOT_FRAGMENT.isdisjoint(words(re.split(r"[,;:.]", sentence, maxsplit=1)[0])):
         return sentence
-    said = sentence[0].lower() + sentence[1:]
     verb = " ".join(asked["verb"].lower().split())
     if asked["who"].lower() == "you":
         return f"I was {verb} {said}"
@@ -1602,7 +1651,9 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         if sentence.endswith(("?", "？")):  # "Allergic. What to?," once its comma goes
             continue
         said = words(sentence)
-        health = [w for w in said if health_word(w)] + restricted(sentence)
+        # a specialist with their name: "Dr Ramos, an immunologist at ..." (not "The neurologist put it up")
+        whose = bool(re.search(r"\b(?:Dr|Prof|Professor|Doctor)\.?\s+[" + _UPPER + "]", sentence))
+        health = [w for w in said if health_word(w) or whose and w in SPECIALISTS] + restricted(sentence)
         if first := FIRST_CALL.search(sentence) or EMERGENCY_CONTACT.search(sentence):
             # whom to call: the names said (the one a "She" leading it is too: fresh28's "My mother, Mercedes. She's
             # my emergency contact." was kept by no memory), else the words saying so
@@ -1631,6 +1682,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
 
 NEVER = re.compile(r"\bnever\b|\bno\s+one\b|\bnobody\b|\bmust\s+not\b|\bmustn['’]t\b|\bnot\s+allowed\b"
                    r"|\bnot\s+supposed\s+to\b", re.IGNORECASE)
+TO_HOSPITAL = re.compile(r"\bmeans?\s+(?:the\s+|a\s+)?(?P<where>hospital|ambulance|A\s*&\s*E|ER)\b", re.IGNORECASE)
 NEVER_SAID = "<never>"
 """What `needs` asks of a memory for a clause that says "never" (or "no one", "nobody", "must not"): that it says so
 too (fresh29: "..., and no one takes blood from it" was held by "Blood tests on the 2nd of November", "I must not get
@@ -1646,6 +1698,9 @@ def needs(sentence: str) -> Iterator[set[str]]:
     held by "Hamish is taking prednisolone, omeprazole, and alendronic acid")."""
     for clause in CLAUSE.split(sentence):
         need = {_stem(w) for w in words(clause) if health_word(w) or w.isdigit()}
+        # where to go, too: "a fever, or a cough with blood, means the hospital the same day" was held by "... should
+        # be called in an emergency if he has a fever or a cough with blood" (fresh34)
+        need |= {_stem(w) for m in TO_HOSPITAL.finditer(clause) for w in words(m["where"])}
         if need:
             yield need | ({NEVER_SAID} if NEVER.search(clause) else set())
 
@@ -1775,7 +1830,8 @@ def gender_said(transcript: Transcript, name: str) -> str | None:
                      for m in SHORT_FOR.finditer(message.content) if name in (m["name"], m["alias"])}
     for index, message in enumerate(transcript.messages):
         for m in [*MY_KIN.finditer(message.content), *THEIR_KIN.finditer(message.content),
-                  *KIN_NAMED.finditer(message.content)]:
+                  *KIN_NAMED.finditer(message.content),
+                  *SELF_KIN.finditer(message.content)]:  # "I'm Marites, his mother"
             if m["name"] in same and m["rel"].lower() in MALE | FEMALE:
                 said.add("He" if m["rel"].lower() in MALE else "She")
         if message.role != "assistant" or name not in CAPITALIZED.findall(message.content) or YOU.search(
@@ -1990,9 +2046,9 @@ def copied_sentence(key: re.Pattern[str], transcript: Transcript,
     return None
 
 
-IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|skip|skipping|miss|missing|crush|chew"
-                       r"|halve|halved|double|doubled|raised|lowered|increased|reduced|upped|cut|put|with|on|off"
-                       r"|without)\s+(?P<it>it)\b(?!['’])")
+IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|started|began|begun|skip|skipping"
+                       r"|miss|missing|crush|chew|halve|halved|double|doubled|raised|lowered|increased|reduced|upped"
+                       r"|cut|put|with|on|off|without)\s+(?P<it>it)\b(?!['’])")
 """An "it" a medicine is said as, after what is done to it ("never to stop it suddenly", "raised it to 90
 milligrams")."""
 
@@ -2076,6 +2132,10 @@ SAYS_AGAIN = re.compile(r"^(?:the\s+)?same\b|,\s*(?:the\s+)?same[.!]?$", re.IGNO
 """A sentence that says "the same" of what the one before says: "Same if I get a headache with vomiting.", "The same
 with grapefruit.", "Proper blood in my pee, same." (fresh20: each kept without what the same was)."""
 SCHEDULE_FIRST = re.compile(r"^(?:every|once|twice|three\s+times|daily|each)\b", re.IGNORECASE)
+DONE_IT = re.compile(r"(?:I|We)(?:['’]ve|\s+have)?\s+(?:done|do|give|given|manage|managed|inject|injected)\s+it\s+"
+                     r"(?:myself|ourselves|at\s+home|alone|on\s+my\s+own)\b")
+"""A sentence of what the one before says, done by the speaker: "I've done it myself since 2019." after "Immunoglobulin
+under the skin, every Sunday night: ..." (fresh34: kept as "Jomar has done it Jomar since 2019")."""
 ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)"
                        r"|^(?:if|when|whenever|once)\s+one\b(?!\s+of\b)"
                        r"|^the\s+one\s+(?:I|we|you|he|she|they)\s+(?:did|had|sent|took|posted|gave|got)\b",
@@ -2101,7 +2161,7 @@ def needs_before(sentence: str) -> bool:
     "Every day for life" after "Colchicine, one milligram a day": fresh20)."""
     lead = without_lead_in(sentence)
     if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead) \
-            or LATE_SUBJECT.match(sentence):
+            or LATE_SUBJECT.match(sentence) or DONE_IT.match(lead):
         return True
     dose = DOSE.match(with_digits(lead)) or SCHEDULE_FIRST.match(lead)
     return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
@@ -2235,7 +2295,11 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
         # a clause giving another name of someone named before it is no one new ("My mother,
         # Rosario, though everyone calls her Doña Chayo": fresh14)
         clauses = [c.strip() for c in SUBJECT_CLAUSE.split(said)]
-        naming = [k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known} - speaking
+        # a place is no one ("Dr Jayasuriya, at the teaching hospital in Kandy, on Monday the 29th. She wants ...":
+        # fresh34)
+        naming = [k for k, c in enumerate(clauses) if {m for m in CAPITALIZED.findall(c) if m in known
+                                                       and not re.search(rf"\b(?:in|at|from|to|near)\s+(?:the\s+)?"
+                                                                         rf"{re.escape(m)}\b", c)} - speaking
                   and not (k and (ALIAS.search(c) or APPOSITIVE.match(c)))]
         if not naming:
             continue
@@ -2432,7 +2496,31 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
         if first in transcript.messages[i].content:
             named = named_subject(transcript, i, first)
             return named + text.strip()[len(first):] if named != first else text
+    if pronoun and (name := joined_subject(first, pronoun, transcript, [j for j in sources
+                                                                         if 0 <= j < len(transcript.messages)])):
+        return _subject_put(name, text.strip()[pronoun.end("s") if pronoun["s"] else pronoun.end("pronoun"):],
+                            bool(pronoun["s"]))
     return speaker_meant(text, transcript, [j for j in sources if 0 <= j < len(transcript.messages)]) if pronoun else text
+
+
+def joined_subject(first: str, pronoun: re.Match[str], transcript: Transcript, sources: Sequence[int]) -> str | None:
+    """The name of whom a memory's leading "He" or "She" (`pronoun`) is, when a cited user line says the memory's words
+    after a clause of the same pronoun ("He's six, and he has Williams syndrome: ..." for "He has Williams syndrome:
+    ...": fresh34) and `named_subject` names that sentence's pronoun; else None."""
+    said = first[pronoun.end("pronoun"):].strip().rstrip(".!")
+    for i in sources:
+        if transcript.messages[i].role != "user" or len(words(said)) < 3:
+            continue
+        for sentence in SENTENCE.split(transcript.messages[i].content):
+            lead = HE_OR_SHE.match(sentence)
+            if lead is None or lead["pronoun"].lower() != pronoun["pronoun"].lower() or not re.search(
+                    rf",\s+(?:and\s+)?{pronoun['pronoun'].lower()}\s+{re.escape(said)}", sentence):
+                continue
+            named = named_subject(transcript, i, sentence.strip())
+            rest = sentence.strip()[lead.end("s") if lead["s"] else lead.end("pronoun"):]
+            if named != sentence.strip() and named.endswith(rest):
+                return re.sub(r"(?:\s+is|['’]s)$", "", named[:len(named) - len(rest)]) or None
+    return None
 
 
 YOURS = {"she": "i", "he": "i", "her": "my", "his": "my", "him": "me", "doesn": "don", "has": "have", "is": "am"}
@@ -2563,6 +2651,10 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
         found = [(m.start(), m["name"], m.groupdict().get("owner"), m["rel"], m["law"], m["adj"],
                   m.groupdict().get("age")) for m in [*MY_KIN.finditer(sentence), *THEIR_KIN.finditer(sentence)]
                  + [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]]
+        # "I'm Marites, his mother." said by Marites of the user beside her (fresh34: no memory said whose mother)
+        if (me := SELF_KIN.match(sentence)) and me["name"] == speaker and speaker != user_name \
+                and user_name in transcript.speakers:
+            found.append((me.start(), me["name"], user_name, me["rel"], me["law"], me["adj"], None))
         if named := NAME_IS.search(sentence):  # "My mother had a stroke." ... "Her name's Rosemary."
             line = transcript.messages[index].content
             earlier = before[index] + " " + line[:max(line.find(sentence), 0)]
@@ -2594,6 +2686,26 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
                 held.append(stems([text]))
                 out.append((index, text))
     return out
+
+
+def kin_named(said: str, transcript: Transcript, speaker: str | None) -> str:
+    """`said` (a line of `speaker`'s) with the name of the one "my mother" or "my cousin" is, when that person said so
+    of the speaker in the conversation (`SELF_KIN`: "I'm Marites, his mother."): "My mother first: 0917 ..." is "My
+    mother, Marites, first: 0917 ..." (fresh34: the emergency contact was kept without her name)."""
+    if not speaker:
+        return said
+    for message in transcript.messages:
+        me = SELF_KIN.match(message.content) if message.role == "user" and message.name != speaker else None
+        if me is None or me["name"] != message.name or me["law"]:
+            continue
+        said = re.sub(rf"\b((?i:my)\s+{re.escape(me['rel'].lower())})\b(?!,?\s+(?-i:[A-Z]))", rf"\1, {me['name']},",
+                      said, count=1)
+    return said
+
+
+SELF_KIN = re.compile(rf"^(?:(?i:and|hi|hello|oh)\W+)?I['’]m\s+(?P<name>{_NAME}),\s+(?i:his|her)\s+{_ADJ}{_REL}\b")
+"""A speaker saying who they are to the one they came with: "I'm Marites, his mother.", "I'm Nangula, her older
+sister."."""
 
 
 ADDRESSED = re.compile(r"^(?:(?i:hey|hi|hiya|hello|thanks|thank\s+you|bye|morning|yep|yeah|wow|oh|dear)\W+)?"
@@ -2701,8 +2813,11 @@ def unheld_content(transcript: Transcript, shown: Collection[int], user_name: st
         if len(said) < 5 or said[0] in ASKING or len(sentence) > MAX_CONTENT_CHARS:
             continue
         speaker = transcript.messages[index].name
-        if speaker and words(speaker) != words(user_name) and I_WORDS.isdisjoint(said):
-            continue  # another speaker's "Two carriers, one unlucky girl." would be stored as the user's
+        if speaker and words(speaker) != words(user_name) and I_WORDS.isdisjoint(said) and not (
+                HE_OR_SHE.match(sentence) and named_subject(transcript, index, sentence) != sentence):
+            # another speaker's "Two carriers, one unlucky girl." would be stored as the user's; but whom a "he" of
+            # theirs is can be told ("I'm the one who's allergic to shrimp. He eats shrimp every week": fresh34)
+            continue
         content, named = [w for w in content_words(sentence, speakers) if w not in REPORTING], salient(sentence)
         new = [w for w in content if _stem(w) not in held]
         if len(new) >= 2 and 2 * len(new) >= len(content) and not (
@@ -2789,7 +2904,7 @@ def unheld_answers(transcript: Transcript, user_name: str, written: Sequence[str
         answer = " ".join(said[:told])
         names = {w.casefold() for w in CAPITALIZED.findall(answer)} - NOT_NAMES - COMMON_WORDS - FILLER - TIME_WORDS \
             - LEAD_WORDS - ASKING - speakers
-        text = f"{message.name or user_name}'s emergency contacts: {answer}"
+        text = f"{message.name or user_name}'s emergency contacts: {kin_named(answer, transcript, message.name)}"
         if any(not any(name in h for h in held) for name in names) and len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out
@@ -2842,6 +2957,29 @@ ASKED_OF = re.compile(r"\b(?i:does|is|has|did|can|must|should)\s+(?P<who>[A-ZÀ-
 """A question of someone else's allergies or what they avoid: "Does Murad have any allergies?"."""
 
 
+def asked_about(transcript: Transcript, index: int) -> str | None:
+    """The name of whom the question before line `index` asks about their allergies or what they avoid (`ASKED_OF`),
+    when the conversation writes it as a name and another says the line; else None."""
+    of = ASKED_OF.search(asked_before(transcript.messages, index))
+    named = (of["who"] or of["whose"]) if of else ""
+    return named if named in transcript.names and named != transcript.messages[index].name else None
+
+
+def allergy_asked_of(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
+    """A memory of an allergy the model wrote under the speaker of the line it cites, with whom the question before
+    that line asks about instead ("Does Davit have any allergies?" -- "Kiwi. ... Me? Nothing at all." gave "Anahit has
+    Kiwi as an allergy": fresh34); otherwise as it is."""
+    cited = [i for i in sources if 0 <= i < len(transcript.messages) and transcript.messages[i].role == "user"]
+    if len(cited) != 1 or not any(w.startswith("allerg") for w in words(text)) \
+            or {"no", "not", "nothing", "none", "t"} & set(words(text)):  # "Me? Nothing at all." is the speaker's
+        return text
+    speaker = transcript.messages[cited[0]].name or ""
+    who = asked_about(transcript, cited[0])
+    if not who or not speaker or not re.match(rf"{re.escape(speaker)}\b(?!['’]s\s+(?!allerg))", text.strip()):
+        return text
+    return who + text.strip()[len(speaker):]
+
+
 def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
     """A person's answer to what they react to or must avoid (`avoided_answers`) whose first thing
     no memory that says what is not to be had (`TO_AVOID`) holds, as "<speaker>'s allergies:
@@ -2856,9 +2994,7 @@ def unheld_avoided(transcript: Transcript, user_name: str, written: Sequence[str
         if not need or any(need <= h for h in held):
             continue
         # whom the question asks about ("Does Murad have any allergies?" -- "Latex. ... Me? Nothing.": fresh33)
-        of = ASKED_OF.search(asked_before(transcript.messages, index))
-        named = (of["who"] or of["whose"]) if of else ""
-        who = named if named in transcript.names else transcript.messages[index].name or user_name
+        who = asked_about(transcript, index) or transcript.messages[index].name or user_name
         text = f"{who}'s allergies: {first}" if allergy else f"{who} must avoid: {first}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
@@ -2920,7 +3056,15 @@ def refused(messages: Sequence[Message], index: int) -> tuple[str, str] | None:
         offered = {m["act"].lower() for pattern in (GERUND_OFFERED, GERUND_ON) for m in pattern.finditer(offer)}
         offered -= NOT_ACTIVITIES
         return (offered.pop(), said[1]) if len(offered) == 1 else None
+    # "No weights." to "Have you thought about lifting weights?", and why after it (fresh34)
+    if (no := NO_THING.match(said[0])) and len(said) >= 2 and {_stem(w) for w in words(no["thing"])} <= {
+            _stem(w) for w in words(SENTENCE.split(offer.strip())[-1])}:
+        return no["thing"].lower(), said[1]
     return None
+
+
+NO_THING = re.compile(r"^\W*No\s+(?P<thing>[A-Za-z][a-z-]+(?:\s+[a-z-]+)?)\W*$")
+"""A refusal of the thing an offer names, in two words at most: "No weights."."""
 
 
 NO_BECAUSE = re.compile(r"No,\s+(?P<why>(?:they|it)\s+\S+(?:\s+\S+){1,})", re.IGNORECASE)
@@ -2980,7 +3124,7 @@ def times_said(text: str, said: datetime, sentence: str) -> list[tuple[int, int,
     return [(start, end, span) for start, end, span in found if not span.first == span.last == said.date()]
 
 
-WHEN_IT_IS = re.compile(r"^(?:the|my|our|his|her|their)\s+(?:[\w-]+\s+){0,3}?[\w-]+\s+(?:is|are|will\s+be)\s+",
+WHEN_IT_IS = re.compile(r"^(?:the|my|our|his|her|their)\s+(?:[\w-]+\s+){0,3}?[\w-]+\s+(?:is|are|was|were|will\s+be)\s+",
                         re.IGNORECASE)
 """A sentence that says when a thing of its own is and nothing else: "The pre-op assessment is the day after tomorrow."
 (fresh29: one word worth comparing, "assessment", and the date was in no memory)."""
@@ -3015,7 +3159,7 @@ def unheld_dates(transcript: Transcript, written: Sequence[str]) -> list[tuple[i
     out: list[tuple[int, str]] = []
     last: tuple[int, str] = (-1, "")
     for index, sentence in statements(transcript):
-        sentence = said_whole(sentence)
+        sentence = when_answered(transcript, index, said_whole(sentence))  # "Last Sunday." (fresh34)
         said = transcript.times[index]
         today = said.date()
         dated = year_of_days(sentence, today)  # a day of a month: "The bone scan is on the 5th of May" (fresh15)
@@ -3461,8 +3605,13 @@ class PersonalSummarizer:
                 if left is None:
                     continue
                 text = left
-            draft.text = self._reworded(subject_named(text, transcript, sources), transcript, sources, user_name,
-                                        draft.said)
+            if sources and all(transcript.messages[i].role == "assistant" for i in sources) and len(
+                    near := cited_or_beside(text, transcript, sources)) == 1 and near[0].role == "user" and all(
+                    near[0] is not transcript.messages[j] for j in beside(sources, len(transcript.messages))):
+                # the line that says it, not one beside (`cited_or_beside`), is what it is checked and named by
+                sources = draft.sources = [next(i for i, m in enumerate(transcript.messages) if m is near[0])]
+            draft.text = allergy_asked_of(self._reworded(subject_named(text, transcript, sources), transcript,
+                                                         sources, user_name, draft.said), transcript, sources)
             # another speaker's words in the lines it cites, or what another says they are anywhere
             if another := said_by_another(draft.text, cited_or_beside(draft.text, transcript, sources),
                                           transcript.speakers) or claimed_by_another(draft.text, transcript.messages):
@@ -4247,6 +4396,8 @@ ENDED = re.compile(r"\b(?:quit|quitting|stopped|gave up|given up|no longer|any ?
                    r"|(?:\b(?:is|are|was|were|has|have|had)|['’]s)\s+(?:all\s+|now\s+)?(?:finished|over|gone|ended|done)\b"
                    r"(?!\s+(?:up|on|onto|into|to|out|back|down|for|through|off|away)\b)"
                    r"|\bended\b(?!\s+up\b)"
+                   # "the oxygen is off completely since July" (fresh34)
+                   r"|(?:\bis|\bare|['’]s)\s+off\s+(?:completely|for\s+good|altogether|entirely)\b"
                    r"|\bfinished\b" + ENDS_THERE +
                    r"|(?:\bnot\b|n't\b|\bnever\b)[^.;!?]*\bafter all\b", re.IGNORECASE)
 TAKEN_OUT = re.compile(r"\bt(?:ook|aken?|aking)\s+(?:the|my|his|her|their)\s+(?P<thing>[\w-]+)\s+out\b"
@@ -4322,7 +4473,9 @@ AMOUNT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:" + "|".join(SPELL
 STOPPED_DOING = re.compile(r"\b(?:stop(?:ped|ping|s)?|quit(?:ting|s)?|gave up|given up|giving up|no longer)\s+"
                            r"(?:(?:my|his|her|their|our|(?-i:[A-ZÀ-ÖØ-Þ])[^\W\d_]*['’]s)\s+)?(?P<w>[a-z]{4,})"
                            r"|\bno\s+(?P<n>[a-z]{2,}ing)\b|\bnot\s+(?:allowed\s+)?to\s+(?P<t>[a-z]{3,})"
-                           r"|\bcan(?:no|['’])?t\s+(?!(?:have|take|eat|drink|use|be|do|get|go)\b)(?P<c>[a-z]{3,})",
+                           r"|\bcan(?:no|['’])?t\s+(?!(?:have|take|eat|drink|use|be|do|get|go)\b)(?P<c>[a-z]{3,})"
+                           # "Rūta doesn't drive: Dr Petrauskas says not until ..." (fresh34: "allowed to drive again")
+                           r"|\b(?:doesn['’]t|does\s+not|don['’]t|do\s+not)\s+(?P<d>drive|fly|swim|cycle|ride|work)\b",
                            re.IGNORECASE)
 """What a memory says someone stopped doing, or must not do: "stopped cycling to work", "no longer
 drives", "stopped Laleh's iron tablets" (fresh24), "No driving for at least six months", "No flying till the
@@ -4356,6 +4509,8 @@ _TITLES = {t.rstrip(".").lower() for t in TITLES} | {"miss"}
 _TITLE = r"(?:(?:" + "|".join(t.capitalize() for t in sorted(_TITLES)) + r")\.?\s+)?"
 TITLED_NAME = re.compile(r"\b" + _TITLE[:-1] + r"(?P<name>[A-Z][^\W\d_]+)")
 """Someone named with a title: "Dr Pritchard", "Nurse Okoye"."""
+NAMED_FIRST = re.compile(_TITLE + r"[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?\s*(?:[,;.]|$)")
+"""An answer that starts with whom, named with a title: "Dr Jayasuriya, at the teaching hospital in Kandy, ..."."""
 _HOLDER = r"(?:(?i:his|her|their|my|our)\s+[a-z]+,?\s+)?" + _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"
 NOW_HOLDS = re.compile(r"\b(?P<role>[a-z]{3,}) (?:is|are) (?:now " + _HOLDER.format("name")
                        + r"|" + _TITLE + r"(?P<other>[A-Z][^\W\d_]+) now\b)"
@@ -4503,11 +4658,14 @@ MOVED_IN_WITH = re.compile(r"\b(?i:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+)?
                            r"(?!(?:" + "|".join(m.capitalize() for m in MONTHS) + r")\b)(?P<to>[A-Z][^\W\d_]+)")
 """A move in with someone, the place after it: "I moved in with Leander in June, a terraced house in Portobello"
 (fresh26)."""
-LIVE_NOW = re.compile(r"\b(?:since\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+"
+LIVE_NOW = re.compile(r"\b(?:(?i:since)\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we)\s+now)\s+live\s+in\s+"
                       r"(?P<to>[A-Z][^\W\d_]+)")
 """Where the user lives now, said without "moved to": "since July we live in Hobart" (fresh25), "I now live in Ayr"."""
+_UPPER = "A-ZÀ-ÖØ-Þ" + "".join(chr(c) for c in range(0x100, 0x180) if chr(c).isupper())
+"""Capital letters, those of Latin Extended-A too ("Žaliakalnis": fresh34, where "We've moved ... Vilnius" ended no home
+the rules could not read)."""
 LIVES_IN = re.compile(r"\b(?:(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)"
-                      r"|(?:home|house|flat)\s+in)\s+(?:the\s+)?(?P<at>[A-Z][^\W\d_]+)")
+                      r"|(?:home|house|flat)\s+in)\s+(?:the\s+)?(?P<at>[" + _UPPER + r"][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
                     r"\s+(?:at|with)|joined|(?:working|employed)\s+(?:at|for)|work\s+(?:at|for))\s+(?:the\s+)?"
                     r"(?P<to>[A-Z][^\W\d_]+)")
@@ -4698,7 +4856,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     # the numbers of each part of the memory ("..., and Alasdair is on levothyroxine, 50 micrograms"), with its words
     pieces = [part for sentence in sentences for part in JOINT.split(sentence)[0::2] if not ENDED.search(part)]
     valued = [(_content_stems(part, user_name) - UNITS, amounts(part)) for part in pieces]
-    stopped = {_stem((m["w"] or m["n"] or m["t"] or m["c"]).lower()) for m in STOPPED_DOING.finditer(stored)}
+    stopped = {_stem((m["w"] or m["n"] or m["t"] or m["c"] or m["d"]).lower()) for m in STOPPED_DOING.finditer(stored)}
     out: set[str] = set()
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
@@ -4793,11 +4951,13 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
             # "I'm back in the office three days a week", "I'm back at work"
             out |= {w for back, was, gone in BACK_AGAIN if back.search(clause) and was.search(stored)
                     for w in held & gone}
+            if BORN.search(clause):  # "Our son was born on the 2nd of October" ends "... is pregnant" (fresh34)
+                out |= held & PREGNANT
             if (diet := DIET_NOW.search(clause)) and diet["diet"].lower() not in words(stored):
                 out |= held & {_stem(w) for w in NOT_EATEN[diet["diet"].lower()]}
         if not own or says_own(sentence):
             out |= (new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
-                    | new_job(sentence, stored, user_name))
+                    | new_job(sentence, stored, user_name) | new_number(sentence, stored))
     # a medicine given before something ends with no course of it (fresh33: "The prednisone is finished" ended "so now
     # they give Facundo prednisone and an antihistamine first", before contrast dye)
     if not out:
@@ -4819,6 +4979,25 @@ def short_things(text: str) -> set[str]:
             and w not in FILLER and w not in SHORT_THINGS_NOT and w not in TIME_WORDS} | {
         stem for w in words(text) if len(w) == 4 and len(stem := _stem(w)) == 3 and stem not in SHORT_WORDS
         and stem not in SHORT_THINGS_NOT}
+
+
+BORN = re.compile(r"\b(?:our|my|her|his|their)\s+(?:[a-z]+\s+)?(?:son|daughter|baby|boy|girl|twins)\b[^.;!?]{0,30}?"
+                  r"\b(?:was|were)\s+born\b", re.IGNORECASE)
+PREGNANT = frozenset(_stem(w) for w in "pregnant pregnancy expecting".split())
+PHONE = re.compile(r"(?<![\d.,])\+?\d{2,5}(?:[ -]\d{2,4}){1,3}(?![\d.,]\d)")
+NEW_NUMBER = re.compile(r"\bnew\s+(?:phone\s+|mobile\s+|cell\s+)?number\b", re.IGNORECASE)
+
+
+def new_number(sentence: str, stored: str) -> set[str]:
+    """The words of a phone number of the stored memory when `sentence` says someone it names has a new one
+    (`NEW_NUMBER`, with the number) and the memory names them too: "Still Tomas, but he has a new number: 8699 31
+    507." ends "Rūta's emergency contacts: Tomas: 8612 44 903." (fresh34)."""
+    if not NEW_NUMBER.search(sentence) or not (said := PHONE.findall(sentence)):
+        return set()
+    named = {w for w in CAPITALIZED.findall(sentence)} - TITLE_WORDS
+    if not named & set(CAPITALIZED.findall(stored)):
+        return set()
+    return {w for number in PHONE.findall(stored) if number not in said for w in words(number)}
 
 
 PREMEDICATION = re.compile(r"\b(?:first|beforehand)\s*[.!;]?\s*$|\bbefore\s+(?:each|every|any)\b", re.IGNORECASE)

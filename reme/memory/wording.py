@@ -47,7 +47,10 @@ _I = re.compile(r"\bI(?:(?P<clitic>['’](?:m|ve|d|ll))\b)?(?![\w'’])")
 _NOT_MINE = "".join(rf"(?<!\b{w}\s)" for w in "the The a an coal gold salt land tin copper diamond".split())
 _POSSESSIVE = re.compile(rf"\b(?:[Mm]y|MY|{_NOT_MINE}[Mm]ine)\b")
 """The speaker's possessives: not the pit ("shifts at the mine", "a gold mine": fresh28 had "at the Onalenna's")."""
-_OBJECT = re.compile(r"\b(?:[Mm]e|[Mm]yself)\b(?!['’])")
+_OBJECT = re.compile(r"\b[Mm]e\b(?!['’])")
+_SELF = re.compile(r"\b[Mm]yself\b")
+"""The speaker's "myself": "themselves" of whom the memory names ("I've done it myself" was "Jomar has done it Jomar":
+fresh34), but where nothing names them ("Nobody but myself")."""
 _WORD = re.compile(r"\s+([A-Za-z]+(?:['’][a-z]+)?)")
 
 
@@ -98,7 +101,7 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
             text = pattern.sub(first, text)
         text = _WERE.sub("I'm", text)
     speaker = speaker.strip()
-    if not speaker or not (_I.search(text) or _POSSESSIVE.search(text) or _OBJECT.search(text)):
+    if not speaker or not (_I.search(text) or _POSSESSIVE.search(text) or _OBJECT.search(text) or _SELF.search(text)):
         return text
     out: list[str] = []
     pos = 0
@@ -123,6 +126,7 @@ def name_the_speaker(text: str, speaker: str, *, we: bool = False) -> str:
     out.append(text[pos:])
     text = "".join(out)
     text = _POSSESSIVE.sub(lambda _: f"{speaker}'s", text)  # a function: a name is no template ("\\1")
+    text = _SELF.sub(lambda m: "themselves" if speaker in text[:m.start()] else speaker, text)
     return _OBJECT.sub(lambda _: speaker, text)
 
 
@@ -318,6 +322,32 @@ NEXT_OF = re.compile(r"\b(?:the\s+(?:next|following)|following)\s+(?:day|week|we
 """A time that may follow another said before it rather than now: "the next week", "the following month"."""
 
 
+FROM_THAT_DAY = re.compile(r"\b(?P<n>an?|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+"
+                           r"(?P<unit>days?|weeks?)\s+(?P<dir>later|after\s+that|before\s+that|earlier)\b(?!\s*\()",
+                           re.IGNORECASE)
+"""A time counted from a day said just before it: "on Sunday the 2nd of August, and four days later ...", "on the 17th
+of March, and the trough level blood test is a week before that"."""
+
+
+def from_that_day(text: str, today: date) -> str:
+    """`text` with each time counted from the day its sentence says just before it (`FROM_THAT_DAY`) followed by the
+    day it means: "... on Sunday the 2nd of August 2026, and four days later (6 August 2026) ..." (fresh34: the
+    anniversary and a blood test a week before an appointment were stored with no date). A day of a month with no
+    year is read as `find_spans` reads it on `today`; nothing when the sentence names no single day before it."""
+    out, pos = [], 0
+    for m in FROM_THAT_DAY.finditer(text):
+        start = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ")) + 1
+        days = [span for a, b, span in find_spans(text[start:m.start()], today) if span.first == span.last]
+        if not days:
+            continue
+        n = NUMBERS.get(m["n"].lower(), 1) if not m["n"].isdigit() else int(m["n"])
+        step = timedelta(days=n * (7 if m["unit"].lower().startswith("week") else 1))
+        day = days[-1].first + (-step if m["dir"].lower() in ("before that", "earlier") else step)
+        out += [text[pos:m.end()], f" ({_day(day)})"]
+        pos = m.end()
+    return "".join(out) + text[pos:]
+
+
 def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
@@ -326,8 +356,13 @@ def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     say them too; when it names a year already, only the times of its sentences that name none, and not a "next ..."
     that may be of the year ("In 2019 Ana moved. The next week she started work."; fresh30: "In 2021 ... The next one
     is the day after tomorrow." was not dated)."""
+    return from_that_day(_anchored(text, said, lines), said.date())
+
+
+def _anchored(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
+    """`anchor_times` but for the times counted from a day said before them (`from_that_day`)."""
     if year_said(text):
-        return "".join(anchor_times(piece, said, lines) if piece.strip() and not year_said(piece)
+        return "".join(_anchored(piece, said, lines) if piece.strip() and not year_said(piece)
                        and not NEXT_OF.search(piece) else _dated(piece, said, DEICTIC)
                        for piece in SENTENCE_GAP.split(text))
     found = relative_spans(text, said)
