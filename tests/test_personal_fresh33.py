@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from reme import ReMe
-from reme.memory.personal import (Transcript, declined, ending, in_the_past, it_copied, kept_apart, led_in, misnamed,
-                                   named_subject, named_thing, needs_before, restricted, said_whole, short_things,
-                                   to_messages, revalued, unheld_avoided, unheld_health, when_answered)
+from reme.memory.personal import (Transcript, declined, ending, health_left_behind, in_the_past, it_copied,
+                                   kept_apart, led_in, misnamed, named_subject, named_thing, needs_before, restricted,
+                                   revalued, said_whole, short_things, subject_named, to_messages, unheld_avoided,
+                                   unheld_health, when_answered)
 from reme.memory.wording import anchor_times
 
 from openai_server import OpenAITestServer
@@ -339,3 +340,30 @@ def test_a_birth_said_of_the_daughter_named_after_the_relation_is_not_the_speake
     told = to_messages([{"role": "user", "name": "Yassine", "content": "Our daughter, Yasmine, was born in September, "
                          "and I was given a week off."}])
     assert misnamed("Yassine was given a week off.", told, known) is None
+
+
+def test_what_to_avoid_answered_in_a_list_is_said_as_avoided() -> None:
+    # "What must you avoid?" -- "All milk and everything made from it: cheese, ..." was a memory of nobody the model
+    # cited the question for, left to the repair, which gave it another memory's words
+    talk = transcript(("assistant", "What must you avoid?"),
+                      ("Áile", "All milk and everything made from it: cheese, butter, yoghurt, whey, casein."))
+    said = "All milk and everything made from it: cheese, butter, yoghurt, whey, casein."
+    assert subject_named(said, talk, [0]) == f"I must avoid {said[0].lower()}{said[1:]}"
+    assert when_answered(talk, 1, said) == f"I must avoid {said[0].lower()}{said[1:]}"
+    # not an answer that names nothing, or says its own subject
+    none = transcript(("assistant", "What must you avoid?"), ("Áile", "Nothing I know of."))
+    assert when_answered(none, 1, "Nothing I know of.") == "Nothing I know of."
+    own = transcript(("assistant", "What must you avoid?"), ("Áile", "I avoid milk."))
+    assert when_answered(own, 1, "I avoid milk.") == "I avoid milk."
+
+
+def test_an_update_about_something_else_keeps_a_rule_it_would_drop() -> None:
+    # qwen1.5b UPDATEd "No alcohol: if Kurt drinks and nods off without the machine, ..." to the sleep study's result
+    rule = "No alcohol: if Kurt drinks and nods off without the machine, Kurt doesn't wake up."
+    study = ("The sleep study on the 14th showed Kurt's carbon dioxide still climbs at night, so the machine's backup "
+             "rate went up from fourteen breaths a minute to sixteen.")
+    back, tied = health_left_behind(rule, study, study)
+    assert rule in back + tied
+    # a rule the candidate speaks of is its own to change
+    assert health_left_behind("Kurt drinks no alcohol.", "Kurt drinks alcohol again.", "Kurt drinks alcohol again.") \
+        == ([], [])

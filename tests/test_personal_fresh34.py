@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from reme import ReMe
 from reme.memory.personal import (Transcript, allergy_asked_of, cited_or_beside, ending, gender_said, health_word,
-                                  it_copied, kept_apart, misnamed, named_subject, needs_before, subject_named,
+                                  it_copied, kept_apart, led_in, misnamed, named_subject, needs_before, subject_named,
                                   to_messages, unheld_answers, unheld_content, unheld_dates, unheld_health, unheld_refusals,
                                   unheld_relations, when_answered, worth_reading)
 from reme.memory.wording import anchor_times, name_the_speaker
+
+from openai_server import OpenAITestServer
 
 
 def transcript(*turns: tuple[str, str],
@@ -203,3 +206,49 @@ def test_what_a_later_session_changes_ends_the_old_value() -> None:
     assert ending("And the oxygen is off completely since July: my walking test was normal.", oxygen, "Ivalo") == \
         {"oxyge"}
     assert ending("I'm off work this week.", "Ivalo works at the shrimp factory.", "Ivalo") == set()
+
+
+def test_a_day_said_without_its_month_is_dated() -> None:
+    # "Dr Jayasuriya, ..., on Monday the 29th" was stored as "... on Monday the 29th, 2026": which month?
+    said = datetime(2026, 6, 17, 4, 30, tzinfo=timezone.utc)
+    assert anchor_times("Nadeesha sees her neurologist on Monday the 29th, 2026.", said) == \
+        "Nadeesha sees her neurologist on Monday the 29th, 2026 (29 June 2026)."
+    assert anchor_times("On Monday the 3rd he flies.", said) == "On Monday the 3rd (3 August 2026) he flies."
+    # not without a weekday, nor with a month in the sentence, nor in the past
+    assert anchor_times("She sees him on the 3rd.", said) == "She sees him on the 3rd."
+    assert anchor_times("The party is on Sunday the 2nd, in August.", said) == \
+        "The party is on Sunday the 2nd, in August."
+    assert anchor_times("We married on Saturday the 9th.", said) == "We married on Saturday the 9th."
+
+
+def test_the_next_time_stays_with_whom_it_is_seen() -> None:
+    # "Dr Ramos, an immunologist at Chong Hua. I see her every three months; the next time is on the 17th of March"
+    # was kept as "The next time is on the 17th of March 2026, ...": of what?
+    talk = transcript(("assistant", "Who is your doctor?"),
+                      ("Jomar", "Dr Ramos, an immunologist at Chong Hua. I see her every three months; the next time "
+                                "is on the 17th of March."))
+    said = "the next time is on the 17th of March."
+    assert needs_before(said)
+    assert led_in(talk, 1, said, said) == \
+        "I see Dr Ramos every three months; the next time is on the 17th of March."
+
+
+def test_a_specialist_is_held_by_its_whole_name() -> None:
+    # "immunologist" and "immunoglobulin" share a stem: the doctor's specialty was held by the medicine
+    talk = transcript(("assistant", "Who is your doctor?"), ("Jomar", "Dr Ramos, an immunologist at Chong Hua."))
+    written = ["Jomar's doctor is Dr Ramos.", "Jomar takes immunoglobulin under the skin every Sunday night."]
+    assert unheld_health(talk, written) == [(1, "Dr Ramos, an immunologist at Chong Hua.")]
+
+
+async def test_a_relation_code_wrote_is_not_renamed_for_the_user_s_my_cousin(llm_reme: ReMe,
+                                                                            server: OpenAITestServer) -> None:
+    # "Rhea is Jomar's cousin." (of "I'm Rhea, his cousin.") was stored as "Jomar is Jomar's cousin.": Jomar had said
+    # "my cousin came with me", so it read as what Jomar said he is
+    chat = [{"role": "user", "name": "Jomar", "content": "My mother and my cousin came with me, because they remember "
+             "my medicines better than I do."},
+            {"role": "user", "name": "Rhea", "content": "I'm Rhea, his cousin. I'm the one who had dengue last month."}]
+    server.script("Read the conversation below", {"memories": []})
+    result = await llm_reme.summarize_memory(chat, user_name="Jomar")
+    added = [n.content for n in result.added]
+    assert "Rhea is Jomar's cousin." in added, added
+    assert "Jomar is Jomar's cousin." not in added, added

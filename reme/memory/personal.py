@@ -1365,6 +1365,8 @@ def health_left_behind(stored: str, merged: str, candidate: str) -> tuple[list[s
         unsaid = [w for w in {*kept, *words(sentence)[:1]} if w.startswith(LASTING) and _stem(w) not in said]
         if FIRST_CALL.search(sentence) and not says_whom_to_call(f"{merged} {candidate}"):
             unsaid.append("first")  # whom to call first ("Njeri is Baraka's first contact, always.")
+        # a rule ("No alcohol: if Kurt drinks and nods off without the machine, ...": fresh33, UPDATEd to a sleep study)
+        unsaid += [w for w in restricted(sentence) if _stem(w) not in said]
         if all(_stem(w) in said for w in health) and not unsaid:  # each one said again ("gout" dropped is not)
             continue
         (tied if shares else back).append(sentence)
@@ -1572,6 +1574,10 @@ def when_answered(transcript: Transcript, index: int, sentence: str) -> str:
         what = (sets["what"] or sets["caused"]).lower()
         verb = SET_OFF_SAID[(sets["verb"] or sets["cause"]).lower().removesuffix("s")]
         return f"My {what} {'are' if what.endswith('s') else 'is'} {verb} by {said}"
+    # "What must you avoid?" -- "All milk and everything made from it: cheese, ..." (fresh33: left to the repair)
+    if AVOID_ASKED.search(question) and words(lead)[:1] and words(lead)[0] not in NOT_FRAGMENT | NAMES_NOTHING \
+            and I_WORDS.isdisjoint(words(lead)):
+        return f"I must avoid {said}"
     # "When do you see your neurologist?" -- "Dr Jayasuriya, at the teaching hospital in Kandy, on Monday the 29th."
     if (role := ROLE_ASKED.search(question)) and NAMED_FIRST.match(sentence) and NOT_FRAGMENT.isdisjoint(words(lead)):
         who = role["role"].lower()
@@ -1642,7 +1648,8 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
     "I take clopidogrel, 75 mg, every morning": qwen1.5b kept neither, even when shown the line
     again). A Chinese line is not judged."""
     held = stems(written) | stems(with_digits(text) for text in written)
-    # a medicine is held by its whole name, not its stem: "Cystadrops" is not "Cystagon" (fresh31)
+    # a medicine is held by its whole name, not its stem: "Cystadrops" is not "Cystagon" (fresh31); so is a specialist
+    # ("immunologist" is no "immunoglobulin": fresh34)
     whole = {w.removesuffix("s") for text in written for w in words(text)}
     each = [stems([text]) | ({NEVER_SAID} if NEVER.search(text) else set()) for text in written]
     out: list[tuple[int, str]] = []
@@ -1673,7 +1680,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
                 # "Sumaq takes cysteamine, Cystagon, and ...")
                 health and any(_stem(w) not in held for w in health + [w for w in words(with_digits(sentence))
                                                                        if w.isdigit()])
-                or any(medicine_word(w) and w.removesuffix("s") not in whole for w in health)
+                or any((medicine_word(w) or w in SPECIALISTS) and w.removesuffix("s") not in whole for w in health)
                 or health and any(not any(need <= one for one in each) for need in needs(sentence))
                 or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)):
             out.append((index, sentence))
@@ -1985,8 +1992,8 @@ TITLE_WORDS = frozenset(t.rstrip(".") for t in TITLES) | frozenset("Doctor Miss 
 TITLED = rf"(?:(?:{'|'.join(TITLE_WORDS)})\.?\s+)?"
 
 
-PLACE_BEFORE = re.compile(r"\b(?:in|at|from|near)\s+$")
-"""What a place is said after ("... a neurologist at the CHU in Brest")."""
+PLACE_BEFORE = re.compile(r"\b(?:in|at|from|near)\s+(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+\s+)?$")
+"""What a place is said after ("... a neurologist at the CHU in Brest", "an immunologist at Chong Hua": fresh34)."""
 
 
 def object_named(transcript: Transcript, before: str, sentence: str) -> str:
@@ -2136,7 +2143,8 @@ DONE_IT = re.compile(r"(?:I|We)(?:['’]ve|\s+have)?\s+(?:done|do|give|given|man
                      r"(?:myself|ourselves|at\s+home|alone|on\s+my\s+own)\b")
 """A sentence of what the one before says, done by the speaker: "I've done it myself since 2019." after "Immunoglobulin
 under the skin, every Sunday night: ..." (fresh34: kept as "Jomar has done it Jomar since 2019")."""
-ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:one\b|(?:was|is|will|comes|came|went)\s)"
+ONE_AGAIN = re.compile(r"^(?:the\s+)?(?:first|next|last|second|new)\s+(?:(?:one|time|visit)\b"
+                       r"|(?:was|is|will|comes|came|went)\s)"
                        r"|^(?:if|when|whenever|once)\s+one\b(?!\s+of\b)"
                        r"|^the\s+one\s+(?:I|we|you|he|she|they)\s+(?:did|had|sent|took|posted|gave|got)\b",
                        re.IGNORECASE)
@@ -2485,7 +2493,8 @@ def subject_named(text: str, transcript: Transcript, sources: Sequence[int]) -> 
     word for word, as `when_answered` says it; otherwise as it is."""
     pronoun = HE_OR_SHE.match(text)
     first = SENTENCE.split(text.strip(), maxsplit=1)[0]
-    for i in (j for j in sources if 0 <= j < len(transcript.messages)):
+    # (or the line beside that starts so: fresh33's "All milk and everything made from it: ..." cited the question)
+    for i in [*(j for j in sources if 0 <= j < len(transcript.messages)), *beside(sources, len(transcript.messages))]:
         if (answered := when_answered(transcript, i, first)) != first:  # "None without the ventilator" (fresh33)
             return answered + text.strip()[len(first):]
     if (lead := IT_LEADS.match(first)) is not None:
@@ -3613,8 +3622,11 @@ class PersonalSummarizer:
             draft.text = allergy_asked_of(self._reworded(subject_named(text, transcript, sources), transcript,
                                                          sources, user_name, draft.said), transcript, sources)
             # another speaker's words in the lines it cites, or what another says they are anywhere
-            if another := said_by_another(draft.text, cited_or_beside(draft.text, transcript, sources),
-                                          transcript.speakers) or claimed_by_another(draft.text, transcript.messages):
+            # (not of a relation code wrote: "Rhea is Jomar's cousin." of "I'm Rhea, his cousin." is no "my cousin"
+            # Jomar said of himself: fresh34)
+            if step != "personal/relation" and (another := said_by_another(
+                    draft.text, cited_or_beside(draft.text, transcript, sources), transcript.speakers)
+                                                or claimed_by_another(draft.text, transcript.messages)):
                 named, speaker = another
                 draft.text = speaker + draft.text.strip()[len(named):]
                 rejected.append(Rejection(step=step, path=f"memories[{index}]", action="defaulted",
@@ -4509,6 +4521,9 @@ _TITLES = {t.rstrip(".").lower() for t in TITLES} | {"miss"}
 _TITLE = r"(?:(?:" + "|".join(t.capitalize() for t in sorted(_TITLES)) + r")\.?\s+)?"
 TITLED_NAME = re.compile(r"\b" + _TITLE[:-1] + r"(?P<name>[A-Z][^\W\d_]+)")
 """Someone named with a title: "Dr Pritchard", "Nurse Okoye"."""
+AVOID_ASKED = re.compile(r"\bwhat\s+(?:must|should|do)\s+you\s+(?:avoid|stay\s+away\s+from|never\s+(?:eat|take|have))"
+                         r"\s*\?\s*$", re.IGNORECASE)
+"""A question of what is to be avoided: "What must you avoid?"."""
 NAMED_FIRST = re.compile(_TITLE + r"[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+)?\s*(?:[,;.]|$)")
 """An answer that starts with whom, named with a title: "Dr Jayasuriya, at the teaching hospital in Kandy, ..."."""
 _HOLDER = r"(?:(?i:his|her|their|my|our)\s+[a-z]+,?\s+)?" + _TITLE + r"(?P<{}>[A-Z][^\W\d_]+)\b(?!')"

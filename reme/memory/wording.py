@@ -348,6 +348,42 @@ def from_that_day(text: str, today: date) -> str:
     return "".join(out) + text[pos:]
 
 
+DAY_ALONE = re.compile(r"\b(?P<weekday>Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\s+the\s+"
+                       r"(?P<day>[12]?\d|3[01])(?:st|nd|rd|th)\b(?!\s+(?:of\b|[A-Z]))(?:,\s+(?:19|20)\d\d\b)?"
+                       r"(?!\s*[(,]\s*\d)")
+"""A day of a month said with its weekday and without its month ("on Monday the 29th"), and the year a small model
+wrote after it ("on Monday the 29th, 2026")."""
+PAST_SAID = re.compile(r"\b(?:was|were|had|did)\b|\b[a-z]{3,}ed\b", re.IGNORECASE)
+
+
+def day_alone(text: str, today: date) -> str:
+    """`text` with a day of a month said with its weekday and without its month (`DAY_ALONE`) followed by the date it
+    means when said on `today`: the first such day ahead (today's too) that is that weekday (fresh34: "Dr Jayasuriya,
+    ..., on Monday the 29th", said on 17 June 2026, is 29 June 2026). Not one of a sentence that names a month (it
+    may be that month's: `year_of_days` dates it), nor of one in the past tense ("We married on Saturday the 9th")."""
+    out, pos = [], 0
+    for m in DAY_ALONE.finditer(text):
+        start = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ")) + 1
+        stop = min((i for i in (text.find(end, m.end()) for end in (". ", "! ", "? ")) if i >= 0), default=len(text))
+        sentence = text[start:stop]
+        if re.search(r"\bmonth\b|" + "|".join(rf"\b{name}\b" for name in MONTH_NAMES), sentence, re.IGNORECASE) \
+                or PAST_SAID.search(sentence):
+            continue
+        day = None
+        for ahead in range(13):
+            year, month = today.year + (today.month - 1 + ahead) // 12, (today.month - 1 + ahead) % 12 + 1
+            if int(m["day"]) > monthrange(year, month)[1]:
+                continue
+            found = date(year, month, int(m["day"]))
+            if found >= today and found.weekday() == WEEKDAYS[m["weekday"].lower()]:
+                day = found
+                break
+        if day is not None:
+            out += [text[pos:m.end()], f" ({_day(day)})"]
+            pos = m.end()
+    return "".join(out) + text[pos:]
+
+
 def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     """`text` with each relative time expression followed by the date it means when said at
     `said` ("last week" -> "last week (22-28 April 2024)", "two weeks ago" -> "two weeks ago (about
@@ -356,7 +392,7 @@ def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     say them too; when it names a year already, only the times of its sentences that name none, and not a "next ..."
     that may be of the year ("In 2019 Ana moved. The next week she started work."; fresh30: "In 2021 ... The next one
     is the day after tomorrow." was not dated)."""
-    return from_that_day(_anchored(text, said, lines), said.date())
+    return from_that_day(day_alone(_anchored(text, said, lines), said.date()), said.date())
 
 
 def _anchored(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
