@@ -1659,7 +1659,7 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
             continue
         said = words(sentence)
         # a specialist with their name: "Dr Ramos, an immunologist at ..." (not "The neurologist put it up")
-        whose = bool(re.search(r"\b(?:Dr|Prof|Professor|Doctor)\.?\s+[" + _UPPER + "]", sentence))
+        whose = TITLED_SOMEONE.search(sentence) is not None
         health = [w for w in said if health_word(w) or whose and w in SPECIALISTS] + restricted(sentence)
         if first := FIRST_CALL.search(sentence) or EMERGENCY_CONTACT.search(sentence):
             # whom to call: the names said (the one a "She" leading it is too: fresh28's "My mother, Mercedes. She's
@@ -4679,6 +4679,8 @@ LIVE_NOW = re.compile(r"\b(?:(?i:since)\s+[^,.;!?]{1,25}?,?\s+(?i:i|we)|(?i:i|we
 _UPPER = "A-ZÀ-ÖØ-Þ" + "".join(chr(c) for c in range(0x100, 0x180) if chr(c).isupper())
 """Capital letters, those of Latin Extended-A too ("Žaliakalnis": fresh34, where "We've moved ... Vilnius" ended no home
 the rules could not read)."""
+TITLED_SOMEONE = re.compile(rf"\b(?:{'|'.join(sorted(TITLE_WORDS))})\.?\s+[{_UPPER}]")
+"""Someone named with a title of `TITLE_WORDS` ("Dr Ramos", "Professor Hennessy"), a name of any Latin capital."""
 LIVES_IN = re.compile(r"\b(?:(?:lives|live|living|based|resides)\b[^.;!?]{0,40}?\b(?:in|on|at)"
                       r"|(?:home|house|flat)\s+in)\s+(?:the\s+)?(?P<at>[" + _UPPER + r"][^\W\d_]+)")
 JOINED = re.compile(r"\b(?i:i|we)(?:'ve| have|'m| am)?\s+(?:(?:just|now)\s+)?(?:started(?:\s+(?:a\s+new\s+job|work|working))?"
