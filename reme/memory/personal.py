@@ -228,6 +228,14 @@ class Transcript:
         """The names the lines say (`names_in`)."""
         return names_in(self.messages)
 
+    @functools.cached_property
+    def introduced(self) -> dict[tuple[int, str], re.Match[str]]:
+        """The sentences in which a speaker says who they are to the one they came with (`SELF_KIN`: "I'm Marites,
+        his mother."), by the index of their line and the sentence, with the match; only where the name is the
+        speaker's own."""
+        return {(index, sentence): me for index, sentence in statements(self)
+                if (me := SELF_KIN.match(sentence)) and me["name"] == self.messages[index].name}
+
     def people(self, user_name: str) -> set[str]:
         """The words of the names of the people speaking (and the user's), when the messages name
         their speakers; empty when none does (then nothing says what a memory should name)."""
@@ -1838,7 +1846,7 @@ def gender_said(transcript: Transcript, name: str) -> str | None:
     for index, message in enumerate(transcript.messages):
         for m in [*MY_KIN.finditer(message.content), *THEIR_KIN.finditer(message.content),
                   *KIN_NAMED.finditer(message.content),
-                  *SELF_KIN.finditer(message.content)]:  # "I'm Marites, his mother"
+                  *(me for (i, _), me in transcript.introduced.items() if i == index)]:  # "I'm Marites, his mother"
             if m["name"] in same and m["rel"].lower() in MALE | FEMALE:
                 said.add("He" if m["rel"].lower() in MALE else "She")
         if message.role != "assistant" or name not in CAPITALIZED.findall(message.content) or YOU.search(
@@ -2661,7 +2669,7 @@ def unheld_relations(transcript: Transcript, user_name: str, written: Sequence[s
                   m.groupdict().get("age")) for m in [*MY_KIN.finditer(sentence), *THEIR_KIN.finditer(sentence)]
                  + [m for m in KIN_NAMED.finditer(sentence) if m.start() > 0 or m["name"].split()[-1] in inside]]
         # "I'm Marites, his mother." said by Marites of the user beside her (fresh34: no memory said whose mother)
-        if (me := SELF_KIN.match(sentence)) and me["name"] == speaker and speaker != user_name \
+        if (me := transcript.introduced.get((index, sentence))) and speaker != user_name \
                 and user_name in transcript.speakers:
             found.append((me.start(), me["name"], user_name, me["rel"], me["law"], me["adj"], None))
         if named := NAME_IS.search(sentence):  # "My mother had a stroke." ... "Her name's Rosemary."
@@ -2703,9 +2711,8 @@ def kin_named(said: str, transcript: Transcript, speaker: str | None) -> str:
     mother, Marites, first: 0917 ..." (fresh34: the emergency contact was kept without her name)."""
     if not speaker:
         return said
-    for message in transcript.messages:
-        me = SELF_KIN.match(message.content) if message.role == "user" and message.name != speaker else None
-        if me is None or me["name"] != message.name or me["law"]:
+    for (index, _), me in transcript.introduced.items():
+        if transcript.messages[index].name == speaker or me["law"]:
             continue
         said = re.sub(rf"\b((?i:my)\s+{re.escape(me['rel'].lower())})\b(?!,?\s+(?-i:[A-Z]))", rf"\1, {me['name']},",
                       said, count=1)

@@ -329,6 +329,16 @@ FROM_THAT_DAY = re.compile(r"\b(?P<n>an?|one|two|three|four|five|six|seven|eight
 of March, and the trough level blood test is a week before that"."""
 
 
+_SENTENCE_ENDS = (". ", "! ", "? ")
+
+
+def sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The bounds of the sentence of `text` that holds `text[start:end]` (split at ". ", "! ", "? ")."""
+    first = max(text.rfind(mark, 0, start) for mark in _SENTENCE_ENDS) + 1
+    last = min((i for i in (text.find(mark, end) for mark in _SENTENCE_ENDS) if i >= 0), default=len(text))
+    return first, last
+
+
 def from_that_day(text: str, today: date) -> str:
     """`text` with each time counted from the day its sentence says just before it (`FROM_THAT_DAY`) followed by the
     day it means: "... on Sunday the 2nd of August 2026, and four days later (6 August 2026) ..." (fresh34: the
@@ -336,7 +346,7 @@ def from_that_day(text: str, today: date) -> str:
     year is read as `find_spans` reads it on `today`; nothing when the sentence names no single day before it."""
     out, pos = [], 0
     for m in FROM_THAT_DAY.finditer(text):
-        start = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ")) + 1
+        start, _ = sentence_around(text, m.start(), m.end())
         days = [span for a, b, span in find_spans(text[start:m.start()], today) if span.first == span.last]
         if not days:
             continue
@@ -363,9 +373,7 @@ def day_alone(text: str, today: date) -> str:
     may be that month's: `year_of_days` dates it), nor of one in the past tense ("We married on Saturday the 9th")."""
     out, pos = [], 0
     for m in DAY_ALONE.finditer(text):
-        start = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ")) + 1
-        stop = min((i for i in (text.find(end, m.end()) for end in (". ", "! ", "? ")) if i >= 0), default=len(text))
-        sentence = text[start:stop]
+        sentence = text[slice(*sentence_around(text, m.start(), m.end()))]
         if re.search(r"\bmonth\b|" + "|".join(rf"\b{name}\b" for name in MONTH_NAMES), sentence, re.IGNORECASE) \
                 or PAST_SAID.search(sentence):
             continue
