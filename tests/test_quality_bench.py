@@ -164,6 +164,23 @@ def test_scores_known_memories() -> None:
     assert small.facts == 0 and small.memories == 1 and small.supported == 0
 
 
+def test_a_childs_fact_given_to_the_parent_is_caught() -> None:
+    """A fact with `of` (whom it is about) is not recalled by a memory giving it to another person of the dialogue,
+    and that memory is another's fact stored as theirs (fresh34: a mother writing for her son, "Anahit has Williams
+    syndrome", "Anahit has Kiwi as an allergy")."""
+    williams = DIALOGUES["fresh34-people-williams"]
+    swapped = score(williams, ["Anahit has Williams syndrome.", "Anahit has Kiwi as an allergy."])
+    facts = {"fresh34-people-williams#2", "fresh34-people-williams#23"}  # Williams syndrome, the kiwi allergy
+    assert swapped.wrong["speaker"] == 2 and swapped.supported == 0 and swapped.recalled == 0
+    assert facts <= set(swapped.missed)
+    right = score(williams, ["Anahit's son Davit has Williams syndrome.", "Davit is allergic to kiwi."])
+    assert right.wrong["speaker"] == 0 and right.supported == 2 and not facts & set(right.missed)
+    # naming no one is a wording matter (hygiene), not a swap; nor is a fact without `of`, whoever it names
+    unnamed = score(williams, ["Has Williams syndrome.", "Anahit's husband Aram bakes lavash."])
+    assert unnamed.wrong["speaker"] == 0 and unnamed.supported == 2
+    assert "fresh34-people-williams#2" not in unnamed.missed
+
+
 async def test_the_run_drives_the_pipeline_session_by_session(tmp_path: Path, server: OpenAITestServer) -> None:
     def extracted(*texts: str) -> dict[str, object]:
         return {"memories": [{"content": t, "kind": "fact", "time": None, "sources": [0], "importance": 0.5}

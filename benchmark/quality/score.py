@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any, Self
 
 from reme.retrieval import words as _split
@@ -184,6 +185,18 @@ class Fact:
     safety: bool = False
     time: bool = False
     optional: bool = False
+    of: tuple[tuple[str, ...], ...] = ()
+    """Whom the fact is about when that is not the user (gold `"of": "Davit|son"`): alternatives, as a keyword
+    group's. A memory that matches the fact but names another person of the dialogue and none of these gives it to
+    the wrong one ("Anahit has Williams syndrome" of her son's): it does not recall the fact and is a `speaker`
+    claim."""
+
+    def given_to_another(self, text: str, people: Collection[str]) -> bool:
+        """Whether `text` matches the fact and names one of `people` (name words) but not whom it is about."""
+        if not self.of or not self.pattern.matches(text):
+            return False
+        said = words(text)
+        return not any(_contains(said, alt) for alt in self.of) and any(w in people for w in said)
 
 
 @dataclass
@@ -201,6 +214,13 @@ class Dialogue:
     sessions: list[list[dict[str, Any]]]
     facts: list[Fact]
     wrong: list[Wrong]
+
+    @property
+    def people(self) -> set[str]:
+        """The first words of the names of the user, of everyone speaking and of whom a fact is about (`Fact.of`)."""
+        named = [self.user, *(m["name"] for s in self.sessions for m in s if m.get("name"))]
+        return {said[0] for name in named if (said := words(name))} | {
+            alt[0] for f in self.facts for alt in f.of if len(alt) == 1 and not alt[0].endswith("*")}
 
 
 def load(path: Path = DATA) -> list[Dialogue]:
@@ -221,7 +241,9 @@ def load(path: Path = DATA) -> list[Dialogue]:
             sessions.append(msgs)
         out.append(Dialogue(id=d["id"], split=d["split"], user=d["user"], topics=d["topics"], sessions=sessions,
                             facts=[Fact(Pattern.of(f), f.get("safety", False), f.get("time", False),
-                                        f.get("optional", False)) for f in d["facts"]],
+                                        f.get("optional", False),
+                                        tuple(_alt(alt) for alt in f.get("of", "").split("|") if words(alt)))
+                                   for f in d["facts"]],
                             wrong=[Wrong(Pattern.of(w), w["why"]) for w in d.get("wrong", [])]))
     return out
 
@@ -307,8 +329,9 @@ def score(dialogue: Dialogue, memories: list[str]) -> Score:
     supported when it matches a fact (optional ones too) and no `wrong` pattern; a memory with
     a wording problem or matching a `wrong` pattern counts once in `with_problem`."""
     s = Score()
+    people = dialogue.people
     for i, fact in enumerate(dialogue.facts):
-        hit = any(fact.pattern.matches(m) for m in memories)
+        hit = any(fact.pattern.matches(m) and not fact.given_to_another(m, people) for m in memories)
         if not fact.optional:
             s.facts += 1
             s.recalled += hit
@@ -323,6 +346,8 @@ def score(dialogue: Dialogue, memories: list[str]) -> Score:
         for p in problems:
             s.hygiene[p] += 1
         claims = [w.why for w in dialogue.wrong if w.pattern.matches(text)]
+        if "speaker" not in claims and any(f.given_to_another(text, people) for f in dialogue.facts):
+            claims.append("speaker")  # another's fact given to the one it names
         for why in claims:
             s.wrong[why] += 1
         if problems or claims:
