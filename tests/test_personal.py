@@ -1270,11 +1270,14 @@ async def test_a_misnamed_memory_citing_the_assistants_line_beside_is_found_by_t
             {"role": "assistant", "content": "Good idea."}]
     server.script(EXTRACT, memories({"content": "Ximena is allergic to bee stings.", "sources": [3]},
                                     {"content": "Ximena's daughter Antonia is eight.", "sources": [0]}))
-    server.script(REPAIR, {"memories": [{"index": 0, "content": "Ximena is allergic to bee stings."}]})  # the same
     result = await reme.summarize_memory(chat, user_name="ximena")
 
-    assert not any(n.content.startswith("Ximena is allergic") for n in result.added), result.added
-    assert any(REPAIR in prompt_of(r["body"]) for r in server.requests)
+    added = [n.content for n in result.added]
+    assert not any(a.startswith("Ximena is allergic") for a in added), added
+    assert any("Antonia" in a and "allergic to bee stings" in a for a in added), added  # kept as said, named
+    # a memory given to the wrong one goes to no repair call of its own (fresh31-fresh34, qwen1.5b: such calls gave
+    # the same memory back, or nothing, every time); its health fact is kept as said
+    assert not any(REPAIR in prompt_of(r["body"]) for r in server.requests)
 
 
 @pytest.mark.parametrize(("note", "sources"), [("(says 'I', 'we' or 'my': name them)", [2, 3]),
