@@ -100,7 +100,7 @@ understood woke wore wove wept won wound wrote""".split())
 PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split ground wound "
                                   "burst".split())
 """Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
-_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|they|you|has|have)"
+_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|it|they|you|has|have)"
                         r"|(?i:the|a|an|my|our|his|her|their|this|that)\s+(?:[a-z]+\s+)?[a-z]+)\s+"
                         r"(?:just\s+|[a-z]+ly\s+)?(?!(?:called|named|based|used|supposed|scheduled|planned|booked"
                         r"|related|located|designed)\b)[a-z]{2,}ed\b(?!\s+(?:like|as)\b)")
@@ -226,6 +226,13 @@ def month_span(year: int, month: int) -> Span:
 def _week_of(day: date) -> Span:
     monday = day - timedelta(days=day.weekday())
     return Span(monday, monday + timedelta(days=6))
+
+
+def _weekday_of_week(m: re.Match[str], today: date) -> Span:
+    """"Monday last week", "Thursday next week": that day of the week before, this or after `today`'s."""
+    week = _week_of(today + timedelta(weeks={"last": -1, "this": 0, "next": 1}[m["which"].lower()]))
+    day = week.first + timedelta(days=WEEKDAYS[m["weekday"].lower()])
+    return Span(day, day)
 
 
 def _add_months(day: date, months: int) -> tuple[int, int]:
@@ -508,6 +515,8 @@ RULES: list[Rule] = [
     (re.compile(r"\btomorrow\b", _F), _fixed(1)),
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", _F), _relative_unit),
     (re.compile(r"\b(?:the\s+)?end\s+of\s+(?P<which>the|this|next|last)\s+month\b", _F), _month_end),
+    # one day of a week said ("on Monday last week", "Thursday next week": fresh35 dated the Monday and the week apart)
+    (re.compile(rf"\b{_WEEKDAY}\s+(?:of\s+)?(?P<which>last|this|next)\s+week\b", _F), _weekday_of_week),
     (re.compile(r"\b(?P<which>last|past|previous|this|current|next|coming)\s+"
                 r"(?P<unit>week|weekend|month|year|spring|summer|autumn|fall|winter)\b", _F), _relative_period),
     (re.compile(rf"\b(?P<which>last|past|this\s+coming|this|next|coming|on)\s+{_WEEKDAY}\b", _F), _weekday),

@@ -214,11 +214,13 @@ def test_a_day_said_without_its_month_is_dated() -> None:
     assert anchor_times("Nadeesha sees her neurologist on Monday the 29th, 2026.", said) == \
         "Nadeesha sees her neurologist on Monday the 29th, 2026 (29 June 2026)."
     assert anchor_times("On Monday the 3rd he flies.", said) == "On Monday the 3rd (3 August 2026) he flies."
-    # not without a weekday, nor with a month in the sentence, nor in the past
+    # not without a weekday, nor with a month in the sentence
     assert anchor_times("She sees him on the 3rd.", said) == "She sees him on the 3rd."
     assert anchor_times("The party is on Sunday the 2nd, in August.", said) == \
         "The party is on Sunday the 2nd, in August."
-    assert anchor_times("We married on Saturday the 9th.", said) == "We married on Saturday the 9th."
+    # in the past, the last such day of this month or the two before (fresh35), else none
+    assert anchor_times("We married on Saturday the 9th.", said) == "We married on Saturday the 9th (9 May 2026)."
+    assert anchor_times("We married on Wednesday the 9th.", said) == "We married on Wednesday the 9th."
 
 
 def test_the_next_time_stays_with_whom_it_is_seen() -> None:

@@ -21,8 +21,8 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Sequence
 
-from reme.temporal import (IRREGULAR_PAST, MONTHS, NTH, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans, month_year,
-                           told_of_future, told_of_past, told_of_past_at)
+from reme.temporal import (IRREGULAR_PAST, MONTHS, NTH, NUMBERS, PAST_WORDS, WEEKDAYS, Span, day_weeks_ago, find_spans,
+                           month_year, told_of_future, told_of_past, told_of_past_at)
 
 # -- whose "I" ------------------------------------------------------------------------------------
 ADVERBS = {"always", "never", "usually", "often", "sometimes", "really", "also", "just", "still", "now", "only",
@@ -140,6 +140,7 @@ RELATIVE = re.compile(
     r"^(?:the\s+)?(?:" + "|".join(NTH) + r")\s+\w+days?\s+(?:of|in)\s+(?:this|next|last)\s+month|"
     r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
     r"^(?:in\s+)?(?:" + "|".join(MONTHS) + r")\s+(?:last|this|next)\s+year\b|"
+    r"^\w+day\s+(?:of\s+)?(?:last|this|next)\s+week\b|"
     r"前天|昨|今|明天|天前|^[上下本这]|去年",
     re.IGNORECASE)
 """The expressions `anchor_times` dates: relative to when they were said, and unambiguous ("on
@@ -208,10 +209,11 @@ DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
 _AMOUNT = r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|half\s+a)"
 AMOUNT_BEFORE = re.compile(rf"\b(?:{_AMOUNT}\s+(?:kilos?|kilograms?|kg|pounds?|lbs?|stones?|grams?|litres?|liters?"
                            r"|miles?|km|kilometres?|kilometers?|centimetres?|cm|inches?)|\d+(?:\.\d+)?\s*%"
-                           r"|(?:put|putting|puts)\s+on|gain(?:s|ed|ing)?|los(?:e|es|t|ing))\b[^.;:!?]{0,20}$",
+                           r"|(?:put|putting|puts)\s+on|gain(?:s|ed|ing)?|los(?:e|es|t|ing)|once|twice|times)\b"
+                           r"[^.;:!?]{0,20}$",
                            re.IGNORECASE)
-"""An amount, or a gain or loss, just before "in three days": how fast, not when ("if I put on two
-kilos in three days, I ring Bisi": fresh17 was dated three days on)."""
+"""An amount, or a gain or loss, or how many times, just before "in three days": how fast, not when ("if I put on two
+kilos in three days, I ring Bisi": fresh17 was dated three days on; "If I vomit more than twice in a day": fresh35)."""
 """Before "next month" in "the 4th of next month": a day, which `weekday_spans` dates."""
 
 
@@ -290,6 +292,8 @@ def year_of_days(text: str, said: date, *, named: bool = True, lines: Sequence[s
                 past = told_of_past_at(_sentence_at(line, said_as.start()), said_as.start() - at)
                 break
         since = SINCE_OR_FROM.search(hidden[start:m.start()])
+        if since and since[1].lower() == "from" and re.search(r"[:;]\s*from\s+(?:the\s+)?$", hidden[start:m.start()]):
+            past = False  # "they said yes: from the 1st of December" is no past (fresh35: dated December 2025)
         if since and (since[1].lower() == "since" or not past and not told_of_future(sentence)):
             # since a day: of the past; from a day, in the present tense: the nearest such day ("From the 1st
             # of September I teach cooking", said on the 8th of September, fresh22)
@@ -322,11 +326,16 @@ NEXT_OF = re.compile(r"\b(?:the\s+(?:next|following)|following)\s+(?:day|week|we
 """A time that may follow another said before it rather than now: "the next week", "the following month"."""
 
 
-FROM_THAT_DAY = re.compile(r"\b(?P<n>an?|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+"
-                           r"(?P<unit>days?|weeks?)\s+(?P<dir>later|after\s+that|before\s+that|earlier)\b(?!\s*\()",
+FROM_THAT_DAY = re.compile(r"\b(?:(?P<n>an?|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+"
+                           r"(?P<unit>days?|weeks?)\s+(?P<dir>later|after\s+that|before\s+that|earlier"
+                           r"|(?:before|after)(?=\s*(?:[.,;:!?]|$)))\b"
+                           r"|the\s+(?P<one>day|week|(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday))"
+                           r"\s+(?P<side>before|after)(?=\s*(?:[.,;:!?]|$)))(?!\s*\()",
                            re.IGNORECASE)
 """A time counted from a day said just before it: "on Sunday the 2nd of August, and four days later ...", "on the 17th
-of March, and the trough level blood test is a week before that"."""
+of March, and the trough level blood test is a week before that", "on Thursday next week, and the CK blood test is the
+day before", "on Thursday the 26th, with the blood test the Monday before" (fresh35; not "the day before my surgery",
+nor "the day after tomorrow")."""
 
 
 _SENTENCE_ENDS = (". ", "! ", "? ")
@@ -343,16 +352,27 @@ def from_that_day(text: str, today: date) -> str:
     """`text` with each time counted from the day its sentence says just before it (`FROM_THAT_DAY`) followed by the
     day it means: "... on Sunday the 2nd of August 2026, and four days later (6 August 2026) ..." (fresh34: the
     anniversary and a blood test a week before an appointment were stored with no date). A day of a month with no
-    year is read as `find_spans` reads it on `today`; nothing when the sentence names no single day before it."""
+    year is read as `find_spans` reads it on `today`; when the sentence names no time before it, the sentence before
+    it is read; nothing when that names no single day."""
     out, pos = [], 0
     for m in FROM_THAT_DAY.finditer(text):
         start, _ = sentence_around(text, m.start(), m.end())
+        if start > 1 and not find_spans(text[start:m.start()], today):
+            # or the sentence before, when its says none ("... on Sunday the 30th (30 August 2026). It seemed fine,
+            # and then two days later ...": fresh35)
+            start = sentence_around(text, start - 1, start - 1)[0]
         days = [span for a, b, span in find_spans(text[start:m.start()], today) if span.first == span.last]
         if not days:
             continue
-        n = NUMBERS.get(m["n"].lower(), 1) if not m["n"].isdigit() else int(m["n"])
-        step = timedelta(days=n * (7 if m["unit"].lower().startswith("week") else 1))
-        day = days[-1].first + (-step if m["dir"].lower() in ("before that", "earlier") else step)
+        back = (m["dir"] or m["side"]).lower() in ("before that", "earlier", "before")
+        if m["wd"]:  # "the Monday before": the last Monday before that day (the first after it)
+            gap = (days[-1].first.weekday() - WEEKDAYS[m["wd"].lower()]) % 7 or 7
+            day = days[-1].first - timedelta(days=gap) if back else \
+                days[-1].first + timedelta(days=(WEEKDAYS[m["wd"].lower()] - days[-1].first.weekday()) % 7 or 7)
+        else:
+            n = 1 if m["one"] else NUMBERS.get(m["n"].lower(), 1) if not m["n"].isdigit() else int(m["n"])
+            step = timedelta(days=n * (7 if (m["unit"] or m["one"]).lower().startswith("week") else 1))
+            day = days[-1].first + (-step if back else step)
         out += [text[pos:m.end()], f" ({_day(day)})"]
         pos = m.end()
     return "".join(out) + text[pos:]
@@ -366,24 +386,41 @@ wrote after it ("on Monday the 29th, 2026")."""
 PAST_SAID = re.compile(r"\b(?:was|were|had|did)\b|\b[a-z]{3,}ed\b", re.IGNORECASE)
 
 
-def day_alone(text: str, today: date) -> str:
+AMBIGUOUS_PAST = re.compile(r"\b(?:I|we|he|she|they|(?-i:[A-Z])[a-z]+)\s+"
+                            r"(?:cut|hurt|hit|put|set|let|quit|shut|burst)\s+"
+                            r"(?:my|our|his|her|their|(?-i:[A-Z])[a-z]+['’]s)\b", re.IGNORECASE)
+"""A past tense that is a present one too, said of someone's own: "I cut my thumb", "he hurt his knee"."""
+
+
+def _told_in_past(sentence: str) -> bool:
+    return bool(PAST_SAID.search(sentence) or AMBIGUOUS_PAST.search(sentence)
+                or PAST_WORDS & {w.lower() for w in re.findall(r"[A-Za-z]+", sentence)})
+
+
+def day_alone(text: str, today: date, lines: Sequence[str] = ()) -> str:
     """`text` with a day of a month said with its weekday and without its month (`DAY_ALONE`) followed by the date it
     means when said on `today`: the first such day ahead (today's too) that is that weekday (fresh34: "Dr Jayasuriya,
     ..., on Monday the 29th", said on 17 June 2026, is 29 June 2026). Not one of a sentence that names a month (it
-    may be that month's: `year_of_days` dates it), nor of one in the past tense ("We married on Saturday the 9th")."""
+    may be that month's: `year_of_days` dates it). One said in the past tense is the last such day before `today`, in
+    this month or the two before ("I cut my thumb ... on Sunday the 30th", said on 16 September 2026, is 30 August
+    2026: fresh35 dated it in May 2027), or none ("We married on Saturday the 9th" of long ago); the tense of the
+    sentence of `lines` (what it cites) that says the same day counts too."""
     out, pos = [], 0
     for m in DAY_ALONE.finditer(text):
         sentence = text[slice(*sentence_around(text, m.start(), m.end()))]
-        if re.search(r"\bmonth\b|" + "|".join(rf"\b{name}\b" for name in MONTH_NAMES), sentence, re.IGNORECASE) \
-                or PAST_SAID.search(sentence):
+        if re.search(r"\bmonth\b|" + "|".join(rf"\b{name}\b" for name in MONTH_NAMES), sentence, re.IGNORECASE):
             continue
+        # the tense of the line it cites too, saying the same day ("On Saturday the 9th I skipped lunch" written "Lela
+        # skips lunch ... on Saturday the 9th": fresh35)
+        said = [t for line in lines for t in re.split(r"(?<=[.!?])\s+", line) if m[0] in t]
+        past = any(_told_in_past(t) for t in [sentence, *said])
         day = None
-        for ahead in range(13):
+        for ahead in range(0, -3, -1) if past else range(13):
             year, month = today.year + (today.month - 1 + ahead) // 12, (today.month - 1 + ahead) % 12 + 1
             if int(m["day"]) > monthrange(year, month)[1]:
                 continue
             found = date(year, month, int(m["day"]))
-            if found >= today and found.weekday() == WEEKDAYS[m["weekday"].lower()]:
+            if (found < today if past else found >= today) and found.weekday() == WEEKDAYS[m["weekday"].lower()]:
                 day = found
                 break
         if day is not None:
@@ -400,7 +437,7 @@ def anchor_times(text: str, said: datetime, lines: Sequence[str] = ()) -> str:
     say them too; when it names a year already, only the times of its sentences that name none, and not a "next ..."
     that may be of the year ("In 2019 Ana moved. The next week she started work."; fresh30: "In 2021 ... The next one
     is the day after tomorrow." was not dated)."""
-    return from_that_day(day_alone(_anchored(text, said, lines), said.date()), said.date())
+    return from_that_day(day_alone(_anchored(text, said, lines), said.date(), lines), said.date())
 
 
 def _anchored(text: str, said: datetime, lines: Sequence[str] = ()) -> str:

@@ -1,0 +1,150 @@
+"""What `fresh35` (measured once at b14d956, then read) showed, as tests of the public helpers and of
+`summarize_memory` against the scripted loopback server; each with a guard case."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from reme.memory.personal import (Transcript, amounts_in, led_in, named_subject, needs_before, not_a_memory, revalued,
+                                  to_messages, when_answered)
+from reme.schema import Message
+from reme.memory.wording import anchor_times
+
+
+def transcript(*turns: tuple[str, str],
+               now: datetime = datetime(2026, 7, 29, 9, tzinfo=timezone.utc)) -> Transcript:
+    return Transcript.of(to_messages([{"role": "assistant", "content": text} if who == "assistant" else
+                                      {"role": "user", "name": who, "content": text} for who, text in turns]), now)
+
+
+def test_a_number_said_in_words_is_changed_whole() -> None:
+    # fresh35 (qwen1.5b): "raised the amitriptyline to fifty milligrams" made the kept "Amitriptyline, twenty-five
+    # milligrams at night" "Amitriptyline, twenty-50 milligrams at night": a dose a user would read as wrong
+    stored = ("Amitriptyline, twenty-five milligrams at night, to prevent the episodes. When one starts, an "
+              "ondansetron melt, eight milligrams, on the tongue.")
+    line = ("The episodes came every three weeks in spring, so my new gastroenterologist here, Dr Nurlanova, raised "
+            "the amitriptyline to fifty milligrams.")
+    changed = revalued(stored, line)
+    assert changed is not None and changed[1:] == ("25", "50")
+    assert changed[0].startswith("Amitriptyline, 50 milligrams at night") and "eight milligrams" in changed[0]
+    assert "twenty-50" not in changed[0]
+    assert [a[2] for a in amounts_in("twelve hundred milligrams, one tablet, 2 puffs in 2024")] == ["1200", "1", "2"]
+    # a dose in digits changes as before
+    assert revalued("He takes Equasym XL 20 mg at breakfast.", "They moved him up to 30 mg of the Equasym.") == (
+        "He takes Equasym XL 30 mg at breakfast.", "20", "30")
+
+
+def test_a_day_of_a_week_said_is_one_day() -> None:
+    # fresh35: "on Monday last week" was dated "Monday (14 September 2026) last week (7-13 September 2026)", and "the
+    # next is four weeks after that" from the wrong Monday; "Thursday next week" likewise, "the day before" not at all
+    said = datetime(2026, 9, 16, 10, tzinfo=timezone.utc)
+    assert anchor_times("The last one was on Monday last week, so the next is four weeks after that.", said) == (
+        "The last one was on Monday last week (7 September 2026), so the next is four weeks after that (5 October "
+        "2026).")
+    may = datetime(2026, 5, 19, 9, tzinfo=timezone.utc)
+    assert anchor_times("The next visit is on Thursday next week, and the CK blood test is the day before.", may) == (
+        "The next visit is on Thursday next week (28 May 2026), and the CK blood test is the day before (27 May 2026).")
+    # "last week" alone is still the week; "the day before" of something named, or "the day after tomorrow", is no
+    # day counted from another
+    assert anchor_times("I saw her last week.", may) == "I saw her last week (11-17 May 2026)."
+    assert anchor_times("The scan is on the 3rd of June, and the day before my surgery I fast.", may) == (
+        "The scan is on the 3rd of June 2026, and the day before my surgery I fast.")
+
+
+def test_a_day_said_in_the_past_without_its_month_is_the_last_one() -> None:
+    # fresh35: "I cut my thumb on a cable at work on Sunday the 30th", said on 16 September 2026, was dated 30 May 2027;
+    # "It seemed fine, and then two days later ..." was not dated; the model's present tense of "On Saturday the 9th I
+    # skipped lunch" was dated ahead
+    said = datetime(2026, 9, 16, 10, tzinfo=timezone.utc)
+    line = ("I cut my thumb on a cable at work on Sunday the 30th. It seemed fine, and then two days later, in the "
+            "night, it started bleeding again.")
+    assert anchor_times(line, said) == (
+        "I cut my thumb on a cable at work on Sunday the 30th (30 August 2026). It seemed fine, and then two days "
+        "later (1 September 2026), in the night, it started bleeding again.")
+    may = datetime(2026, 5, 19, 9, tzinfo=timezone.utc)
+    told = "On Saturday the 9th I skipped lunch at a supra, and by evening my thighs were hard as wood."
+    assert anchor_times("Lela skips lunch at a supra on Saturday the 9th.", may, [told]) == \
+        "Lela skips lunch at a supra on Saturday the 9th (9 May 2026)."
+    # ahead when nothing says it was
+    assert anchor_times("Lela skips lunch at a supra on Saturday the 9th.", may) == \
+        "Lela skips lunch at a supra on Saturday the 9th (9 January 2027)."
+    assert anchor_times("I cut the ribbon on Sunday the 30th.", may) == \
+        "I cut the ribbon on Sunday the 30th (30 August 2026)."
+
+
+def test_which_kind_is_kept_with_what_it_is_of() -> None:
+    # fresh35: "And the diabetes in this house is mine as well. Type 2, on metformin." (the husband's) left "Type 2, on
+    # metformin." alone, stored under his wife
+    assert needs_before("Type 2, on metformin.") and needs_before("Stage 3: in remission since 2021.")
+    assert not needs_before("Type 2 diabetes, on metformin.") and not needs_before("Class starts at nine.")
+    talk = transcript(("Adunni", "I have MEN1."), ("Kayode", "And the diabetes in this house is mine as well. Type 2, "
+                                                             "on metformin."))
+    said = "Type 2, on metformin."
+    assert led_in(talk, 1, said, said) == "And the diabetes in this house is mine as well. Type 2, on metformin."
+
+
+def test_a_week_before_at_the_end_of_a_clause_is_counted_from_the_day_said() -> None:
+    # fresh35: "the next visit is on Tuesday the 18th of August, with the pituitary MRI exactly a week before."
+    said = datetime(2026, 7, 29, 9, tzinfo=timezone.utc)
+    assert anchor_times("The next visit is on Tuesday the 18th of August, with the pituitary MRI exactly a week "
+                        "before.", said) == ("The next visit is on Tuesday the 18th of August 2026, with the pituitary "
+                                             "MRI exactly a week before (11 August 2026).")
+    assert anchor_times("The visit is on the 18th of August, and two days before my exam.", said) == \
+        "The visit is on the 18th of August 2026, and two days before my exam."
+
+
+def test_a_teaching_assistant_is_no_talk_with_the_assistant() -> None:
+    # fresh35: the emergency contact "My wife, Megan: 07700 914 262. She's a teaching assistant at the primary school in
+    # town." was dropped, model's and code's alike, as telling of the conversation with the assistant
+    said = [Message(role="assistant", content="Who should be called in an emergency?"),
+            Message(role="user", name="Gethin", content="My wife, Megan: 07700 914 262. She's a teaching assistant at "
+                                                        "the primary school in town.")]
+    assert not_a_memory("Gethin's emergency contacts: Gethin's wife, Megan: 07700 914 262. She's a teaching assistant "
+                        "at the primary school in town.", said, [1], "Gethin") is None
+    assert not_a_memory("Gethin asked the assistant about his wife.", said, [1], "Gethin") is not None
+
+
+def test_when_it_was_diagnosed_is_said_of_what_was() -> None:
+    # fresh35: "When was it diagnosed?" -- "In 2003, in Cardiff, with a gene test." was kept as "It diagnosed was in
+    # 2003, ..." and dropped for its pronoun; the year of the diagnosis was lost
+    talk = transcript(("Gethin", "Gethin Parry, fifty-two. I have paramyotonia congenita: when I'm cold, my muscles "
+                                 "lock."),
+                      ("assistant", "When was it diagnosed?"), ("Gethin", "In 2003, in Cardiff, with a gene test."))
+    said = "In 2003, in Cardiff, with a gene test."
+    assert named_subject(talk, 2, said) == said
+    assert when_answered(talk, 2, said) == \
+        "My paramyotonia congenita was diagnosed in 2003, in Cardiff, with a gene test."
+    # a thing asked of is still said with the answer
+    asked = transcript(("Gethin", "Our son gets married."), ("assistant", "When is the wedding?"),
+                       ("Gethin", "On the 19th of December."))
+    assert named_subject(asked, 2, "On the 19th of December.") == "The wedding is on the 19th of December."
+
+
+def test_from_a_day_after_a_colon_is_ahead() -> None:
+    # fresh35: "I've asked to start an hour later in the dark months, and they said yes: from the 1st of December",
+    # said on 10 November 2026, was dated December 2025
+    said = datetime(2026, 11, 10, 15, tzinfo=timezone.utc)
+    assert anchor_times("Gethin asked to start an hour later, and they said yes: from the 1st of December.", said) == \
+        "Gethin asked to start an hour later, and they said yes: from the 1st of December 2026."
+    assert anchor_times("I worked there from the 20th of December.", said) == \
+        "I worked there from the 20th of December 2025."
+
+
+def test_the_weekday_before_a_day_is_dated() -> None:
+    # fresh35: "The next check is on Thursday the 26th, with the blood test the Monday before." (the test undated)
+    said = datetime(2026, 2, 11, 13, tzinfo=timezone.utc)
+    assert anchor_times("The next check is on Thursday the 26th, with the blood test the Monday before.", said) == (
+        "The next check is on Thursday the 26th (26 February 2026), with the blood test the Monday before (23 February "
+        "2026).")
+    assert anchor_times("The next check is on Thursday the 26th, and the Monday before my exam.", said) == (
+        "The next check is on Thursday the 26th (26 February 2026), and the Monday before my exam.")
+
+
+def test_how_many_times_in_a_day_is_no_date() -> None:
+    # fresh35: "If I vomit more than twice in a day, I go to hospital the same day" was dated "in a day (25 November
+    # 2026)"
+    said = datetime(2026, 11, 24, 2, tzinfo=timezone.utc)
+    assert anchor_times("If Ye-jin vomits more than twice in a day, Ye-jin goes to hospital.", said) == \
+        "If Ye-jin vomits more than twice in a day, Ye-jin goes to hospital."
+    assert anchor_times("Ye-jin flies to Seoul in three days.", said) == \
+        "Ye-jin flies to Seoul in three days (27 November 2026)."
