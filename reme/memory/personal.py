@@ -3683,8 +3683,9 @@ class PersonalSummarizer:
         it mended none of 23 such sentences starting with a pronoun in 16 calls), but
         for one starting with "He" or "She" whom code could not name ("Nico and Leo are coming
         too. He's eight and he's allergic to egg."): a model that can tell whom is asked; and none for a memory
-        given to the wrong person alone (`misnamed`: fresh31-fresh35, qwen1.5b gave it back unmended in every such
-        call; it is dropped, and a health fact it held is kept as said by code). A
+        given to the wrong person alone (`misnamed`: of about ten such calls replayed on fresh31-fresh35, qwen1.5b
+        mended one, a daughter's birth date; the others gave the memory back unmended, or nothing; it is dropped,
+        and a health fact it held is kept as said by code). A
         rewrite that is still a fragment, a question or the assistant's, that keeps none of the
         numbers, names and health words the memory held (one index off), or no rewrite, drops a
         fragment; a memory that only names no one, or starts with a pronoun, is kept as it was."""
