@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from reme.memory.personal import (Transcript, amounts_in, led_in, named_subject, needs_before, not_a_memory, revalued,
                                   to_messages, when_answered)
 from reme.schema import Message
-from reme.memory.wording import anchor_times
+from reme.memory.wording import anchor_times, anchor_weekdays
 
 
 def transcript(*turns: tuple[str, str],
@@ -148,3 +148,27 @@ def test_how_many_times_in_a_day_is_no_date() -> None:
         "If Ye-jin vomits more than twice in a day, Ye-jin goes to hospital."
     assert anchor_times("Ye-jin flies to Seoul in three days.", said) == \
         "Ye-jin flies to Seoul in three days (27 November 2026)."
+
+
+def test_a_weekday_of_a_week_said_is_not_dated_alone() -> None:
+    # fresh35, in the replay: "on Thursday next week" became "on Thursday (21 May 2026) next week (28 May 2026)": the
+    # weekday dated alone before the week's day was
+    said = datetime(2026, 5, 19, 9, tzinfo=timezone.utc)
+    line = "The next visit is on Thursday next week, and the CK blood test is the day before."
+    assert anchor_times(anchor_weekdays(line, said, [line]), said) == (
+        "The next visit is on Thursday next week (28 May 2026), and the CK blood test is the day before (27 May 2026).")
+    assert anchor_weekdays("I start on Thursday.", said, ["I start on Thursday."]) == \
+        "I start on Thursday (21 May 2026)."
+
+
+def test_a_condition_named_with_a_digit_is_what_was_found() -> None:
+    # fresh35: "I have CPT2 deficiency, ..." -- "When was it found?" -- "In 2014, when I was twenty." kept the year
+    # alone
+    talk = transcript(("Lela", "I'm Lela Lomidze. I have CPT2 deficiency, carnitine palmitoyltransferase II "
+                               "deficiency: my muscles can't burn fat for fuel."),
+                      ("assistant", "When was it found?"), ("Lela", "In 2014, when I was twenty."))
+    assert when_answered(talk, 2, "In 2014, when I was twenty.") == \
+        "My CPT2 deficiency was found in 2014, when I was twenty."
+    kids = transcript(("Lela", "I have 2 kids, both at school."), ("assistant", "When was it found?"),
+                      ("Lela", "In 2014, when I was twenty."))
+    assert when_answered(kids, 2, "In 2014, when I was twenty.") == "In 2014, when I was twenty."

@@ -1536,10 +1536,11 @@ WHEN_ASKED = re.compile(r"\bwhen\s+(?:was|were)\s+(?P<who>it|that|this|you)\s+(?
                         r"|discovered|picked\s+up|spotted|confirmed)\b[^?]*\?\s*$", re.IGNORECASE)
 """A question of when something was found: "When was it found?", "When were you diagnosed?"."""
 HAS_CONDITION = re.compile(r"\bI\s+(?:have|['’]ve\s+got|was\s+born\s+with|live\s+with|suffer\s+from)\s+"
-                           r"(?P<what>(?!(?:a|an|the|no|two|to|been|had|it|this|that)\b)[^\W\d_]+(?:[\s-][^\W\d_]+)?)"
+                           r"(?P<what>(?!(?:a|an|the|no|two|to|been|had|it|this|that)\b)[^\W\d_][^\W_]*"
+                           r"(?:[\s-][^\W\d_]+)?)"
                            r"\s*(?=[,.:;(]|$)")
 """What the speaker says they have, in a word or two before a pause: "I have xeroderma pigmentosum, XP: ...", "I was
-born with methaemoglobinaemia, the inherited kind"."""
+born with methaemoglobinaemia, the inherited kind", "I have CPT2 deficiency, ..." (fresh35)."""
 
 
 WHAT_ABOUT = re.compile(r"\b(?:what|how)\s+about\s+(?P<what>(?:[a-z-]+\s+){0,2}?[a-z-]+)\s*\?\s*$", re.IGNORECASE)

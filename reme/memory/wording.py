@@ -475,9 +475,10 @@ def _dated(text: str, said: datetime, only: re.Pattern[str] | None = None) -> st
     return "".join(out)
 
 ON_WEEKDAY = re.compile(r"\b(?:on|from|until|till)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
-                        r"(?!['’]s\b)(?!\s*[(（])", re.IGNORECASE)
+                        r"(?!['’]s\b)(?!\s*[(（])(?!\s+(?:of\s+)?(?:last|this|next)\s+week\b)", re.IGNORECASE)
 """A weekday said alone: "on Monday", "from Saturday" (fresh20: "it goes up to 500 twice a day from Saturday" was
-not dated), "until Friday"; not a day's thing ("310 on Monday's spot": fresh30 dated it the Monday to come)."""
+not dated), "until Friday"; not a day's thing ("310 on Monday's spot": fresh30 dated it the Monday to come), nor one
+of a week said ("on Thursday next week": fresh35, the week's day `anchor_times` dates)."""
 ON_DAY = re.compile(r"\b(?:on\s+)?the\s+([0-3]?\d)(?:st|nd|rd|th)\b(?:\s+of\s+(this|next|last)\s+month\b)?(?!\s*[(（])"
                     r"(?=\s*[,.;:!?)]|\s*$|\s+(?:at|in|and|so|but|when|for|or|because|then|to|with"
                     r"|i|you|he|she|we|they)\b|\s+(?-i:[A-ZÀ-ÖØ-Þ][^\W\d_A-ZÀ-ÖØ-Þ]))", re.IGNORECASE)
