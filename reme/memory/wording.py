@@ -358,7 +358,7 @@ def from_that_day(text: str, today: date) -> str:
     for m in FROM_THAT_DAY.finditer(text):
         start, _ = sentence_around(text, m.start(), m.end())
         if start > 1 and not find_spans(text[start:m.start()], today):
-            # or the sentence before, when its says none ("... on Sunday the 30th (30 August 2026). It seemed fine,
+            # or the sentence before, when it says none ("... on Sunday the 30th (30 August 2026). It seemed fine,
             # and then two days later ...": fresh35)
             start = sentence_around(text, start - 1, start - 1)[0]
         days = [span for a, b, span in find_spans(text[start:m.start()], today) if span.first == span.last]
