@@ -5027,7 +5027,6 @@ async def test_a_health_fact_a_misnamed_draft_held_is_kept_as_said(reme: ReMe, s
              "content": "Kia ora. I want to keep notes on my boy, Tamati. He's eleven and has Duchenne muscular "
                         "dystrophy."}]
     server.script(EXTRACT, memories({"content": "Wiremu is a man with Duchenne muscular dystrophy.", "sources": [0]}))
-    server.script(REPAIR, {"memories": []})
     result = await reme.summarize_memory(chat, user_name="wiremu")
 
     added = [n.content for n in result.added]

@@ -21,7 +21,7 @@ from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Sequence
 
-from reme.temporal import (IRREGULAR_PAST, MONTHS, NTH, NUMBERS, PAST_WORDS, WEEKDAYS, Span, day_weeks_ago, find_spans,
+from reme.temporal import (IRREGULAR_PAST, MONTHS, NTH, NUMBERS, WEEKDAYS, Span, day_weeks_ago, find_spans,
                            month_year, told_of_future, told_of_past, told_of_past_at)
 
 # -- whose "I" ------------------------------------------------------------------------------------
@@ -383,7 +383,6 @@ DAY_ALONE = re.compile(r"\b(?P<weekday>Monday|Tuesday|Wednesday|Thursday|Friday|
                        r"(?!\s*[(,]\s*\d)")
 """A day of a month said with its weekday and without its month ("on Monday the 29th"), and the year a small model
 wrote after it ("on Monday the 29th, 2026")."""
-PAST_SAID = re.compile(r"\b(?:was|were|had|did)\b|\b[a-z]{3,}ed\b", re.IGNORECASE)
 
 
 AMBIGUOUS_PAST = re.compile(r"\b(?:I|we|he|she|they|(?-i:[A-Z])[a-z]+)\s+"
@@ -393,8 +392,7 @@ AMBIGUOUS_PAST = re.compile(r"\b(?:I|we|he|she|they|(?-i:[A-Z])[a-z]+)\s+"
 
 
 def _told_in_past(sentence: str) -> bool:
-    return bool(PAST_SAID.search(sentence) or AMBIGUOUS_PAST.search(sentence)
-                or PAST_WORDS & {w.lower() for w in re.findall(r"[A-Za-z]+", sentence)})
+    return told_of_past(sentence) or bool(AMBIGUOUS_PAST.search(sentence))
 
 
 def day_alone(text: str, today: date, lines: Sequence[str] = ()) -> str:
