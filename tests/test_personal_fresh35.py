@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from reme.memory.personal import (Transcript, amounts_in, led_in, named_subject, needs_before, not_a_memory, revalued,
-                                  to_messages, when_answered)
+from reme import ReMe
+
+from reme.memory.personal import (Transcript, amounts_in, it_copied, led_in, named_subject, needs_before,
+                                  not_a_memory, revalued, to_messages, unheld_stops, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
+
+from openai_server import OpenAITestServer
+from test_personal import EXTRACT, RECONCILE, decisions, memories
 
 
 def transcript(*turns: tuple[str, str],
@@ -172,3 +177,98 @@ def test_a_condition_named_with_a_digit_is_what_was_found() -> None:
     kids = transcript(("Lela", "I have 2 kids, both at school."), ("assistant", "When was it found?"),
                       ("Lela", "In 2014, when I was twenty."))
     assert when_answered(kids, 2, "In 2014, when I was twenty.") == "In 2014, when I was twenty."
+
+
+async def test_a_medicine_stopped_goes_from_a_memory_whose_dose_another_line_changed(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh35 (qwen1.5b): "raised the amitriptyline to fifty milligrams" changed the dose in place, and "No, it stopped
+    # working" (to "Do you still use ondansetron when one starts?") then ended nothing of it: the ondansetron stayed
+    old = await llm_reme.add_memory("Amitriptyline, twenty-five milligrams at night, to prevent the episodes. When one "
+                                "starts, an ondansetron melt, eight milligrams, on the tongue.", user_name="dinara")
+    server.script(EXTRACT, memories(
+        {"content": "Dr Nurlanova raised Dinara's amitriptyline to fifty milligrams", "sources": [0]},
+        {"content": "Dinara uses a sumatriptan nose spray, twenty milligrams, at the first wave of nausea",
+         "sources": [2]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD", "id": None, "text": None},
+                                       {"candidate": 1, "action": "ADD", "id": None, "text": None}))
+    await llm_reme.summarize_memory([
+        {"role": "user", "name": "Dinara", "content": "My new gastroenterologist, Dr Nurlanova, raised the "
+                                                      "amitriptyline to fifty milligrams."},
+        {"role": "assistant", "content": "Do you still use ondansetron when one starts?"},
+        {"role": "user", "name": "Dinara", "content": "No, it stopped working. Now it's a sumatriptan nose spray, "
+                                                      "twenty milligrams, at the first wave of nausea."}],
+        user_name="dinara")
+
+    assert (await llm_reme.get_memory(old.memory_id)).content == (
+        "Amitriptyline, 50 milligrams at night, to prevent the episodes.")
+
+
+def test_what_was_never_used_is_the_thing_offered() -> None:
+    # fresh35 (qwen1.5b): "Dinara has never used it." -- the cannabis the assistant offered, which the sentence before
+    # starts with; a refusal a user relies on ("never", not a suggestion taken)
+    talk = transcript(("assistant", "Would cannabis oil help with the nausea? Some people try it."),
+                      ("Dinara", "No. Cannabis can cause vomiting just like mine, and Dr Nurlanova says it would only "
+                                 "muddle things. I've never used it."))
+    assert it_copied("Dinara has never used it.", talk, [1]) == "Dinara has never used cannabis."
+    # a thing the sentence before starts with that the assistant did not offer is not what "it" is
+    other = transcript(("assistant", "Would a heat pad help?"),
+                       ("Dinara", "Yoga helps a little. I've never used it."))
+    assert it_copied("Dinara has never used it.", other, [1]) == "Dinara has never used it."
+
+
+async def test_what_is_left_of_a_memory_that_another_already_says_goes(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh35 (qwen1.5b): with the ondansetron ended, what was left of the longer memory was the text the shorter one
+    # took: that change was not made, and the longer memory kept the old dose and the ondansetron
+    short = await llm_reme.add_memory("Amitriptyline, twenty-five milligrams at night, to prevent the episodes.",
+                                      user_name="dinara")
+    long = await llm_reme.add_memory("Amitriptyline, twenty-five milligrams at night, to prevent the episodes. When "
+                                     "one starts, an ondansetron melt, eight milligrams, on the tongue.",
+                                     user_name="dinara")
+    server.script(EXTRACT, memories(
+        {"content": "Dinara's episodes came every three weeks in spring", "sources": [0]},
+        {"content": "Dinara uses a sumatriptan nose spray, twenty milligrams, at the first wave of nausea",
+         "sources": [2]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD", "id": None, "text": None},
+                                       {"candidate": 1, "action": "ADD", "id": None, "text": None}))
+    await llm_reme.summarize_memory([
+        {"role": "user", "name": "Dinara", "content": "The episodes came every three weeks in spring, so my new "
+                                                      "gastroenterologist here, Dr Nurlanova, raised the amitriptyline "
+                                                      "to fifty milligrams."},
+        {"role": "assistant", "content": "Do you still use ondansetron when one starts?"},
+        {"role": "user", "name": "Dinara", "content": "No, it stopped working. Now it's a sumatriptan nose spray, "
+                                                      "twenty milligrams, at the first wave of nausea."}],
+        user_name="dinara")
+
+    now = {n.memory_id: n.content for n in await llm_reme.list_memory(user_name="dinara", memory_type="personal")}
+    assert now.get(short.memory_id) == "Amitriptyline, 50 milligrams at night, to prevent the episodes."
+    assert long.memory_id not in now
+    assert not [t for t in now.values() if "ondansetron melt" in t or "twenty-five" in t], now
+    assert "Dinara no longer uses ondansetron: it stopped working." in now.values()
+
+
+def test_a_no_to_whether_a_medicine_is_still_used_is_kept() -> None:
+    # fresh35 (qwen1.5b): "No, it stopped working." to "Do you still use ondansetron when one starts?" was nowhere in
+    # the memories (only the nose spray that followed it)
+    talk = transcript(("assistant", "Do you still use ondansetron when one starts?"),
+                      ("Dinara", "No, it stopped working. Now it's a sumatriptan nose spray, twenty milligrams."))
+    assert unheld_stops(talk, "Dinara", []) == [(1, "Dinara no longer uses ondansetron: it stopped working.")]
+    assert unheld_stops(talk, "Dinara", ["Dinara stopped ondansetron because it stopped working."]) == []
+    warfarin = transcript(("assistant", "Are you still on the warfarin?"), ("Dinara", "No - it made me bleed."))
+    assert unheld_stops(warfarin, "Dinara", []) == [(1, "Dinara is no longer on warfarin: it made Dinara bleed.")]
+    # no medicine asked about, or a "yes", is no stop
+    shift = transcript(("assistant", "Are you still on the night shift?"), ("Dinara", "No, it ended in May."))
+    assert unheld_stops(shift, "Dinara", []) == []
+    yes = transcript(("assistant", "Do you still take metformin?"), ("Dinara", "Yes, it works well."))
+    assert unheld_stops(yes, "Dinara", []) == []
+
+
+def test_since_then_is_kept_with_what_it_counts_from() -> None:
+    # fresh35 (qwen1.5b): "Since then only one, on the 14th of August, and it lasted a day." was kept alone: one what?
+    line = ("The episodes came every three weeks in spring, so my new gastroenterologist here, Dr Nurlanova, raised "
+            "the amitriptyline to fifty milligrams. Since then only one, on the 14th of August, and it lasted a day.")
+    talk = transcript(("assistant", "And your health?"), ("Dinara", line))
+    since = "Since then only one, on the 14th of August, and it lasted a day."
+    assert led_in(talk, 1, since, since) == line
+    assert needs_before(since) and needs_before("After that I stopped driving.")
+    assert not needs_before("After that day I never smoked again.") and not needs_before("Since 2019 I swim daily.")

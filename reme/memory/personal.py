@@ -2072,9 +2072,9 @@ def copied_sentence(key: re.Pattern[str], transcript: Transcript,
 
 IT_OBJECT = re.compile(r"\b(?:stop|stopping|stopped|take|taking|start|starting|started|began|begun|skip|skipping"
                        r"|miss|missing|crush|chew|halve|halved|double|doubled|raised|lowered|increased|reduced|upped"
-                       r"|cut|put|with|on|off|without)\s+(?P<it>it)\b(?!['’])")
+                       r"|cut|put|with|on|off|without|use|used|using|tried|trying)\s+(?P<it>it)\b(?!['’])")
 """An "it" a medicine is said as, after what is done to it ("never to stop it suddenly", "raised it to 90
-milligrams")."""
+milligrams", "I've never used it")."""
 
 
 IT_DOSE = re.compile(r"\b[Ii]t['’]s(?=\s+(?:now\s+)?\d+(?:\.\d+)?\s*"
@@ -2106,12 +2106,27 @@ def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     if (copied := copied_sentence(key, transcript, sources)) is None:
         return text
     named = named_thing(copied[0], "It is.")
-    if named == "It is." and (asked := asked_medicine(asked_before(transcript.messages, copied[2]), copied[0])):
+    question = asked_before(transcript.messages, copied[2])
+    if named == "It is." and (asked := asked_medicine(question, copied[0])):
         named = f"{asked} is."  # "How is the burosumab going?" "Dr Asamoah raised it to 90 ..." (fresh31)
+    said = [t.strip() for t in SENTENCE.split(copied[0]) if t.strip()]
+    prior = offered(transcript.messages, copied[2])
+    if named == "It is." and said and not said[-1].endswith(("?", "？")) and (first := THE_THING.match(said[-1])) \
+            and first["word"].lower() in set(words(prior)) - STARTERS - PRONOUNS - FILLER:
+        # the thing the question asks about that the sentence before starts with: "Would cannabis oil help with the
+        # nausea?" -- "No. Cannabis can cause vomiting just like mine ... I've never used it." (fresh35)
+        lower = re.search(rf"\b{re.escape(first['word'].lower())}\b", prior)
+        named = f"{first['thing'].lower() if lower and first['thing'] == first['word'] else first['thing']} is."
     if named == "It is." or (thing := named[:-len(" is.")]).lower() in text.lower():
         return text
     thing = thing[0].lower() + thing[1:] if thing.startswith("The ") else thing
     return text[:found[0].start("it")] + thing + text[found[0].end("it"):]
+
+
+def offered(messages: Sequence[Message], index: int) -> str:
+    """The assistant's line just before line `index` (whatever it ends with: "Would cannabis oil help? Some people try
+    it."), or ""."""
+    return messages[index - 1].content if 0 < index < len(messages) and messages[index - 1].role == "assistant" else ""
 
 
 def asked_medicine(question: str, said: str) -> str | None:
@@ -2175,6 +2190,13 @@ lasts more than five minutes, give buccal midazolam" after "She has seizures." (
 I did last Monday came back at 610" after "I prick a blood spot card at home every month" (fresh33)."""
 
 
+SINCE_THEN = re.compile(r"^(?:since|after|before|until|till)\s+(?:then|that)\b"
+                        r"(?!\s+(?:one|day|week|month|year|time)\b)", re.IGNORECASE)
+"""A sentence that counts from what the one before says: "Since then only one, on the 14th of August, and it lasted a
+day." after "The episodes came every three weeks in spring, so ... raised the amitriptyline to fifty milligrams."
+(fresh35: kept alone, one what?)."""
+
+
 LATE_SUBJECT = re.compile(r"[a-z](?:[^\W\d_]|\s){0,40}?\b(?:they|it)(?:['’](?:re|s|ll|d)\b|\s+(?:are|is|were|was|will"
                           r"|have|has)\b)")
 """A clause cut from its sentence (at a ";" or ":") whose subject "they" or "it" comes after a few words: "after
@@ -2186,10 +2208,11 @@ def needs_before(sentence: str) -> bool:
     "they" (`pronoun_led`; "he" and "she" name a person the sentences before may not), says "the
     same" (`SAYS_AGAIN`) or "the next one" (`ONE_AGAIN`), or starts with a dose or how often and
     names no medicine ("Sixty milligrams when I wake up" after "Tolvaptan, the brand's Jinarc.";
-    "Every day for life" after "Colchicine, one milligram a day": fresh20), or which kind (`KIND_FIRST`)."""
+    "Every day for life" after "Colchicine, one milligram a day": fresh20), or which kind (`KIND_FIRST`), or counts from
+    what the one before says (`SINCE_THEN`)."""
     lead = without_lead_in(sentence)
     if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead) \
-            or LATE_SUBJECT.match(sentence) or DONE_IT.match(lead) or KIND_FIRST.match(lead):
+            or LATE_SUBJECT.match(sentence) or DONE_IT.match(lead) or KIND_FIRST.match(lead) or SINCE_THEN.match(lead):
         return True
     dose = DOSE.match(with_digits(lead)) or SCHEDULE_FIRST.match(lead)
     return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
@@ -3045,8 +3068,8 @@ def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[st
     """A person's answer that turns down the one activity (or thing) the assistant's line offered (`refused`), when no
     memory saying what is not done (`TO_AVOID`) holds it: "No swimming for <speaker>: <what the answer says of it>",
     with the index of its line (fresh29: only "Leif-Arne cycles to the harbour and back instead" was kept; the
-    activity is the assistant's word, the refusal the person's); and a "No." to stopping a medicine
-    (`unheld_refused_stops`)."""
+    activity is the assistant's word, the refusal the person's); a "No." to stopping a medicine
+    (`unheld_refused_stops`), and a "No, it ..." to whether one is still used (`unheld_stops`)."""
     held = [stems([text]) for text in written if TO_AVOID.search(text)]
     out: list[tuple[int, str]] = []
     for index, message in enumerate(transcript.messages):
@@ -3059,7 +3082,7 @@ def unheld_refusals(transcript: Transcript, user_name: str, written: Sequence[st
         text = f"No {act} for {message.name or user_name}: {why if named else why[:1].lower() + why[1:]}"
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
-    return out + unheld_refused_stops(transcript, user_name, written)
+    return out + unheld_refused_stops(transcript, user_name, written) + unheld_stops(transcript, user_name, written)
 
 
 def refused(messages: Sequence[Message], index: int) -> tuple[str, str] | None:
@@ -3140,6 +3163,37 @@ def unheld_refused_stops(transcript: Transcript, user_name: str, written: Sequen
         verb = " ".join(offer["verb"].lower().split())
         text = f"{message.name or user_name} will not {verb} the {offer['thing'].lower()}: " \
                f"{said[1][:1].lower()}{said[1][1:]}"
+        if len(text) <= MAX_CONTENT_CHARS:
+            out.append((index, text))
+    return out
+
+
+STILL_ASKED = re.compile(r"\b(?:are|do|does|is)\s+(?:you|he|she|they)\s+still\s+(?P<verb>use|take|using|taking|on)\b"
+                         r"(?:\s+(?:the|your|his|her|their))?\s+(?P<thing>[a-z][\w-]+)\b", re.IGNORECASE)
+NO_SO = re.compile(r"^\W*No\s*[,:;.!-]\s*(?P<why>(?:it|they)\b[^.;!?]*)", re.IGNORECASE)
+"""The assistant's question whether a medicine is still used ("Do you still use ondansetron when one starts?"), and a
+"No" with why after it ("No, it stopped working.")."""
+
+
+def unheld_stops(transcript: Transcript, user_name: str, written: Sequence[str]) -> list[tuple[int, str]]:
+    """A person's "No, it ..." to the assistant's question whether they still use the one medicine it names
+    (`STILL_ASKED`), when no memory holds the medicine with a word of its stop (`OFF_WORDS`): "<speaker> no longer
+    uses ondansetron: it stopped working." (fresh35: "No, it stopped working. Now it's a sumatriptan nose spray" kept
+    only the spray; the stop was nowhere)."""
+    out: list[tuple[int, str]] = []
+    for index, message in enumerate(transcript.messages):
+        asked = asked_before(transcript.messages, index) if message.role == "user" else ""
+        found = STILL_ASKED.search(asked) if asked else None
+        said = NO_SO.match(" ".join(message.content.split())) if found else None
+        if found is None or said is None or not medicine_word(found["thing"].lower()):
+            continue
+        thing = found["thing"].lower()
+        if any(_stem(thing) in stems([text]) and OFF_WORDS.search(text) for text in written):
+            continue
+        verb = {"use": "uses", "using": "uses", "take": "takes", "taking": "takes"}.get(found["verb"].lower())
+        did = f"no longer {verb} {thing}" if verb else f"is no longer on {thing}"
+        who = message.name or user_name
+        text = f"{who} {did}: {name_the_speaker(said['why'].strip(), who)}."
         if len(text) <= MAX_CONTENT_CHARS:
             out.append((index, text))
     return out
@@ -4096,7 +4150,8 @@ class Decider:
         """Each text written once: a change that would give a memory the text an update gives
         another is not made: an add is dropped, a later update leaves its memory as it is (qwen1.5b,
         fresh11: "Lamotrigine took its place: ..." UPDATEd one memory and was added beside another's
-        UPDATE that was not followed, so the same memory was stored twice)."""
+        UPDATE that was not followed, so the same memory was stored twice), unless code made that update
+        from a line that ends part of the memory: then the memory goes, its rest being stored already."""
         updated = {normalize_text(c.new.content) for c in self.changes if c.new is not None and c.old is not None}
         seen: set[str] = set()
         kept: list[Change] = []
@@ -4105,6 +4160,14 @@ class Decider:
                 kept.append(change)
                 continue
             text = normalize_text(change.new.content)
+            if text in seen and change.old is not None and change.reason.startswith(("in part ended by", "ended by")):
+                # what code left of a memory once a line ended part of it is another memory's new text: the memory
+                # goes (fresh35: the dose changed in both, the ondansetron ended in one; the other kept the old dose)
+                kept.append(Change(old=change.old, reason=f"{change.reason}; what is left is written once"))
+                self.rejected.append(Rejection(step="personal/reconcile", action="defaulted",
+                                               reason=f"{change.new.content[:80]!r} is written once: "
+                                                      f"{change.old.content[:60]!r} is deleted"))
+                continue
             if text in seen or change.old is None and text in updated:
                 what = "not added" if change.old is None else f"{change.old.content[:60]!r} stays as it is"
                 self.rejected.append(Rejection(step="personal/reconcile", action="dropped",
@@ -4258,6 +4321,10 @@ class Decider:
         if not gone:
             return
         rest = kept_apart(before.content, gone, people)
+        if rest is None and worth_keeping(before.content, gone, people):
+            # what is left may name no one when the memory named no one either, as when one line ends part of it
+            # (fresh35: the dose changed in place, "No, it stopped working" then ended the ondansetron beside it)
+            rest = kept_apart(before.content, gone, people, nameless=True)
         if rest is not None:
             try:
                 node = before.revised(content=rest)
