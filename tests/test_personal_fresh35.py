@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from reme import ReMe
 
 from reme.memory.personal import (Transcript, amounts_in, it_copied, led_in, named_subject, needs_before,
-                                  not_a_memory, revalued, to_messages, unheld_stops, when_answered)
+                                  not_a_memory, own_pronoun, unheld_health, revalued, to_messages, unheld_stops, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
 
@@ -272,3 +272,47 @@ def test_since_then_is_kept_with_what_it_counts_from() -> None:
     assert led_in(talk, 1, since, since) == line
     assert needs_before(since) and needs_before("After that I stopped driving.")
     assert not needs_before("After that day I never smoked again.") and not needs_before("Since 2019 I swim daily.")
+
+
+def test_her_son_said_as_our_son_is_the_speaker_s() -> None:
+    # fresh35 (qwen1.5b): "Our son, Máté, is eight; he doesn't have it" became "Her son, Máté, is eight; ...": whose?
+    line = ("My husband is Kertész Dániel, Dani to everyone. Our son, Máté, is eight; he doesn't have it, he was "
+            "tested at birth.")
+    said = to_messages([{"role": "user", "name": "Réka", "content": line}])
+    assert own_pronoun("Her son, Máté, is eight; he doesn't have it.", said, "Réka") == \
+        "Réka's son, Máté, is eight; he doesn't have it."
+    # another speaker's "our son" is not the user's
+    other = to_messages([{"role": "user", "name": "Dani", "content": line}])
+    assert own_pronoun("Her son, Máté, is eight.", other, "Réka") == "Her son, Máté, is eight."
+
+
+async def test_her_husband_citing_the_question_is_named_by_the_answer(llm_reme: ReMe,
+                                                                      server: OpenAITestServer) -> None:
+    # fresh35 (qwen1.5b): "Her husband is Kertész Dániel, Dani to everyone." cited "Who's in your family?", and stayed
+    server.script(EXTRACT, memories({"content": "Her husband is Kertész Dániel, Dani to everyone.", "sources": [0]}))
+    result = await llm_reme.summarize_memory([
+        {"role": "assistant", "content": "Who's in your family?"},
+        {"role": "user", "name": "Réka", "content": "My husband is Kertész Dániel, Dani to everyone."}],
+        user_name="Réka")
+    assert [n.content for n in result.added] == ["Réka's husband is Kertész Dániel, Dani to everyone."]
+
+
+def test_calcium_into_a_vein_is_a_health_fact() -> None:
+    # fresh35 (qwen1.5b): neither "calcium gluconate into a vein" nor "My calcium and phosphate are checked every three
+    # months" was kept: no word of them was a health word once "emergency" was held
+    line = ("Then I take an extra calcium tablet and ring the endocrine ward. If my hands lock or I get confused, it's "
+            "the emergency department: calcium gluconate into a vein. My calcium and phosphate are checked every three "
+            "months.")
+    talk = transcript(("assistant", "How do you know when your calcium is low?"), ("Réka", line))
+    written = ["Réka takes an extra calcium tablet and rings the endocrine ward if her hands lock or she gets confused.",
+               "Réka's emergency contacts: Dani first."]
+    assert [s for _, s in unheld_health(talk, written)] == [
+        "If my hands lock or I get confused, it's the emergency department: calcium gluconate into a vein.",
+        "My calcium and phosphate are checked every three months."]
+
+    # "sugar" is one (fresh35: "Give me three spoons of sugar in water, then food." after "If I sweat ... check my sugar")
+    low = transcript(("assistant", "What must doctors know?"),
+                     ("Adunni", "If I sweat, shake or talk nonsense, check my sugar: the insulinoma could come back. "
+                                "Give me three spoons of sugar in water, then food."))
+    assert unheld_health(low, ["If Adunni sweats, shakes or talks nonsense, check Adunni's sugar: the insulinoma could "
+                               "come back."]) == [(1, "Give me three spoons of sugar in water, then food.")]

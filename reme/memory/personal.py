@@ -475,7 +475,8 @@ THIRD_PERSON = frozenset("she he her his hers him herself himself".split())
 
 def own_pronoun(text: str, cited: Sequence[Message], speaker: str) -> str:
     """A memory that starts with "She" or "He" (or "Her"/"His") where the cited sentence it comes
-    from starts with "I" (or "My" and the same word) and speaks of no "she" or "he": the speaker
+    from starts with "I" (or "My" and the same word) and speaks of no "she" or "he", or a sentence of the speaker's
+    starts with "My" or "Our" and the memory's next three words: the speaker
     named instead ("She needs an eye check every year" for "I need an eye check every year",
     "Her husband Tendai" for "My husband Tendai"). Else the text as it is."""
     m = OWN_PRONOUN.match(text.strip())
@@ -489,6 +490,14 @@ def own_pronoun(text: str, cited: Sequence[Message], speaker: str) -> str:
         if possessive and said[:2] == ["my", m["next"].lower()] or not possessive and said[0] == "i":
             name = speaker[:1].upper() + speaker[1:]
             return (f"{name}'s" if possessive else name) + text.strip()[len(m["pronoun"]):]
+    # a sentence of the speaker's that starts as the memory does after "Her"/"His", with "my" or "our" before it ("Our
+    # son, Máté, is eight; he doesn't have it" -> "Her son, Máté, is eight; ...": fresh35, whose son?)
+    after = words(text.strip()[len(m["pronoun"]):])[:3]
+    if possessive and len(after) == 3 and any(
+            unled(words(sentence))[:4] in (["my", *after], ["our", *after])
+            for line in cited if line.role == "user" and line.name in (None, speaker)
+            for sentence in SENTENCE.split(line.content)):
+        return f"{speaker[:1].upper() + speaker[1:]}'s" + text.strip()[len(m["pronoun"]):]
     return text
 
 
@@ -1169,7 +1178,10 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             "tetrapleg", "quadripleg", "hemipleg", "dysreflex", "dyslex", "dysprax", "dysphag",
                             "cardiac", "vaccin", "immunis", "immuniz", "clot", "thyrox", "rash",
                             # fresh26: "Since May he's on a BiPAP machine at night" was kept without "since May"
-                            "bipap", "nippv", "mri", "dexa", "ecg", "ekg")
+                            "bipap", "nippv", "mri", "dexa", "ecg", "ekg",
+                            # fresh35: "calcium gluconate into a vein", "My calcium and phosphate are checked every
+                            # three months" (neither kept)
+                            "calcium", "phosphat", "magnesium", "gluconat", "intraven")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
@@ -1223,10 +1235,11 @@ neurosurgeon psychiatrist""".split() for s in ("", "s"))
 fresh34); no health word elsewhere: a doctor who looks after someone now ends the one before, where a health fact would
 stay."""
 HEALTH_WORDS = frozenset("flu jab jabs booster boosters aura auras lung lungs drip drips fluid fluids ventilator "
-                         "ventilators oxygen cough coughs coughing".split())
+                         "ventilators oxygen cough coughs coughing vein veins sugar sugars".split())
 """Short health words that begin other words ("fluent", "lunge", "dripping"): health words only whole ("She had her
 flu jab last Friday": fresh30; "too much fluid during the attack floods my lungs": fresh33; "a fever, or a cough with
-blood, means the hospital the same day": fresh34; not "fever", which "hay fever" is said with)."""
+blood, means the hospital the same day": fresh34; not "fever", which "hay fever" is said with; "Give me three spoons of
+sugar in water, then food", "I eat small meals every three hours ... so my sugar doesn't drop": fresh35)."""
 
 
 def health_word(word: str) -> bool:
@@ -3882,7 +3895,10 @@ class PersonalSummarizer:
         lines = [m.content for m in cited if m.role == "user"]  # a day's year as the line's tense tells it
         if len(speakers) == 1:
             speaker = speakers.pop()
-            reworded = anchor_times(own_pronoun(name_the_speaker(text, speaker, we=True), cited, speaker), said, lines)
+            # the line beside when it cites only the assistant's (fresh35: "Her husband is ..." cited "Who's in your
+            # family?")
+            own = cited if any(m.role == "user" for m in cited) else cited_or_beside(text, transcript, sources)
+            reworded = anchor_times(own_pronoun(name_the_speaker(text, speaker, we=True), own, speaker), said, lines)
         else:
             reworded = anchor_times(text, said, lines)
         reworded = anchor_weekdays(reworded, said, [m.content for m in cited],
