@@ -7,8 +7,9 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, amounts_in, it_copied, led_in, named_subject, needs_before,
-                                  not_a_memory, own_pronoun, unheld_health, revalued, to_messages, unheld_stops, when_answered)
+from reme.memory.personal import (Transcript, amounts_in, ending, it_copied, led_in, medicine_word, named_subject,
+                                  needs_before, not_a_memory, own_pronoun, revalued, to_messages, unheld_health,
+                                  unheld_stops, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
 
@@ -35,6 +36,12 @@ def test_a_number_said_in_words_is_changed_whole() -> None:
     assert "twenty-50" not in changed[0]
     assert [a[2] for a in amounts_in("twelve hundred milligrams, one tablet, 2 puffs in 2024")] == ["1200", "1", "2"]
     # a dose in digits changes as before
+    # a number said in another unit changes none (fresh35: "The potassium went up to ten tablets a day" made "potassium
+    # chloride, the slow tablets, six hundred milligrams a day" "... 10 milligrams a day")
+    assert revalued("Ye-jin takes potassium chloride, the slow tablets, six hundred milligrams a day.",
+                    "The potassium went up to ten tablets a day; my level was two point eight in May.") is None
+    assert revalued("Ye-jin takes potassium chloride, eight tablets a day.", "The potassium went up to ten tablets a "
+                    "day.") == ("Ye-jin takes potassium chloride, 10 tablets a day.", "8", "10")
     assert revalued("He takes Equasym XL 20 mg at breakfast.", "They moved him up to 30 mg of the Equasym.") == (
         "He takes Equasym XL 30 mg at breakfast.", "20", "30")
 
@@ -316,3 +323,16 @@ def test_calcium_into_a_vein_is_a_health_fact() -> None:
                                 "Give me three spoons of sugar in water, then food."))
     assert unheld_health(low, ["If Adunni sweats, shakes or talks nonsense, check Adunni's sugar: the insulinoma could "
                                "come back."]) == [(1, "Give me three spoons of sugar in water, then food.")]
+
+
+def test_so_it_s_stopped_ends_the_medicine_two_sentences_before() -> None:
+    # fresh35 (qwen1.5b): "The indomethacin gave me a stomach ulcer; it bled in May and I spent two days in hospital.
+    # So it's stopped." ended nothing: "it" was looked for in the sentence just before, and indomethacin was no medicine
+    line = ("The indomethacin gave me a stomach ulcer; it bled in May and I spent two days in hospital. So it's "
+            "stopped. Now I take celecoxib, two hundred milligrams once a day.")
+    assert all(medicine_word(w) for w in ("indomethacin", "celecoxib", "cabergoline", "bromocriptine"))
+    assert ending(line, "Ye-jin takes indomethacin, twenty-five milligrams three times a day.", "Ye-jin") == {"indom"}
+    # the ulcer the medicine gave is not what stopped
+    assert ending(line, "Ye-jin has a stomach ulcer.", "Ye-jin") == set()
+    assert ending("The indomethacin gave me a stomach ulcer. So it's stopped.", "Ye-jin has a stomach ulcer.",
+                  "Ye-jin") == set()

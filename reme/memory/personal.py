@@ -1216,7 +1216,10 @@ DRUG_ENDINGS = ("statin", "pril", "sartan", "dipine", "olol", "cillin", "mycin",
                 "sporin", "eamine", "siran", "calcidol", "examic", "asirox", "drops",
                 # more of WHO's stems, none of them the end of any other word of LoCoMo or the set before fresh32
                 "nercept", "tacept", "bercept", "poetin", "grastim", "plase", "axone", "meterol", "moterol", "butamol",
-                "phylline", "curonium", "thasone", "fentanyl", "amadol", "pramine", "hydramine", "ciferol", "citriol")
+                "phylline", "curonium", "thasone", "fentanyl", "amadol", "pramine", "hydramine", "ciferol", "citriol",
+                # fresh35: indomethacin, celecoxib, cabergoline were no medicines ("So it's stopped" ended no
+                # indomethacin)
+                "methacin", "metacin", "coxib", "goline", "criptine")
 """Endings of the generic names of common medicines (atorvastatin, ramipril, losartan, amlodipine,
 propranolol, amoxicillin, omeprazole, fluoxetine, metformin, tacrolimus, levetiracetam, sertraline,
 citalopram, adalimumab, ...; fresh6: "They put me on amlodipine" was no health fact) and of an
@@ -4767,6 +4770,8 @@ def referent(before: Sequence[str], asked: str, held: set[str], user_name: str) 
         form = next((k for k, w in enumerate(said[:3]) if _stem(w) in DOSE_WORDS), 0)
         if subject and subject <= DOSE_WORDS and form and not held & _content_stems(" ".join(said[:form]), user_name):
             return set()  # "The iron tablets ..., so I stopped them" ends no tranexamic acid tablets (fresh31)
+        if not subject and any(medicine_word(w) for w in said[:1]):
+            return set()  # "The indomethacin gave me a stomach ulcer; ... So it's stopped" ends no ulcer (fresh35)
         return subject or whole
     return held & _content_stems(asked, user_name)
 
@@ -5035,7 +5040,10 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                          or SUBJECTLESS.match(clause) or switch)):
                 # "the topiramate made my fingers tingle, so it was stopped"; "And the budesonide?" "Finished in
                 # August"; "The sumatriptan helps, so they put it up to 100 mg"
-                them = referent([*(clauses[s - 1] if s else []), *clauses[s][:i]], "" if s else asked, held, user_name)
+                # the clauses of the sentences before too, nearest last: "The indomethacin gave me a stomach ulcer; it
+                # bled in May and I spent two days in hospital. So it's stopped." (fresh35: ended nothing)
+                them = referent([*(c for before in clauses[:s] for c in before), *clauses[s][:i]], "" if s else asked,
+                                held, user_name)
                 if switch:  # what was switched from is no doctor: "Dr Pritchard stopped it and switched me to ..."
                     them -= {_stem(m["name"].lower()) for m in TITLED_NAME.finditer(sentence)}
                 out |= {w for about, numbers in valued if numbers and changed - numbers
@@ -5467,13 +5475,30 @@ def amounts_in(text: str) -> list[tuple[int, int, str]]:
                    and not YEAR.fullmatch(m[0])] + [n for n in spelled if n[2].isdigit()])
 
 
+UNIT_AFTER = re.compile(rf"\s*(?P<unit>{DOSE_UNIT[3:-4]}|{DOSE_FORM[3:-4]})\b", re.IGNORECASE)
+SAME_UNIT = {"mg": "milligram", "mcg": "microgram", "µg": "microgram", "g": "gram", "ml": "millilit", "iu": "unit",
+             "pill": "tablet"}
+
+
+def unit_after(text: str, end: int) -> str | None:
+    """The unit or form said right after a number that ends at `end` ("six hundred milligrams" -> "milligram", "ten
+    tablets" -> "tablet"), one name for each ("mg" is "milligram"); None when none is."""
+    m = UNIT_AFTER.match(text, end)
+    if m is None:
+        return None
+    unit = m["unit"].lower()
+    unit = "millilit" if unit.startswith("millilit") else unit.removesuffix("es" if unit.endswith("ches") else "s")
+    return SAME_UNIT.get(unit, unit)
+
+
 def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
     """A stored memory with the one number a line changes (`CHANGED_TO`: "moved him up to 30 mg of
     the Equasym") put in place of the one it states of the same thing, with the old number and the
     new: the part of the memory (a sentence, or its part joined by "and" or "but") that shares a
     medicine's or a name's word with the line's sentence and states exactly one number (fresh12:
     "he takes Equasym XL 20 mg at breakfast. Never after noon, ..." kept its 20 mg beside the 30,
-    since what was left without it could not stand). None when no such part, or more than one."""
+    since what was left without it could not stand), unless the two are said in other units ("went up to ten tablets a
+    day" of "six hundred milligrams"). None when no such part, or more than one."""
     if CJK_CHAR.search(stored + lines):
         return None
     found: list[tuple[str, str, str, str]] = []
@@ -5483,11 +5508,13 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
         named = [w for w in words(sentence) if health_word(w)]
         health = {_stem(w) for w in named if not DOSE.fullmatch("1 " + w)} or {_stem(w) for w in named}
         values = [(SPELLED.get((m["n"] or m["m"]).lower(), m["n"] or m["m"]), health | {
-                       _stem(w.lower()) for w in CAPITALIZED.findall(sentence)[1:] if w.lower() not in STARTERS}, False)
+                       _stem(w.lower()) for w in CAPITALIZED.findall(sentence)[1:] if w.lower() not in STARTERS}, False,
+                   unit_after(sentence, m.end()))
                   for m in CHANGED_TO.finditer(sentence)]
         # a dose said again, of what its clause names ("Bisoprolol is 5 mg now"), for a dose
-        values += [(dose, _content_stems(clause, "") - UNITS - DOSE_WORDS, True) for clause in clauses_of(sentence)
-                   if not CHANGED_TO.search(clause) for dose in doses(clause) if "/" not in dose]
+        values += [(dose, _content_stems(clause, "") - UNITS - DOSE_WORDS, True, None)
+                   for clause in clauses_of(sentence) if not CHANGED_TO.search(clause)
+                   for dose in doses(clause) if "/" not in dose]
         # how often, said since when: "since April my transfusions are every three weeks" (fresh33) changes the one
         # "every four weeks" of a part that states other numbers too ("..., two units, ...")
         for clause in clauses_of(sentence):
@@ -5501,13 +5528,15 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
                         if old != new and health & {_stem(w) for w in words(part)}:
                             start, end = every[0].span("n")
                             found.append((part, part[:start] + new + part[end:], old, new))
-        for new, things, dose in values:
+        for new, things, dose, unit in values:
             for sentence_held in SENTENCE.split(stored):
                 for part in JOINT.split(sentence_held)[0::2]:
                     numbers = amounts_in(PARENTHESES.sub(lambda p: " " * len(p[0]), part))
                     if len(numbers) != 1 or not things & {_stem(w) for w in words(part)}:
                         continue
                     start, end, old = numbers[0]
+                    if unit and (was := unit_after(part, end)) and was != unit:
+                        continue  # "went up to ten tablets a day" changes no "six hundred milligrams" (fresh35)
                     if old != new and (not dose or old in doses(with_digits(part))):
                         found.append((part, part[:start] + new + part[end:], old, new))
     if len(set(found)) != 1:
