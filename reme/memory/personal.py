@@ -1180,8 +1180,8 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             # fresh26: "Since May he's on a BiPAP machine at night" was kept without "since May"
                             "bipap", "nippv", "mri", "dexa", "ecg", "ekg",
                             # fresh35: "calcium gluconate into a vein", "My calcium and phosphate are checked every
-                            # three months" (neither kept)
-                            "calcium", "phosphat", "magnesium", "gluconat", "intraven")
+                            # three months", "Give me three spoons of sugar in water, then food" (none kept)
+                            "calcium", "phosphat", "magnesium", "gluconat", "intraven", "vein", "sugar")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
@@ -1238,11 +1238,10 @@ neurosurgeon psychiatrist""".split() for s in ("", "s"))
 fresh34); no health word elsewhere: a doctor who looks after someone now ends the one before, where a health fact would
 stay."""
 HEALTH_WORDS = frozenset("flu jab jabs booster boosters aura auras lung lungs drip drips fluid fluids ventilator "
-                         "ventilators oxygen cough coughs coughing vein veins sugar sugars".split())
+                         "ventilators oxygen cough coughs coughing".split())
 """Short health words that begin other words ("fluent", "lunge", "dripping"): health words only whole ("She had her
 flu jab last Friday": fresh30; "too much fluid during the attack floods my lungs": fresh33; "a fever, or a cough with
-blood, means the hospital the same day": fresh34; not "fever", which "hay fever" is said with; "Give me three spoons of
-sugar in water, then food", "I eat small meals every three hours ... so my sugar doesn't drop": fresh35)."""
+blood, means the hospital the same day": fresh34; not "fever", which "hay fever" is said with)."""
 
 
 def health_word(word: str) -> bool:
