@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from reme import ReMe
 
 from reme.memory.personal import (Transcript, amounts_in, ending, it_copied, led_in, medicine_word, named_subject,
-                                  needs_before, not_a_memory, own_pronoun, revalued, to_messages, unheld_health,
+                                  needs_before, not_a_memory, own_pronoun, revalued, unlisted, to_messages, unheld_health,
                                   unheld_stops, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
@@ -336,3 +336,21 @@ def test_so_it_s_stopped_ends_the_medicine_two_sentences_before() -> None:
     assert ending(line, "Ye-jin has a stomach ulcer.", "Ye-jin") == set()
     assert ending("The indomethacin gave me a stomach ulcer. So it's stopped.", "Ye-jin has a stomach ulcer.",
                   "Ye-jin") == set()
+
+
+async def test_medicines_listed_for_a_purpose_that_all_stopped_are_said_in_the_past(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh35 (qwen1.5b): "The losartan and the furosemide are both stopped." left "Paulina is on swelling." of
+    # "Paulina is on losartan, furosemide to manage her kidney function and swelling."
+    stored = "Paulina is on losartan, furosemide to manage her kidney function and swelling."
+    assert unlisted(stored, {"losar"}) == "Paulina is on furosemide to manage her kidney function and swelling."
+    assert unlisted(stored, {"losar", "furos"}) == stored
+    old = await llm_reme.add_memory(stored, user_name="paulina")
+    server.script(EXTRACT, memories({"content": "Paulina takes prednisone, five milligrams in the morning",
+                                     "sources": [0]}))
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "ADD", "id": None, "text": None}))
+    await llm_reme.summarize_memory([{"role": "user", "name": "Paulina", "content": (
+        "Prednisone, five milligrams in the morning. The losartan and the furosemide are both stopped.")}],
+        user_name="paulina")
+    now = (await llm_reme.get_memory(old.memory_id)).content
+    assert "is on" not in now and "losartan" in now, now

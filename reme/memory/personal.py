@@ -4343,6 +4343,9 @@ class Decider:
             # what is left may name no one when the memory named no one either, as when one line ends part of it
             # (fresh35: the dose changed in place, "No, it stopped working" then ended the ondansetron beside it)
             rest = kept_apart(before.content, gone, people, nameless=True)
+        if rest is None:  # what is taken said in the past (fresh35: "Paulina is on losartan, furosemide to manage her
+            # kidney function and swelling" stayed when "The losartan and the furosemide are both stopped")
+            rest = in_the_past(before.content, gone)
         if rest is not None:
             try:
                 node = before.revised(content=rest)
@@ -4428,7 +4431,8 @@ class Decider:
                     # what is left may name no one when the memory named no one either (kept as said: fresh26's
                     # "High blood pressure. Amlodipine, 10 milligrams a day." stayed whole when "The GP stopped the
                     # amlodipine")
-                    rest = kept_apart(over.content, shown.ends[(k, j)], set(words(over.memory_target)), nameless=True)
+                    rest = kept_apart(over.content, shown.ends[(k, j)], set(words(over.memory_target)),
+                                      nameless=True) or in_the_past(over.content, shown.ends[(k, j)])
                     if rest is not None:
                         self._parted(k, j, rest, f"candidates[{k}]", added=True)
                         continue
@@ -5411,13 +5415,13 @@ def unlisted(stored: str, gone: set[str]) -> str:
     word ("ondansetron for morning, noon, and night" is no list of medicines); the memory as it is
     when none goes, or all do."""
     def cut(m: re.Match[str]) -> str:
-        text = m["list"]
+        # what the list is for goes after it, whatever it says ("... to manage her kidney function and swelling":
+        # fresh35 kept "Paulina is on swelling" when both medicines stopped)
+        text, *tail = PURPOSE.split(m["list"], maxsplit=1)
         joints = LIST_ITEM.findall(text)
         items = LIST_ITEM.split(text)
         if len(items) < 2:
             return m[0]
-        last, *tail = PURPOSE.split(items[-1], maxsplit=1)
-        items[-1] = last
         if not all((said := [w for w in words(item) if w not in ("the", "his", "her", "their", "my")])
                    and health_word(said[0]) for item in items):
             return m[0]
