@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from reme import ReMe
 
 from reme.memory.personal import (Transcript, amounts_in, ending, it_copied, led_in, medicine_word, named_subject,
-                                  needs_before, not_a_memory, own_pronoun, revalued, unlisted, to_messages, unheld_health,
-                                  unheld_stops, when_answered)
+                                  needs_before, new_job, not_a_memory, own_pronoun, revalued, to_messages, unheld_health,
+                                  unheld_stops, unlisted, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
 
@@ -354,3 +354,26 @@ async def test_medicines_listed_for_a_purpose_that_all_stopped_are_said_in_the_p
         user_name="paulina")
     now = (await llm_reme.get_memory(old.memory_id)).content
     assert "is on" not in now and "losartan" in now, now
+
+
+def test_an_answer_to_who_your_contact_is_now_is_the_speaker_s_own() -> None:
+    # fresh35 (qwen1.5b): "Marcelo first now: 765 20 418." (to "Who's your emergency contact now?") ended Edwin's
+    # contact only as a word rule's guess, not as what the speaker said of their own: what was left of it stayed
+    stored = "Paulina's emergency contacts: Edwin: 712 84 339. He's always near."
+    line = "Marcelo first now: 765 20 418. He lives two streets away. Edwin second; he's on the road all day."
+    asked = "Who's your emergency contact now?"
+    assert ending(line, stored, "Paulina", own=True, asked=asked) == {"emerg", "conta"}
+    # a line that answers no question put to the speaker is not theirs
+    assert ending(line, stored, "Paulina", own=True, asked="Who is Marcelo?") == set()
+
+
+def test_the_work_moved_from_ends() -> None:
+    # fresh35 (qwen1.5b): "I've moved from loans to the bank's training team, since October." left "Losaline Fonua is
+    # a loans officer at a bank in Nuku'alofa" as it was
+    moved = "I've moved from loans to the bank's training team, since October."
+    assert new_job(moved, "Losaline Fonua is a loans officer at a bank in Nuku'alofa.", "Losaline") == {"loan"}
+    assert new_job(moved, "Losaline is a loans officer at a bank, and on Saturdays Losaline beats ngatu.",
+                   "Losaline") == {"loan"}
+    # another's work, or a move between places, is not the user's work ended
+    assert new_job(moved, "Siaosi is a loans officer.", "Losaline") == set()
+    assert new_job("I moved from Leeds to York.", "Ana is a nurse in Leeds.", "Ana") == set()

@@ -4719,6 +4719,8 @@ YES = re.compile(r"^\s*(?:yes|yep|yeah|i\s+am|i\s+have)\b", re.IGNORECASE)
 YOU = re.compile(r"\byou\b", re.IGNORECASE)
 """The question's "you", read as the answer's "I": "Are you driving again?" asks what `AGAIN` reads in
 "I ... again"."""
+YOURS_ASKED = re.compile(r"\byou(?:r|rs|rself)?\b", re.IGNORECASE)
+"""A question put to the one who answers it ("Who's your emergency contact now?"): the answer is theirs."""
 NOT_STILL = re.compile(r"^\s*(?:no|nope|not any ?more|no longer)\W*$", re.IGNORECASE)
 """A first answer that says no (to a question with "still": "Still on the warfarin?")."""
 REFERRING = frozenset("it its them they those".split())
@@ -4881,6 +4883,10 @@ WORK_MOVED = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+)?(?:m
                         r"|compan(?:y|ies)|clinics?|offices?|employers?|wards?|surgery|surgeries)\b", re.IGNORECASE)
 """A first-person clause that says the user works somewhere else now: "I moved schools", "I switched to
 a practice there" (fresh22)."""
+MOVED_FROM = re.compile(r"\b(?-i:I)(?:['’]ve| have)?\s+(?:just\s+|now\s+)?(?:moved|switched|changed|gone)\s+from\s+"
+                        r"(?:the\s+|my\s+)?(?P<old>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+to\b", re.IGNORECASE)
+"""A first-person clause that says the user left one work for another: "I've moved from loans to the bank's training
+team" (fresh35: "Losaline is a loans officer" stayed)."""
 WORK_PLACE = re.compile(r"\b(?:is\s+an?|works?|working|teach(?:es|ing)?|employed)\b[^.;!?]{0,60}?\b(?:at|in|for)\s+"
                         r"(?:[a-z]+\s+){0,3}?(?P<at>[A-ZÀ-ÖØ-Þ][^\W\d_]+)")
 """Where a memory says someone works: "teaches maths at a high school in Gugulethu", "is a court interpreter in
@@ -4903,8 +4909,15 @@ def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
     first-person sentence says they do other work now or left theirs (`NEW_JOB`), and does not
     name that work; not a relation ("Girish is a father", `KIN`); and of where a part of it whose
     subject is the user says they work (`WORK_PLACE`), when the sentence says so or that they work
-    somewhere else now (`WORK_MOVED`) and does not name the place."""
+    somewhere else now (`WORK_MOVED`) and does not name the place; and the work a sentence says the user moved from
+    (`MOVED_FROM`), of what the memory says they are."""
     other, moved = NEW_JOB.search(sentence), WORK_MOVED.search(sentence)
+    if (left := MOVED_FROM.search(sentence)) is not None:  # the work the user moved from, where a part of the
+        # memory says they do it ("I've moved from loans to ..." of "Losaline is a loans officer at a bank")
+        name = words(user_name)[:1]
+        gone = {_stem(w) for w in words(left["old"])} - {_stem(w) for w in words(sentence[left.end():])}
+        return {w for m in JOB.finditer(stored) if name and name[0] in words(stored[:m.end("who")])[-2:]
+                for w in {_stem(x) for x in words(m[0])} & gone}  # "Losaline Fonua is ...": her surname leads
     if not other and not moved:
         return set()
     said = {_stem(w) for w in words(NOT_THERE.sub(" ", sentence))}
@@ -4993,7 +5006,10 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
     sentences = SENTENCE.split(lines)
     clauses = [clauses_of(sentence) for sentence in sentences]
     for s, sentence in enumerate(sentences):
-        if not own or says_own(sentence):  # "My lithium ..., so it's 600 mg now instead of 800"
+        # the first sentence of an answer to a question put to the speaker is the speaker's own ("Who's your emergency
+        # contact now?" -- "Marcelo first now: 765 20 418.": fresh35)
+        mine = not own or says_own(sentence) or s == 0 and bool(asked) and YOURS_ASKED.search(asked) is not None
+        if mine:  # "My lithium ..., so it's 600 mg now instead of 800"
             said = _content_stems(sentence, user_name) - UNITS
             for m in (*INSTEAD.finditer(with_digits(sentence)), *FROM_TO.finditer(with_digits(sentence))):
                 new, old = (SPELLED.get(n.lower(), n) for n in (m["new"], m["old"]))
@@ -5090,7 +5106,7 @@ def ending(lines: str, stored: str, user_name: str, *, own: bool = False, asked:
                 out |= held & PREGNANT
             if (diet := DIET_NOW.search(clause)) and diet["diet"].lower() not in words(stored):
                 out |= held & {_stem(w) for w in NOT_EATEN[diet["diet"].lower()]}
-        if not own or says_own(sentence):
+        if mine:
             out |= (new_holder(sentence, stored, user_name) | moved_on(sentence, stored, user_name)
                     | new_job(sentence, stored, user_name) | new_number(sentence, stored))
     # a medicine given before something ends with no course of it (fresh33: "The prednisone is finished" ended "so now
