@@ -377,3 +377,17 @@ def test_the_work_moved_from_ends() -> None:
     # another's work, or a move between places, is not the user's work ended
     assert new_job(moved, "Siaosi is a loans officer.", "Losaline") == set()
     assert new_job("I moved from Leeds to York.", "Ana is a nurse in Leeds.", "Ana") == set()
+
+
+def test_i_never_fast_is_a_rule() -> None:
+    # fresh35 (qwen1.5b): "I never fast." and "... always something with carbohydrates before exercise." (CPT2
+    # deficiency: fasting and long exercise break the muscles down) were kept by no memory
+    line = ("I never fast. I eat every four hours, at night too when I'm on a late shift, and always something with "
+            "carbohydrates before exercise.")
+    talk = transcript(("assistant", "How do you prevent attacks?"), ("Lela", line))
+    assert [s for _, s in unheld_health(talk, ["Lela eats every four hours."])] == [
+        "I never fast.", "I eat every four hours, at night too when I'm on a late shift, and always something with "
+                         "carbohydrates before exercise."]
+    # "I don't fast" with nothing else that makes it a rule is not one
+    plain = transcript(("assistant", "Ramadan?"), ("Lela", "I don't fast."))
+    assert unheld_health(plain, []) == []

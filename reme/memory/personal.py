@@ -1180,8 +1180,9 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             # fresh26: "Since May he's on a BiPAP machine at night" was kept without "since May"
                             "bipap", "nippv", "mri", "dexa", "ecg", "ekg",
                             # fresh35: "calcium gluconate into a vein", "My calcium and phosphate are checked every
-                            # three months", "Give me three spoons of sugar in water, then food" (none kept)
-                            "calcium", "phosphat", "magnesium", "gluconat", "intraven", "vein", "sugar")
+                            # three months", "Give me three spoons of sugar in water, then food", "always something
+                            # with carbohydrates before exercise" (none kept)
+                            "calcium", "phosphat", "magnesium", "gluconat", "intraven", "vein", "sugar", "carbohydrat")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
@@ -1459,7 +1460,7 @@ NOT_ALLOWED = re.compile(r"\b(?:no\s+(?:more\s+)?|nothing\s+\w+er\s+than\s+(?:an
 """What a sentence rules out: "no herbal stuff", "no driving", "nothing heavier than a kettle"."""
 MUST_NOT = re.compile(r"\b(?-i:I)(?:['’]m|\s+am)?\s+(?:do\s+not|don['’]t|can\s?not|can['’]t|must\s+not|mustn['’]t"
                       r"|won['’]t|shouldn['’]t|should\s+not|not\s+allowed\s+to|never)\s+(?:be\s+allowed\s+to\s+)?"
-                      r"(?P<what>drive|fly|swim|lift|cycle|bathe|drink|work|run|bend|carry|travel|dive)\b",
+                      r"(?P<what>drive|fly|swim|lift|cycle|bathe|drink|work|run|bend|carry|travel|dive|fast)\b",
                       re.IGNORECASE)
 """What the speaker says they must not do, in the first person: "Until he says so, I don't drive." (fresh27: no memory
 kept it), "I'm not allowed to lift anything heavy"."""
@@ -1487,14 +1488,17 @@ def restricted(sentence: str) -> list[str]:
     """The words of what a sentence says someone must not do or have (`NOT_ALLOWED`), when it says
     so beside a health word, for a while (`FOR_A_WHILE`), as a doctor's rule (`CARER`) or as a list
     of them, or that the speaker must not do (`MUST_NOT`: "Until he says so, I don't drive",
-    fresh27): "The transplant team said no herbal stuff at all, it can mess with the tacrolimus
-    levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
+    fresh27; "I never fast", fresh35, a rule on its own): "The transplant team said no herbal stuff at all, it can
+    mess with the tacrolimus levels", "no driving for two weeks" (fresh10: no memory kept either), "Dr Virtanen was very
     clear: no sauna at all", "No alcohol at all" (`AT_ALL`), "No aged cheese, no cured sausage, ...,
     no soy sauce" (fresh16), "And no alcohol: if I drink ..." (`RULE_THEN_WHY`). Not
     "no worries" (`NO_RULE`), nor "no plans this weekend"."""
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
-    ruled += [m["what"].lower() for m in MUST_NOT.finditer(sentence)]
-    if ruled and (len(ruled) > 1 or FOR_A_WHILE.search(sentence) or CARER.search(sentence) or AT_ALL.search(sentence)
+    musts = list(MUST_NOT.finditer(sentence))
+    ruled += [m["what"].lower() for m in musts]
+    never = any("never" in words(m[0]) for m in musts)  # "I never fast." (fresh35: CPT2 deficiency; kept by none)
+    if ruled and (len(ruled) > 1 or never or FOR_A_WHILE.search(sentence) or CARER.search(sentence)
+                  or AT_ALL.search(sentence)
                   or RULE_THEN_WHY.match(sentence) or any(health_word(w) for w in words(sentence))):
         return ruled
     return []
