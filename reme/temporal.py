@@ -423,10 +423,11 @@ NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourt
 
 
 def _nth_weekday(m: re.Match[str], today: date) -> Span | None:
-    """ "the last Saturday of next month", "the first Monday in March 2027": that day. A month
+    """ "the last Saturday of next month", "the first Monday in March 2027", "the last Friday of the month" (this
+    one): that day. A month
     named without its year is the one nearest today (July said in June is this July)."""
     if m["which"]:
-        year, month = _add_months(today, {"this": 0, "next": 1, "last": -1}[m["which"].lower()])
+        year, month = _add_months(today, {"this": 0, "the": 0, "next": 1, "last": -1}[m["which"].lower()])
     else:
         month = _month(m)
         year = int(m["year"]) if m["year"] else min(
@@ -486,8 +487,9 @@ def _cn_days_ago(m: re.Match[str], today: date) -> Span | None:
 
 _F = re.IGNORECASE
 RULES: list[Rule] = [
-    (re.compile(rf"\b(?:the\s+)?(?P<nth>" + "|".join(NTH) + rf")\s+{_WEEKDAY}\s+(?:of|in)\s+"
-                rf"(?:(?P<which>this|next|last)\s+month|{_MONTH}(?:,?\s+{_YEAR})?)\b", _F), _nth_weekday),
+    # one day, not every one ("every first Monday of the month")
+    (re.compile(rf"(?<!\bevery\s)(?<!\beach\s)\b(?:the\s+)?(?P<nth>" + "|".join(NTH) + rf")\s+{_WEEKDAY}\s+(?:of|in)\s+"
+                rf"(?:(?P<which>this|next|last|the)\s+month|{_MONTH}(?:,?\s+{_YEAR})?)\b", _F), _nth_weekday),
     (re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)\b"),
      lambda m, t: _day(int(m["year"]), int(m["m"]), int(m["d"]))),
     (re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _F), _absolute_day),
@@ -519,7 +521,8 @@ RULES: list[Rule] = [
     (re.compile(rf"\b{_WEEKDAY}\s+(?:of\s+)?(?P<which>last|this|next)\s+week\b", _F), _weekday_of_week),
     (re.compile(r"\b(?P<which>last|past|previous|this|current|next|coming)\s+"
                 r"(?P<unit>week|weekend|month|year|spring|summer|autumn|fall|winter)\b", _F), _relative_period),
-    (re.compile(rf"\b(?P<which>last|past|this\s+coming|this|next|coming|on)\s+{_WEEKDAY}\b", _F), _weekday),
+    (re.compile(rf"\b(?P<which>last|past|this\s+coming|this|next|coming|on)\s+{_WEEKDAY}\b"
+                r"(?!\s+(?:of|in)\s+(?:the|this|next|last)\s+month\b)", _F), _weekday),
     (re.compile(r"\bearlier\s+this\s+year\b", _F), lambda m, t: Span(date(t.year, 1, 1), t)),
     (re.compile(r"\b(?:in|during|since|of|by)\s+(?P<year>(?:19|20)\d\d)\b(?!-)", _F),
      lambda m, t: Span(date(int(m["year"]), 1, 1), date(int(m["year"]), 12, 31))),

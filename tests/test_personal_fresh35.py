@@ -391,3 +391,19 @@ def test_i_never_fast_is_a_rule() -> None:
     # "I don't fast" with nothing else that makes it a rule is not one
     plain = transcript(("assistant", "Ramadan?"), ("Lela", "I don't fast."))
     assert unheld_health(plain, []) == []
+
+
+def test_the_first_monday_in_a_month_is_one_day() -> None:
+    # fresh35: "the next is on the first Monday in February" was not dated; "the last Friday of the month" was dated the
+    # last Friday before it was said
+    said = datetime(2026, 11, 10, 15, tzinfo=timezone.utc)
+    assert anchor_times("The next is on the first Monday in February.", said) == \
+        "The next is on the first Monday in February (1 February 2027)."
+    assert anchor_times("The meeting is on the last Friday of the month.", said) == \
+        "The meeting is on the last Friday of the month (27 November 2026)."
+    # a year said is a date already; every first Monday is no one day; "last Friday" alone is still the one before
+    assert anchor_times("It is on the first Monday in February 2027.", said) == \
+        "It is on the first Monday in February 2027."
+    assert anchor_times("Every first Monday of the month I fast.", said) == "Every first Monday of the month I fast."
+    assert anchor_times("Each last Friday of the month I fast.", said) == "Each last Friday of the month I fast."
+    assert anchor_times("I saw him last Friday.", said) == "I saw him last Friday (6 November 2026)."
