@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from reme import ReMe
 
 from reme.memory.personal import (Transcript, amounts_in, ending, it_copied, led_in, medicine_word, named_subject,
-                                  needs_before, new_job, not_a_memory, own_pronoun, revalued, to_messages, unheld_health,
-                                  unheld_stops, unlisted, when_answered)
+                                  needs_before, new_job, not_a_memory, object_copied, own_pronoun, revalued, to_messages,
+                                  unheld_health, unheld_stops, unlisted, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
 
@@ -407,3 +407,18 @@ def test_the_first_monday_in_a_month_is_one_day() -> None:
     assert anchor_times("Every first Monday of the month I fast.", said) == "Every first Monday of the month I fast."
     assert anchor_times("Each last Friday of the month I fast.", said) == "Each last Friday of the month I fast."
     assert anchor_times("I saw him last Friday.", said) == "I saw him last Friday (6 November 2026)."
+
+
+def test_her_after_a_doctor_s_whole_name_is_that_doctor() -> None:
+    # fresh35 (qwen1.5b): "Bergur flies down to see her every six months; the next time is on the 6th of next month"
+    # after "Dr Steinunn Ólafsdóttir, a haematologist at Landspítali in Reykjavík.": her first name and surname were
+    # read as two people, so "her" stayed
+    talk = transcript(("assistant", "Who looks after you?"),
+                      ("Bergur", "Dr Steinunn Ólafsdóttir, a haematologist at Landspítali in Reykjavík. I fly down to "
+                                 "see her every six months; the next time is on the 6th of next month."))
+    assert object_copied("Bergur flies down to see her every six months.", talk, [1]) == \
+        "Bergur flies down to see Dr Steinunn Ólafsdóttir every six months."
+    # two people named apart are still two
+    two = transcript(("assistant", "Who looks after you?"),
+                     ("Bergur", "My friends Anna and Maria Lind came. I see her every week."))
+    assert object_copied("Bergur sees her every week.", two, [1]) == "Bergur sees her every week."

@@ -2046,13 +2046,15 @@ def object_named(transcript: Transcript, before: str, sentence: str) -> str:
     known = transcript.names
     if {n for n in CAPITALIZED.findall(sentence) if n in known and n not in TITLE_WORDS}:
         return sentence
+    # one person's whole name is one name ("Dr Steinunn Ólafsdóttir, a haematologist at Landspítali": fresh35)
     names = {m[0] for m in CAPITALIZED.finditer(said[-1]) if m[0] in known and m[0] not in TITLE_WORDS
-             and not PLACE_BEFORE.search(said[-1][:m.start()])}  # "Dr Kerjean, a neurologist at the CHU in Brest"
+             and not PLACE_BEFORE.search(said[-1][:m.start()])  # "Dr Kerjean, a neurologist at the CHU in Brest"
+             and not re.search(rf"\b(?!(?:{'|'.join(TITLE_WORDS)})\b)[A-ZÀ-ÖØ-Þ][^\W\d_]+\s+$", said[-1][:m.start()])}
     other = FEMALE if found[0]["pronoun"] == "him" else MALE
     if len(names) != 1 or other & set(words(said[-1])) or (HERS if other is FEMALE else HIS) & set(words(said[-1])):
         return sentence
     name = next(iter(names))
-    titled = re.search(rf"\b{TITLED}{re.escape(name)}\b", said[-1])
+    titled = re.search(rf"\b{TITLED}{re.escape(name)}\b(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+\b(?!\s*['’]))*", said[-1])
     return sentence[:found[0].start()] + (titled[0] if titled else name) + sentence[found[0].end():]
 
 
