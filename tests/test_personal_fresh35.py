@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from reme import ReMe
 
 from reme.memory.personal import (Transcript, amounts_in, ending, it_copied, led_in, medicine_word, named_subject,
-                                  needs_before, new_job, not_a_memory, object_copied, own_pronoun, revalued, to_messages,
-                                  unheld_health, unheld_stops, unlisted, when_answered)
+                                  needs_before, new_job, not_a_memory, object_copied, own_pronoun, revalued,
+                                  to_messages, unheld_health, unheld_stops, unlisted, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
 
@@ -311,13 +311,14 @@ def test_calcium_into_a_vein_is_a_health_fact() -> None:
             "the emergency department: calcium gluconate into a vein. My calcium and phosphate are checked every three "
             "months.")
     talk = transcript(("assistant", "How do you know when your calcium is low?"), ("Réka", line))
-    written = ["Réka takes an extra calcium tablet and rings the endocrine ward if her hands lock or she gets confused.",
-               "Réka's emergency contacts: Dani first."]
+    written = ["Réka takes an extra calcium tablet and rings the endocrine ward if her hands lock or she gets "
+               "confused.", "Réka's emergency contacts: Dani first."]
     assert [s for _, s in unheld_health(talk, written)] == [
         "If my hands lock or I get confused, it's the emergency department: calcium gluconate into a vein.",
         "My calcium and phosphate are checked every three months."]
 
-    # "sugar" is one (fresh35: "Give me three spoons of sugar in water, then food." after "If I sweat ... check my sugar")
+    # "sugar" is one (fresh35: "Give me three spoons of sugar in water, then food." after "If I sweat ... check my
+    # sugar")
     low = transcript(("assistant", "What must doctors know?"),
                      ("Adunni", "If I sweat, shake or talk nonsense, check my sugar: the insulinoma could come back. "
                                 "Give me three spoons of sugar in water, then food."))
