@@ -423,3 +423,14 @@ def test_her_after_a_doctor_s_whole_name_is_that_doctor() -> None:
     two = transcript(("assistant", "Who looks after you?"),
                      ("Bergur", "My friends Anna and Maria Lind came. I see her every week."))
     assert object_copied("Bergur sees her every week.", two, [1]) == "Bergur sees her every week."
+
+
+def test_where_the_emergency_letter_is_is_kept() -> None:
+    # fresh35 (qwen1.5b): "The emergency letter is taped inside the front door." was kept by no memory: "emergency" was
+    # held by others, and a letter is no health word
+    talk = transcript(("assistant", "What happens when she's ill?"),
+                      ("Khang", "If she vomits twice or gets sleepy, it's the hospital straight away. The emergency "
+                                "letter is taped inside the front door."))
+    held = ["If Mai Anh vomits twice or gets sleepy, it's the hospital straight away.", "Khang's emergency contacts: Thu."]
+    assert unheld_health(talk, held) == [(1, "The emergency letter is taped inside the front door.")]
+    assert unheld_health(talk, [*held, "Mai Anh's emergency letter is taped inside the front door."]) == []

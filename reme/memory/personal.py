@@ -1696,7 +1696,8 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
         said = words(sentence)
         # a specialist with their name: "Dr Ramos, an immunologist at ..." (not "The neurologist put it up")
         whose = TITLED_SOMEONE.search(sentence) is not None
-        health = [w for w in said if health_word(w) or whose and w in SPECIALISTS] + restricted(sentence)
+        health = [w for w in said if health_word(w) or whose and w in SPECIALISTS] + restricted(sentence) + [
+            m[0].split()[-1].lower().removesuffix("s") for m in EMERGENCY_THING.finditer(sentence)]
         if first := FIRST_CALL.search(sentence) or EMERGENCY_CONTACT.search(sentence):
             # whom to call: the names said (the one a "She" leading it is too: fresh28's "My mother, Mercedes. She's
             # my emergency contact." was kept by no memory), else the words saying so
@@ -2934,8 +2935,10 @@ def asks_whom_to_call(question: str) -> bool:
 
 
 EMERGENCY_THING = re.compile(r"\bemergency\s+(?:plan|kit|card|pack|bag|medication|medicine|dose|procedure"
-                             r"|protocol)s?\b", re.IGNORECASE)
-"""An emergency question about a thing, not a person: "Is the emergency plan the same?" (fresh10)."""
+                             r"|protocol|letter|bracelet|pendant|tag|drink|regimen)s?\b", re.IGNORECASE)
+"""An emergency question about a thing, not a person: "Is the emergency plan the same?" (fresh10); a thing for an
+emergency a sentence says where it is ("The emergency letter is taped inside the front door": fresh35, kept by
+no memory once "emergency" was held)."""
 
 
 LEAD_WORDS = frozenset("if when whenever since because or not just only first second last either both".split())
