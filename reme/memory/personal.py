@@ -2131,9 +2131,9 @@ def it_copied(text: str, transcript: Transcript, sources: Sequence[int]) -> str:
     question = asked_before(transcript.messages, copied[2])
     if named == "It is." and (asked := asked_medicine(question, copied[0])):
         named = f"{asked} is."  # "How is the burosumab going?" "Dr Asamoah raised it to 90 ..." (fresh31)
-    said = [t.strip() for t in SENTENCE.split(copied[0]) if t.strip()]
+    told = [t.strip() for t in SENTENCE.split(copied[0]) if t.strip()]
     prior = offered(transcript.messages, copied[2])
-    if named == "It is." and said and not said[-1].endswith(("?", "？")) and (first := THE_THING.match(said[-1])) \
+    if named == "It is." and told and not told[-1].endswith(("?", "？")) and (first := THE_THING.match(told[-1])) \
             and first["word"].lower() in set(words(prior)) - STARTERS - PRONOUNS - FILLER:
         # the thing the question asks about that the sentence before starts with: "Would cannabis oil help with the
         # nausea?" -- "No. Cannabis can cause vomiting just like mine ... I've never used it." (fresh35)
@@ -4921,10 +4921,10 @@ def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
     somewhere else now (`WORK_MOVED`) and does not name the place; and the work a sentence says the user moved from
     (`MOVED_FROM`), of what the memory says they are."""
     other, moved = NEW_JOB.search(sentence), WORK_MOVED.search(sentence)
-    if (left := MOVED_FROM.search(sentence)) is not None:  # the work the user moved from, where a part of the
+    if (moved_from := MOVED_FROM.search(sentence)) is not None:  # the work the user moved from, where a part of the
         # memory says they do it ("I've moved from loans to ..." of "Losaline is a loans officer at a bank")
         name = words(user_name)[:1]
-        gone = {_stem(w) for w in words(left["old"])} - {_stem(w) for w in words(sentence[left.end():])}
+        gone = {_stem(w) for w in words(moved_from["old"])} - {_stem(w) for w in words(sentence[moved_from.end():])}
         return {w for m in JOB.finditer(stored) if name and name[0] in words(stored[:m.end("who")])[-2:]
                 for w in {_stem(x) for x in words(m[0])} & gone}  # "Losaline Fonua is ...": her surname leads
     if not other and not moved:
@@ -5556,14 +5556,14 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
                         if old != new and health & {_stem(w) for w in words(part)}:
                             start, end = every[0].span("n")
                             found.append((part, part[:start] + new + part[end:], old, new))
-        for new, things, dose, unit in values:
+        for new, things, dose, in_unit in values:
             for sentence_held in SENTENCE.split(stored):
                 for part in JOINT.split(sentence_held)[0::2]:
                     numbers = amounts_in(PARENTHESES.sub(lambda p: " " * len(p[0]), part))
                     if len(numbers) != 1 or not things & {_stem(w) for w in words(part)}:
                         continue
                     start, end, old = numbers[0]
-                    if unit and (was := unit_after(part, end)) and was != unit:
+                    if in_unit and (was := unit_after(part, end)) and was != in_unit:
                         continue  # "went up to ten tablets a day" changes no "six hundred milligrams" (fresh35)
                     if old != new and (not dose or old in doses(with_digits(part))):
                         found.append((part, part[:start] + new + part[end:], old, new))
