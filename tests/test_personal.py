@@ -940,7 +940,10 @@ def test_on_a_weekday_is_dated_as_the_line_it_cites_tells_it(text: str, line: st
     ("Imran's wedding is on the last Saturday of next month.",
      "Imran's wedding is on the last Saturday of next month (29 June 2024)."),
     ("The review is on the first Monday of this month.", "The review is on the first Monday of this month (6 May 2024)."),
-    ("The wedding is on the last Saturday of July.", "The wedding is on the last Saturday of July."),  # no year: as is
+    # a month without its year: the one to come, when the sentence tells of no past (fresh35); else as it is
+    ("The wedding is on the last Saturday of July.", "The wedding is on the last Saturday of July (27 July 2024)."),
+    ("The wedding was on the last Saturday of July.", "The wedding was on the last Saturday of July."),
+    ("The wedding is on the last Saturday of March.", "The wedding is on the last Saturday of March."),
     ("Kim went dancing last Saturday.", "Kim went dancing last Saturday (27 April 2024)."),
 ])
 def test_a_weekday_counted_in_its_month_is_that_day(text: str, expected: str) -> None:
@@ -2261,7 +2264,7 @@ async def test_a_candidate_called_known_whose_line_ends_a_memory_still_ends_it(
      "Radek is taking ramipril to manage his kidney function."),
     ("Wei", "Wei takes warfarin and aspirin for his heart, and Paracetamol for the pain",
      "They took me off the warfarin.", "Wei is off the warfarin",
-     "Wei takes aspirin for his heart and Paracetamol for the pain."),
+     "Wei takes aspirin for his heart, and Paracetamol for the pain."),  # what it is for stays as said (fresh35)
     # fresh20 (qwen1.5b): "two and a half" is no two parts; a "no driving" ends when driving is allowed again
     ("Girish", "Girish has to drink two and a half to three litres a day, and Girish is a head chef",
      "I can drink normally now, no more three litres.", "Girish can drink normally now", "Girish is a head chef."),

@@ -1479,6 +1479,10 @@ FOR_A_WHILE = re.compile(r"\b(?:for\s+(?:now|the\s+moment|a\s+while|(?:\d+|a|an|
                          re.IGNORECASE)
 
 
+NOTHING_AFTER = re.compile(r"\s*(?:,?\s*(?:at\s+all|again|any\s*more|ever))?\s*[.!;]?\s*$", re.IGNORECASE)
+"""Nothing after what someone never does but how absolutely: "I never fast.", "I never drive at all"."""
+
+
 CARER = re.compile(r"\b(?:Dr\.?\s+[A-Z]|(?i:doctors?|GP|consultant|nurse|pharmacist|dietitian|dietician|surgeon|"
                    r"[a-z]+(?:ologist|iatrist)s?)\b)")
 """Who sets a rule for someone's health: "Dr Virtanen was very clear: no sauna at all" (fresh16)."""
@@ -1496,7 +1500,8 @@ def restricted(sentence: str) -> list[str]:
     ruled = [m[1].lower() for m in NOT_ALLOWED.finditer(sentence) if m[1].lower() not in NO_RULE]
     musts = list(MUST_NOT.finditer(sentence))
     ruled += [m["what"].lower() for m in musts]
-    never = any("never" in words(m[0]) for m in musts)  # "I never fast." (fresh35: CPT2 deficiency; kept by none)
+    # "I never fast." (fresh35: CPT2 deficiency; kept by none), with nothing after it ("I never drink coffee" is a taste)
+    never = any("never" in words(m[0]) and NOTHING_AFTER.match(sentence, m.end()) for m in musts)
     if ruled and (len(ruled) > 1 or never or FOR_A_WHILE.search(sentence) or CARER.search(sentence)
                   or AT_ALL.search(sentence)
                   or RULE_THEN_WHY.match(sentence) or any(health_word(w) for w in words(sentence))):

@@ -138,7 +138,6 @@ RELATIVE = re.compile(
     r"^in\s+\S+(?:\s+\S+)?\s+(?:day|week|fortnight|month|year)|\sfrom\s+(?:now|today)$|"
     r"^(?:the\s+)?end\s+of\s+(?:the|this|next|last)\s+month|"
     r"^(?:the\s+)?(?:" + "|".join(NTH) + r")\s+\w+days?\s+(?:of|in)\s+(?:this|next|last|the)\s+month|"
-    r"^(?:the\s+)?(?:" + "|".join(NTH) + r")\s+\w+days?\s+(?:of|in)\s+(?:" + "|".join(MONTHS) + r")\.?$|"
     r"^(?:last|next|this|coming)\s+(?:" + "|".join(MONTHS) + r")\b|"
     r"^(?:in\s+)?(?:" + "|".join(MONTHS) + r")\s+(?:last|this|next)\s+year\b|"
     r"^\w+day\s+(?:of\s+)?(?:last|this|next)\s+week\b|"
@@ -200,10 +199,19 @@ def relative_spans(text: str, said: datetime) -> list[tuple[int, int, Span]]:
     hidden = blanked(text)
     only_now = bool(YEAR.search(hidden))
     return [(start, end, span) for start, end, span in find_spans(hidden, said.date())
-            if RELATIVE.search(text[start:end]) and not DAY_OF.search(text[:start])
+            if (RELATIVE.search(text[start:end]) or NTH_OF_MONTH.match(text[start:end]) and span.first >= said.date()
+                and not told_of_past_at(_sentence_at(text, start), start - _sentence_start(text, start)))
+            and not DAY_OF.search(text[:start])
             and not (only_now and not DEICTIC.search(text[start:end]))
             and not text[end:].lstrip().startswith(("(", "（"))
             and not (text[start:end].lower().startswith("in") and AMOUNT_BEFORE.search(text[:start]))]
+
+
+NTH_OF_MONTH = re.compile(r"^(?:the\s+)?(?:" + "|".join(NTH) + r")\s+\w+days?\s+(?:of|in)\s+(?:"
+                          + "|".join(MONTHS) + r")\.?$", re.IGNORECASE)
+"""A weekday counted in a month named without its year ("the first Monday in February"): dated when it is to come, in
+a sentence that does not tell of the past (fresh35: "the next is on the first Monday in February" was not dated; "the
+wedding was on the last Saturday of July" is of some July gone)."""
 
 
 DAY_OF = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+$", re.IGNORECASE)
