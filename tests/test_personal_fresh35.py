@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 
 from reme import ReMe
 
-from reme.memory.personal import (Transcript, amounts_in, ending, it_copied, led_in, medicine_word, named_subject,
-                                  needs_before, new_job, not_a_memory, object_copied, own_pronoun, revalued,
-                                  to_messages, unheld_health, unheld_stops, unlisted, when_answered)
+from reme.memory.personal import (Transcript, amounts_in, declined, ending, it_copied, led_in, medicine_word,
+                                  named_subject, needs_before, new_job, not_a_memory, object_copied, own_pronoun,
+                                  revalued, to_messages, unheld_health, unheld_stops, unlisted, when_answered)
 from reme.schema import Message
 from reme.memory.wording import anchor_times, anchor_weekdays
 
@@ -431,6 +431,19 @@ def test_where_the_emergency_letter_is_is_kept() -> None:
     talk = transcript(("assistant", "What happens when she's ill?"),
                       ("Khang", "If she vomits twice or gets sleepy, it's the hospital straight away. The emergency "
                                 "letter is taped inside the front door."))
-    held = ["If Mai Anh vomits twice or gets sleepy, it's the hospital straight away.", "Khang's emergency contacts: Thu."]
+    held = ["If Mai Anh vomits twice or gets sleepy, it's the hospital straight away.",
+            "Khang's emergency contacts: Thu."]
     assert unheld_health(talk, held) == [(1, "The emergency letter is taped inside the front door.")]
     assert unheld_health(talk, [*held, "Mai Anh's emergency letter is taped inside the front door."]) == []
+
+
+def test_a_sport_the_assistant_asked_would_be_good_is_its_suggestion() -> None:
+    # fresh35 (qwen1.5b): "Would glíma, Icelandic wrestling, be a good way to stay fit?" -- "Not a chance: no contact
+    # sports." gave "Bergur enjoys glíma, Icelandic wrestling, and swimming."
+    asked = "Would glíma, Icelandic wrestling, be a good way to stay fit?"
+    said = to_messages([{"role": "assistant", "content": asked},
+                        {"role": "user", "name": "Bergur", "content": "Not a chance: no contact sports. I swim in the "
+                                                                      "pool in Akureyri three times a week."}])
+    assert declined("Bergur enjoys glíma, Icelandic wrestling, and swimming.", said) == ["glíma", "icelandic",
+                                                                                        "wrestling"]
+    assert declined("Bergur swims in the pool in Akureyri three times a week.", said) == []

@@ -5740,13 +5740,14 @@ def assistant_words(text: str, messages: list[Message], sources: list[int] | Non
 
 SUGGESTS = re.compile(r"^(?:(?:and|so|or|then|also)\s+)?(?:[^,?]{1,40},\s+)?"
                       r"(?:would (?:you|a|an|it|some)|would [^?]{1,40}\bhelp\b"
+                      r"|would [^?]{1,60}\bbe\s+(?:a\s+)?(?:good|wise|worth|better|helpful)\b"
                       r"|should you|shall I|could you (?:try|use|take|get|ask|stop|drop|skip|come off|cut out|quit)"
                       r"|might (?:you|a|an|it)|why not|have you (?:thought|considered|tried|looked (?:into|at)"
                       r"|checked out)|do you want to "
                       r"(?:try|use|take|get)|is it worth|maybe (?:you|a|an|try)|how about (?:trying|using|taking|getting"
                       r"|a|an|some))\b", re.IGNORECASE)
-"""A question that suggests: "Would a sleep tracker help?", "Would calamine lotion help ...?", "Have
-you thought about ...?", "Have you looked into ...?" (not "What about your kids?", which asks)."""
+"""A question that suggests: "Would a sleep tracker help?", "Would calamine lotion help ...?", "Would glíma,
+Icelandic wrestling, be a good way to stay fit?" (fresh35), "Have you thought about ...?", "Have you looked into ...?" (not "What about your kids?", which asks)."""
 ACCEPTS = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok|okay|good (?:idea|shout)|great idea|(?:that )?sounds (?:good|great|"
                      r"like a plan)|why not|i will|i['’]ll|i['’]d (?:like|love)|i would|let['’]s|definitely|absolutely"
                      r"|please|that would|that['’]d|go on|done|will do|happy to|love to)\b", re.IGNORECASE)
