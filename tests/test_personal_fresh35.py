@@ -447,3 +447,18 @@ def test_a_sport_the_assistant_asked_would_be_good_is_its_suggestion() -> None:
     assert declined("Bergur enjoys glíma, Icelandic wrestling, and swimming.", said) == ["glíma", "icelandic",
                                                                                         "wrestling"]
     assert declined("Bergur swims in the pool in Akureyri three times a week.", said) == []
+
+
+async def test_what_code_kept_for_news_is_added_though_the_model_calls_it_known(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # fresh35 (qwen1.5b): "Now it's only potassium chloride, twelve tablets a day, and the omeprazole." was kept as
+    # said (a dose no memory held), and lost when the reconcile answered NONE for it
+    await llm_reme.add_memory("The potassium went up to ten tablets a day.", user_name="ye-jin")
+    server.script(EXTRACT, {"memories": []})
+    server.script(RECONCILE, decisions({"candidate": 0, "action": "NONE", "id": None, "text": None}))
+    result = await llm_reme.summarize_memory([
+        {"role": "assistant", "content": "Does the pregnancy change your medicines?"},
+        {"role": "user", "name": "Ye-jin", "content": "Now it's only potassium chloride, twelve tablets a day, and the "
+                                                      "omeprazole."}], user_name="ye-jin")
+    assert [n.content for n in result.added] == [
+        "Now it's only potassium chloride, twelve tablets a day, and the omeprazole."]

@@ -3609,6 +3609,8 @@ class PersonalSummarizer:
                 if draft.problem == "nobody" else None
             if node is not None:
                 out.append(node)
+                if draft.step in KEPT_STEPS:  # kept as said for what no memory held: news, as the others kept
+                    plan.kept_as_said[node.memory_id] = ({_stem(w) for w in worth_holding(node.content)}, False)
             elif draft.problem != "nobody":
                 plan.rejected.append(Rejection(
                     step=draft.step, path=f"memories[{draft.index}]", action="dropped",
@@ -3653,7 +3655,8 @@ class PersonalSummarizer:
 
         decider = Decider(shown, history, plan.rejected,
                           lambda text, cand: self._reworded(text, transcript, cand.metadata["source_turns"],
-                                                            user_name, cand.message_time), said, stored)
+                                                            user_name, cand.message_time), said, stored,
+                          news={k for k, c in enumerate(shown.candidates) if c.memory_id in plan.kept_as_said})
         return decider.decide(decisions)
 
     def _candidates(self, extraction: Extraction, transcript: Transcript, history: MemoryNode,
@@ -3820,6 +3823,8 @@ class PersonalSummarizer:
             node = self._node(draft, transcript, history, user_name, now, plan.rejected, written)
             if node is not None:
                 out.append(node)
+                if draft.step in KEPT_STEPS:  # kept as said for what no memory held: news, as the others kept
+                    plan.kept_as_said[node.memory_id] = ({_stem(w) for w in worth_holding(node.content)}, False)
         return out
 
     async def _rewrites(self, flawed: list[Draft], transcript: Transcript, user_name: str,
@@ -4032,6 +4037,9 @@ class Decider:
     added: set[int] = field(default_factory=set)  # candidates
     placed: set[int] = field(default_factory=set)  # candidates that took a memory's place (an update)
     endings: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # `_ending`, by (candidate, memory)
+    news: set[int] = field(default_factory=set)
+    """Candidates code kept as said for what no memory shown holds (`Plan.kept_as_said`): a NONE of one is not followed
+    (fresh35: "Now it's only potassium chloride, twelve tablets a day, and the omeprazole." was lost as known)."""
     texts: dict[str, int] = field(init=False)  # normalized text of a memory shown -> its id
 
     def __post_init__(self) -> None:
@@ -4058,7 +4066,8 @@ class Decider:
     def decide(self, decisions: Decisions) -> list[Change]:
         """The writes the decisions call for (`apart`: an UPDATE or DELETE of a memory about
         something else adds the candidate instead). A candidate left without a decision is
-        added, and so is one whose decisions were not followed or only DELETEd a memory (it states
+        added, and so is one code kept for news that the model called known (NONE: `news`), or one whose decisions were
+        not followed or only DELETEd a memory (it states
         what made that memory obsolete); one added beside a memory its line says has ended updates
         that memory instead (`_ended_instead`)."""
         shown = self.shown
@@ -4077,6 +4086,12 @@ class Decider:
                     step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
                     reason=f"NONE of candidate {d.candidate}, whose line says memory id {ended} has ended; the "
                            "candidate is added"))
+                continue
+            if d.action == "NONE" and d.candidate in self.news:
+                self.rejected.append(Rejection(
+                    step="personal/reconcile", path=f"decisions[{k}]", action="defaulted",
+                    reason=f"NONE of candidate {d.candidate}, which holds what no memory shown holds; the candidate "
+                           "is added"))
                 continue
             if d.action in ("ADD", "NONE"):
                 self.decided.add(d.candidate)
