@@ -33,7 +33,8 @@ def test_the_set_holds_what_it_promises() -> None:
                                                      "fresh16", "fresh17", "fresh18", "fresh19",
                                                      "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
                                                      "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
-                                                     "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35"}
+                                                     "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35",
+                                                     "fresh36"}
     assert sum(d.split == "heldout" for d in DIALOGUES.values()) >= 10
     assert sum(d.split == "fresh" for d in DIALOGUES.values()) >= 15  # tests/test_quality_fresh.py checks its gold
     assert sum(d.split == "fresh2" for d in DIALOGUES.values()) >= 20  # and this part's too
@@ -70,6 +71,7 @@ def test_the_set_holds_what_it_promises() -> None:
     assert sum(d.split == "fresh33" for d in DIALOGUES.values()) >= 12  # and the thirty-third's
     assert sum(d.split == "fresh34" for d in DIALOGUES.values()) >= 12  # and the thirty-fourth's
     assert sum(d.split == "fresh35" for d in DIALOGUES.values()) >= 12  # and the thirty-fifth's
+    assert sum(d.split == "fresh36" for d in DIALOGUES.values()) >= 12  # and the thirty-sixth's
     assert all(not d.facts for d in DIALOGUES.values() if "smalltalk" in d.topics)
     assert all(len(d.sessions) >= 2 for d in DIALOGUES.values() if "update" in d.topics and d.wrong
                and any(w.why == "stale" for w in d.wrong) and d.id != "update-negation")

@@ -1,7 +1,7 @@
-"""The gold of the memory-quality set's never-tuned parts, `fresh`, `fresh2`, `fresh3`, `fresh4`, `fresh5`,
-`fresh6`, `fresh7`, `fresh8`, `fresh9`, `fresh10`, `fresh11`, `fresh12`, `fresh13`, `fresh14`, `fresh15`, `fresh16`,
-`fresh17`, `fresh18`, `fresh19`, `fresh20`, `fresh21`, `fresh22`, `fresh23`, `fresh24`, `fresh25`, `fresh26`, `fresh27`,
-`fresh28`, `fresh29`, `fresh30`, `fresh31`, `fresh32`, `fresh33`, `fresh34` and `fresh35`, checked without a model:
+"""The gold of the memory-quality set's never-tuned parts, `fresh`, `fresh2`, `fresh3`, `fresh4`, `fresh5`, `fresh6`,
+`fresh7`, `fresh8`, `fresh9`, `fresh10`, `fresh11`, `fresh12`, `fresh13`, `fresh14`, `fresh15`, `fresh16`, `fresh17`,
+`fresh18`, `fresh19`, `fresh20`, `fresh21`, `fresh22`, `fresh23`, `fresh24`, `fresh25`, `fresh26`, `fresh27`, `fresh28`,
+`fresh29`, `fresh30`, `fresh31`, `fresh32`, `fresh33`, `fresh34`, `fresh35` and `fresh36`, checked without a model:
 memories written by hand (tests/quality_<split>_ideal.json) show that every fact can be recalled by a clean memory, that
 fair rewordings are accepted, and that each `wrong` pattern and hygiene rule catches the mistake it is there for. (The
 fixtures describe the dialogues of their part: they are not read while tuning.)"""
@@ -19,7 +19,7 @@ from benchmark.quality.score import Dialogue, hygiene, load, score
 SPLITS = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10",
           "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20",
           "fresh21", "fresh22", "fresh23", "fresh24", "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30",
-          "fresh31", "fresh32", "fresh33", "fresh34", "fresh35")
+          "fresh31", "fresh32", "fresh33", "fresh34", "fresh35", "fresh36")
 PARTS = {split: {d.id: d for d in load() if d.split == split} for split in SPLITS}
 MEMORIES = {split: json.loads(Path(__file__).with_name(f"quality_{split}_ideal.json").read_text(encoding="utf-8"))
             ["dialogues"] for split in SPLITS}
@@ -59,6 +59,7 @@ PROMISES = {  # dialogues, long ones, then at least: facts, safety facts, dated 
     "fresh33": {"dialogues": 12, "long": 3, "facts": 225, "safety": 145, "time": 38, "wrong": 48, "topic": 2},
     "fresh34": {"dialogues": 12, "long": 3, "facts": 225, "safety": 145, "time": 38, "wrong": 48, "topic": 2},
     "fresh35": {"dialogues": 12, "long": 3, "facts": 225, "safety": 145, "time": 38, "wrong": 48, "topic": 2},
+    "fresh36": {"dialogues": 12, "long": 3, "facts": 235, "safety": 150, "time": 45, "wrong": 55, "topic": 2},
 }
 """What each part promises (docs/memory-quality.md gives the counts)."""
 TOPICS = ("safety", "people", "names", "time", "update", "assistant", "speakers", "smalltalk")
@@ -90,7 +91,8 @@ def test_the_part_holds_what_it_promises(split: str) -> None:
                                    "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16",
                                    "fresh17", "fresh18", "fresh19", "fresh20", "fresh21",
                                    "fresh22", "fresh23", "fresh24", "fresh25", "fresh26", "fresh27", "fresh28",
-                                   "fresh29", "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35"])
+                                   "fresh29", "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35",
+                                   "fresh36"])
 def test_the_long_dialogues_are_long_and_say_their_facts_all_along(split: str) -> None:
     for dialogue in PARTS[split].values():
         if "long" in dialogue.topics:

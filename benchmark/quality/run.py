@@ -129,7 +129,8 @@ def parser() -> argparse.ArgumentParser:
                                        "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17",
                                        "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
                                        "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
-                                       "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35"],
+                                       "fresh30", "fresh31", "fresh32", "fresh33", "fresh34", "fresh35",
+                                       "fresh36"],
                    help="only this part")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
     p.add_argument("--model", help="default: REME_LLM__MODEL")
