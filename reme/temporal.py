@@ -100,7 +100,8 @@ understood woke wore wove wept won wound wrote""".split())
 PAST_WORDS = IRREGULAR_PAST - set("read put set cut let hit hurt cost quit bet lay left lit fed bit shut spread split ground wound "
                                   "burst".split())
 """Past tenses that are no present tense or other word too ("paid", not "read" or "left")."""
-_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|it|they|you|has|have)"
+_TOLD_PAST = re.compile(r"\b(?i:was|were|did|had)\b|\b(?i:didn|wasn|weren|hadn|couldn)['’]t\b"
+                        r"|\b(?:[A-Z][a-z]+|(?i:i|we|he|she|it|they|you|has|have)"
                         r"|(?i:the|a|an|my|our|his|her|their|this|that)\s+(?:[a-z]+\s+)?[a-z]+)\s+"
                         r"(?:just\s+|[a-z]+ly\s+)?(?!(?:called|named|based|used|supposed|scheduled|planned|booked"
                         r"|related|located|designed)\b)[a-z]{2,}ed\b(?!\s+(?:like|as)\b)")
@@ -126,7 +127,8 @@ _DONE_ALREADY = re.compile(r"\b(?:both|all|already)\s+(?:done|taken|had|sent|giv
 def told_of_past(sentence: str) -> bool:
     """Whether a sentence tells of the past: "was", "had", a subject and a verb in "-ed" ("Kim
     finished", "a new one arrived"; not "gets a crown fitted", nor "a man called Dave"), a verb in
-    "-ed" it starts with ("Stopped it in June"), or a past tense of `PAST_WORDS` ("I went",
+    "-ed" it starts with ("Stopped it in June"), "didn't", "wasn't", "couldn't" (fresh36: "I lay on the sofa
+    ... and couldn't lift my arms"), or a past tense of `PAST_WORDS` ("I went",
     "paid"; not the "won" of "won't"), "both done" (`_DONE_ALREADY`); "have got" is no past (`HAVE_GOT`)."""
     sentence = HAVE_GOT.sub(" hold", sentence)
     return bool(_TOLD_PAST.search(sentence) or _LEADING_PAST.match(sentence) or _DONE_ALREADY.search(sentence)) \

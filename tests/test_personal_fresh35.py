@@ -460,5 +460,5 @@ async def test_what_code_kept_for_news_is_added_though_the_model_calls_it_known(
         {"role": "assistant", "content": "Does the pregnancy change your medicines?"},
         {"role": "user", "name": "Ye-jin", "content": "Now it's only potassium chloride, twelve tablets a day, and the "
                                                       "omeprazole."}], user_name="ye-jin")
-    assert [n.content for n in result.added] == [
-        "Now it's only potassium chloride, twelve tablets a day, and the omeprazole."]
+    assert [n.content for n in result.added] == [  # its "it" named as what she takes now (fresh36)
+        "Ye-jin now takes only potassium chloride, twelve tablets a day, and the omeprazole."]

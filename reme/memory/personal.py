@@ -1182,7 +1182,9 @@ HEALTH_STEMS = CONDITIONS + ("gluten", "lactose", "insulin", "inhaler", "medic",
                             # fresh35: "calcium gluconate into a vein", "My calcium and phosphate are checked every
                             # three months", "Give me three spoons of sugar in water, then food", "always something
                             # with carbohydrates before exercise" (none kept)
-                            "calcium", "phosphat", "magnesium", "gluconat", "intraven", "vein", "sugar", "carbohydrat")
+                            "calcium", "phosphat", "magnesium", "gluconat", "intraven", "vein", "sugar", "carbohydrat",
+                            # fresh36: "The root of my aorta is forty-two millimetres wide, so it's watched closely."
+                            "aort", "arteri", "artery", "deficien")
 """Beginnings of words that make a line a health or safety fact, never to be left out."""
 NOT_HEALTH = ("paint", "hearth", "hearty", "stingy", "cloth", "rasher")
 """Words that begin as a health word does and are none ("Only the painting.")."""
@@ -1724,9 +1726,23 @@ def unheld_health(transcript: Transcript, written: Sequence[str]) -> list[tuple[
                                                                        if w.isdigit()])
                 or any((medicine_word(w) or w in SPECIALISTS) and w.removesuffix("s") not in whole for w in health)
                 or health and any(not any(need <= one for one in each) for need in needs(sentence))
-                or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)):
+                or condition and 2 * sum(_stem(w) in held for w in condition) < len(condition)
+                or health and not any(of_someone(transcript, index, sentence, health) <= one for one in each)):
             out.append((index, sentence))
     return out
+
+
+def of_someone(transcript: Transcript, index: int, sentence: str, health: Sequence[str]) -> set[str]:
+    """What one memory must hold of a health sentence of line `index` whose subject is someone the conversation
+    names, not its speaker: that one's name with the sentence's health words (fresh36: "Our younger daughter, Vy,
+    seven, has protein C deficiency too" was held by the mother's own "Lan has protein C deficiency"); nothing
+    (held by any memory) for a sentence of no such one."""
+    subject = SUBJECT_NAME.match(sentence)
+    speaker = transcript.messages[index].name or ""
+    if subject is None or subject["name"] not in transcript.names or subject["name"] in words(speaker) \
+            or subject["name"] in speaker.split():
+        return set()
+    return stems([subject["name"], *health])
 
 
 NEVER = re.compile(r"\bnever\b|\bno\s+one\b|\bnobody\b|\bmust\s+not\b|\bmustn['’]t\b|\bnot\s+allowed\b"
@@ -1908,6 +1924,8 @@ def switched(clause: str) -> bool:
 
 
 THE_THING = re.compile(r"^(?P<thing>(?:(?:The|My|Her|His|Their)\s+)?(?P<word>[A-Za-z][\w-]+))\b")
+BODY_PARTS = frozenset("""heart kidney kidneys liver lung lungs skin spleen blood brain stomach bone bones bowel bowels
+gut eye eyes ear ears joint joints muscle muscles nerve nerves chest back throat""".split())
 
 
 def named_thing(before: str, sentence: str) -> str:
@@ -1930,7 +1948,10 @@ def named_thing(before: str, sentence: str) -> str:
     if switched := [m["to"] for m in SWITCHED_TO.finditer(last) if medicine_word(m["to"].lower())]:
         return _subject_put(f"The {switched[-1]}", " " + sentence[lead.end():], bool(lead["s"]))
     if found and health_word(found["word"].lower()) and not {
-            w for w in words(last) if medicine_word(w) and w != found["word"].lower()}:
+            w for w in words(last) if medicine_word(w) and w != found["word"].lower()} and not (
+            found["thing"] != found["word"] and found["word"].lower() in BODY_PARTS):
+        # not a part of someone's body: "His heart has a narrowing too, pulmonary stenosis. It was found in 2020"
+        # (fresh36: "His heart was found in 2020"); the condition the sentence names is meant
         return _subject_put(found["thing"], " " + sentence[lead.end():], bool(lead["s"]))  # "It's been stopped"
     # the one condition the sentence before names (fresh19: "I've got gastroparesis, my stomach's basically on a
     # permanent go-slow. It started after a horrible norovirus in 2023 and never bounced back.")
@@ -1965,6 +1986,34 @@ interview exam funeral christening birthday graduation trip flight""".split())
 """Things that happen somewhere on a day, which an "It's on the 9th" is of."""
 IT_IS_WHEN = re.compile(r"(?:at|on|in)\s+(?:the\s+)?(?:\d|(?-i:[A-Z]))", re.IGNORECASE)
 """Where or when, after "It's": "at Groote Schuur", "on the 9th of November", "in June"."""
+
+
+IT_IS_DAY = re.compile(r"\s*(?:(?:at|on|in)\s+(?:the\s+)?(?:\d|(?-i:[A-Z]))|(?:this\s+|next\s+)?(?:monday|tuesday"
+                       r"|wednesday|thursday|friday|saturday|sunday)\b|next\s+(?:week|month)\b|tomorrow\b"
+                       r"|the\s+\d)", re.IGNORECASE)
+"""When, after "It's": "on the 9th", "Saturday next week", "tomorrow"."""
+
+
+def asked_event(transcript: Transcript, index: int, at: int, sentence: str) -> str | None:
+    """`sentence` (at `at` in line `index`), an "It's" saying when, with its "It" named as the one event (`EVENTS`)
+    the assistant's line before it names, whose its "his" or "her" or "your" says (`pronoun_person`, the speaker):
+    "His birthday must be coming up. A trampoline park party, perhaps?" -- "No trampolines, I said: his spleen. It's
+    Saturday next week, he turns seven" (fresh36: "His spleen is Saturday next week"); None otherwise, or when the
+    line names an event before it."""
+    lead = IT_LEADS.match(sentence)
+    if lead is None or not lead["s"] or not IT_IS_DAY.match(sentence, lead.end()):
+        return None
+    message, asked = transcript.messages[index], transcript.messages[index - 1].content
+    said = [w for t in SENTENCE.split(asked) if not t.strip().endswith("?") for w in words(t)]
+    events = {w for w in said if w in EVENTS}
+    if len(events) != 1 or any(w in EVENTS for w in words(message.content[:at])):
+        return None
+    event = events.pop()
+    whose = re.search(rf"\b(his|her|your)\s+{event}\b", asked, re.IGNORECASE)
+    owner = whose[1].lower() if whose else ""
+    who = message.name if owner == "your" else pronoun_person(transcript, index, at, "He" if owner == "his" else
+                                                             "She") if owner else None
+    return _subject_put(f"{who}'s {event}" if who else f"The {event}", " " + sentence[lead.end():], True)
 
 
 def _subject_put(name: str, rest: str, s: bool) -> str:
@@ -2230,6 +2279,12 @@ LATE_SUBJECT = re.compile(r"[a-z](?:[^\W\d_]|\s){0,40}?\b(?:they|it)(?:['’](?:
 the first three they're every eight weeks" (fresh31: kept as said, what "they" are it did not say)."""
 
 
+SAYS_NO = re.compile(r"^(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?(?:[\w'’-]+\s+){0,3}(?:says|said|agrees|agreed)\s+"
+                     r"(?:no|not|so|yes)\s*[.!]?$", re.IGNORECASE)
+"""A sentence that says only that someone said no (or so) to what the one before says: "Vitamin C makes me absorb
+more iron; Dr Savvides says no." (fresh36: kept alone as "Dr Savvides says no.")."""
+
+
 def needs_before(sentence: str) -> bool:
     """Whether a sentence says what only the one before it tells: it starts with "it", "that" or
     "they" (`pronoun_led`; "he" and "she" name a person the sentences before may not), says "the
@@ -2239,7 +2294,8 @@ def needs_before(sentence: str) -> bool:
     what the one before says (`SINCE_THEN`)."""
     lead = without_lead_in(sentence)
     if pronoun_led(lead, PRONOUNS - THIRD_PERSON) or SAYS_AGAIN.search(lead.strip()) or ONE_AGAIN.match(lead) \
-            or LATE_SUBJECT.match(sentence) or DONE_IT.match(lead) or KIND_FIRST.match(lead) or SINCE_THEN.match(lead):
+            or LATE_SUBJECT.match(sentence) or DONE_IT.match(lead) or KIND_FIRST.match(lead) or SINCE_THEN.match(lead) \
+            or SAYS_NO.match(lead):
         return True
     dose = DOSE.match(with_digits(lead)) or SCHEDULE_FIRST.match(lead)
     return bool(dose) and not any(medicine_word(w) or w.startswith(NAMED_MEDICINES) for w in words(lead))
@@ -2306,7 +2362,13 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
             lead = IT_LEADS.match(sentence)  # it. It isn't available here" (fresh29: kept as "It isn't ...")
             assert lead is not None
             return _subject_put(offered.capitalize(), " " + sentence[lead.end():], bool(lead["s"]))
+        if thing == sentence and asked and asked.role == "assistant" and (event := asked_event(
+                transcript, index, at, sentence)):
+            return event  # "His birthday must be coming up." -- "... It's Saturday next week, he turns seven" (fresh36)
         return thing
+    if not lead and message.role == "user" and at >= 0 and (owned := TIME_OWNED.match(sentence)) \
+            and (who := pronoun_person(transcript, index, at, "He" if owned["own"] in ("his", "His") else "She")):
+        return f"{owned['time']}{who}'s {sentence[owned.end():]}"  # "Last Friday his nose bled" (fresh36)
     if not lead and message.role == "user" and at >= 0 and not re.match(r"(?:[Ss]he|[Hh]e)\b", sentence):
         # not "She ? her" (hypothesis): a sentence led by "she" or "he" with no word after is not one to name within
         return object_named(transcript, message.content[:at], subject_given(transcript, index, sentence))
@@ -2323,6 +2385,8 @@ TIME_LED = re.compile(r"(?:(?:And|But|So)\s+)?(?:(?:On|In|By|From|Since|Until|Be
                       r"(?:\s+of\s+[^\W\d_]+)?|(?:Last|Next|This)\s+[^\W\d_]+|Tomorrow|Today|Yesterday|Tonight),?\s+"
                       r"(?=(?:[Ss]he|[Hh]e)\b)")
 """A time a sentence starts with, before its "she" or "he": "On the 29th she turns twelve", "In June he starts"."""
+TIME_OWNED = re.compile(r"(?P<time>" + TIME_LED.pattern.split("(?=")[0] + r")(?P<own>[Hh]is|[Hh]er)\s+(?=[^\W\d_])")
+"""A time a sentence starts with, before whose: "Last Friday his nose bled for forty minutes" (fresh36)."""
 
 
 WHO_IS = re.compile(r"\bWho(?:['’]s|\s+is)\s+(?:(?P<title>Dr|Mr|Mrs|Ms|Prof)\.?\s+)?"
@@ -2393,6 +2457,10 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
                                           or topic_person(transcript, pronoun)):
                 name = related  # "I need somewhere to keep my daughter Yasmin's details. She's four"
                 break
+            if not found and (only := the_only_object(clauses[k], known - speaking)) \
+                    and gender_said(transcript, only) != other:
+                name = only  # "I married Marios on the 12th of September. He's a civil engineer." (fresh36)
+                break
             return None
         if len(named) == 1 and found["name"] not in named:
             return None  # "And Mere?" -- "Wiremu is fine. She has eczema": which?
@@ -2405,6 +2473,19 @@ def pronoun_person(transcript: Transcript, index: int, at: int, pronoun: str) ->
                            or topic_person(transcript, pronoun) or spoken_of(transcript, index, pronoun)):
             return None
     return name
+
+
+I_DID = re.compile(r"^(?:(?:And|So|But|Then)\s+)?(?:I|We)\s+(?:(?:just|finally|also)\s+)?[a-z]+ed\s+")
+
+
+def the_only_object(clause: str, known: Collection[str]) -> str | None:
+    """The one person (of `known`) a clause in which the speaker did something names as whom it was done to, right
+    after its verb in "-ed": "I married Marios on the 12th" (not "I met Ana and Luis"); None otherwise."""
+    did = I_DID.match(clause)
+    if did is None:
+        return None
+    names = [n for n in CAPITALIZED.findall(clause) if n in known]
+    return names[0] if len(names) == 1 and clause[did.end():].startswith(names[0]) else None
 
 
 def spoken_of(transcript: Transcript, index: int, pronoun: str) -> str | None:
@@ -2446,7 +2527,7 @@ in Leith, in Edinburgh." (fresh26: "I moved in with Leander ..., in Portobello" 
 STATE_LEADS = re.compile(r"(?:Allergic|Anaphylactic|Intolerant|Sensitive|Diabetic|Epileptic|Coeliac|Celiac|Asthmatic"
                          r"|Pregnant)\b")
 """A sentence that says a state with no subject: "Anaphylactic to cashews and pistachios."."""
-OWNER_LEADS = re.compile(r"(?:[Hh]is|[Hh]er)\s+(?=[^\W\d_])")
+OWNER_LEADS = re.compile(r"(?P<lead>(?:(?:Then|And|Also|Plus|Or)\s+)?)(?P<own>[Hh]is|[Hh]er)\s+(?=[^\W\d_])")
 """A sentence (or the part of one after a semicolon: "...; his number is 0905 318 442": fresh31) led by whose."""
 WHEN_WHERE = re.compile(r"^(?:(?:and|so)\s+)?(?:[A-ZÀ-ÖØ-Þ][^\W\d_]+,\s+)?(?:when|where)(?:['’]s|\s+(?P<verb>is|are|was|were))"
                         r"\s+(?!(?:it|that|this|you|he|she|they|we|i)\b)(?P<thing>[^?]{3,60}?)\s*\?$", re.IGNORECASE)
@@ -2476,6 +2557,20 @@ def medicine_taken(messages: Sequence[Message]) -> str | None:
     line = next((m.content for m in reversed(messages) if m.role == "user"), "")
     found = {m["med"].lower() for m in TAKEN.finditer(line)} - COMMON_WORDS - FILLER - TIME_WORDS
     return found.pop() if len(found) == 1 else None
+
+
+NOW_ITS = re.compile(r"^(?:(?:And|So|But)\s+)?(?:Now|These\s+days|Instead),?\s+it['’]s\s+(?P<rest>\S.*)$",
+                     re.IGNORECASE)
+"""What someone takes now, said of "it": "Now it's a sumatriptan nose spray, twenty milligrams, ..." (fresh35)."""
+_WHO = r"(?:you|(?-i:[A-ZÀ-ÖØ-Þ][^\W\d_]+))"
+TAKE_ASKED = re.compile(rf"\bwhat\s+(?:else\s+)?(?:medicines?\s+|medication\s+)?(?:does|do)\s+(?P<who>{_WHO})\s+"
+                        rf"(?:take|use)\b|\b(?:does|do)\s+(?P<who2>{_WHO})\s+take\s+anything\b", re.IGNORECASE)
+TAKEN_LEADS = re.compile(r"(?P<lead>(?:(?:And|Also|Plus|Then)\s+)?)(?P<thing>[A-Za-z][\w-]*)\b")
+TAKEN_THINGS = frozenset("vitamin vitamins supplement supplements drops inhaler inhalers cream injections tablets "
+                         "insulin iron zinc folic".split())
+HAS_SUBJECT = re.compile(r"\b(?:I|we|he|she|they|it|you|is|are|was|were|has|have|had)\b|['’]", re.IGNORECASE)
+"""The question of what someone takes, and an answer's sentence that starts with what (a medicine, or what is taken
+as one: `TAKEN_THINGS`) with no subject or verb before its first comma."""
 
 
 def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
@@ -2514,12 +2609,12 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
                                                    .endswith((";", ":"))):  # "...; his number is": after a ";"
         asked_of = {n for n in CAPITALIZED.findall(asked) if n in known}
         if len(asked_of) == 1 and not any(named):
-            return f"{asked_of.pop()}'s {sentence[owner.end():]}"
+            return f"{owner['lead']}{asked_of.pop()}'s {sentence[owner.end():]}"
         # fresh25 (qwen1.5b): "His dad, Joaquín, my ex-husband, has him every other weekend" and "His sister Xiomara"
-        # of the son the mother speaks of were dropped as led by a pronoun
-        his = sentence[:3].lower() == "his"
+        # of the son the mother speaks of were dropped as led by a pronoun; fresh36: "Then his mother, Halyna, ..."
+        his = owner["own"].lower() == "his"
         who = None if asked_of else pronoun_person(transcript, index, at, "He" if his else "She")
-        return f"{who}'s {sentence[owner.end():]}" if who else sentence
+        return f"{owner['lead']}{who}'s {sentence[owner.end():]}" if who else sentence
     if (not before and message.name and WORK_ASKED.search(asked) and (work := WORK_ALONE.match(sentence))
             and work["job"].lower() not in NOT_WORK | FILLER):
         # fresh24 (qwen1.5b): "What do you do for work?" -- "Sheep farmer, four hundred ewes near Tregaron." was kept
@@ -2539,6 +2634,19 @@ def subject_given(transcript: Transcript, index: int, sentence: str) -> str:
                 return sentence
             thing = f"{message.name}'s{thing[4:]}"
         return f"{thing[0].upper()}{thing[1:]} {'were' if done['all'] else 'was'} {sentence[0].lower()}{sentence[1:]}"
+    if message.name and (now := NOW_ITS.match(sentence)) and (
+            any(medicine_word(w) for w in words(now["rest"])) or doses(with_digits(now["rest"]))):
+        # fresh35, fresh36 (qwen1.5b): "The deferasirox is stopped ... Now it's deferiprone, Ferriprox, fifteen hundred
+        # milligrams three times a day." was kept with its "it" unnamed, and lost
+        return f"{message.name} now takes {now['rest']}"
+    if (taker := TAKE_ASKED.search(asked)) and (taken := TAKEN_LEADS.match(sentence)) and (
+            (who := taker["who"] or taker["who2"]).lower() == "you" and message.name or who in known) and (
+            taken["thing"].lower() in TAKEN_THINGS or medicine_word(taken["thing"].lower())
+            or doses(with_digits(sentence))) and not HAS_SUBJECT.search(sentence.split(",")[0]):
+        # "What does Mykyta take?" -- "Ursodeoxycholic acid, Ursofalk, a hundred and fifty milligrams twice a day.
+        # Rifampicin, ...": fresh36 kept each with no subject, under the mother who said it
+        rest = sentence[taken.end("lead"):]
+        return f"{message.name if who.lower() == 'you' else who} takes {rest}"
     question = WHEN_WHERE.match(asked) if asked and not before else None
     if question is None or not NOT_FRAGMENT.isdisjoint(words(sentence)):
         return sentence
@@ -2809,8 +2917,10 @@ shall should do does did""".split())
 """First words of a sentence that asks the assistant for something rather than tells a fact."""
 
 
-CALL_ME = re.compile(r"\b(?i:please\s+)?(?i:call\s+me|I\s+go\s+by)\s+(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b")
-"""The name a speaker asks to be called: "please call me Dana", "I go by Sol"."""
+CALL_ME = re.compile(r"(?:^|(?<=[.,;:!?])\s*|\b(?i:please|just|you\s+can|you\s+may|do)\s+)(?i:call\s+me)"
+                     r"\s+(?P<name>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b|\b(?i:I\s+go\s+by)\s+(?P<by>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\b")
+"""The name a speaker asks to be called: "please call me Dana", "Call me Mo", "I go by Sol"; not what others call
+them ("At school they call me Helen, but I'm Eleni, please": fresh36 kept "Eleni goes by Helen")."""
 KIN_CALLED = re.compile(rf"\b(?i:my|our){_REL_NAME}\s*[;,]\s*(?i:we|everyone|they|people)\s+"
                         rf"(?i:calls?)\s+(?i:her|him|them)\s+(?P<alias>{_NAME})\b")
 """Another name of someone the speaker introduces by their relation: "my daughter Ifunanya; we call her Nanya" (fresh29:
@@ -2833,11 +2943,11 @@ def unheld_names(transcript: Transcript, user_name: str, written: Sequence[str])
         if not any({_stem(kin["name"].lower()), _stem(kin["alias"].lower())} <= stems([text]) for text in written)]
     for index, sentence in statements(transcript):
         sentence = said_whole(sentence)
-        if ((alias := CALL_ME.search(sentence)) and _stem(alias["name"].lower()) not in held
-                and alias["name"].lower() not in TIME_WORDS | speakers):
+        if ((alias := CALL_ME.search(sentence)) and _stem((called := alias["name"] or alias["by"]).lower()) not in held
+                and called.lower() not in TIME_WORDS | speakers):
             # fresh24 (qwen1.5b): "First thing: please call me Dana." was in no memory (a request, so not read)
-            out.append((index, f"{transcript.messages[index].name or user_name} goes by {alias['name']}"))
-            held |= stems([alias["name"]])
+            out.append((index, f"{transcript.messages[index].name or user_name} goes by {called}"))
+            held |= stems([called])
             continue
         if words(sentence)[:1] and words(sentence)[0] in ASKING:
             continue  # "Rate the songs I liked this year 5 stars." asks the assistant: no fact
@@ -4901,6 +5011,11 @@ JOB = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?:is|was|works\s+as|wo
                  r"an?\s+(?:[a-z-]+\s+){0,3}?"
                  r"(?P<job>[a-z]+(?:er|or|ist|ian|hand|ant)|chef|nurse|cook|stylist|midwife|surgeon|mechanic)\b")
 """What a memory says someone works as: "Girish is a head chef", "Hemi is a builder"."""
+INTRO_JOB = re.compile(r"^(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)(?:\s+[A-ZÀ-ÖØ-Þ][^\W\d_]+){1,2},\s+(?:[a-z]+-[a-z]+|[a-z]+|\d+),"
+                       r"\s+(?:an?\s+)?(?:[a-z-]+\s+){0,2}?(?P<job>[a-z]+(?:er|or|ist|ian)|chef|nurse|cook|midwife"
+                       r"|surgeon|mechanic)\b")
+"""The work an introduction kept as said gives: "Bogdan Ionescu, fifty-eight, tram driver in Cluj-Napoca for twenty-six
+years." (fresh36: it stayed when he became a dispatcher)."""
 DRIVES = re.compile(r"\b(?P<who>[A-ZÀ-ÖØ-Þ][^\W\d_]+)\s+(?P<job>drives)\s+an?\s+(?:[a-z]+\s+)?"
                     r"(?:bus|taxi|tram|lorry|truck|van|cab|ambulance)\b")
 """Driving for work, as a memory says it: "Facundo drives a city bus in Montevideo" (fresh33: it stayed when he
@@ -4951,7 +5066,7 @@ def new_job(sentence: str, stored: str, user_name: str) -> set[str]:
         return set()
     said = {_stem(w) for w in words(NOT_THERE.sub(" ", sentence))}
     name = words(user_name)[:1]
-    out = {_stem(m["job"]) for m in (*JOB.finditer(stored), *DRIVES.finditer(stored))
+    out = {_stem(m["job"]) for m in (*JOB.finditer(stored), *DRIVES.finditer(stored), *INTRO_JOB.finditer(stored))
            if other and words(m["who"]) == name and _stem(m["job"]) not in said and m["job"] not in _KIN_OF}
     for part in users_parts(stored, user_name):
         out |= {_stem(m["at"].lower()) for m in WORK_PLACE.finditer(part)} - said
@@ -5539,6 +5654,23 @@ def unit_after(text: str, end: int) -> str | None:
     return SAME_UNIT.get(unit, unit)
 
 
+def phone_changed(stored: str, lines: str) -> tuple[str, str, str] | None:
+    """A stored memory with the one phone number it states changed to the one a line says is someone's new number, of
+    someone both name (`new_number`: "Still Wiremu, but on his new number: 022 408 6615" of "...: Wiremu: 021 774 3190.
+    He drives a logging truck, ...": fresh36 kept both, what was left without the old one not standing alone); None
+    otherwise."""
+    def phones(text: str) -> list[re.Match[str]]:
+        return [m for m in PHONE.finditer(text) if sum(c.isdigit() for c in m[0]) >= 7]
+    old, new = phones(stored), phones(lines)
+    if len(old) != 1 or len(new) != 1 or not NEW_NUMBER.search(lines) or old[0][0] == new[0][0]:
+        return None
+    named = {w for w in CAPITALIZED.findall(lines) if w.lower() not in STARTERS}
+    whose = CAPITALIZED.findall(stored[:old[0].start()])[-1:]  # the one named just before the number
+    if not named & set(whose):
+        return None
+    return stored[:old[0].start()] + new[0][0] + stored[old[0].end():], old[0][0], new[0][0]
+
+
 def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
     """A stored memory with the one number a line changes (`CHANGED_TO`: "moved him up to 30 mg of
     the Equasym") put in place of the one it states of the same thing, with the old number and the
@@ -5549,6 +5681,8 @@ def revalued(stored: str, lines: str) -> tuple[str, str, str] | None:
     day" of "six hundred milligrams"). None when no such part, or more than one."""
     if CJK_CHAR.search(stored + lines):
         return None
+    if (number := phone_changed(stored, lines)) is not None:
+        return number
     found: list[tuple[str, str, str, str]] = []
     # numbers said in words as digits, whole: "twelve hundred milligrams" is 1200, not 12 (fresh33)
     for sentence in SENTENCE.split(with_digits(lines)):

@@ -553,14 +553,17 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         weekday = m.re is ON_WEEKDAY
         if weekday and THE_DAY_AFTER.match(text[m.end():]):
             continue  # "on Monday the 22nd": the 22nd's date, not the next Monday's as well
-        dated = None if weekday or m[2] else MONTH_DAY_YEAR.search(_sentence_at(text, m.start()))
+        # a date ReMe wrote after the day is of something else ("on Monday the 29th, and in two weeks (2 July
+        # 2026)": fresh36 dated the 29th in July); one before it may say its month
+        seen = text[:m.start()] + blanked(text[m.start():])
+        dated = None if weekday or m[2] else MONTH_DAY_YEAR.search(_sentence_at(seen, m.start()))
         said_so = (rf"\b(?:on|from|until|till)\s+{m[1].lower()}\b" if weekday else
                    rf"\bthe\s+{int(m[1])}(?:st|nd|rd|th)\b" + (rf"\s+of\s+{m[2]}\s+month" if m[2] else ""))
-        told = [(s, found.start()) for group in (lines, others) for line in group
+        told = [(s, found.start(), line) for group in (lines, others) for line in group
                 for s in re.split(r"(?<=[.!?;])\s+", line) if (found := re.search(said_so, s, re.IGNORECASE))]
         if not told:
             continue
-        past = told_of_past_at(*told[0])
+        past = told_of_past_at(*told[0][:2]) or _told_after(*told[0])
         if dated is None and (weekday or not m[2]) and (
                 year_named and past or year_said(_sentence_at(text, m.start()))):
             # a text that names a year: of some other time, but for a day of its sentence's dated month, and one
@@ -583,7 +586,7 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
                 except OverflowError:
                     day = None
         else:
-            sentence = _sentence_at(text, m.start())
+            sentence = _sentence_at(seen, m.start())
             named = MONTH_DAY.search(sentence)
             month = MONTHS[(named["month"] or named["m2"]).lower()] if named and not m[2] else None
             which = OF_WHICH_MONTH.search(_sentence_at(text[:m.start()], m.start()))
@@ -599,6 +602,21 @@ def weekday_spans(text: str, said: datetime, lines: Sequence[str],
         if day is not None:
             out.append((m.start(), end, day))
     return _days_after(text, out)
+
+
+TENSED = re.compile(r"\b(?:I|we|he|she|it|they|you|is|are|am|was|were|has|have|had|do|does|did|will|can|goes|gets)\b"
+                    r"|['’]", re.IGNORECASE)
+
+
+def _told_after(sentence: str, at: int, line: str) -> bool:
+    """Whether `sentence` (of `line`) says a day with no verb of its own ("On Tuesday, in the middle of my route.",
+    the answer to "When was your last attack?") and the sentence after it in its line tells of the past ("I pulled
+    the bus over": fresh36 dated the Tuesday to come)."""
+    if TENSED.search(sentence) or told_of_future(sentence) or told_of_past(sentence):
+        return False
+    parts = re.split(r"(?<=[.!?;])\s+", line)
+    after = next((parts[k + 1] for k, part in enumerate(parts[:-1]) if part == sentence), "")
+    return bool(after) and told_of_past(after) and not told_of_future(after)
 
 
 MONTH_DAY_YEAR = re.compile(MONTH_DAY.pattern + r",?\s+(?P<year>(?:19|20)\d\d)\b", re.IGNORECASE)
@@ -628,13 +646,15 @@ def _day_after(start: date, day: int) -> date | None:
 OF_WHICH_MONTH = re.compile(r"\bthe\s+[0-3]?\d(?:st|nd|rd|th)\s+of\s+(this|next|last)\s+month\b", re.IGNORECASE)
 """A day of a month said by which ("the 27th of next month"): a bare "the 24th" after it in its sentence is of that
 month (fresh18: "gets married on the 27th of next month, and I fly out on the 24th" was dated this month's 24th)."""
-DAYS_AFTER = re.compile(rf"\b(?:the\s+(?P<weekday>{'|'.join(WEEKDAYS)})\s+after(?:\s+that)?"
-                        r"|(?P<n>a|one|two|three|four|five|six|\d)\s+(?P<unit>day|week)s?\s+(?:after|later)(?:\s+that)?"
-                        r"|the\s+day\s+after(?:\s+that)?)(?!\s*[(（])(?=\s*[,.;:!?)]|\s*$|\s+(?:and|so|but|then)\b)",
+DAYS_AFTER = re.compile(rf"\b(?:the\s+(?P<weekday>{'|'.join(WEEKDAYS)})\s+after"
+                        r"|(?P<n>a|one|two|three|four|five|six|\d)\s+(?P<unit>day|week)s?\s+(?:after|later)"
+                        r"|the\s+day\s+after)(?:\s+that\b(?!\s*[(（])"
+                        r"|(?!\s*[(（])(?=\s*[,.;:!?)]|\s*$|\s+(?:and|so|but|then)\b))",
                         re.IGNORECASE)
 """A day counted from the day said just before it in its sentence: "the Wednesday after", "two weeks after
 that", "the day after" (fresh18: "the FibroScan is on the 14th of next month, and the lung function test is
-the Wednesday after"; not "the Wednesday after the operation", a day counted from something else)."""
+the Wednesday after"; "the Monday after that for the results": fresh36; not "the Wednesday after the operation", a
+day counted from something else)."""
 
 
 def _add_month(said: date, which: str) -> int:
