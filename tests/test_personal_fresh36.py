@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from reme import ReMe
 from reme.memory.personal import (CALL_ME, Transcript, health_word, led_in, named_subject, needs_before, new_job,
                                   revalued, to_messages, unheld_health, unheld_names)
 from reme.memory.wording import anchor_times, anchor_weekdays
 from reme.temporal import told_of_past
+
+from openai_server import OpenAITestServer
+from test_personal import EXTRACT
 
 
 def transcript(*turns: tuple[str, str],
@@ -206,3 +210,17 @@ def test_it_is_when_names_the_event_the_assistant_spoke_of() -> None:
     assert kept(t, 1, "It's Saturday, actually.") == "It's Saturday, actually."
     t = transcript(("assistant", "His birthday must be coming up."), ("Oksana", "It's going to be loud."))
     assert kept(t, 1, "It's going to be loud.") == "It's going to be loud."
+
+
+async def test_a_son_s_medicines_are_stored_as_his_through_the_summarizer(
+        llm_reme: ReMe, server: OpenAITestServer) -> None:
+    # the whole path: the model keeps nothing, code keeps the doses as said, each named as the son's (fresh36: they
+    # were stored with no subject under his mother, and scored as hers)
+    server.script(EXTRACT, {"memories": []})
+    result = await llm_reme.summarize_memory([
+        {"role": "user", "name": "Oksana", "content": "I'd like you to keep notes on my son, Mykyta."},
+        {"role": "assistant", "content": "What does Mykyta take?"},
+        {"role": "user", "name": "Oksana", "content": "Rifampicin, seventy-five milligrams twice a day, for the "
+                                                      "itching."}], user_name="Oksana")
+    assert "Mykyta takes Rifampicin, seventy-five milligrams twice a day, for the itching." in [
+        n.content for n in result.added]

@@ -1739,8 +1739,7 @@ def of_someone(transcript: Transcript, index: int, sentence: str, health: Sequen
     (held by any memory) for a sentence of no such one."""
     subject = SUBJECT_NAME.match(sentence)
     speaker = transcript.messages[index].name or ""
-    if subject is None or subject["name"] not in transcript.names or subject["name"] in words(speaker) \
-            or subject["name"] in speaker.split():
+    if subject is None or subject["name"] not in transcript.names or subject["name"] in speaker.split():
         return set()
     return stems([subject["name"], *health])
 
@@ -2367,7 +2366,7 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
             return event  # "His birthday must be coming up." -- "... It's Saturday next week, he turns seven" (fresh36)
         return thing
     if not lead and message.role == "user" and at >= 0 and (owned := TIME_OWNED.match(sentence)) \
-            and (who := pronoun_person(transcript, index, at, "He" if owned["own"] in ("his", "His") else "She")):
+            and (who := pronoun_person(transcript, index, at, "He" if owned["own"].lower() == "his" else "She")):
         return f"{owned['time']}{who}'s {sentence[owned.end():]}"  # "Last Friday his nose bled" (fresh36)
     if not lead and message.role == "user" and at >= 0 and not re.match(r"(?:[Ss]he|[Hh]e)\b", sentence):
         # not "She ? her" (hypothesis): a sentence led by "she" or "he" with no word after is not one to name within
@@ -2381,11 +2380,11 @@ def named_subject(transcript: Transcript, index: int, sentence: str) -> str:
     return timed[0] + named if timed else named
 
 
-TIME_LED = re.compile(r"(?:(?:And|But|So)\s+)?(?:(?:On|In|By|From|Since|Until|Before|After)\s+(?:the\s+)?[^\W_]+"
-                      r"(?:\s+of\s+[^\W\d_]+)?|(?:Last|Next|This)\s+[^\W\d_]+|Tomorrow|Today|Yesterday|Tonight),?\s+"
-                      r"(?=(?:[Ss]he|[Hh]e)\b)")
+_TIME_LEAD = (r"(?:(?:And|But|So)\s+)?(?:(?:On|In|By|From|Since|Until|Before|After)\s+(?:the\s+)?[^\W_]+"
+              r"(?:\s+of\s+[^\W\d_]+)?|(?:Last|Next|This)\s+[^\W\d_]+|Tomorrow|Today|Yesterday|Tonight),?\s+")
+TIME_LED = re.compile(_TIME_LEAD + r"(?=(?:[Ss]he|[Hh]e)\b)")
 """A time a sentence starts with, before its "she" or "he": "On the 29th she turns twelve", "In June he starts"."""
-TIME_OWNED = re.compile(r"(?P<time>" + TIME_LED.pattern.split("(?=")[0] + r")(?P<own>[Hh]is|[Hh]er)\s+(?=[^\W\d_])")
+TIME_OWNED = re.compile(rf"(?P<time>{_TIME_LEAD})(?P<own>[Hh]is|[Hh]er)\s+(?=[^\W\d_])")
 """A time a sentence starts with, before whose: "Last Friday his nose bled for forty minutes" (fresh36)."""
 
 
@@ -5662,11 +5661,10 @@ def phone_changed(stored: str, lines: str) -> tuple[str, str, str] | None:
     def phones(text: str) -> list[re.Match[str]]:
         return [m for m in PHONE.finditer(text) if sum(c.isdigit() for c in m[0]) >= 7]
     old, new = phones(stored), phones(lines)
-    if len(old) != 1 or len(new) != 1 or not NEW_NUMBER.search(lines) or old[0][0] == new[0][0]:
+    if len(old) != 1 or len(new) != 1 or not new_number(lines, stored):
         return None
-    named = {w for w in CAPITALIZED.findall(lines) if w.lower() not in STARTERS}
     whose = CAPITALIZED.findall(stored[:old[0].start()])[-1:]  # the one named just before the number
-    if not named & set(whose):
+    if not set(whose) & set(CAPITALIZED.findall(lines)) - TITLE_WORDS:
         return None
     return stored[:old[0].start()] + new[0][0] + stored[old[0].end():], old[0][0], new[0][0]
 
